@@ -1,0 +1,46 @@
+//===- Baselines.h - NCCL-style reference schedules for any topology ------===//
+//
+// Baselines are the schedules a synthesized one must beat: NCCL-style rings
+// (as many edge-disjoint rings as the topology has), double binary trees,
+// direct (all-pairs) exchanges, and hierarchical (intra-node, then
+// inter-node) variants for multi-node topologies. Where two ranks are not
+// adjacent, chunks are forwarded along the shortest route through scratch
+// slots. Every baseline returned has passed the verifier.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Collective.h"
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Core/Topology.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ccsynth {
+
+enum class BaselineKind { Ring, Tree, Direct, Hierarchical };
+const char *toString(BaselineKind kind);
+std::optional<BaselineKind> parseBaselineKind(const std::string &s);
+
+struct BaselineOptions {
+  bool inPlace = false;
+  int root = 0;
+  /// Pipelining depth (chunks per ring/tree segment); 0 = the baseline's
+  /// default.
+  int pipeline = 0;
+};
+
+/// Collectives a baseline kind supports on a topology (hierarchical needs
+/// more than one node).
+bool baselineSupports(BaselineKind kind, CollectiveKind collective,
+                      const Topology &topology);
+
+/// Builds and verifies a baseline schedule.
+Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
+                                const Topology &topology,
+                                const BaselineOptions &options = {});
+
+} // namespace ccsynth

@@ -1,0 +1,108 @@
+//===- Diagnostic.h - Source locations, errors and result types -----------===//
+//
+// Core-model code never throws across its public API and never prints: it
+// returns Expected<T> carrying a located Error, and the tools print it as
+// `file:line:col: error: message`.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cassert>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace ccsynth {
+
+/// A position in an input file; line and column are 1-based, 0 = unknown.
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int col = 0;
+
+  bool known() const { return line > 0; }
+};
+
+/// An error with an optional location, formatted the way compilers do.
+struct Error {
+  std::string message;
+  SourceLoc loc;
+  /// Extra lines printed after the message (e.g. a caret line or a list of
+  /// valid choices).
+  std::string notes;
+
+  Error() = default;
+  explicit Error(std::string msg, SourceLoc where = {}, std::string extra = {})
+      : message(std::move(msg)), loc(std::move(where)),
+        notes(std::move(extra)) {}
+
+  /// `file:line:col: error: message` (or `file: error:` / `error:` when the
+  /// location is partly unknown), followed by the notes.
+  std::string format() const;
+};
+
+/// Either a value or an Error. A minimal std::expected for C++20.
+template <typename T> class [[nodiscard]] Expected {
+public:
+  Expected(T value) : storage(std::move(value)) {}
+  Expected(Error error) : storage(std::move(error)) {}
+
+  explicit operator bool() const { return storage.index() == 0; }
+  bool ok() const { return storage.index() == 0; }
+
+  T &operator*() {
+    assert(ok());
+    return std::get<0>(storage);
+  }
+  const T &operator*() const {
+    assert(ok());
+    return std::get<0>(storage);
+  }
+  T *operator->() { return &**this; }
+  const T *operator->() const { return &**this; }
+  T take() { return std::move(**this); }
+
+  const Error &error() const {
+    assert(!ok());
+    return std::get<1>(storage);
+  }
+
+private:
+  std::variant<T, Error> storage;
+};
+
+/// Expected<void>: success or an Error.
+class [[nodiscard]] Status {
+public:
+  Status() = default;
+  Status(Error e) : err(std::move(e)) {}
+  static Status success() { return {}; }
+
+  explicit operator bool() const { return !err.has_value(); }
+  bool ok() const { return !err.has_value(); }
+  const Error &error() const {
+    assert(err);
+    return *err;
+  }
+
+private:
+  std::optional<Error> err;
+};
+
+/// Converts a byte offset in `text` into a 1-based line/column.
+SourceLoc locationOf(const std::string &file, const std::string &text,
+                     size_t offset);
+
+/// The source line containing `loc` and a caret under its column, for
+/// diagnostics ("  foo(bar\n      ^"). Empty when the line is out of range.
+std::string caretLine(const std::string &text, const SourceLoc &loc);
+
+/// Reads a whole file; the error names the file and the OS reason.
+Expected<std::string> readFile(const std::string &path);
+
+/// Writes `contents` to `path` atomically (temporary file + rename), so a
+/// failure never leaves a partial output file behind.
+Status writeFileAtomic(const std::string &path, const std::string &contents);
+
+} // namespace ccsynth

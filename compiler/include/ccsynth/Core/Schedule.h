@@ -1,0 +1,74 @@
+//===- Schedule.h - Chunk-level schedules and their JSON form -------------===//
+//
+// A schedule is a list of transfers; each moves `count` consecutive chunks
+// from one rank's buffer to another's (or the same rank's), either copying
+// them or reducing them into the destination. Transfers are grouped in
+// steps: a transfer of step s sees the data written by steps < s, so all
+// transfers of one step may run at once. The JSON form is versioned and
+// documented in docs/formats.md#schedule.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Collective.h"
+#include "ccsynth/Core/Diagnostic.h"
+
+#include <string>
+#include <vector>
+
+namespace ccsynth {
+
+class JsonDocument;
+
+enum class TransferOp { Copy, Reduce };
+const char *toString(TransferOp op);
+
+struct Transfer {
+  ChunkLoc src;
+  ChunkLoc dst;
+  int count = 1;
+  TransferOp op = TransferOp::Copy;
+  int step = 0;
+  /// Topology link to use, or -1 for the fastest link between the ranks.
+  int link = -1;
+  /// Optional lowering hints (-1 = compiler's choice).
+  int channel = -1;
+  int threadblock = -1;
+};
+
+class Schedule {
+public:
+  static constexpr int kFormatVersion = 1;
+
+  std::string name;
+  /// Topology the schedule was made for (a built-in name or a file path);
+  /// may be empty.
+  std::string topology;
+  /// How it was produced ("baseline:ring", "synth", "dsl:file.ccl", ...).
+  std::string origin;
+  Collective collective;
+  /// Scratch chunks per rank.
+  int scratchChunks = 0;
+  /// Suggested protocol and replication for the lowering (from the DSL or a
+  /// sketch); the compiler may override them.
+  std::string protocol = "Simple";
+  int instances = 1;
+  std::vector<Transfer> transfers;
+  /// Where each transfer was written (DSL statements); empty or parallel to
+  /// `transfers`. Diagnostics use it when present.
+  std::vector<SourceLoc> transferLocs;
+
+  int numSteps() const;
+  int bufferChunks(BufferKind b) const {
+    return b == BufferKind::Scratch ? scratchChunks
+                                    : collective.bufferChunks(b);
+  }
+};
+
+/// Serializes a schedule (one transfer per line, stable key order).
+std::string scheduleToJson(const Schedule &s);
+/// Parses the JSON form; structural errors are located at the field.
+Expected<Schedule> parseScheduleJson(const JsonDocument &doc);
+Expected<Schedule> loadScheduleJson(const std::string &path);
+
+} // namespace ccsynth

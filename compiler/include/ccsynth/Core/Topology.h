@@ -1,0 +1,127 @@
+//===- Topology.h - Machines as ranks, directed links and shared resources ===//
+//
+// A topology is a set of ranks (one per GPU) grouped in nodes, and directed
+// links between ranks. Every link has a latency (alpha, µs) and a peak
+// bandwidth (GB/s, 1 GB = 1e9 bytes). Links that share physical capacity (the
+// ports of an NVSwitch, a NIC shared by several GPUs, a node's uplink) name
+// the shared Resources they cross; the simulator divides a resource's
+// bandwidth fairly among the transfers using it at the same time.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Diagnostic.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ccsynth {
+
+class JsonDocument;
+
+enum class LinkKind { NVLink, PCIe, RDMA, SHM };
+
+const char *toString(LinkKind kind);
+std::optional<LinkKind> parseLinkKind(const std::string &s);
+
+/// Bandwidth shared by every link that names it (a switch port direction, a
+/// NIC direction).
+struct Resource {
+  std::string name;
+  double bandwidthGBps = 0;
+};
+
+/// A directed connection from one rank to another.
+struct Link {
+  int src = 0;
+  int dst = 0;
+  LinkKind kind = LinkKind::NVLink;
+  double alphaUs = 0;
+  /// Peak bandwidth of this link alone (e.g. 2 NVLinks = 50 GB/s).
+  double bandwidthGBps = 0;
+  /// Shared resources this link's traffic also consumes.
+  std::vector<int> resources;
+
+  /// Time for `bytes` alone on this link, in µs: alpha + bytes / bandwidth.
+  double timeUs(double bytes) const {
+    return alphaUs + bytes / (bandwidthGBps * 1e3);
+  }
+};
+
+class Topology {
+public:
+  std::string name;
+  /// Node id of each rank; nodes are numbered densely from 0.
+  std::vector<int> nodeOf;
+  std::vector<Link> links;
+  std::vector<Resource> resources;
+  /// Free-form provenance (built-in source, imported file).
+  std::string description;
+
+  int numRanks() const { return (int)nodeOf.size(); }
+  int numNodes() const;
+  /// Ranks of one node, in rank order.
+  std::vector<int> ranksOfNode(int node) const;
+  /// Index of rank within its node.
+  int localRank(int rank) const;
+  bool sameNode(int a, int b) const { return nodeOf[a] == nodeOf[b]; }
+
+  /// Indices of links from src to dst (there may be several, e.g. NVLink and
+  /// a NIC path).
+  std::vector<int> linksBetween(int src, int dst) const;
+  /// The fastest link from src to dst (highest effective bandwidth, then
+  /// lowest alpha), or nullopt when none exists.
+  std::optional<int> bestLink(int src, int dst) const;
+  /// Bandwidth a link reaches alone: min of its own and its resources'.
+  double effectiveBandwidth(int link) const;
+  /// Minimum-latency paths (by alpha, hop count as tie-break) between all
+  /// pairs; dist[s][d] = alpha sum, or +inf when unreachable.
+  std::vector<std::vector<double>> shortestAlpha() const;
+  /// The sequence of ranks on a minimum-hop path src..dst (inclusive), using
+  /// the fastest links; empty when unreachable.
+  std::vector<int> route(int src, int dst) const;
+
+  /// Structural checks: ranks in range, positive bandwidth, no self links,
+  /// valid resource ids, dense node ids.
+  Status validate() const;
+};
+
+/// Names and one-line descriptions of the built-in topologies (generic ones
+/// shown with their parameter syntax, e.g. "ring:N").
+struct BuiltinInfo {
+  std::string name;
+  std::string description;
+};
+std::vector<BuiltinInfo> builtinTopologies();
+
+/// Builds a built-in topology by name: dgx1, dgx2, ndv2, dgx-a100 (ndv4),
+/// dgx-h100 (ndv5), each with an optional `xN` node suffix (dgx-h100x8), and
+/// the generic ring:N, fc:N, torus2d:AxB. Unknown names get an error listing
+/// the valid ones.
+Expected<Topology> makeBuiltinTopology(const std::string &name);
+
+/// Resolves a topology argument: a built-in name, a ccsynth topology JSON
+/// file, or an NCCL topology dump (.xml).
+Expected<Topology> loadTopology(const std::string &nameOrPath);
+
+/// Reads ccsynth's topology JSON (docs/formats.md#topology).
+Expected<Topology> parseTopologyJson(const JsonDocument &doc);
+/// Writes ccsynth's topology JSON.
+std::string topologyToJson(const Topology &topo);
+
+/// Options for importing an NCCL topology dump.
+struct NcclImportOptions {
+  /// Copies of the dumped node to connect through their NICs.
+  int nodes = 1;
+  /// Latencies (µs) to assign; NCCL's dump does not record them.
+  double nvlinkAlphaUs = 0.7;
+  double pcieAlphaUs = 1.0;
+  double netAlphaUs = 2.0;
+};
+/// Imports the XML that NCCL writes with NCCL_TOPO_DUMP_FILE.
+Expected<Topology> importNcclTopology(const std::string &file,
+                                      const std::string &text,
+                                      const NcclImportOptions &options);
+
+} // namespace ccsynth

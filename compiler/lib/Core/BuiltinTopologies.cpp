@@ -1,0 +1,317 @@
+//===- BuiltinTopologies.cpp - DGX/ND machines and generic shapes ---------===//
+//
+// Figures are per direction. Bandwidths come from the vendors' public
+// datasheets and whitepapers cited next to each machine; latencies (alpha)
+// follow TACCL's profiled values for NVLink (~0.7 µs) and InfiniBand
+// (~1.7 µs) (TACCL, NSDI '23, §6 / its ndv2 topology profile) and are the
+// same order of magnitude that nccl-tests shows for small messages.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/Core/Topology.h"
+
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <regex>
+
+namespace ccsynth {
+
+namespace {
+
+constexpr double kNvlinkAlphaUs = 0.7;
+constexpr double kIbAlphaUs = 1.7;
+/// One NVLink2/3/4 link carries 25 GB/s per direction (V100, A100 and H100
+/// whitepapers: 300 / 600 / 900 GB/s bidirectional over 6 / 12 / 18 links).
+constexpr double kNvlinkLaneGBps = 25.0;
+
+/// Incrementally builds a topology: per node GPUs, switches and NICs.
+class Builder {
+public:
+  explicit Builder(std::string name) { topo.name = std::move(name); }
+
+  int addResource(std::string name, double bw) {
+    topo.resources.push_back({std::move(name), bw});
+    return (int)topo.resources.size() - 1;
+  }
+  void addLink(int src, int dst, LinkKind kind, double alpha, double bw,
+               std::vector<int> resources = {}) {
+    topo.links.push_back({src, dst, kind, alpha, bw, std::move(resources)});
+  }
+  void addRanks(int count, int node) {
+    for (int i = 0; i < count; ++i)
+      topo.nodeOf.push_back(node);
+  }
+  Topology take() { return std::move(topo); }
+  Topology topo;
+};
+
+std::string rankName(int node, int local) {
+  return "n" + std::to_string(node) + ".gpu" + std::to_string(local);
+}
+
+/// Point-to-point NVLink mesh inside a node: lanes[i][j] NVLinks i<->j.
+void addNvlinkMesh(Builder &b, int base, const std::vector<std::vector<int>> &lanes) {
+  int g = (int)lanes.size();
+  for (int i = 0; i < g; ++i)
+    for (int j = 0; j < g; ++j)
+      if (lanes[i][j] > 0)
+        b.addLink(base + i, base + j, LinkKind::NVLink, kNvlinkAlphaUs,
+                  lanes[i][j] * kNvlinkLaneGBps);
+}
+
+/// NVSwitch inside a node: each GPU has one egress and one ingress port of
+/// `portGBps`; every GPU pair is a link through both ports.
+void addNvswitch(Builder &b, int node, int base, int gpus, double portGBps) {
+  std::vector<int> out(gpus), in(gpus);
+  for (int i = 0; i < gpus; ++i) {
+    out[i] = b.addResource(rankName(node, i) + ".nvswitch.out", portGBps);
+    in[i] = b.addResource(rankName(node, i) + ".nvswitch.in", portGBps);
+  }
+  for (int i = 0; i < gpus; ++i)
+    for (int j = 0; j < gpus; ++j)
+      if (i != j)
+        b.addLink(base + i, base + j, LinkKind::NVLink, kNvlinkAlphaUs,
+                  portGBps, {out[i], in[j]});
+}
+
+/// NICs shared by groups of GPUs; any GPU reaches any GPU of another node
+/// through its own NIC, the fabric and the peer's NIC (full-bisection
+/// fat-tree). nicOf[local] gives the NIC index of each local GPU.
+void addNics(Builder &b, int nodes, int gpus, const std::vector<int> &nicOf,
+             double nicGBps) {
+  int nics = 0;
+  for (int n : nicOf)
+    nics = std::max(nics, n + 1);
+  std::vector<std::vector<int>> out(nodes), in(nodes);
+  for (int node = 0; node < nodes; ++node)
+    for (int k = 0; k < nics; ++k) {
+      std::string nm = "n" + std::to_string(node) + ".nic" + std::to_string(k);
+      out[node].push_back(b.addResource(nm + ".out", nicGBps));
+      in[node].push_back(b.addResource(nm + ".in", nicGBps));
+    }
+  for (int na = 0; na < nodes; ++na)
+    for (int nb = 0; nb < nodes; ++nb) {
+      if (na == nb)
+        continue;
+      for (int i = 0; i < gpus; ++i)
+        for (int j = 0; j < gpus; ++j)
+          b.addLink(na * gpus + i, nb * gpus + j, LinkKind::RDMA, kIbAlphaUs,
+                    nicGBps, {out[na][nicOf[i]], in[nb][nicOf[j]]});
+    }
+}
+
+// DGX-1 (V100) hybrid cube-mesh: NVLinks between GPU pairs; rows sum to 6
+// (NVIDIA DGX-1 With Tesla V100 System Architecture, WP-08437-002, fig. 3).
+const std::vector<std::vector<int>> kDgx1Lanes = {
+    {0, 2, 1, 1, 2, 0, 0, 0}, {2, 0, 1, 2, 0, 1, 0, 0},
+    {1, 1, 0, 2, 0, 0, 2, 0}, {1, 2, 2, 0, 0, 0, 0, 1},
+    {2, 0, 0, 0, 0, 2, 1, 1}, {0, 1, 0, 0, 2, 0, 1, 2},
+    {0, 0, 2, 0, 1, 1, 0, 2}, {0, 0, 0, 1, 1, 2, 2, 0}};
+
+Topology dgx1(int nodes, bool ndv2) {
+  Builder b(std::string(ndv2 ? "ndv2" : "dgx1") +
+            (nodes > 1 ? "x" + std::to_string(nodes) : ""));
+  for (int n = 0; n < nodes; ++n) {
+    b.addRanks(8, n);
+    addNvlinkMesh(b, n * 8, kDgx1Lanes);
+  }
+  if (nodes > 1) {
+    if (ndv2) {
+      // Azure NDv2: one 100 Gb/s EDR InfiniBand NIC per VM (8 V100s)
+      // (learn.microsoft.com, "NDv2-series").
+      addNics(b, nodes, 8, std::vector<int>(8, 0), 12.5);
+    } else {
+      // DGX-1: four 100 Gb/s EDR NICs, one per GPU pair (DGX-1 datasheet).
+      addNics(b, nodes, 8, {0, 0, 1, 1, 2, 2, 3, 3}, 12.5);
+    }
+  }
+  Topology t = b.take();
+  t.description = ndv2 ? "Azure NDv2: 8x V100 hybrid cube-mesh NVLink2 (25 "
+                         "GB/s per link), 1x 100 Gb/s IB per node"
+                       : "NVIDIA DGX-1: 8x V100 hybrid cube-mesh NVLink2 (25 "
+                         "GB/s per link), 4x 100 Gb/s IB per node";
+  return t;
+}
+
+Topology switched(const std::string &base, int nodes, int gpus, double portGBps,
+                  const std::vector<int> &nicOf, double nicGBps,
+                  const std::string &description) {
+  Builder b(base + (nodes > 1 ? "x" + std::to_string(nodes) : ""));
+  for (int n = 0; n < nodes; ++n) {
+    b.addRanks(gpus, n);
+    addNvswitch(b, n, n * gpus, gpus, portGBps);
+  }
+  if (nodes > 1)
+    addNics(b, nodes, gpus, nicOf, nicGBps);
+  Topology t = b.take();
+  t.description = description;
+  return t;
+}
+
+Topology dgx2(int nodes) {
+  // DGX-2: 16x V100, 12 NVSwitches, 6 NVLink2 per GPU = 150 GB/s per
+  // direction; 8x 100 Gb/s EDR NICs, one per GPU pair (DGX-2 datasheet).
+  std::vector<int> nic(16);
+  for (int i = 0; i < 16; ++i)
+    nic[i] = i / 2;
+  return switched("dgx2", nodes, 16, 6 * kNvlinkLaneGBps, nic, 12.5,
+                  "NVIDIA DGX-2: 16x V100 on NVSwitch (150 GB/s per GPU per "
+                  "direction), 8x 100 Gb/s IB per node");
+}
+
+Topology dgxA100(int nodes, const std::string &base) {
+  // DGX A100: 8x A100, 6 NVSwitches, 12 NVLink3 per GPU = 300 GB/s per
+  // direction; 8x 200 Gb/s HDR ConnectX-6, one per GPU (DGX A100 System
+  // Architecture whitepaper). Azure NDv4 (ND A100 v4) has the same shape.
+  std::vector<int> nic{0, 1, 2, 3, 4, 5, 6, 7};
+  return switched(base, nodes, 8, 12 * kNvlinkLaneGBps, nic, 25.0,
+                  "NVIDIA DGX A100 / Azure NDv4: 8x A100 on NVSwitch (300 GB/s "
+                  "per GPU per direction), 8x 200 Gb/s IB per node");
+}
+
+Topology dgxH100(int nodes, const std::string &base) {
+  // DGX H100: 8x H100, 4 NVSwitches, 18 NVLink4 per GPU = 450 GB/s per
+  // direction; 8x 400 Gb/s NDR ConnectX-7, one per GPU (DGX H100 datasheet).
+  // Azure NDv5 (ND H100 v5) has the same shape.
+  std::vector<int> nic{0, 1, 2, 3, 4, 5, 6, 7};
+  return switched(base, nodes, 8, 18 * kNvlinkLaneGBps, nic, 50.0,
+                  "NVIDIA DGX H100 / Azure NDv5: 8x H100 on NVSwitch (450 GB/s "
+                  "per GPU per direction), 8x 400 Gb/s IB per node");
+}
+
+// Generic shapes: every link is one 25 GB/s NVLink-class link.
+Topology ring(int n) {
+  Builder b("ring:" + std::to_string(n));
+  b.addRanks(n, 0);
+  for (int i = 0; i < n; ++i) {
+    int next = (i + 1) % n;
+    if (n == 2) {
+      b.addLink(i, next, LinkKind::NVLink, kNvlinkAlphaUs, kNvlinkLaneGBps);
+      continue;
+    }
+    b.addLink(i, next, LinkKind::NVLink, kNvlinkAlphaUs, kNvlinkLaneGBps);
+    b.addLink(next, i, LinkKind::NVLink, kNvlinkAlphaUs, kNvlinkLaneGBps);
+  }
+  Topology t = b.take();
+  t.description = "bidirectional ring of " + std::to_string(n) +
+                  " ranks, 25 GB/s per direction";
+  return t;
+}
+
+Topology fullyConnected(int n) {
+  Builder b("fc:" + std::to_string(n));
+  b.addRanks(n, 0);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      if (i != j)
+        b.addLink(i, j, LinkKind::NVLink, kNvlinkAlphaUs, kNvlinkLaneGBps);
+  Topology t = b.take();
+  t.description = "fully connected, " + std::to_string(n) +
+                  " ranks, 25 GB/s per directed link";
+  return t;
+}
+
+Topology torus2d(int a, int c) {
+  Builder b("torus2d:" + std::to_string(a) + "x" + std::to_string(c));
+  b.addRanks(a * c, 0);
+  // Neighbours in each dimension; with a size of 2 both neighbours coincide,
+  // so the two wires become one link of twice the bandwidth.
+  std::map<std::pair<int, int>, int> lanes;
+  for (int x = 0; x < a; ++x)
+    for (int y = 0; y < c; ++y) {
+      int r = x * c + y;
+      if (a > 1) {
+        lanes[{r, ((x + 1) % a) * c + y}]++;
+        lanes[{r, ((x + a - 1) % a) * c + y}]++;
+      }
+      if (c > 1) {
+        lanes[{r, x * c + (y + 1) % c}]++;
+        lanes[{r, x * c + (y + c - 1) % c}]++;
+      }
+    }
+  for (auto [pair, count] : lanes)
+    if (pair.first != pair.second)
+      b.addLink(pair.first, pair.second, LinkKind::NVLink, kNvlinkAlphaUs,
+                count * kNvlinkLaneGBps);
+  Topology t = b.take();
+  t.description = std::to_string(a) + "x" + std::to_string(c) +
+                  " 2D torus, 25 GB/s per neighbour link";
+  return t;
+}
+
+std::string validNames() {
+  std::string s = "valid built-in topologies:";
+  for (const BuiltinInfo &i : builtinTopologies())
+    s += "\n  " + i.name + "  " + i.description;
+  return s;
+}
+
+bool parseCount(const std::string &s, int &out, int lo, int hi) {
+  if (s.empty() || s.size() > 6)
+    return false;
+  for (char ch : s)
+    if (ch < '0' || ch > '9')
+      return false;
+  out = std::atoi(s.c_str());
+  return out >= lo && out <= hi;
+}
+
+} // namespace
+
+std::vector<BuiltinInfo> builtinTopologies() {
+  return {
+      {"dgx1[xN]", "NVIDIA DGX-1, 8x V100 hybrid cube-mesh (+4 NICs/node)"},
+      {"ndv2[xN]", "Azure NDv2, 8x V100 hybrid cube-mesh (+1 NIC/node)"},
+      {"dgx2[xN]", "NVIDIA DGX-2, 16x V100 on NVSwitch (+8 NICs/node)"},
+      {"dgx-a100[xN]", "NVIDIA DGX A100, 8x A100 on NVSwitch (+8 NICs/node); "
+                       "alias ndv4"},
+      {"dgx-h100[xN]", "NVIDIA DGX H100, 8x H100 on NVSwitch (+8 NICs/node); "
+                       "alias ndv5"},
+      {"ring:N", "bidirectional ring of N ranks"},
+      {"fc:N", "N ranks, fully connected"},
+      {"torus2d:AxB", "A x B two-dimensional torus"},
+  };
+}
+
+Expected<Topology> makeBuiltinTopology(const std::string &name) {
+  static const std::regex machine(
+      "^(dgx1|ndv2|dgx2|dgx-a100|ndv4|dgx-h100|ndv5)(?:x([0-9]+))?$");
+  constexpr int kMaxRanks = 4096;
+  std::smatch m;
+  if (std::regex_match(name, m, machine)) {
+    int nodes = 1;
+    if (m[2].matched && !parseCount(m[2].str(), nodes, 1, 512))
+      return Error("node count in '" + name + "' must be between 1 and 512");
+    std::string base = m[1].str();
+    if (base == "dgx1" || base == "ndv2")
+      return dgx1(nodes, base == "ndv2");
+    if (base == "dgx2")
+      return dgx2(nodes);
+    if (base == "dgx-a100" || base == "ndv4")
+      return dgxA100(nodes, base);
+    return dgxH100(nodes, base);
+  }
+  auto colon = name.find(':');
+  if (colon != std::string::npos) {
+    std::string kind = name.substr(0, colon), arg = name.substr(colon + 1);
+    int n = 0;
+    if (kind == "ring" || kind == "fc") {
+      if (!parseCount(arg, n, 2, kMaxRanks))
+        return Error("'" + name + "': N must be an integer between 2 and " +
+                     std::to_string(kMaxRanks));
+      return kind == "ring" ? ring(n) : fullyConnected(n);
+    }
+    if (kind == "torus2d") {
+      auto x = arg.find('x');
+      int a = 0, c = 0;
+      if (x == std::string::npos || !parseCount(arg.substr(0, x), a, 1, 64) ||
+          !parseCount(arg.substr(x + 1), c, 1, 64) || a * c < 2)
+        return Error("'" + name + "': expected torus2d:AxB with 1 <= A, B <= "
+                     "64 and A*B >= 2");
+      return torus2d(a, c);
+    }
+  }
+  return Error("unknown topology '" + name + "'", {}, validNames());
+}
+
+} // namespace ccsynth

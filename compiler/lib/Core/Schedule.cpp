@@ -1,0 +1,356 @@
+//===- Schedule.cpp - Schedule JSON reader and writer ---------------------===//
+#include "ccsynth/Core/Schedule.h"
+
+#include "ccsynth/Core/Json.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace ccsynth {
+
+const char *toString(TransferOp op) {
+  return op == TransferOp::Copy ? "copy" : "reduce";
+}
+
+int Schedule::numSteps() const {
+  int steps = 0;
+  for (const Transfer &t : transfers)
+    steps = std::max(steps, t.step + 1);
+  return steps;
+}
+
+namespace {
+
+const char *shortBuffer(BufferKind b) {
+  return b == BufferKind::Input ? "i" : b == BufferKind::Output ? "o" : "s";
+}
+
+OrderedJson collectiveToJson(const Collective &c) {
+  OrderedJson j;
+  j["kind"] = toString(c.kind);
+  if (c.kind == CollectiveKind::Custom) {
+    j["name"] = c.name;
+    j["ranks"] = c.numRanks;
+    j["input_chunks"] = c.inputChunks;
+    j["output_chunks"] = c.outputChunks;
+    j["inplace"] = c.inPlace;
+    j["pre"] = c.pre;
+    OrderedJson post = OrderedJson::array();
+    for (const auto &rank : c.post) {
+      OrderedJson row = OrderedJson::array();
+      for (const auto &want : rank)
+        row.push_back(want ? OrderedJson(*want) : OrderedJson(nullptr));
+      post.push_back(row);
+    }
+    j["post"] = post;
+    return j;
+  }
+  j["ranks"] = c.numRanks;
+  j["chunk_factor"] = c.chunkFactor;
+  j["inplace"] = c.inPlace;
+  if (c.kind == CollectiveKind::Broadcast || c.kind == CollectiveKind::Reduce ||
+      c.kind == CollectiveKind::Gather || c.kind == CollectiveKind::Scatter)
+    j["root"] = c.root;
+  return j;
+}
+
+Expected<Collective> collectiveFromJson(const JsonReader &rd,
+                                        const std::string &p) {
+  if (Status s = rd.object(p); !s)
+    return s.error();
+  auto kindName = rd.string(p + "/kind");
+  if (!kindName)
+    return kindName.error();
+  auto kind = parseCollectiveKind(*kindName);
+  if (!kind)
+    return rd.error(p + "/kind", "unknown collective '" + *kindName +
+                                     "' (expected one of: " +
+                                     collectiveKindNames() + ", custom)");
+  auto ranks = rd.integer(p + "/ranks");
+  if (!ranks)
+    return ranks.error();
+  if (*ranks < 1 || *ranks > 65536)
+    return rd.error(p + "/ranks", "'ranks' must be between 1 and 65536");
+  bool inPlace = false;
+  if (rd.has(p, "inplace")) {
+    auto b = rd.boolean(p + "/inplace");
+    if (!b)
+      return b.error();
+    inPlace = *b;
+  }
+  if (*kind != CollectiveKind::Custom) {
+    if (Status s = rd.onlyKeys(p, {"kind", "ranks", "chunk_factor", "inplace",
+                                   "root"});
+        !s)
+      return s.error();
+    auto cf = rd.integer(p + "/chunk_factor");
+    if (!cf)
+      return cf.error();
+    long long root = 0;
+    if (rd.has(p, "root")) {
+      auto r = rd.integer(p + "/root");
+      if (!r)
+        return r.error();
+      root = *r;
+    }
+    if (*cf < 1 || *cf > (1 << 20))
+      return rd.error(p + "/chunk_factor", "'chunk_factor' must be >= 1");
+    auto col = Collective::builtin(*kind, (int)*ranks, (int)*cf, inPlace,
+                                   (int)root);
+    if (!col)
+      return rd.error(p, col.error().message);
+    return col;
+  }
+  if (Status s = rd.onlyKeys(p, {"kind", "name", "ranks", "input_chunks",
+                                 "output_chunks", "inplace", "pre", "post"});
+      !s)
+    return s.error();
+  auto name = rd.string(p + "/name");
+  auto inC = rd.integer(p + "/input_chunks");
+  auto outC = rd.integer(p + "/output_chunks");
+  if (!name)
+    return name.error();
+  if (!inC)
+    return inC.error();
+  if (!outC)
+    return outC.error();
+  if (Status s = rd.array(p + "/pre"); !s)
+    return s.error();
+  if (Status s = rd.array(p + "/post"); !s)
+    return s.error();
+  const Json &pre = rd.at(p + "/pre");
+  const Json &post = rd.at(p + "/post");
+  std::vector<std::vector<int>> preV;
+  std::vector<std::vector<std::optional<std::vector<int>>>> postV;
+  for (size_t r = 0; r < pre.size(); ++r) {
+    std::string rp = jsonPath(p + "/pre", r);
+    if (Status s = rd.array(rp); !s)
+      return s.error();
+    std::vector<int> row;
+    for (size_t i = 0; i < pre[r].size(); ++i) {
+      auto v = rd.integer(jsonPath(rp, i));
+      if (!v)
+        return v.error();
+      row.push_back((int)*v);
+    }
+    preV.push_back(row);
+  }
+  for (size_t r = 0; r < post.size(); ++r) {
+    std::string rp = jsonPath(p + "/post", r);
+    if (Status s = rd.array(rp); !s)
+      return s.error();
+    std::vector<std::optional<std::vector<int>>> row;
+    for (size_t i = 0; i < post[r].size(); ++i) {
+      std::string ip = jsonPath(rp, i);
+      if (post[r][i].is_null()) {
+        row.push_back(std::nullopt);
+        continue;
+      }
+      if (Status s = rd.array(ip); !s)
+        return s.error();
+      std::vector<int> want;
+      for (size_t k = 0; k < post[r][i].size(); ++k) {
+        auto v = rd.integer(jsonPath(ip, k));
+        if (!v)
+          return v.error();
+        want.push_back((int)*v);
+      }
+      row.push_back(want);
+    }
+    postV.push_back(row);
+  }
+  auto col = Collective::custom(*name, (int)*ranks, (int)*inC, (int)*outC,
+                                std::move(preV), std::move(postV), inPlace);
+  if (!col)
+    return rd.error(p, col.error().message);
+  return col;
+}
+
+Expected<ChunkLoc> chunkFromJson(const JsonReader &rd, const std::string &p) {
+  if (Status s = rd.array(p); !s)
+    return s.error();
+  if (rd.at(p).size() != 3)
+    return rd.error(p, "a chunk reference is [rank, buffer, index], e.g. "
+                       "[0, \"i\", 3]");
+  auto rank = rd.integer(p + "/0");
+  if (!rank)
+    return rank.error();
+  auto buf = rd.string(p + "/1");
+  if (!buf)
+    return buf.error();
+  auto kind = parseBufferKind(*buf);
+  if (!kind)
+    return rd.error(p + "/1", "unknown buffer '" + *buf +
+                                  "' (expected i, o or s)");
+  auto index = rd.integer(p + "/2");
+  if (!index)
+    return index.error();
+  if (*rank < 0 || *rank > std::numeric_limits<int>::max() || *index < 0 ||
+      *index > std::numeric_limits<int>::max())
+    return rd.error(p, "rank and index must be non-negative");
+  return ChunkLoc{(int)*rank, *kind, (int)*index};
+}
+
+Expected<int> optionalInt(const JsonReader &rd, const std::string &obj,
+                          const char *key, int dflt, int lo) {
+  if (!rd.has(obj, key))
+    return dflt;
+  auto v = rd.integer(obj + "/" + key);
+  if (!v)
+    return v.error();
+  if (*v < lo || *v > std::numeric_limits<int>::max())
+    return rd.error(obj + "/" + key, std::string("'") + key +
+                                         "' must be >= " + std::to_string(lo));
+  return (int)*v;
+}
+
+} // namespace
+
+std::string scheduleToJson(const Schedule &s) {
+  OrderedJson head;
+  head["format"] = "ccsynth-schedule";
+  head["version"] = Schedule::kFormatVersion;
+  head["name"] = s.name;
+  head["topology"] = s.topology;
+  head["origin"] = s.origin;
+  head["collective"] = collectiveToJson(s.collective);
+  head["scratch_chunks"] = s.scratchChunks;
+  head["protocol"] = s.protocol;
+  head["instances"] = s.instances;
+  std::string out = "{\n";
+  for (auto it = head.begin(); it != head.end(); ++it)
+    out += "  " + OrderedJson(it.key()).dump() + ": " + it.value().dump() +
+           ",\n";
+  out += "  \"transfers\": [";
+  for (size_t i = 0; i < s.transfers.size(); ++i) {
+    const Transfer &t = s.transfers[i];
+    OrderedJson j;
+    j["step"] = t.step;
+    j["op"] = toString(t.op);
+    j["src"] = {t.src.rank, shortBuffer(t.src.buffer), t.src.index};
+    j["dst"] = {t.dst.rank, shortBuffer(t.dst.buffer), t.dst.index};
+    if (t.count != 1)
+      j["count"] = t.count;
+    if (t.link >= 0)
+      j["link"] = t.link;
+    if (t.channel >= 0)
+      j["channel"] = t.channel;
+    if (t.threadblock >= 0)
+      j["tb"] = t.threadblock;
+    out += (i ? ",\n    " : "\n    ") + j.dump();
+  }
+  out += s.transfers.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
+  JsonReader rd(doc);
+  if (Status st = rd.object(""); !st)
+    return st.error();
+  if (Status st = rd.onlyKeys("", {"format", "version", "name", "topology",
+                                   "origin", "collective", "scratch_chunks",
+                                   "protocol", "instances", "transfers"});
+      !st)
+    return st.error();
+  auto format = rd.string("/format");
+  if (!format)
+    return format.error();
+  if (*format != "ccsynth-schedule")
+    return rd.error("/format", "not a ccsynth schedule (format is '" +
+                                   *format + "', expected 'ccsynth-schedule')");
+  auto version = rd.integer("/version");
+  if (!version)
+    return version.error();
+  if (*version != Schedule::kFormatVersion)
+    return rd.error("/version", "unsupported schedule format version " +
+                                    std::to_string(*version) +
+                                    " (this ccsynth reads version " +
+                                    std::to_string(Schedule::kFormatVersion) +
+                                    ")");
+  Schedule s;
+  for (auto [key, field] : {std::pair{"name", &s.name},
+                            std::pair{"topology", &s.topology},
+                            std::pair{"origin", &s.origin},
+                            std::pair{"protocol", &s.protocol}}) {
+    if (!rd.has("", key))
+      continue;
+    auto v = rd.string(std::string("/") + key);
+    if (!v)
+      return v.error();
+    *field = *v;
+  }
+  if (s.protocol != "Simple" && s.protocol != "LL" && s.protocol != "LL128")
+    return rd.error("/protocol", "protocol must be Simple, LL or LL128");
+  auto col = collectiveFromJson(rd, "/collective");
+  if (!col)
+    return col.error();
+  s.collective = col.take();
+  auto scratch = optionalInt(rd, "", "scratch_chunks", 0, 0);
+  if (!scratch)
+    return scratch.error();
+  s.scratchChunks = *scratch;
+  auto instances = optionalInt(rd, "", "instances", 1, 1);
+  if (!instances)
+    return instances.error();
+  s.instances = *instances;
+  if (Status st = rd.array("/transfers"); !st)
+    return st.error();
+  const Json &list = rd.at("/transfers");
+  s.transfers.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string p = jsonPath("/transfers", i);
+    if (Status st = rd.object(p); !st)
+      return st.error();
+    if (Status st = rd.onlyKeys(p, {"step", "op", "src", "dst", "count",
+                                    "link", "channel", "tb"});
+        !st)
+      return st.error();
+    Transfer t;
+    auto step = rd.integer(p + "/step");
+    if (!step)
+      return step.error();
+    if (*step < 0 || *step > std::numeric_limits<int>::max())
+      return rd.error(p + "/step", "'step' must be non-negative");
+    t.step = (int)*step;
+    auto op = rd.string(p + "/op");
+    if (!op)
+      return op.error();
+    if (*op == "copy")
+      t.op = TransferOp::Copy;
+    else if (*op == "reduce")
+      t.op = TransferOp::Reduce;
+    else
+      return rd.error(p + "/op", "unknown op '" + *op +
+                                     "' (expected copy or reduce)");
+    auto src = chunkFromJson(rd, p + "/src");
+    if (!src)
+      return src.error();
+    auto dst = chunkFromJson(rd, p + "/dst");
+    if (!dst)
+      return dst.error();
+    t.src = *src;
+    t.dst = *dst;
+    auto count = optionalInt(rd, p, "count", 1, 1);
+    auto link = optionalInt(rd, p, "link", -1, 0);
+    auto channel = optionalInt(rd, p, "channel", -1, 0);
+    auto tb = optionalInt(rd, p, "tb", -1, 0);
+    for (auto *e : {&count, &link, &channel, &tb})
+      if (!*e)
+        return e->error();
+    t.count = *count;
+    t.link = *link;
+    t.channel = *channel;
+    t.threadblock = *tb;
+    s.transfers.push_back(t);
+  }
+  return s;
+}
+
+Expected<Schedule> loadScheduleJson(const std::string &path) {
+  auto doc = JsonDocument::load(path);
+  if (!doc)
+    return doc.error();
+  return parseScheduleJson(*doc);
+}
+
+} // namespace ccsynth

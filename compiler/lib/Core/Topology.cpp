@@ -1,0 +1,193 @@
+//===- Topology.cpp - Topology queries and validation ---------------------===//
+#include "ccsynth/Core/Topology.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <queue>
+
+namespace ccsynth {
+
+const char *toString(LinkKind kind) {
+  switch (kind) {
+  case LinkKind::NVLink:
+    return "nvlink";
+  case LinkKind::PCIe:
+    return "pcie";
+  case LinkKind::RDMA:
+    return "rdma";
+  case LinkKind::SHM:
+    return "shm";
+  }
+  return "?";
+}
+
+std::optional<LinkKind> parseLinkKind(const std::string &s) {
+  if (s == "nvlink")
+    return LinkKind::NVLink;
+  if (s == "pcie")
+    return LinkKind::PCIe;
+  if (s == "rdma" || s == "net" || s == "ib")
+    return LinkKind::RDMA;
+  if (s == "shm")
+    return LinkKind::SHM;
+  return std::nullopt;
+}
+
+int Topology::numNodes() const {
+  int n = 0;
+  for (int node : nodeOf)
+    n = std::max(n, node + 1);
+  return n;
+}
+
+std::vector<int> Topology::ranksOfNode(int node) const {
+  std::vector<int> out;
+  for (int r = 0; r < numRanks(); ++r)
+    if (nodeOf[r] == node)
+      out.push_back(r);
+  return out;
+}
+
+int Topology::localRank(int rank) const {
+  int idx = 0;
+  for (int r = 0; r < rank; ++r)
+    idx += nodeOf[r] == nodeOf[rank];
+  return idx;
+}
+
+std::vector<int> Topology::linksBetween(int src, int dst) const {
+  std::vector<int> out;
+  for (int i = 0; i < (int)links.size(); ++i)
+    if (links[i].src == src && links[i].dst == dst)
+      out.push_back(i);
+  return out;
+}
+
+double Topology::effectiveBandwidth(int link) const {
+  double bw = links[link].bandwidthGBps;
+  for (int r : links[link].resources)
+    bw = std::min(bw, resources[r].bandwidthGBps);
+  return bw;
+}
+
+std::optional<int> Topology::bestLink(int src, int dst) const {
+  std::optional<int> best;
+  for (int i : linksBetween(src, dst)) {
+    if (!best) {
+      best = i;
+      continue;
+    }
+    double bw = effectiveBandwidth(i), bestBw = effectiveBandwidth(*best);
+    if (bw > bestBw || (bw == bestBw && links[i].alphaUs < links[*best].alphaUs))
+      best = i;
+  }
+  return best;
+}
+
+std::vector<std::vector<double>> Topology::shortestAlpha() const {
+  const double inf = std::numeric_limits<double>::infinity();
+  int n = numRanks();
+  std::vector<std::vector<std::pair<int, double>>> adj(n);
+  for (const Link &l : links)
+    adj[l.src].push_back({l.dst, l.alphaUs});
+  std::vector<std::vector<double>> dist(n, std::vector<double>(n, inf));
+  for (int s = 0; s < n; ++s) {
+    auto &d = dist[s];
+    d[s] = 0;
+    using Item = std::pair<double, int>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
+    pq.push({0, s});
+    while (!pq.empty()) {
+      auto [du, u] = pq.top();
+      pq.pop();
+      if (du > d[u])
+        continue;
+      for (auto [v, w] : adj[u])
+        if (du + w < d[v]) {
+          d[v] = du + w;
+          pq.push({d[v], v});
+        }
+    }
+  }
+  return dist;
+}
+
+std::vector<int> Topology::route(int src, int dst) const {
+  int n = numRanks();
+  if (src == dst)
+    return {src};
+  // BFS by hops; among equal-hop predecessors prefer the faster link.
+  std::vector<int> prev(n, -1), hops(n, -1);
+  std::vector<double> bw(n, 0);
+  std::deque<int> q{src};
+  hops[src] = 0;
+  while (!q.empty()) {
+    int u = q.front();
+    q.pop_front();
+    for (int i = 0; i < (int)links.size(); ++i) {
+      if (links[i].src != u)
+        continue;
+      int v = links[i].dst;
+      double b = std::min(u == src ? 1e300 : bw[u], effectiveBandwidth(i));
+      if (hops[v] < 0) {
+        hops[v] = hops[u] + 1;
+        prev[v] = u;
+        bw[v] = b;
+        q.push_back(v);
+      } else if (hops[v] == hops[u] + 1 && b > bw[v]) {
+        prev[v] = u;
+        bw[v] = b;
+      }
+    }
+  }
+  if (hops[dst] < 0)
+    return {};
+  std::vector<int> path;
+  for (int v = dst; v != -1; v = prev[v])
+    path.push_back(v);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+Status Topology::validate() const {
+  int n = numRanks();
+  if (n <= 0)
+    return Error("topology '" + name + "' has no ranks");
+  std::vector<bool> seen(numNodes(), false);
+  for (int r = 0; r < n; ++r) {
+    if (nodeOf[r] < 0)
+      return Error("rank " + std::to_string(r) + " has a negative node id");
+    seen[nodeOf[r]] = true;
+  }
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (!seen[i])
+      return Error("node ids must be dense: node " + std::to_string(i) +
+                   " has no ranks");
+  for (size_t i = 0; i < resources.size(); ++i)
+    if (!(resources[i].bandwidthGBps > 0))
+      return Error("resource " + std::to_string(i) + " ('" +
+                   resources[i].name + "') must have a positive bandwidth");
+  for (size_t i = 0; i < links.size(); ++i) {
+    const Link &l = links[i];
+    std::string id = "link " + std::to_string(i);
+    if (l.src < 0 || l.src >= n || l.dst < 0 || l.dst >= n)
+      return Error(id + " connects ranks " + std::to_string(l.src) + " -> " +
+                   std::to_string(l.dst) + ", outside 0.." +
+                   std::to_string(n - 1));
+    if (l.src == l.dst)
+      return Error(id + " connects rank " + std::to_string(l.src) +
+                   " to itself");
+    if (!(l.bandwidthGBps > 0))
+      return Error(id + " must have a positive bandwidth");
+    if (!(l.alphaUs >= 0))
+      return Error(id + " must have a non-negative alpha");
+    for (int r : l.resources)
+      if (r < 0 || r >= (int)resources.size())
+        return Error(id + " names resource " + std::to_string(r) +
+                     ", but there are " + std::to_string(resources.size()));
+  }
+  return Status::success();
+}
+
+} // namespace ccsynth

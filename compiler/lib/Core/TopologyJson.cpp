@@ -1,0 +1,241 @@
+//===- TopologyJson.cpp - ccsynth topology JSON and topology resolution ---===//
+#include "ccsynth/Core/Json.h"
+#include "ccsynth/Core/Topology.h"
+
+#include <filesystem>
+
+namespace ccsynth {
+
+namespace {
+
+/// Bandwidth from "bandwidth_gbps" or TACCL-style "beta_us_per_mb"
+/// (µs per 1e6 bytes): GB/s = 1e3 / beta.
+Expected<double> readBandwidth(const JsonReader &rd, const std::string &p) {
+  bool hasBw = rd.has(p, "bandwidth_gbps"), hasBeta = rd.has(p, "beta_us_per_mb");
+  if (hasBw == hasBeta)
+    return rd.error(p, "give exactly one of 'bandwidth_gbps' and "
+                       "'beta_us_per_mb'");
+  if (hasBw) {
+    auto bw = rd.number(p + "/bandwidth_gbps");
+    if (!bw)
+      return bw.error();
+    if (!(*bw > 0))
+      return rd.error(p + "/bandwidth_gbps", "bandwidth must be positive");
+    return *bw;
+  }
+  auto beta = rd.number(p + "/beta_us_per_mb");
+  if (!beta)
+    return beta.error();
+  if (!(*beta > 0))
+    return rd.error(p + "/beta_us_per_mb", "beta must be positive");
+  return 1e3 / *beta;
+}
+
+} // namespace
+
+Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
+  JsonReader rd(doc);
+  if (Status s = rd.object(""); !s)
+    return s.error();
+  if (Status s = rd.onlyKeys("", {"format", "version", "name", "description",
+                                  "ranks", "node_of", "resources", "links"});
+      !s)
+    return s.error();
+  auto format = rd.string("/format");
+  if (!format)
+    return format.error();
+  if (*format != "ccsynth-topology")
+    return rd.error("/format", "not a ccsynth topology (format is '" +
+                                   *format + "', expected 'ccsynth-topology')");
+  auto version = rd.integer("/version");
+  if (!version)
+    return version.error();
+  if (*version != 1)
+    return rd.error("/version", "unsupported topology format version " +
+                                    std::to_string(*version) + " (expected 1)");
+  Topology t;
+  auto name = rd.string("/name");
+  if (!name)
+    return name.error();
+  t.name = *name;
+  if (rd.has("", "description")) {
+    auto d = rd.string("/description");
+    if (!d)
+      return d.error();
+    t.description = *d;
+  }
+  auto ranks = rd.integer("/ranks");
+  if (!ranks)
+    return ranks.error();
+  if (*ranks < 1 || *ranks > 65536)
+    return rd.error("/ranks", "'ranks' must be between 1 and 65536");
+  t.nodeOf.assign(*ranks, 0);
+  if (rd.has("", "node_of")) {
+    if (Status s = rd.array("/node_of"); !s)
+      return s.error();
+    if ((long long)rd.at("/node_of").size() != *ranks)
+      return rd.error("/node_of", "'node_of' must have one entry per rank (" +
+                                      std::to_string(*ranks) + ")");
+    for (long long r = 0; r < *ranks; ++r) {
+      auto n = rd.integer(jsonPath("/node_of", r));
+      if (!n)
+        return n.error();
+      if (*n < 0 || *n >= *ranks)
+        return rd.error(jsonPath("/node_of", r), "node id out of range");
+      t.nodeOf[r] = (int)*n;
+    }
+  }
+  if (rd.has("", "resources")) {
+    if (Status s = rd.array("/resources"); !s)
+      return s.error();
+    for (size_t i = 0; i < rd.at("/resources").size(); ++i) {
+      std::string p = jsonPath("/resources", i);
+      if (Status s = rd.object(p); !s)
+        return s.error();
+      if (Status s = rd.onlyKeys(p, {"name", "bandwidth_gbps", "beta_us_per_mb"});
+          !s)
+        return s.error();
+      auto rname = rd.string(p + "/name");
+      if (!rname)
+        return rname.error();
+      auto bw = readBandwidth(rd, p);
+      if (!bw)
+        return bw.error();
+      t.resources.push_back({*rname, *bw});
+    }
+  }
+  if (Status s = rd.array("/links"); !s)
+    return s.error();
+  for (size_t i = 0; i < rd.at("/links").size(); ++i) {
+    std::string p = jsonPath("/links", i);
+    if (Status s = rd.object(p); !s)
+      return s.error();
+    if (Status s = rd.onlyKeys(p, {"src", "dst", "kind", "alpha_us",
+                                   "bandwidth_gbps", "beta_us_per_mb",
+                                   "resources"});
+        !s)
+      return s.error();
+    Link l;
+    auto src = rd.integer(p + "/src");
+    if (!src)
+      return src.error();
+    auto dst = rd.integer(p + "/dst");
+    if (!dst)
+      return dst.error();
+    if (*src < 0 || *src >= *ranks)
+      return rd.error(p + "/src", "rank " + std::to_string(*src) +
+                                      " is not in 0.." +
+                                      std::to_string(*ranks - 1));
+    if (*dst < 0 || *dst >= *ranks)
+      return rd.error(p + "/dst", "rank " + std::to_string(*dst) +
+                                      " is not in 0.." +
+                                      std::to_string(*ranks - 1));
+    if (*src == *dst)
+      return rd.error(p, "a link cannot connect a rank to itself");
+    l.src = (int)*src;
+    l.dst = (int)*dst;
+    auto kind = rd.string(p + "/kind");
+    if (!kind)
+      return kind.error();
+    auto k = parseLinkKind(*kind);
+    if (!k)
+      return rd.error(p + "/kind", "unknown link kind '" + *kind +
+                                       "' (expected nvlink, pcie, rdma or shm)");
+    l.kind = *k;
+    auto alpha = rd.number(p + "/alpha_us");
+    if (!alpha)
+      return alpha.error();
+    if (!(*alpha >= 0))
+      return rd.error(p + "/alpha_us", "alpha must be non-negative");
+    l.alphaUs = *alpha;
+    auto bw = readBandwidth(rd, p);
+    if (!bw)
+      return bw.error();
+    l.bandwidthGBps = *bw;
+    if (rd.has(p, "resources")) {
+      if (Status s = rd.array(p + "/resources"); !s)
+        return s.error();
+      for (size_t k2 = 0; k2 < rd.at(p + "/resources").size(); ++k2) {
+        std::string rp = jsonPath(p + "/resources", k2);
+        auto id = rd.integer(rp);
+        if (!id)
+          return id.error();
+        if (*id < 0 || *id >= (long long)t.resources.size())
+          return rd.error(rp, "resource " + std::to_string(*id) +
+                                  " is not defined (there are " +
+                                  std::to_string(t.resources.size()) + ")");
+        l.resources.push_back((int)*id);
+      }
+    }
+    t.links.push_back(std::move(l));
+  }
+  if (Status s = t.validate(); !s)
+    return Error(s.error().message, SourceLoc{doc.file()});
+  return t;
+}
+
+std::string topologyToJson(const Topology &t) {
+  OrderedJson j;
+  j["format"] = "ccsynth-topology";
+  j["version"] = 1;
+  j["name"] = t.name;
+  j["description"] = t.description;
+  j["ranks"] = t.numRanks();
+  j["node_of"] = t.nodeOf;
+  j["resources"] = OrderedJson::array();
+  for (const Resource &r : t.resources)
+    j["resources"].push_back({{"name", r.name}, {"bandwidth_gbps", r.bandwidthGBps}});
+  std::string out = "{\n";
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "resources")
+      continue;
+    out += "  " + OrderedJson(it.key()).dump() + ": " + it.value().dump() + ",\n";
+  }
+  auto list = [&](const char *key, const std::vector<std::string> &rows) {
+    out += std::string("  \"") + key + "\": [";
+    for (size_t i = 0; i < rows.size(); ++i)
+      out += (i ? ",\n    " : "\n    ") + rows[i];
+    out += rows.empty() ? "]" : "\n  ]";
+  };
+  std::vector<std::string> res, links;
+  for (const Resource &r : t.resources)
+    res.push_back(OrderedJson{{"name", r.name}, {"bandwidth_gbps", r.bandwidthGBps}}.dump());
+  for (const Link &l : t.links) {
+    OrderedJson lj;
+    lj["src"] = l.src;
+    lj["dst"] = l.dst;
+    lj["kind"] = toString(l.kind);
+    lj["alpha_us"] = l.alphaUs;
+    lj["bandwidth_gbps"] = l.bandwidthGBps;
+    if (!l.resources.empty())
+      lj["resources"] = l.resources;
+    links.push_back(lj.dump());
+  }
+  list("resources", res);
+  out += ",\n";
+  list("links", links);
+  out += "\n}\n";
+  return out;
+}
+
+Expected<Topology> loadTopology(const std::string &nameOrPath) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool isFile = nameOrPath.find('/') != std::string::npos ||
+                nameOrPath.ends_with(".json") || nameOrPath.ends_with(".xml");
+  if (!isFile || !fs::exists(nameOrPath, ec)) {
+    if (isFile)
+      return Error("cannot open topology file '" + nameOrPath +
+                   "': no such file");
+    return makeBuiltinTopology(nameOrPath);
+  }
+  auto text = readFile(nameOrPath);
+  if (!text)
+    return text.error();
+  auto doc = JsonDocument::parse(nameOrPath, text.take());
+  if (!doc)
+    return doc.error();
+  return parseTopologyJson(*doc);
+}
+
+} // namespace ccsynth

@@ -1,0 +1,351 @@
+//===- Verifier.cpp - Symbolic execution of chunk-level schedules ---------===//
+#include "ccsynth/Core/Verifier.h"
+
+#include "ccsynth/Core/Topology.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+
+namespace ccsynth {
+
+const char *toString(VerifyErrorKind kind) {
+  switch (kind) {
+  case VerifyErrorKind::OutOfRange:
+    return "out-of-range";
+  case VerifyErrorKind::NoLink:
+    return "no-link";
+  case VerifyErrorKind::BadLink:
+    return "bad-link";
+  case VerifyErrorKind::UninitializedRead:
+    return "uninitialized-read";
+  case VerifyErrorKind::ReduceIntoUndefined:
+    return "reduce-into-undefined";
+  case VerifyErrorKind::WriteConflict:
+    return "write-conflict";
+  case VerifyErrorKind::ReadWriteRace:
+    return "read-write-race";
+  case VerifyErrorKind::DuplicateReduction:
+    return "duplicate-reduction";
+  case VerifyErrorKind::MissingOutput:
+    return "missing-output";
+  case VerifyErrorKind::WrongOutput:
+    return "wrong-output";
+  }
+  return "?";
+}
+
+namespace {
+
+/// A symbolic chunk value: the sorted set of input values it combines, or
+/// undefined.
+struct Value {
+  bool defined = false;
+  std::vector<int> ids;
+};
+
+class SymbolicExecutor {
+public:
+  SymbolicExecutor(const Schedule &s, const VerifyOptions &o, VerifyResult &r)
+      : sched(s), col(s.collective), opts(o), result(r) {}
+
+  void run();
+
+private:
+  const Schedule &sched;
+  const Collective &col;
+  const VerifyOptions &opts;
+  VerifyResult &result;
+  /// Flat slot storage: offsets[rank*3+buffer] + index.
+  std::vector<size_t> offsets;
+  std::vector<Value> slots;
+
+  bool full() const { return (int)result.issues.size() >= opts.maxIssues; }
+  void report(VerifyErrorKind kind, int t, ChunkLoc loc, std::string msg) {
+    if (full())
+      return;
+    int step = t >= 0 ? sched.transfers[t].step : -1;
+    std::string prefix;
+    if (t >= 0)
+      prefix = "transfer #" + std::to_string(t) + " (step " +
+               std::to_string(step) + "): ";
+    result.issues.push_back({kind, t, step, loc, prefix + msg});
+  }
+  size_t slotOf(ChunkLoc loc) const {
+    ChunkLoc c = col.canonical(loc);
+    return offsets[c.rank * 3 + (int)c.buffer] + c.index;
+  }
+  std::string show(const std::vector<int> &ids, size_t limit = 6) const;
+  std::string describeDiff(const std::vector<int> &want,
+                           const std::vector<int> &have) const;
+  bool checkShape(int t);
+  void checkStep(const std::vector<int> &group);
+  void checkOutputs();
+};
+
+std::string SymbolicExecutor::show(const std::vector<int> &ids,
+                                   size_t limit) const {
+  if (ids.empty())
+    return "{}";
+  std::string s;
+  for (size_t i = 0; i < ids.size() && i < limit; ++i)
+    s += (i ? " + " : "") + valueName(col, ids[i]);
+  if (ids.size() > limit)
+    s += " + ... (" + std::to_string(ids.size()) + " values)";
+  return s;
+}
+
+std::string SymbolicExecutor::describeDiff(const std::vector<int> &want,
+                                           const std::vector<int> &have) const {
+  std::vector<int> missing, extra;
+  std::set_difference(want.begin(), want.end(), have.begin(), have.end(),
+                      std::back_inserter(missing));
+  std::set_difference(have.begin(), have.end(), want.begin(), want.end(),
+                      std::back_inserter(extra));
+  std::string s = "expected " + show(want) + ", found " + show(have);
+  if (!missing.empty())
+    s += "; missing " + show(missing, 4);
+  if (!extra.empty())
+    s += "; unexpected " + show(extra, 4);
+  return s;
+}
+
+bool SymbolicExecutor::checkShape(int t) {
+  const Transfer &tr = sched.transfers[t];
+  int n = col.numRanks;
+  for (const ChunkLoc *end : {&tr.src, &tr.dst}) {
+    const char *which = end == &tr.src ? "source" : "destination";
+    if (end->rank < 0 || end->rank >= n) {
+      report(VerifyErrorKind::OutOfRange, t, *end,
+             std::string(which) + " rank " + std::to_string(end->rank) +
+                 " is not in 0.." + std::to_string(n - 1));
+      return false;
+    }
+    int size = sched.bufferChunks(end->buffer);
+    if (end->index < 0 || (long long)end->index + tr.count > size) {
+      report(VerifyErrorKind::OutOfRange, t, *end,
+             std::string(which) + " chunks " + std::to_string(end->index) +
+                 ".." + std::to_string(end->index + tr.count - 1) + " of " +
+                 toString(end->buffer) + " on rank " +
+                 std::to_string(end->rank) + " are outside its " +
+                 std::to_string(size) + " chunks");
+      return false;
+    }
+  }
+  if (tr.count < 1) {
+    report(VerifyErrorKind::OutOfRange, t, tr.dst, "count must be >= 1");
+    return false;
+  }
+  for (int k = 0; k < tr.count; ++k)
+    if (slotOf({tr.src.rank, tr.src.buffer, tr.src.index + k}) ==
+        slotOf({tr.dst.rank, tr.dst.buffer, tr.dst.index + k})) {
+      report(VerifyErrorKind::WriteConflict, t, tr.dst,
+             "source and destination are the same slot (" + toString(tr.dst) +
+                 ")");
+      return false;
+    }
+  if (const Topology *topo = opts.topology) {
+    if (topo->numRanks() != n) {
+      report(VerifyErrorKind::NoLink, t, tr.src,
+             "topology '" + topo->name + "' has " +
+                 std::to_string(topo->numRanks()) + " ranks, the schedule " +
+                 std::to_string(n));
+      return false;
+    }
+    if (tr.link >= 0) {
+      if (tr.link >= (int)topo->links.size() ||
+          topo->links[tr.link].src != tr.src.rank ||
+          topo->links[tr.link].dst != tr.dst.rank) {
+        report(VerifyErrorKind::BadLink, t, tr.src,
+               "link " + std::to_string(tr.link) + " does not join rank " +
+                   std::to_string(tr.src.rank) + " to rank " +
+                   std::to_string(tr.dst.rank) + " in '" + topo->name + "'");
+        return false;
+      }
+    } else if (tr.src.rank != tr.dst.rank &&
+               !topo->bestLink(tr.src.rank, tr.dst.rank)) {
+      report(VerifyErrorKind::NoLink, t, tr.src,
+             "'" + topo->name + "' has no link from rank " +
+                 std::to_string(tr.src.rank) + " to rank " +
+                 std::to_string(tr.dst.rank));
+      return false;
+    }
+  }
+  return true;
+}
+
+void SymbolicExecutor::checkStep(const std::vector<int> &group) {
+  // Slots written and read by this step, with the transfer doing it.
+  std::map<size_t, int> writers;
+  std::map<size_t, int> readers;
+  std::vector<int> valid;
+  for (int t : group) {
+    if (!checkShape(t))
+      continue;
+    const Transfer &tr = sched.transfers[t];
+    bool ok = true;
+    for (int k = 0; k < tr.count && ok; ++k) {
+      ChunkLoc dst{tr.dst.rank, tr.dst.buffer, tr.dst.index + k};
+      size_t ds = slotOf(dst);
+      auto [it, inserted] = writers.emplace(ds, t);
+      if (!inserted) {
+        const Transfer &o = sched.transfers[it->second];
+        bool same = o.op == tr.op && o.src == tr.src && o.dst == tr.dst &&
+                    o.count == tr.count;
+        report(VerifyErrorKind::WriteConflict, t, dst,
+               same ? "duplicates transfer #" + std::to_string(it->second) +
+                          " (both " + toString(tr.op) + " into " +
+                          toString(dst) + "; a reduction would count twice)"
+                    : "writes " + toString(dst) +
+                          ", which transfer #" + std::to_string(it->second) +
+                          " also writes in the same step");
+        ok = false;
+      }
+    }
+    if (ok)
+      valid.push_back(t);
+  }
+  for (int t : valid) {
+    const Transfer &tr = sched.transfers[t];
+    for (int k = 0; k < tr.count; ++k)
+      readers.emplace(slotOf({tr.src.rank, tr.src.buffer, tr.src.index + k}),
+                      t);
+  }
+  // Races: a slot read by one transfer and written by another.
+  std::vector<int> clean;
+  for (int t : valid) {
+    const Transfer &tr = sched.transfers[t];
+    bool ok = true;
+    for (int k = 0; k < tr.count && ok; ++k) {
+      ChunkLoc src{tr.src.rank, tr.src.buffer, tr.src.index + k};
+      auto w = writers.find(slotOf(src));
+      if (w != writers.end() && w->second != t) {
+        report(VerifyErrorKind::ReadWriteRace, t, src,
+               "reads " + toString(src) + " while transfer #" +
+                   std::to_string(w->second) +
+                   " writes it in the same step");
+        ok = false;
+      }
+    }
+    if (ok)
+      clean.push_back(t);
+  }
+  // Evaluate against the state before the step, then commit.
+  std::vector<std::pair<size_t, Value>> updates;
+  for (int t : clean) {
+    const Transfer &tr = sched.transfers[t];
+    for (int k = 0; k < tr.count; ++k) {
+      ChunkLoc src{tr.src.rank, tr.src.buffer, tr.src.index + k};
+      ChunkLoc dst{tr.dst.rank, tr.dst.buffer, tr.dst.index + k};
+      const Value &sv = slots[slotOf(src)];
+      const Value &dv = slots[slotOf(dst)];
+      if (!sv.defined) {
+        report(VerifyErrorKind::UninitializedRead, t, src,
+               "reads " + toString(src) +
+                   ", which holds no data yet (nothing has arrived there "
+                   "before this step)");
+        continue;
+      }
+      if (tr.op == TransferOp::Copy) {
+        updates.push_back({slotOf(dst), sv});
+        continue;
+      }
+      if (!dv.defined) {
+        report(VerifyErrorKind::ReduceIntoUndefined, t, dst,
+               "reduces into " + toString(dst) +
+                   ", which holds no data yet");
+        continue;
+      }
+      Value sum;
+      sum.defined = true;
+      sum.ids.reserve(sv.ids.size() + dv.ids.size());
+      std::merge(dv.ids.begin(), dv.ids.end(), sv.ids.begin(), sv.ids.end(),
+                 std::back_inserter(sum.ids));
+      auto dup = std::adjacent_find(sum.ids.begin(), sum.ids.end());
+      if (dup != sum.ids.end()) {
+        report(VerifyErrorKind::DuplicateReduction, t, dst,
+               "reduces " + toString(src) + " into " + toString(dst) +
+                   ", but both already contain " + valueName(col, *dup) +
+                   ": it would be counted twice");
+        continue;
+      }
+      updates.push_back({slotOf(dst), std::move(sum)});
+    }
+  }
+  for (auto &[slot, v] : updates)
+    slots[slot] = std::move(v);
+}
+
+void SymbolicExecutor::checkOutputs() {
+  for (int r = 0; r < col.numRanks && !full(); ++r)
+    for (int i = 0; i < col.outputChunks && !full(); ++i) {
+      const auto &want = col.post[r][i];
+      if (!want)
+        continue;
+      ChunkLoc loc{r, BufferKind::Output, i};
+      const Value &v = slots[slotOf(loc)];
+      if (!v.defined) {
+        report(VerifyErrorKind::MissingOutput, -1, loc,
+               toString(loc) + " is never written; expected " + show(*want));
+        continue;
+      }
+      if (v.ids != *want)
+        report(VerifyErrorKind::WrongOutput, -1, loc,
+               toString(loc) + ": " + describeDiff(*want, v.ids));
+    }
+}
+
+void SymbolicExecutor::run() {
+  int n = col.numRanks;
+  result.transfers = (int)sched.transfers.size();
+  result.steps = sched.numSteps();
+  if ((int)col.pre.size() != n || (int)col.post.size() != n) {
+    report(VerifyErrorKind::OutOfRange, -1, {},
+           "the collective's conditions do not cover its ranks");
+    return;
+  }
+  offsets.assign(n * 3 + 1, 0);
+  size_t total = 0;
+  for (int r = 0; r < n; ++r)
+    for (int b = 0; b < 3; ++b) {
+      offsets[r * 3 + b] = total;
+      total += sched.bufferChunks((BufferKind)b);
+    }
+  slots.assign(total, Value{});
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < col.inputChunks; ++i)
+      if (col.pre[r][i] >= 0) {
+        Value &v = slots[slotOf({r, BufferKind::Input, i})];
+        v.defined = true;
+        v.ids = {col.pre[r][i]};
+      }
+  std::vector<int> order(sched.transfers.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return sched.transfers[a].step < sched.transfers[b].step;
+  });
+  for (size_t i = 0; i < order.size() && result.issues.empty();) {
+    size_t j = i;
+    std::vector<int> group;
+    while (j < order.size() &&
+           sched.transfers[order[j]].step == sched.transfers[order[i]].step)
+      group.push_back(order[j++]);
+    checkStep(group);
+    i = j;
+  }
+  // End-state errors after an execution error are mostly its echoes.
+  if (result.issues.empty())
+    checkOutputs();
+}
+
+} // namespace
+
+VerifyResult verifySchedule(const Schedule &schedule,
+                            const VerifyOptions &options) {
+  VerifyResult result;
+  SymbolicExecutor(schedule, options, result).run();
+  return result;
+}
+
+} // namespace ccsynth

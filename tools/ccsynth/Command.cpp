@@ -2,6 +2,7 @@
 #include "Command.h"
 
 #include "ccsynth/Core/Json.h"
+#include "ccsynth/DSL/Frontend.h"
 
 #include <cmath>
 #include <iostream>
@@ -68,9 +69,14 @@ parseDefines(const std::vector<std::string> &defines) {
 Expected<Schedule>
 loadScheduleInput(const std::string &path,
                   const std::map<std::string, long long> &defines) {
-  if (path.ends_with(".ccl"))
-    return Error("DSL programs (.ccl) are not supported by this build yet",
-                 SourceLoc{path});
+  if (path.ends_with(".ccl")) {
+    dsl::LoweringOptions options;
+    options.defines = defines;
+    auto lowered = dsl::compileFile(path, options);
+    if (!lowered)
+      return lowered.error();
+    return std::move(lowered->schedule);
+  }
   if (!defines.empty())
     return Error("-D definitions apply only to .ccl programs", SourceLoc{path});
   return loadScheduleJson(path);
@@ -86,6 +92,15 @@ SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
   if (!doc)
     return SourceLoc{path};
   return doc->locate(jsonPath("/transfers", (size_t)index));
+}
+
+std::string caretFor(const SourceLoc &loc) {
+  if (!loc.known() || loc.file.empty())
+    return {};
+  auto text = readFile(loc.file);
+  if (!text)
+    return {};
+  return caretLine(*text, loc);
 }
 
 Expected<Topology> topologyFor(const Schedule &schedule,

@@ -39,7 +39,7 @@ int runVerify(const VerifyCliOptions &o) {
       SourceLoc loc = transferLocation(*sched, o.input, issue.transfer);
       std::cerr << Error("[" + std::string(toString(issue.kind)) + "] " +
                              issue.message,
-                         loc)
+                         loc, caretFor(loc))
                        .format()
                 << "\n";
     }

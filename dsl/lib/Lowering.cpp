@@ -653,6 +653,7 @@ Status Evaluator::execCollective(const CollectiveStmt &c) {
     sched.collective = col.take();
   }
   haveCollective = true;
+  result.collectiveLoc = c.loc;
   return Status::success();
 }
 
@@ -693,6 +694,7 @@ Status Evaluator::execCustom(const CollectiveStmt &c, int ranks,
   post.assign(ranks, std::vector<std::optional<std::vector<int>>>(out));
   postLocs.assign(ranks, std::vector<SourceLoc>(out));
   CCSYNTH_CHECK(execBlock(c.post));
+  result.postLocs = postLocs;
   auto built = Collective::custom(c.name, ranks, in, out, preIds,
                                   std::move(post), inPlace);
   if (!built)
@@ -966,6 +968,13 @@ Expected<LoweredProgram> Evaluator::run() {
 }
 
 } // namespace
+
+SourceLoc LoweredProgram::postconditionLoc(int rank, int index) const {
+  if (rank >= 0 && rank < (int)postLocs.size() && index >= 0 &&
+      index < (int)postLocs[rank].size() && postLocs[rank][index].known())
+    return postLocs[rank][index];
+  return collectiveLoc;
+}
 
 Expected<LoweredProgram> lowerProgram(const Program &prog,
                                       const LoweringOptions &options) {

@@ -89,10 +89,27 @@ int runCheck(const CheckCliOptions &o) {
   VerifyResult r = verifySchedule(sched, vo);
   if (!r.ok()) {
     for (const VerifyIssue &issue : r.issues) {
-      SourceLoc loc = transferLocation(sched, o.input, issue.transfer);
+      SourceLoc loc = issueLocation(sched, o.input, issue);
+      std::string notes = caretFor(loc);
+      if (issue.transfer < 0 && issue.loc.buffer == BufferKind::Output) {
+        // An output chunk ends wrong: for a custom collective also show the
+        // `output(...) = ...` condition it violates; when no transfer wrote
+        // the chunk, point at that condition (or the collective) instead.
+        SourceLoc post = lowered->postconditionLoc(issue.loc.rank,
+                                                   issue.loc.index);
+        if (!loc.known()) {
+          loc = post;
+          notes = caretFor(loc);
+        } else if (!lowered->postLocs.empty() && post.known()) {
+          notes += "\n" + Error("", post).format();
+          notes.resize(notes.size() - std::string("error: ").size());
+          notes += "note: the postcondition is declared here\n" +
+                   caretFor(post);
+        }
+      }
       std::cerr << Error("[" + std::string(toString(issue.kind)) + "] " +
                              issue.message,
-                         loc, caretFor(loc))
+                         loc, notes)
                        .format()
                 << "\n";
     }

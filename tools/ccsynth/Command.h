@@ -14,6 +14,7 @@
 #include "ccsynth/Core/Diagnostic.h"
 #include "ccsynth/Core/Schedule.h"
 #include "ccsynth/Core/Topology.h"
+#include "ccsynth/Core/Verifier.h"
 
 #include <CLI/CLI.hpp>
 
@@ -57,6 +58,12 @@ Expected<Schedule> loadScheduleInput(const std::string &path,
 /// diagnostics (empty when unknown).
 SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
                            int index);
+
+/// Where to report a verifier issue: its transfer's location, or for an
+/// end-state issue (wrong or missing output) the last transfer that wrote
+/// the slot; the bare file when nothing better is known.
+SourceLoc issueLocation(const Schedule &schedule, const std::string &path,
+                        const VerifyIssue &issue);
 
 /// The source line of `loc` with a caret under its column (read from
 /// loc.file), or empty when the file or line is unavailable.

@@ -50,6 +50,16 @@ struct LoweredProgram {
   Schedule schedule;
   /// Every `param` with its final value, in declaration order.
   std::vector<std::pair<std::string, long long>> params;
+  /// The `collective` declaration.
+  SourceLoc collectiveLoc;
+  /// For a custom collective: postLocs[r][i] is the `output(r, i) = ...`
+  /// statement that constrains output chunk i of rank r (unknown when
+  /// unconstrained); empty for built-in collectives.
+  std::vector<std::vector<SourceLoc>> postLocs;
+
+  /// Where the postcondition of output chunk `index` of `rank` is declared:
+  /// its `output(...) = ...` statement, or the collective declaration.
+  SourceLoc postconditionLoc(int rank, int index) const;
 };
 
 /// Checks (Sema) and evaluates `prog`; the first problem is returned,

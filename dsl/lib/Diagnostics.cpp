@@ -12,6 +12,12 @@ Error errorAt(const std::string &text, const SourceLoc &loc,
               std::string message, const SourceLoc &noteLoc,
               const std::string &note) {
   Error e = errorAt(text, loc, std::move(message));
+  addNote(e, text, noteLoc, note);
+  return e;
+}
+
+void addNote(Error &error, const std::string &text, const SourceLoc &noteLoc,
+             const std::string &note) {
   // Error::format's location prefix, reused for the note.
   Error located("", noteLoc);
   std::string extra = located.format();
@@ -19,11 +25,10 @@ Error errorAt(const std::string &text, const SourceLoc &loc,
   extra.append("note: ").append(note);
   std::string caret = caretLine(text, noteLoc);
   if (!caret.empty())
-    extra += "\n" + caret;
-  if (!e.notes.empty())
-    e.notes += '\n';
-  e.notes += extra;
-  return e;
+    extra.append("\n").append(caret);
+  if (!error.notes.empty())
+    error.notes += '\n';
+  error.notes += extra;
 }
 
 } // namespace ccsynth::dsl

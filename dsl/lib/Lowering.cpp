@@ -42,6 +42,8 @@ struct Pending {
   Transfer transfer;
   SourceLoc loc;
   std::vector<size_t> srcSlots, dstSlots;
+  /// The loop iteration that emitted it ("r = 1"), for notes.
+  std::string iteration;
 };
 
 constexpr int kMaxRanks = 65536;
@@ -88,9 +90,35 @@ private:
   bool inStep = false;
   std::vector<Pending> pending;
   std::unordered_map<size_t, size_t> blockWrites, blockReads;
+  /// Step of the last non-empty step block (-1 before the first).
+  int lastBlockStep = -1;
 
+  // Values of the enclosing loop variables, outermost first, so errors can
+  // say in which iteration they happened.
+  std::vector<std::pair<std::string_view, long long>> loopVars;
+
+  std::string iteration() const {
+    std::string s;
+    for (const auto &[name, value] : loopVars)
+      s += (s.empty() ? "" : ", ") + std::string(name) + " = " +
+           std::to_string(value);
+    return s;
+  }
+  Error withIteration(Error e) const {
+    std::string it = iteration();
+    if (!it.empty())
+      e.notes += "\nnote: in the iteration with " + it;
+    return e;
+  }
   Error error(const SourceLoc &loc, std::string msg) const {
-    return errorAt(prog.text, loc, std::move(msg));
+    return withIteration(errorAt(prog.text, loc, std::move(msg)));
+  }
+  /// An error with a note at a second location (and the iteration).
+  Error error2(const SourceLoc &loc, std::string msg, const SourceLoc &other,
+               const std::string &note) const {
+    Error e = error(loc, std::move(msg));
+    addNote(e, prog.text, other, note);
+    return e;
   }
 
   void pushScope() { scopeMarks.push_back(env.size()); }
@@ -181,7 +209,7 @@ Expected<int> Evaluator::evalIntIn(const Expr &e, long long lo, long long hi,
                                    const std::string &what) {
   CCSYNTH_TRY(v, evalInt(e));
   if (v < lo || v > hi)
-    return error(e.loc, what + " must be between " + std::to_string(lo) +
+    return error(beginLoc(e), what + " must be between " + std::to_string(lo) +
                             " and " + std::to_string(hi) + ", but it is " +
                             std::to_string(v));
   return (int)v;
@@ -329,14 +357,14 @@ Expected<Val> Evaluator::evalCall(const CallExpr &c) {
     return Val(a[0] ^ a[1]);
   if (c.callee == "mod" && need(2)) {
     if (a[1] <= 0)
-      return error(c.args[1]->loc, "mod(a, b) needs b > 0, but b is " +
+      return error(beginLoc(*c.args[1]), "mod(a, b) needs b > 0, but b is " +
                                        std::to_string(a[1]));
     long long m = a[0] % a[1];
     return Val(m < 0 ? m + a[1] : m);
   }
   if (c.callee == "pow" && need(2)) {
     if (a[1] < 0)
-      return error(c.args[1]->loc, "pow(base, exponent) needs a non-negative "
+      return error(beginLoc(*c.args[1]), "pow(base, exponent) needs a non-negative "
                                    "exponent, but it is " +
                                        std::to_string(a[1]));
     if (a[0] == 0 || a[0] == 1)
@@ -353,7 +381,7 @@ Expected<Val> Evaluator::evalCall(const CallExpr &c) {
   }
   if ((c.callee == "log2" || c.callee == "clog2") && need(1)) {
     if (a[0] <= 0)
-      return error(c.args[0]->loc, c.callee + "(a) needs a > 0, but a is " +
+      return error(beginLoc(*c.args[0]), c.callee + "(a) needs a > 0, but a is " +
                                        std::to_string(a[0]));
     long long x = c.callee == "log2" ? a[0] : a[0] - 1;
     long long lg = 0;
@@ -374,40 +402,40 @@ Expected<Val> Evaluator::evalChunk(const CallExpr &c) {
   int n = sched.collective.numRanks;
   CCSYNTH_TRY(rank, evalInt(*c.args[0]));
   if (rank < 0 || rank >= n)
-    return error(c.args[0]->loc,
+    return error(beginLoc(*c.args[0]),
                  "rank " + std::to_string(rank) + " is out of range (the "
                  "collective has ranks 0.." +
                      std::to_string(n - 1) + ")");
   CCSYNTH_TRY(bufVal, eval(*c.args[1]));
   if (!std::holds_alternative<BufferKind>(bufVal))
-    return error(c.args[1]->loc, "internal error: expected a buffer");
+    return error(beginLoc(*c.args[1]), "internal error: expected a buffer");
   BufferKind buf = std::get<BufferKind>(bufVal);
   CCSYNTH_TRY(index, evalInt(*c.args[2]));
   long long count = 1;
   if (c.args.size() == 4) {
     CCSYNTH_TRY(cnt, evalInt(*c.args[3]));
     if (cnt < 1)
-      return error(c.args[3]->loc, "a chunk count must be at least 1, but it "
+      return error(beginLoc(*c.args[3]), "a chunk count must be at least 1, but it "
                                    "is " +
                                        std::to_string(cnt));
     count = cnt;
   }
   int size = bufferSize(buf);
   if (size == 0)
-    return error(c.args[1]->loc,
+    return error(beginLoc(*c.args[1]),
                  "the " + bufferName(buf) + " buffer has no chunks" +
                      (buf == BufferKind::Scratch
                           ? " (declare its size with 'scratch chunks = N;' "
                             "after the collective)"
                           : ""));
   if (index < 0 || index >= size)
-    return error(c.args[2]->loc,
+    return error(beginLoc(*c.args[2]),
                  "chunk index " + std::to_string(index) +
                      " is out of range (the " + bufferName(buf) +
                      " buffer has chunks 0.." + std::to_string(size - 1) +
                      ")");
   if (index + count > size)
-    return error(c.args.size() == 4 ? c.args[3]->loc : c.args[2]->loc,
+    return error(c.args.size() == 4 ? beginLoc(*c.args[3]) : beginLoc(*c.args[2]),
                  "chunks " + std::to_string(index) + ".." +
                      std::to_string(index + count - 1) +
                      " run past the end of the " + bufferName(buf) +
@@ -419,13 +447,13 @@ Expected<Val> Evaluator::evalInputValue(const InputValueExpr &v) {
   const Collective &col = sched.collective;
   CCSYNTH_TRY(rank, evalInt(*v.rank));
   if (rank < 0 || rank >= col.numRanks)
-    return error(v.rank->loc, "rank " + std::to_string(rank) +
+    return error(beginLoc(*v.rank), "rank " + std::to_string(rank) +
                                   " is out of range (the collective has "
                                   "ranks 0.." +
                                   std::to_string(col.numRanks - 1) + ")");
   CCSYNTH_TRY(index, evalInt(*v.index));
   if (index < 0 || index >= col.inputChunks)
-    return error(v.index->loc,
+    return error(beginLoc(*v.index),
                  "input index " + std::to_string(index) +
                      " is out of range (" +
                      (col.inputChunks == 0
@@ -483,7 +511,7 @@ Status Evaluator::forRange(const Range &r, const SourceLoc &loopLoc,
   if (r.by) {
     CCSYNTH_TRY(step, evalInt(*r.by));
     if (step <= 0)
-      return error(r.by->loc, "the step of a range ('by') must be positive, "
+      return error(beginLoc(*r.by), "the step of a range ('by') must be positive, "
                               "but it is " +
                                   std::to_string(step));
     by = step;
@@ -551,10 +579,12 @@ Status Evaluator::execStmt(const Stmt &stmt) {
   case Stmt::Kind::For: {
     const auto &f = *cast<ForStmt>(&stmt);
     return forRange(f.range, f.loc, [&](long long v) -> Status {
+      loopVars.emplace_back(f.var, v);
       pushScope();
       bind(f.var, Val(v));
       Status s = execBlock(f.body);
       popScope();
+      loopVars.pop_back();
       return s;
     });
   }
@@ -707,7 +737,7 @@ Status Evaluator::execPreInput(const PreInputStmt &p) {
   const Collective &col = sched.collective;
   CCSYNTH_TRY(rank, evalIntIn(*p.rank, 0, col.numRanks - 1, "the rank"));
   if (col.inputChunks == 0)
-    return error(p.index->loc, "the input has no chunks ('input chunks = 0')");
+    return error(beginLoc(*p.index), "the input has no chunks ('input chunks = 0')");
   CCSYNTH_TRY(index, evalIntIn(*p.index, 0, col.inputChunks - 1,
                                "the input chunk index"));
   if (preIds[rank][index] >= 0)
@@ -722,22 +752,22 @@ Status Evaluator::execPostOutput(const PostOutputStmt &p) {
   const Collective &col = sched.collective;
   CCSYNTH_TRY(rank, evalIntIn(*p.rank, 0, col.numRanks - 1, "the rank"));
   if (col.outputChunks == 0)
-    return error(p.index->loc,
+    return error(beginLoc(*p.index),
                  "the output has no chunks ('output chunks = 0')");
   CCSYNTH_TRY(index, evalIntIn(*p.index, 0, col.outputChunks - 1,
                                "the output chunk index"));
   if (post[rank][index])
-    return errorAt(prog.text, p.loc,
+    return error2(p.loc,
                    "the postcondition of output(" + std::to_string(rank) +
                        ", " + std::to_string(index) + ") is given twice",
                    postLocs[rank][index], "first given here");
   CCSYNTH_TRY(value, eval(*p.value));
   auto *set = std::get_if<ValueSet>(&value);
   if (!set)
-    return error(p.value->loc, "internal error: expected a value");
+    return error(beginLoc(*p.value), "internal error: expected a value");
   auto &ids = set->ids;
   if (ids.empty())
-    return error(p.value->loc, "the postcondition of output(" +
+    return error(beginLoc(*p.value), "the postcondition of output(" +
                                    std::to_string(rank) + ", " +
                                    std::to_string(index) +
                                    ") is empty (the sum ranges over nothing)");
@@ -779,7 +809,7 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
   if (!src || !dst)
     return error(t.loc, "internal error: transfer operands");
   if (src->count != dst->count)
-    return error(t.dst->loc,
+    return error(beginLoc(*t.dst),
                  std::string("the source of '") + op + "' has " +
                      std::to_string(src->count) +
                      (src->count == 1 ? " chunk" : " chunks") +
@@ -819,7 +849,7 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
   const char *when = inStep ? " before this step" : " yet";
   for (int k = 0; k < tr.count; ++k) {
     if (!slots[srcSlots[k]].defined)
-      return error(t.src->loc,
+      return error(beginLoc(*t.src),
                    std::string("'") + op + "' reads " +
                        showChunk(src->rank, src->buffer, src->index + k) +
                        ", which holds no data" + when +
@@ -828,7 +858,7 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
                             ? " and the precondition leaves it empty)"
                             : ")"));
     if (t.op == TransferOp::Reduce && !slots[dstSlots[k]].defined)
-      return error(t.dst->loc,
+      return error(beginLoc(*t.dst),
                    "'reduce' accumulates into " +
                        showChunk(dst->rank, dst->buffer, dst->index + k) +
                        ", which holds no data" + when +
@@ -839,39 +869,48 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
     return error(t.loc, "the program emits more than " +
                             std::to_string(opts.maxTransfers) + " transfers");
   if (inStep) {
+    auto where = [](const Pending &p) {
+      return p.iteration.empty() ? std::string()
+                                 : " (in the iteration with " + p.iteration +
+                                       ")";
+    };
     size_t self = pending.size();
     for (int k = 0; k < tr.count; ++k) {
       auto w = blockWrites.find(dstSlots[k]);
       if (w != blockWrites.end())
-        return errorAt(prog.text, t.dst->loc,
+        return error2(beginLoc(*t.dst),
                        "overlapping writes in one step: " +
                            showChunk(dst->rank, dst->buffer, dst->index + k) +
                            " is also written by another transfer of this "
                            "step",
-                       pending[w->second].loc, "the other write is here");
+                       pending[w->second].loc,
+                       "the other write is here" + where(pending[w->second]));
       auto r = blockReads.find(dstSlots[k]);
       if (r != blockReads.end())
-        return errorAt(prog.text, t.dst->loc,
+        return error2(beginLoc(*t.dst),
                        "race in one step: this writes " +
                            showChunk(dst->rank, dst->buffer, dst->index + k) +
                            ", which another transfer of this step reads",
-                       pending[r->second].loc, "the read is here");
+                       pending[r->second].loc,
+                       "the read is here" + where(pending[r->second]));
     }
     for (int k = 0; k < tr.count; ++k) {
       auto w = blockWrites.find(srcSlots[k]);
       if (w != blockWrites.end())
-        return errorAt(prog.text, t.src->loc,
+        return error2(beginLoc(*t.src),
                        "race in one step: this reads " +
                            showChunk(src->rank, src->buffer, src->index + k) +
                            ", which another transfer of this step writes "
                            "(a step sees the buffers as they were before it)",
-                       pending[w->second].loc, "the write is here");
+                       pending[w->second].loc,
+                       "the write is here" + where(pending[w->second]));
     }
     for (size_t s : srcSlots)
       blockReads.emplace(s, self);
     for (size_t s : dstSlots)
       blockWrites.emplace(s, self);
-    pending.push_back({tr, t.loc, std::move(srcSlots), std::move(dstSlots)});
+    pending.push_back(
+        {tr, t.loc, std::move(srcSlots), std::move(dstSlots), iteration()});
     return Status::success();
   }
   int step = 0;
@@ -892,7 +931,10 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
 }
 
 Status Evaluator::commitStep(const SourceLoc &) {
-  int step = 0;
+  if (pending.empty())
+    return Status::success();
+  // Explicit steps run in program order: after the previous step block.
+  int step = lastBlockStep + 1;
   for (const Pending &p : pending) {
     for (size_t s : p.srcSlots)
       step = std::max(step, slots[s].lastWrite + 1);
@@ -910,6 +952,7 @@ Status Evaluator::commitStep(const SourceLoc &) {
     sched.transfers.push_back(p.transfer);
     sched.transferLocs.push_back(p.loc);
   }
+  lastBlockStep = step;
   pending.clear();
   blockWrites.clear();
   blockReads.clear();

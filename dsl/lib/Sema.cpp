@@ -400,7 +400,7 @@ Status Checker::expectType(const Expr &e, Type want, const std::string &what) {
   if (want == Type::Value && *type == Type::Chunk)
     msg += " (a postcondition names input values, e.g. 'input(j, 0)', not "
            "chunks)";
-  return error(e.loc, msg);
+  return error(beginLoc(e), msg);
 }
 
 Expected<Type> Checker::typeOf(const Expr &e) {
@@ -554,7 +554,7 @@ Expected<Type> Checker::typeOfCall(const CallExpr &call) {
       if (!t)
         return t.error();
       if (*t != Type::Buffer)
-        return error(call.args[1]->loc,
+        return error(beginLoc(*call.args[1]),
                      "type error: argument 2 of chunk(...) must be a buffer "
                      "(input, output or scratch), but this is " +
                          std::string(describe(*t)));

@@ -196,6 +196,16 @@ public:
   static bool classof(const Expr *e) { return e->getKind() == Kind::Sum; }
 };
 
+/// Where the text of `e` starts: its leftmost token (a binary expression's
+/// own location is its operator). Errors about an expression's value point
+/// here; errors about an operator point at the operator.
+inline const SourceLoc &beginLoc(const Expr &e) {
+  const Expr *cur = &e;
+  while (const auto *b = dynCast<BinaryExpr>(cur))
+    cur = b->lhs.get();
+  return cur->loc;
+}
+
 //===----------------------------------------------------------------------===//
 // Statements
 //===----------------------------------------------------------------------===//

@@ -24,4 +24,8 @@ Error errorAt(const std::string &text, const SourceLoc &loc,
               std::string message, const SourceLoc &noteLoc,
               const std::string &note);
 
+/// Appends `file:line:col: note: <note>` and a caret line for `noteLoc`.
+void addNote(Error &error, const std::string &text, const SourceLoc &noteLoc,
+             const std::string &note);
+
 } // namespace ccsynth::dsl

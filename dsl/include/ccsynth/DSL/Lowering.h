@@ -16,7 +16,9 @@
 //                  last step that wrote or read a destination chunk)
 // so independent transfers share a step and the schedule computes exactly
 // what running the statements one by one would. All transfers of a `step`
-// block share one step and see the buffers as they were before it.
+// block share one step, the earliest that respects their dependencies and
+// comes after the previous step block, and see the buffers as they were
+// before it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

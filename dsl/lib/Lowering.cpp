@@ -90,6 +90,8 @@ private:
   bool inStep = false;
   std::vector<Pending> pending;
   std::unordered_map<size_t, size_t> blockWrites, blockReads;
+  /// Chunks moved by all transfers so far.
+  long long chunkMoves = 0;
   /// Step of the last non-empty step block (-1 before the first).
   int lastBlockStep = -1;
 
@@ -207,6 +209,8 @@ Expected<bool> Evaluator::evalBool(const Expr &e) {
 
 Expected<int> Evaluator::evalIntIn(const Expr &e, long long lo, long long hi,
                                    const std::string &what) {
+  // The result is an int: never accept more than fits.
+  hi = std::min<long long>(hi, std::numeric_limits<int>::max());
   CCSYNTH_TRY(v, evalInt(e));
   if (v < lo || v > hi)
     return error(beginLoc(e), what + " must be between " + std::to_string(lo) +
@@ -825,6 +829,12 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
                              "the hint '" + h.name + "'"));
     (h.name == "tb" ? tr.threadblock : tr.channel) = v;
   }
+  // Bound the work (slot lists, dependency updates, verification).
+  chunkMoves += tr.count;
+  if (chunkMoves > opts.maxChunkMoves)
+    return error(t.loc, "the program's transfers move more than " +
+                            std::to_string(opts.maxChunkMoves) +
+                            " chunks in total");
   std::vector<size_t> srcSlots, dstSlots;
   for (int k = 0; k < tr.count; ++k) {
     srcSlots.push_back(slotOf(src->rank, src->buffer, src->index + k));

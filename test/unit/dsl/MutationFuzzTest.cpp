@@ -107,6 +107,7 @@ TEST_CASE("mutated programs fail cleanly or compile", "[dsl][fuzz]") {
   options.maxIterations = 200'000;
   options.maxTransfers = 50'000;
   options.maxSlots = 1 << 16;
+  options.maxChunkMoves = 1 << 20;
   const int perSeed = 600;
   int compiled = 0, failed = 0, verified = 0;
   for (size_t k = 0; k < seeds.size(); ++k) {

@@ -394,6 +394,20 @@ TEST_CASE("limits stop runaway programs with located errors",
   CHECK(many.error().message == "the program emits more than 10 transfers");
 
   o = {};
+  o.maxChunkMoves = 100;
+  auto moves = compileProgram(
+      "v.ccl", "collective allgather(ranks = 2, chunks = 40);\n"
+               "for i in 0..3 {\n"
+               "  copy(chunk(0, input, 0, 40) -> chunk(1, output, 0, 40));\n}\n",
+      o);
+  REQUIRE_FALSE(moves.ok());
+  CHECK(moves.error().loc.line == 3);
+  CHECK(moves.error().message ==
+        "the program's transfers move more than 100 chunks in total");
+  CHECK(moves.error().notes.find("note: in the iteration with i = 2") !=
+        std::string::npos);
+
+  o = {};
   o.maxSlots = 100;
   auto big = compileProgram("b.ccl", "collective allgather(ranks = 11);", o);
   REQUIRE_FALSE(big.ok());

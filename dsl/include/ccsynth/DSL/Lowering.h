@@ -40,6 +40,9 @@ struct LoweringOptions {
   long long maxIterations = 10'000'000;
   /// Transfers the program may emit.
   long long maxTransfers = 4'000'000;
+  /// Chunks all transfers together may move (a transfer of `count` chunks
+  /// moves `count`), which bounds the work of lowering and verifying.
+  long long maxChunkMoves = 1LL << 26;
   /// Chunk slots over all ranks and buffers, and entries of a custom
   /// collective's postcondition, the program may declare.
   long long maxSlots = 1LL << 22;

@@ -7,6 +7,40 @@
 
 namespace ccsynth::baseline {
 
+/// Bound on a baseline's size, so that a huge topology or pipeline depth
+/// fails with a message instead of exhausting memory (a transfer is ~60
+/// bytes, and the verifier and simulator keep per-transfer state too).
+constexpr size_t kMaxTransfers = size_t(1) << 22;
+
+/// Bound on the symbolic values a baseline's collective names (about 4
+/// bytes each, more in the verifier's sets).
+constexpr double kMaxConditionValues = double(1 << 25);
+
+Expected<Collective> makeCollective(CollectiveKind kind, int ranks,
+                                    int chunkFactor, bool inPlace, int root) {
+  double n = ranks, c = chunkFactor, values = n * c;
+  switch (kind) {
+  case CollectiveKind::AllReduce:
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllGather:
+  case CollectiveKind::AllToAll:
+    values = n * n * c;
+    break;
+  default:
+    break;
+  }
+  if (values > kMaxConditionValues)
+    return Error(std::string(toString(kind)) + " over " +
+                 std::to_string(ranks) + " ranks with chunk factor " +
+                 std::to_string(chunkFactor) +
+                 " is too large to build and verify (its conditions name " +
+                 std::to_string((long long)values) + " values, the limit is " +
+                 std::to_string((long long)kMaxConditionValues) +
+                 "); use a smaller pipeline depth, another baseline or fewer "
+                 "ranks");
+  return Collective::builtin(kind, ranks, chunkFactor, inPlace, root);
+}
+
 std::vector<int> bestLinks(const Topology &topo) {
   int n = topo.numRanks();
   std::vector<int> best((size_t)n * n, -1);
@@ -59,6 +93,14 @@ ScheduleBuilder::SlotState &ScheduleBuilder::slot(ChunkLoc loc) {
 
 void ScheduleBuilder::emit(ChunkLoc src, ChunkLoc dst, TransferOp op,
                            int count) {
+  if (sched.transfers.size() >= kMaxTransfers) {
+    if (!failure)
+      failure = Error("the schedule would need more than " +
+                      std::to_string(kMaxTransfers) + " transfers on '" +
+                      topo.name + "'; use a smaller pipeline depth or "
+                      "another baseline");
+    return;
+  }
   int step = 0;
   for (int k = 0; k < count; ++k) {
     const SlotState &s = slot({src.rank, src.buffer, src.index + k});
@@ -82,6 +124,53 @@ void ScheduleBuilder::emit(ChunkLoc src, ChunkLoc dst, TransferOp op,
   sched.transfers.push_back(t);
 }
 
+std::vector<int> ScheduleBuilder::route(int src, int dst) {
+  int n = numRanks();
+  if (prevFrom.empty())
+    prevFrom.resize(n);
+  std::vector<int> &prev = prevFrom[src];
+  if (prev.empty()) {
+    // Topology::route's breadth-first search (minimum hops, then the
+    // fastest bottleneck, links scanned in index order), run once per
+    // source over adjacency lists: it is called for many pairs.
+    if (outLinks.empty()) {
+      outLinks.resize(n);
+      for (size_t i = 0; i < topo.links.size(); ++i)
+        outLinks[topo.links[i].src].push_back((int)i);
+    }
+    prev.assign(n, -1);
+    std::vector<int> hops(n, -1);
+    std::vector<double> bw(n, 0);
+    std::vector<int> queue{src};
+    hops[src] = 0;
+    for (size_t head = 0; head < queue.size(); ++head) {
+      int u = queue[head];
+      for (int i : outLinks[u]) {
+        int v = topo.links[i].dst;
+        double b = std::min(u == src ? 1e300 : bw[u],
+                            topo.effectiveBandwidth(i));
+        if (hops[v] < 0) {
+          hops[v] = hops[u] + 1;
+          prev[v] = u;
+          bw[v] = b;
+          queue.push_back(v);
+        } else if (hops[v] == hops[u] + 1 && b > bw[v]) {
+          prev[v] = u;
+          bw[v] = b;
+        }
+      }
+    }
+  }
+  if (src != dst && prev[dst] < 0)
+    return {};
+  std::vector<int> path;
+  for (int v = dst; v != src; v = prev[v])
+    path.push_back(v);
+  path.push_back(src);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
 void ScheduleBuilder::copyLocal(ChunkLoc src, ChunkLoc dst, int count) {
   // Aliased slots already hold the data (in-place collectives); a transfer
   // onto itself would be rejected by the verifier.
@@ -96,15 +185,13 @@ void ScheduleBuilder::copyLocal(ChunkLoc src, ChunkLoc dst, int count) {
 
 void ScheduleBuilder::send(ChunkLoc src, ChunkLoc dst, TransferOp op,
                            int count) {
+  if (failure)
+    return;
   if (src.rank == dst.rank || adjacent(src.rank, dst.rank)) {
     emit(src, dst, op, count);
     return;
   }
-  auto key = std::make_pair(src.rank, dst.rank);
-  auto it = routes.find(key);
-  if (it == routes.end())
-    it = routes.emplace(key, topo.route(src.rank, dst.rank)).first;
-  const std::vector<int> &path = it->second;
+  std::vector<int> path = route(src.rank, dst.rank);
   if (path.size() < 2) {
     if (!failure)
       failure = Error("topology '" + topo.name + "' has no path from rank " +

@@ -20,7 +20,6 @@
 #include "ccsynth/Core/Topology.h"
 
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -84,7 +83,9 @@ private:
   const Topology &topo;
   Schedule sched;
   std::vector<int> links;
-  std::map<std::pair<int, int>, std::vector<int>> routes;
+  /// prevFrom[src][v]: v's predecessor on the route from src (lazily).
+  std::vector<std::vector<int>> prevFrom;
+  std::vector<std::vector<int>> outLinks;
   /// state[rank * 3 + buffer][index], of canonical slots.
   std::vector<std::vector<SlotState>> state;
   std::vector<int> scratchUsed;
@@ -92,6 +93,8 @@ private:
   std::optional<Error> failure;
 
   SlotState &slot(ChunkLoc loc);
+  /// Topology::route(src, dst), computed per source for all destinations.
+  std::vector<int> route(int src, int dst);
   /// One hop: a transfer between the same or adjacent ranks.
   void emit(ChunkLoc src, ChunkLoc dst, TransferOp op, int count);
 };
@@ -130,6 +133,13 @@ struct Tree {
 /// Completes `children` and `preorder` from `parent` and `root`; false when
 /// `parent` does not describe a tree spanning `members`.
 bool finishTree(Tree &tree, const std::vector<int> &members);
+
+/// Collective::builtin, after checking that the collective and its
+/// symbolic verification stay a reasonable size (a reduction's
+/// postcondition lists every rank's value for every output chunk, so it
+/// grows as ranks^2 x chunk factor).
+Expected<Collective> makeCollective(CollectiveKind kind, int ranks,
+                                    int chunkFactor, bool inPlace, int root);
 
 /// The pipelining depth asked for, or `fallback` when the options leave it
 /// to the baseline.

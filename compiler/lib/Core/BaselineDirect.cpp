@@ -38,7 +38,7 @@ Expected<Schedule> makeDirectBaseline(CollectiveKind kind,
   int n = topo.numRanks();
   int pipeline = pipelineOr(options, 1);
   int factor = kind == CollectiveKind::AllReduce ? n * pipeline : pipeline;
-  auto col = Collective::builtin(kind, n, factor, options.inPlace,
+  auto col = makeCollective(kind, n, factor, options.inPlace,
                                  options.root);
   if (!col)
     return col.error();

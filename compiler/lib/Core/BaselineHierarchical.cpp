@@ -57,7 +57,7 @@ Expected<Schedule> makeHierarchicalBaseline(CollectiveKind kind,
   int pipeline = pipelineOr(options, 1);
   int factor =
       kind == CollectiveKind::AllReduce ? g * nodes * pipeline : pipeline;
-  auto col = Collective::builtin(kind, n, factor, options.inPlace);
+  auto col = makeCollective(kind, n, factor, options.inPlace, 0);
   if (!col)
     return col.error();
   ScheduleBuilder b(topo, col.take());

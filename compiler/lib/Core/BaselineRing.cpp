@@ -35,7 +35,7 @@ Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
   int factor = numRings * pipeline;
   if (kind == CollectiveKind::AllReduce)
     factor *= n;
-  auto col = Collective::builtin(kind, n, factor, options.inPlace,
+  auto col = makeCollective(kind, n, factor, options.inPlace,
                                  options.root);
   if (!col)
     return col.error();

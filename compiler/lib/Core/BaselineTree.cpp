@@ -171,7 +171,7 @@ Expected<Schedule> makeTreeBaseline(CollectiveKind kind, const Topology &topo,
       return tree.error();
     trees.push_back(tree.take());
   }
-  auto col = Collective::builtin(kind, n, numTrees * pipeline, options.inPlace,
+  auto col = makeCollective(kind, n, numTrees * pipeline, options.inPlace,
                                  options.root);
   if (!col)
     return col.error();

@@ -309,8 +309,16 @@ TEST_CASE("direct baselines forward between non-adjacent ranks",
   REQUIRE_FALSE(topo.bestLink(0, 2).has_value());
   auto s = makeBaseline(BaselineKind::Direct, CollectiveKind::AllToAll, topo);
   REQUIRE(s.ok());
-  // Each rank has one non-neighbour; its chunk passes through scratch.
+  // Each rank has one non-neighbour; its chunk passes through scratch on
+  // the rank Topology::route names.
   CHECK(s->scratchChunks >= 1);
+  int via = topo.route(0, 2)[1];
+  bool forwarded = false;
+  for (const Transfer &t : s->transfers)
+    if (t.src.rank == 0 && t.src.index == 2 &&
+        t.dst.buffer == BufferKind::Scratch)
+      forwarded = t.dst.rank == via;
+  CHECK(forwarded);
   checkSchedule(*s, topo, BaselineKind::Direct, CollectiveKind::AllToAll,
                 false);
 }
@@ -372,4 +380,15 @@ TEST_CASE("a single rank needs only local copies", "[baselines]") {
     for (const Transfer &tr : s->transfers)
       CHECK(tr.src.rank == tr.dst.rank);
   }
+}
+
+TEST_CASE("oversized baselines fail with a message instead of exhausting "
+          "memory",
+          "[baselines]") {
+  // Two rings of 1024 blocks: the postcondition alone would name 2^31
+  // values.
+  auto s = makeBaseline(BaselineKind::Ring, CollectiveKind::AllReduce,
+                        builtin("ring:1024"));
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("too large") != std::string::npos);
 }

@@ -57,7 +57,52 @@ std::vector<std::vector<int>> nodeOrders(const Topology &topo) {
   return orders;
 }
 
-/// Tree `variant` over all ranks with `root` at the top when variant is 0.
+/// On one node, the order of the tree positions: among the rank order and
+/// every rotation of every ring (only those with `root` first when the root
+/// is fixed), the one whose tree edges have the most bandwidth on direct
+/// links, so that fewer hops need forwarding.
+std::vector<int> singleNodeOrder(const Topology &topo, int root,
+                                 bool rootFixed, int numTrees) {
+  int n = topo.numRanks();
+  std::vector<int> best = bestLinks(topo);
+  // A tree edge is worth its bandwidth when both directions are direct
+  // links, nothing when it must be forwarded.
+  auto worth = [&](int a, int b) {
+    int ab = best[(size_t)a * n + b], ba = best[(size_t)b * n + a];
+    if (ab < 0 || ba < 0)
+      return 0.0;
+    return std::min(topo.effectiveBandwidth(ab), topo.effectiveBandwidth(ba));
+  };
+  std::vector<std::vector<int>> cycles = findRings(topo).rings;
+  std::vector<int> identity(n);
+  for (int r = 0; r < n; ++r)
+    identity[r] = r;
+  cycles.insert(cycles.begin(), identity);
+  std::vector<int> chosen;
+  double chosenScore = -1;
+  for (const std::vector<int> &cycle : cycles)
+    for (int start = 0; start < n; ++start) {
+      if (rootFixed && cycle[start] != root)
+        continue;
+      std::vector<int> order = rotated(cycle, start);
+      double score = 0;
+      for (int t = 0; t < numTrees; ++t)
+        for (int i = 0; i < n; ++i) {
+          int up = treeParent(n, i, t);
+          if (up >= 0)
+            score += worth(order[i], order[up]);
+        }
+      if (score > chosenScore) {
+        chosen = order;
+        chosenScore = score;
+      }
+    }
+  return chosen;
+}
+
+/// Tree `variant` over all ranks. On one node orders[0] is the order of the
+/// positions (its first rank is the root of variant 0); on several, orders
+/// holds each node's chain, and variant 0 is rooted at `root`.
 Expected<Tree> makeTree(const Topology &topo,
                         const std::vector<std::vector<int>> &orders, int root,
                         int variant) {
@@ -66,10 +111,8 @@ Expected<Tree> makeTree(const Topology &topo,
   tree.parent.assign(n, -1);
   int rootNode = topo.nodeOf[root];
   if (nodes == 1) {
-    const std::vector<int> &order0 = orders[0];
-    std::vector<int> order = rotated(
-        order0,
-        (int)(std::find(order0.begin(), order0.end(), root) - order0.begin()));
+    // orders[0] is the position order, root first where it matters.
+    const std::vector<int> &order = orders[0];
     for (int i = 0; i < n; ++i) {
       int up = treeParent(n, i, variant);
       if (up >= 0)
@@ -161,8 +204,12 @@ Expected<Schedule> makeTreeBaseline(CollectiveKind kind, const Topology &topo,
                                     const BaselineOptions &options) {
   int n = topo.numRanks();
   int root = kind == CollectiveKind::AllReduce ? 0 : options.root;
-  std::vector<std::vector<int>> orders = nodeOrders(topo);
   int numTrees = kind == CollectiveKind::AllReduce ? 2 : 1;
+  std::vector<std::vector<int>> orders =
+      topo.numNodes() == 1
+          ? std::vector<std::vector<int>>{singleNodeOrder(
+                topo, root, kind != CollectiveKind::AllReduce, numTrees)}
+          : nodeOrders(topo);
   int pipeline = pipelineOr(options, kind == CollectiveKind::AllReduce ? 4 : 8);
   std::vector<Tree> trees;
   for (int t = 0; t < numTrees; ++t) {

@@ -409,7 +409,8 @@ void multiNodeRings(Capacity &cap, const std::vector<int> &ranks,
       cap.use(path[i], path[i + 1], -1);
   };
 
-  for (int q = 0; q < maxRings; ++q) {
+  // Ring q enters the first node at its q-th rank (or the next that works).
+  auto addRing = [&](int q) {
     const std::vector<int> &first = members[0];
     int g0 = (int)first.size();
     bool found = false;
@@ -459,8 +460,18 @@ void multiNodeRings(Capacity &cap, const std::vector<int> &ranks,
         cap.resCap = savedRes;
       }
     }
-    if (!found)
-      break;
+    return found;
+  };
+
+  // A second pass visits the nodes in reverse, for machines whose links
+  // still have room for rings the other way round.
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1)
+      std::reverse(members.begin(), members.end());
+    for (int q = 0; (int)rings.size() < maxRings; ++q) {
+      if (!addRing(q))
+        break;
+    }
   }
 }
 

@@ -218,6 +218,12 @@ Expected<Schedule> ScheduleBuilder::finish(std::string name,
   sched.origin = std::move(origin);
   sched.topology = topo.name;
   sched.protocol = "Simple";
+  // Step order reads naturally and is what the verifier and simulator use
+  // (stably) anyway.
+  std::stable_sort(sched.transfers.begin(), sched.transfers.end(),
+                   [](const Transfer &a, const Transfer &b) {
+                     return a.step < b.step;
+                   });
   sched.scratchChunks = 0;
   for (int used : scratchUsed)
     sched.scratchChunks = std::max(sched.scratchChunks, used);

@@ -115,8 +115,6 @@ public:
     bool cycle = from == to;
     if (want == 1)
       return from == to ? path : std::vector<int>{};
-    if (!cycle)
-      visited[to] = false;
     if (dfs(from, cycle))
       return path;
     return {};

@@ -67,8 +67,7 @@ ScheduleBuilder::ScheduleBuilder(const Topology &topology, Collective col)
   int n = numRanks();
   state.resize((size_t)n * 3);
   for (int r = 0; r < n; ++r) {
-    state[r * 3 + (int)BufferKind::Input].resize(
-        sched.collective.inputChunks);
+    state[r * 3 + (int)BufferKind::Input].resize(sched.collective.inputChunks);
     state[r * 3 + (int)BufferKind::Output].resize(
         sched.collective.outputChunks);
   }
@@ -95,10 +94,11 @@ void ScheduleBuilder::emit(ChunkLoc src, ChunkLoc dst, TransferOp op,
                            int count) {
   if (sched.transfers.size() >= kMaxTransfers) {
     if (!failure)
-      failure = Error("the schedule would need more than " +
-                      std::to_string(kMaxTransfers) + " transfers on '" +
-                      topo.name + "'; use a smaller pipeline depth or "
-                      "another baseline");
+      failure =
+          Error("the schedule would need more than " +
+                std::to_string(kMaxTransfers) + " transfers on '" + topo.name +
+                "'; use a smaller pipeline depth or "
+                "another baseline");
     return;
   }
   int step = 0;
@@ -147,8 +147,8 @@ std::vector<int> ScheduleBuilder::route(int src, int dst) {
       int u = queue[head];
       for (int i : outLinks[u]) {
         int v = topo.links[i].dst;
-        double b = std::min(u == src ? 1e300 : bw[u],
-                            topo.effectiveBandwidth(i));
+        double b =
+            std::min(u == src ? 1e300 : bw[u], topo.effectiveBandwidth(i));
         if (hops[v] < 0) {
           hops[v] = hops[u] + 1;
           prev[v] = u;
@@ -220,10 +220,9 @@ Expected<Schedule> ScheduleBuilder::finish(std::string name,
   sched.protocol = "Simple";
   // Step order reads naturally and is what the verifier and simulator use
   // (stably) anyway.
-  std::stable_sort(sched.transfers.begin(), sched.transfers.end(),
-                   [](const Transfer &a, const Transfer &b) {
-                     return a.step < b.step;
-                   });
+  std::stable_sort(
+      sched.transfers.begin(), sched.transfers.end(),
+      [](const Transfer &a, const Transfer &b) { return a.step < b.step; });
   sched.scratchChunks = 0;
   for (int used : scratchUsed)
     sched.scratchChunks = std::max(sched.scratchChunks, used);

@@ -153,8 +153,7 @@ Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
                                     const BaselineOptions &options);
 Expected<Schedule> makeTreeBaseline(CollectiveKind kind, const Topology &topo,
                                     const BaselineOptions &options);
-Expected<Schedule> makeDirectBaseline(CollectiveKind kind,
-                                      const Topology &topo,
+Expected<Schedule> makeDirectBaseline(CollectiveKind kind, const Topology &topo,
                                       const BaselineOptions &options);
 Expected<Schedule> makeHierarchicalBaseline(CollectiveKind kind,
                                             const Topology &topo,

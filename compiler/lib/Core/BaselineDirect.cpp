@@ -32,14 +32,12 @@ void gatherReduce(ScheduleBuilder &b, int owner, int srcIndex, ChunkLoc dst,
 
 } // namespace
 
-Expected<Schedule> makeDirectBaseline(CollectiveKind kind,
-                                      const Topology &topo,
+Expected<Schedule> makeDirectBaseline(CollectiveKind kind, const Topology &topo,
                                       const BaselineOptions &options) {
   int n = topo.numRanks();
   int pipeline = pipelineOr(options, 1);
   int factor = kind == CollectiveKind::AllReduce ? n * pipeline : pipeline;
-  auto col = makeCollective(kind, n, factor, options.inPlace,
-                                 options.root);
+  auto col = makeCollective(kind, n, factor, options.inPlace, options.root);
   if (!col)
     return col.error();
   ScheduleBuilder b(topo, col.take());

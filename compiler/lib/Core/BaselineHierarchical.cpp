@@ -115,9 +115,8 @@ Expected<Schedule> makeHierarchicalBaseline(CollectiveKind kind,
         std::vector<int> path = rotated(rail[i], m);
         for (int k = 0; k < c; ++k) {
           b.copyLocal(b.input(r, k), b.output(r, r * c + k));
-          broadcastChain(b, path, b.input(r, k), [&](int x) {
-            return b.output(path[x], r * c + k);
-          });
+          broadcastChain(b, path, b.input(r, k),
+                         [&](int x) { return b.output(path[x], r * c + k); });
         }
       }
     for (int m = 0; m < nodes; ++m)

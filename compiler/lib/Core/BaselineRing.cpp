@@ -19,8 +19,8 @@ Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
   RingSet ringSet = findRings(topo);
   const std::vector<std::vector<int>> &rings = ringSet.rings;
   int n = topo.numRanks(), numRings = (int)rings.size();
-  bool chain = kind == CollectiveKind::Broadcast ||
-               kind == CollectiveKind::Reduce;
+  bool chain =
+      kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce;
   // Chains need many chunks in flight to fill their n-1 hops; the
   // bandwidth-optimal ring collectives keep every link busy with one chunk
   // per step. Except: where a hop lands as a copy that the rank must add its
@@ -35,8 +35,7 @@ Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
   int factor = numRings * pipeline;
   if (kind == CollectiveKind::AllReduce)
     factor *= n;
-  auto col = makeCollective(kind, n, factor, options.inPlace,
-                                 options.root);
+  auto col = makeCollective(kind, n, factor, options.inPlace, options.root);
   if (!col)
     return col.error();
   ScheduleBuilder b(topo, col.take());
@@ -57,9 +56,8 @@ Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
         for (int r = 0; r < n; ++r) {
           b.copyLocal(b.input(r, k), b.output(r, r * c + k));
           std::vector<int> path = rotated(ring, position[q][r]);
-          broadcastChain(b, path, b.input(r, k), [&](int i) {
-            return b.output(path[i], r * c + k);
-          });
+          broadcastChain(b, path, b.input(r, k),
+                         [&](int i) { return b.output(path[i], r * c + k); });
         }
         break;
       }
@@ -75,8 +73,7 @@ Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
                                  : b.scratch(path[i]));
           acc.push_back(b.output(d, k));
           reduceChain(
-              b, path,
-              [&](int i) { return b.input(path[i], d * c + k); },
+              b, path, [&](int i) { return b.input(path[i], d * c + k); },
               [&](int i) { return acc[i]; });
         }
         break;

@@ -61,8 +61,8 @@ std::vector<std::vector<int>> nodeOrders(const Topology &topo) {
 /// every rotation of every ring (only those with `root` first when the root
 /// is fixed), the one whose tree edges have the most bandwidth on direct
 /// links, so that fewer hops need forwarding.
-std::vector<int> singleNodeOrder(const Topology &topo, int root,
-                                 bool rootFixed, int numTrees) {
+std::vector<int> singleNodeOrder(const Topology &topo, int root, bool rootFixed,
+                                 int numTrees) {
   int n = topo.numRanks();
   std::vector<int> best = bestLinks(topo);
   // A tree edge is worth its bandwidth when both directions are direct
@@ -126,9 +126,9 @@ Expected<Tree> makeTree(const Topology &topo,
     for (int node = 0; node < nodes; ++node) {
       std::vector<int> chain = orders[node];
       if (node == rootNode)
-        chain = rotated(chain, (int)(std::find(chain.begin(), chain.end(),
-                                               root) -
-                                     chain.begin()));
+        chain =
+            rotated(chain, (int)(std::find(chain.begin(), chain.end(), root) -
+                                 chain.begin()));
       if (variant == 1)
         std::reverse(chain.begin(), chain.end());
       for (size_t i = 1; i < chain.size(); ++i)
@@ -219,7 +219,7 @@ Expected<Schedule> makeTreeBaseline(CollectiveKind kind, const Topology &topo,
     trees.push_back(tree.take());
   }
   auto col = makeCollective(kind, n, numTrees * pipeline, options.inPlace,
-                                 options.root);
+                            options.root);
   if (!col)
     return col.error();
   ScheduleBuilder b(topo, col.take());

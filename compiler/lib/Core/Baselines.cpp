@@ -118,16 +118,16 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
     return Error(what + " needs the same number of ranks in every node of '" +
                  topology.name + "'");
   if (!baselineSupports(kind, collective, topology))
-    return Error(what + " does not implement " + toString(collective),
-                 {},
+    return Error(what + " does not implement " + toString(collective), {},
                  "it implements: " + joinNames(familyCollectives(kind)));
   if (options.pipeline < 0 || options.pipeline > kMaxPipeline)
     return Error("pipeline depth " + std::to_string(options.pipeline) +
                  " is out of range (0 = default, or 1.." +
                  std::to_string(kMaxPipeline) + ")");
   if (isRooted(collective) && (options.root < 0 || options.root >= n))
-    return Error("root " + std::to_string(options.root) + " is not a rank of '" +
-                 topology.name + "' (0.." + std::to_string(n - 1) + ")");
+    return Error("root " + std::to_string(options.root) +
+                 " is not a rank of '" + topology.name + "' (0.." +
+                 std::to_string(n - 1) + ")");
   switch (kind) {
   case BaselineKind::Ring:
     return baseline::makeRingBaseline(collective, topology, options);

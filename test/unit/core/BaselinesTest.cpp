@@ -352,8 +352,8 @@ TEST_CASE("baselines reject what they do not implement", "[baselines]") {
 
   BaselineOptions badPipeline;
   badPipeline.pipeline = -2;
-  CHECK_FALSE(makeBaseline(BaselineKind::Ring, CollectiveKind::AllReduce,
-                           dgx1, badPipeline)
+  CHECK_FALSE(makeBaseline(BaselineKind::Ring, CollectiveKind::AllReduce, dgx1,
+                           badPipeline)
                   .ok());
 }
 
@@ -373,8 +373,8 @@ TEST_CASE("a single rank needs only local copies", "[baselines]") {
   Topology t;
   t.name = "one";
   t.nodeOf = {0};
-  for (BaselineKind kind : {BaselineKind::Ring, BaselineKind::Tree,
-                            BaselineKind::Direct}) {
+  for (BaselineKind kind :
+       {BaselineKind::Ring, BaselineKind::Tree, BaselineKind::Direct}) {
     auto s = makeBaseline(kind, CollectiveKind::AllReduce, t);
     REQUIRE(s.ok());
     for (const Transfer &tr : s->transfers)

@@ -12,8 +12,9 @@ namespace ccsynth {
 
 namespace {
 
-/// Largest point-to-point mesh given the exact search.
-constexpr int kExactMaxRanks = 12;
+/// Largest point-to-point mesh given the exact search (its budget bounds
+/// the time; beyond this the greedy search alone is used).
+constexpr int kExactMaxRanks = 64;
 /// Expansions allowed to one greedy cycle or path search.
 constexpr long kGreedyBudget = 50'000;
 
@@ -219,7 +220,10 @@ private:
   }
 
   bool extend(int u) {
-    if (--budget < 0)
+    // An expansion scans every rank: charge it that much, so the budget
+    // bounds time whatever the size.
+    budget -= m;
+    if (budget < 0)
       return false;
     if ((int)path.size() == m) {
       // Each cycle is found in one direction only.
@@ -306,8 +310,8 @@ void greedyRings(Capacity &cap, int maxRings,
   }
 }
 
-/// Exact undirected decomposition for small meshes without shared
-/// resources; each cycle yields two directed rings.
+/// Exact undirected decomposition for meshes without shared resources;
+/// each cycle yields two directed rings.
 void exactRings(Capacity &cap, int maxRings, long budget,
                 std::vector<std::vector<int>> &rings) {
   int m = cap.size();

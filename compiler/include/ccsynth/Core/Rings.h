@@ -6,9 +6,11 @@
 // a shared resource (an NVSwitch port, a NIC) floor(its bandwidth / b); the
 // rate is picked among the links' bandwidths to maximize rings x rate.
 // Multi-node rings cross every node boundary once, through a different NIC
-// per ring where the machine has several. Small point-to-point meshes
-// (DGX-1) get an exact, budgeted search; switched and multi-node machines a
-// constructive one that stays fast at hundreds of ranks.
+// per ring where the machine has several. Point-to-point meshes of up to 64
+// ranks (DGX-1, tori) get an exact search for undirected Hamiltonian cycles,
+// each used in both directions, within a work budget; switched and
+// multi-node machines a constructive one that stays fast at hundreds of
+// ranks; a greedy search adds what fits after either.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -22,9 +24,10 @@ namespace ccsynth {
 struct RingSearchOptions {
   /// Upper limit on the rings returned (NCCL's channel limit is 32).
   int maxRings = 16;
-  /// Node expansions allowed to the exact search on small meshes; past it
-  /// the greedy result is kept. Bounds the time on any input.
-  long budget = 2'000'000;
+  /// Work allowed to the exact search on point-to-point meshes (search
+  /// nodes x ranks); past it the greedy search takes over. Bounds the time
+  /// on any input (the default is a few milliseconds).
+  long budget = 4'000'000;
 };
 
 struct RingSet {

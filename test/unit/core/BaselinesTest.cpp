@@ -105,6 +105,14 @@ TEST_CASE("ring search finds every disjoint ring of point-to-point meshes",
       CHECK(uses * 25.0 == Approx(t.links[link].bandwidthGBps));
     CHECK(linkUse(t, rs).size() == t.links.size());
   }
+  SECTION("a 4x4 torus has two undirected Hamiltonian cycles") {
+    Topology t = builtin("torus2d:4x4");
+    RingSet rs = findRings(t);
+    CHECK(rs.rings.size() == 4);
+    checkRingsArePermutations(t, rs);
+    for (auto [link, uses] : linkUse(t, rs))
+      CHECK(uses == 1);
+  }
   SECTION("the ring limit is honoured and picks the best rate under it") {
     RingSearchOptions o;
     o.maxRings = 5;

@@ -1,4 +1,4 @@
-//===- NcclTopology.cpp - Import NCCL topology dumps (NCCL_TOPO_DUMP_FILE) -===//
+//===- NcclTopology.cpp - Import NCCL topology dumps (NCCL_TOPO_DUMP_FILE) ===//
 //
 // Facts about the format and NCCL's bandwidth rules come from NVIDIA/nccl
 // 2.30.7: src/graph/xml.cc (writer and loader), src/graph/topo.cc

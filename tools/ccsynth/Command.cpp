@@ -1,0 +1,115 @@
+//===- Command.cpp - Shared helpers of the ccsynth subcommands ------------===//
+#include "Command.h"
+
+#include "ccsynth/Core/Json.h"
+
+#include <cmath>
+#include <iostream>
+
+namespace ccsynth::cli {
+
+int fail(const Error &error, int code) {
+  std::cerr << "ccsynth: " << error.format() << "\n";
+  return code;
+}
+
+Expected<std::vector<double>> parseSizes(const std::string &list) {
+  std::vector<double> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos
+                                              ? std::string::npos
+                                              : comma - start);
+    if (item.empty())
+      return Error("empty size in '" + list + "'");
+    double mult = 1;
+    char last = item.back();
+    if (last == 'K' || last == 'k')
+      mult = 1024.0;
+    else if (last == 'M' || last == 'm')
+      mult = 1024.0 * 1024;
+    else if (last == 'G' || last == 'g')
+      mult = 1024.0 * 1024 * 1024;
+    std::string digits = mult == 1 ? item : item.substr(0, item.size() - 1);
+    if (digits.empty() || digits.size() > 15 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      return Error("bad size '" + item +
+                   "' (expected a byte count like 4096, 1K, 64M or 1G)");
+    double v = std::stod(digits) * mult;
+    if (v <= 0)
+      return Error("size '" + item + "' must be positive");
+    out.push_back(v);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+Expected<std::map<std::string, long long>>
+parseDefines(const std::vector<std::string> &defines) {
+  std::map<std::string, long long> out;
+  for (const std::string &d : defines) {
+    size_t eq = d.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Error("bad definition '" + d + "' (expected -D name=value)");
+    std::string value = d.substr(eq + 1);
+    bool neg = !value.empty() && value[0] == '-';
+    std::string digits = neg ? value.substr(1) : value;
+    if (digits.empty() || digits.size() > 15 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      return Error("bad definition '" + d + "': the value must be an integer");
+    out[d.substr(0, eq)] = std::stoll(value);
+  }
+  return out;
+}
+
+Expected<Schedule>
+loadScheduleInput(const std::string &path,
+                  const std::map<std::string, long long> &defines) {
+  if (path.ends_with(".ccl"))
+    return Error("DSL programs (.ccl) are not supported by this build yet",
+                 SourceLoc{path});
+  if (!defines.empty())
+    return Error("-D definitions apply only to .ccl programs", SourceLoc{path});
+  return loadScheduleJson(path);
+}
+
+SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
+                           int index) {
+  if (index < 0)
+    return SourceLoc{path};
+  if (index < (int)schedule.transferLocs.size())
+    return schedule.transferLocs[index];
+  auto doc = JsonDocument::load(path);
+  if (!doc)
+    return SourceLoc{path};
+  return doc->locate(jsonPath("/transfers", (size_t)index));
+}
+
+Expected<Topology> topologyFor(const Schedule &schedule,
+                               const std::string &explicitTopo) {
+  std::string name = explicitTopo.empty() ? schedule.topology : explicitTopo;
+  if (name.empty())
+    return Error("the schedule names no topology; pass --topo");
+  auto topo = loadTopology(name);
+  if (!topo)
+    return topo.error();
+  if (topo->numRanks() != schedule.collective.numRanks)
+    return Error("topology '" + topo->name + "' has " +
+                 std::to_string(topo->numRanks()) + " ranks but the schedule "
+                 "has " + std::to_string(schedule.collective.numRanks));
+  return topo;
+}
+
+Status writeOutput(const std::string &path, const std::string &contents) {
+  if (path == "-") {
+    std::cout << contents;
+    std::cout.flush();
+    return Status::success();
+  }
+  return writeFileAtomic(path, contents);
+}
+
+} // namespace ccsynth::cli

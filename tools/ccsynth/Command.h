@@ -1,0 +1,75 @@
+//===- Command.h - Shared pieces of the ccsynth subcommands ---------------===//
+//
+// Each subcommand lives in its own <Name>Command.cpp and exposes
+// `void add<Name>Command(CLI::App &app, CommandContext &ctx)`; main.cpp
+// registers them all. A subcommand's callback stores its exit code in the
+// context instead of throwing.
+//
+// Exit codes: 0 success, 1 bad input or failure, 2 usage error (CLI11),
+// 3 the schedule does not implement its collective, 4 infeasible sketch.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Core/Topology.h"
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ccsynth::cli {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitError = 1,
+  kExitUsage = 2,
+  kExitVerifyFailed = 3,
+  kExitInfeasible = 4,
+};
+
+struct CommandContext {
+  int exitCode = kExitOk;
+};
+
+/// Prints `error` to stderr as `file:line:col: error: ...` and returns
+/// kExitError (or `code`).
+int fail(const Error &error, int code = kExitError);
+
+/// Parses "1K,4M,1G" / "1024,65536" into byte counts (K/M/G are powers of
+/// 1024, as in nccl-tests). The error names the bad item.
+Expected<std::vector<double>> parseSizes(const std::string &list);
+
+/// Parses `-D name=value` definitions (integer values).
+Expected<std::map<std::string, long long>>
+parseDefines(const std::vector<std::string> &defines);
+
+/// Loads a schedule from a schedule JSON file (or, once the DSL is built
+/// in, a .ccl program with the given definitions). `origin` documents
+/// where the transfers came from for diagnostics.
+Expected<Schedule> loadScheduleInput(const std::string &path,
+                                     const std::map<std::string, long long> &defines);
+
+/// Location of transfer `index` of a schedule loaded from `path`, for
+/// diagnostics (empty when unknown).
+SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
+                           int index);
+
+/// Resolves the topology for a schedule: `explicitTopo` when given, else the
+/// schedule's own topology field. Fails when neither resolves.
+Expected<Topology> topologyFor(const Schedule &schedule,
+                               const std::string &explicitTopo);
+
+/// Writes `contents` to `path` ("-" = stdout) without leaving a partial file.
+Status writeOutput(const std::string &path, const std::string &contents);
+
+// Subcommands.
+void addTopoCommand(CLI::App &app, CommandContext &ctx);
+void addBaselineCommand(CLI::App &app, CommandContext &ctx);
+void addVerifyCommand(CLI::App &app, CommandContext &ctx);
+void addSimulateCommand(CLI::App &app, CommandContext &ctx);
+
+} // namespace ccsynth::cli

@@ -1,0 +1,128 @@
+//===- TopoCommand.cpp - `ccsynth topo list|show|import` ------------------===//
+#include "Command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace ccsynth::cli {
+
+namespace {
+
+struct TopoOptions {
+  std::string name;
+  std::string file;
+  std::string output = "-";
+  bool json = false;
+  int nodes = 1;
+  double nvlinkAlpha = 0.7, pcieAlpha = 1.0, netAlpha = 2.0;
+};
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+/// A human summary: nodes, link classes with counts, resources.
+std::string summarize(const Topology &t) {
+  std::ostringstream os;
+  os << t.name << ": " << t.numRanks() << " ranks in " << t.numNodes()
+     << (t.numNodes() == 1 ? " node" : " nodes") << "\n";
+  if (!t.description.empty())
+    os << "  " << t.description << "\n";
+  // Group links by (kind, alpha, bandwidth, shared?).
+  std::map<std::tuple<std::string, double, double, bool>, int> classes;
+  for (const Link &l : t.links)
+    classes[{toString(l.kind), l.alphaUs, l.bandwidthGBps,
+             !l.resources.empty()}]++;
+  os << "  links: " << t.links.size() << "\n";
+  for (auto &[k, count] : classes)
+    os << "    " << count << " x " << std::get<0>(k) << "  alpha "
+       << fmt(std::get<1>(k)) << " us  " << fmt(std::get<2>(k)) << " GB/s"
+       << (std::get<3>(k) ? "  (through shared resources)" : "") << "\n";
+  std::map<double, int> res;
+  for (const Resource &r : t.resources)
+    res[r.bandwidthGBps]++;
+  if (!res.empty()) {
+    os << "  shared resources: " << t.resources.size() << "\n";
+    for (auto &[bw, count] : res)
+      os << "    " << count << " x " << fmt(bw) << " GB/s\n";
+  }
+  if (t.numRanks() <= 16) {
+    os << "  bandwidth matrix (GB/s, best link src->dst):\n      ";
+    for (int d = 0; d < t.numRanks(); ++d)
+      os << (d < 10 ? "    " : "   ") << d;
+    os << "\n";
+    for (int s = 0; s < t.numRanks(); ++s) {
+      os << "    " << (s < 10 ? " " : "") << s;
+      for (int d = 0; d < t.numRanks(); ++d) {
+        auto l = t.bestLink(s, d);
+        char cell[16];
+        if (s == d)
+          std::snprintf(cell, sizeof cell, "%5s", "-");
+        else if (!l)
+          std::snprintf(cell, sizeof cell, "%5s", ".");
+        else
+          std::snprintf(cell, sizeof cell, "%5.0f", t.effectiveBandwidth(*l));
+        os << cell;
+      }
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
+int runList() {
+  std::cout << "Built-in topologies (append xN for N nodes, e.g. dgx-h100x8):\n";
+  for (const BuiltinInfo &b : builtinTopologies()) {
+    std::string name = b.name;
+    name.resize(std::max<size_t>(name.size(), 16), ' ');
+    std::cout << "  " << name << " " << b.description << "\n";
+  }
+  std::cout << "Also accepted wherever a topology is expected: a ccsynth "
+               "topology JSON file (docs/formats.md) or an NCCL topology dump "
+               "(.xml, written with NCCL_TOPO_DUMP_FILE).\n";
+  return kExitOk;
+}
+
+int runShow(const TopoOptions &o) {
+  auto t = loadTopology(o.name);
+  if (!t)
+    return fail(t.error());
+  if (Status s = writeOutput(o.output, o.json ? topologyToJson(*t)
+                                              : summarize(*t));
+      !s)
+    return fail(s.error());
+  return kExitOk;
+}
+
+} // namespace
+
+void addTopoCommand(CLI::App &app, CommandContext &ctx) {
+  auto opts = std::make_shared<TopoOptions>();
+  CLI::App *topo = app.add_subcommand(
+      "topo", "List, show and import machine topologies.");
+  topo->require_subcommand(1);
+
+  CLI::App *list = topo->add_subcommand("list", "List the built-in topologies.");
+  list->callback([&ctx] { ctx.exitCode = runList(); });
+
+  CLI::App *show = topo->add_subcommand(
+      "show", "Describe a topology: ranks, nodes, link classes, shared "
+              "resources and (for up to 16 ranks) its bandwidth matrix.");
+  show->add_option("NAME", opts->name,
+                   "Built-in name (dgx1, ndv2x2, dgx-a100x4, ring:8, ...), "
+                   "topology JSON file, or NCCL topology dump (.xml)")
+      ->required();
+  show->add_flag("--json", opts->json,
+                 "Print ccsynth's topology JSON instead of a summary");
+  show->add_option("-o,--output", opts->output, "Output file (default stdout)");
+  show->callback([opts, &ctx] { ctx.exitCode = runShow(*opts); });
+
+}
+
+} // namespace ccsynth::cli

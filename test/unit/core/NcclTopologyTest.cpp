@@ -304,7 +304,7 @@ TEST_CASE("NVSwitch targets: class 0x068000, unknown targets, CPU links",
   CHECK(onlyLink(*t, 2, 1, LinkKind::PCIe).bandwidthGBps == Approx(24.0));
 }
 
-TEST_CASE("hosts in one dump become nodes; NVSwitch spans them", "[nccl]") {
+TEST_CASE("hosts in one dump become nodes and NVSwitch spans them", "[nccl]") {
   auto host = [](const std::string &hash, const std::string &bus0,
                  const std::string &bus1, int rank0, const std::string &nic) {
     std::string nvs =

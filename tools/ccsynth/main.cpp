@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
   addTopoCommand(app, ctx);
   addBaselineCommand(app, ctx);
   addVerifyCommand(app, ctx);
+  addSimulateCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -66,3 +66,15 @@ foreach(_prog ${_dsl_errors})
     COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:ccsynth> -DFILE=${_prog}
             -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_dsl_diagnostic.cmake)
 endforeach()
+
+# Commands that take a schedule take a .ccl program with -D as well.
+add_test(NAME e2e:dsl.simulate.ccl
+  COMMAND $<TARGET_FILE:ccsynth> simulate ${_dsl_dir}/ring_allreduce.ccl
+          -D ranks=8 --topo ring:8 --sizes 1M)
+set_tests_properties(e2e:dsl.simulate.ccl PROPERTIES
+  PASS_REGULAR_EXPRESSION "allreduce\\(ranks=8, chunks=8, inplace\\) on ring:8")
+add_test(NAME e2e:dsl.verify.ccl-error
+  COMMAND sh -c "\"$0\" verify \"$1\" -D ranks=3 2>&1; test $? -eq 1"
+          $<TARGET_FILE:ccsynth> ${_dsl_dir}/recursive_doubling_allgather.ccl)
+set_tests_properties(e2e:dsl.verify.ccl-error PROPERTIES
+  PASS_REGULAR_EXPRESSION "recursive_doubling_allgather.ccl:[0-9]+:1: error: assertion failed: recursive doubling needs a power-of-two number of ranks")

@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const Error &e = lowered.error();
     int lines = 1 + (int)std::count(text.begin(), text.end(), '\n');
     if (e.message.empty() || e.loc.line < 1 || e.loc.line > lines ||
-        e.loc.col < 1 || e.message.find("internal error") != std::string::npos)
+        e.loc.col < 1 || e.message.starts_with("internal error"))
       std::abort();
     return 0;
   }

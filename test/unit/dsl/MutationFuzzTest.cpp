@@ -124,7 +124,7 @@ TEST_CASE("mutated programs fail cleanly or compile", "[dsl][fuzz]") {
         bool ok = !err.message.empty() && err.loc.file == "mutant.ccl" &&
                   err.loc.line >= 1 && err.loc.line <= countLines(mutant) &&
                   err.loc.col >= 1 &&
-                  err.message.find("internal error") == std::string::npos;
+                  !err.message.starts_with("internal error");
         if (!ok) {
           INFO("seed " << seeds[k] << " mutant " << i << ":\n" << mutant);
           INFO(err.format());

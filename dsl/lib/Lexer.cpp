@@ -47,18 +47,18 @@ struct Punct {
 
 // Longest spellings first so that "->" wins over "-" and ".." over ".".
 constexpr Punct kPuncts[] = {
-    {"->", TokenKind::Arrow},    {"..", TokenKind::DotDot},
-    {"<=", TokenKind::LessEq},   {">=", TokenKind::GreaterEq},
-    {"==", TokenKind::EqEq},     {"!=", TokenKind::NotEq},
-    {"&&", TokenKind::AndAnd},   {"||", TokenKind::OrOr},
-    {"(", TokenKind::LParen},    {")", TokenKind::RParen},
-    {"{", TokenKind::LBrace},    {"}", TokenKind::RBrace},
-    {",", TokenKind::Comma},     {";", TokenKind::Semicolon},
-    {":", TokenKind::Colon},     {"=", TokenKind::Assign},
-    {"+", TokenKind::Plus},      {"-", TokenKind::Minus},
-    {"*", TokenKind::Star},      {"/", TokenKind::Slash},
-    {"%", TokenKind::Percent},   {"<", TokenKind::Less},
-    {">", TokenKind::Greater},   {"!", TokenKind::Bang},
+    {"->", TokenKind::Arrow},  {"..", TokenKind::DotDot},
+    {"<=", TokenKind::LessEq}, {">=", TokenKind::GreaterEq},
+    {"==", TokenKind::EqEq},   {"!=", TokenKind::NotEq},
+    {"&&", TokenKind::AndAnd}, {"||", TokenKind::OrOr},
+    {"(", TokenKind::LParen},  {")", TokenKind::RParen},
+    {"{", TokenKind::LBrace},  {"}", TokenKind::RBrace},
+    {",", TokenKind::Comma},   {";", TokenKind::Semicolon},
+    {":", TokenKind::Colon},   {"=", TokenKind::Assign},
+    {"+", TokenKind::Plus},    {"-", TokenKind::Minus},
+    {"*", TokenKind::Star},    {"/", TokenKind::Slash},
+    {"%", TokenKind::Percent}, {"<", TokenKind::Less},
+    {">", TokenKind::Greater}, {"!", TokenKind::Bang},
 };
 
 /// Scans a file while tracking line and column.
@@ -211,8 +211,9 @@ Expected<Token> Scanner::next() {
   if (c == '.')
     return error(tok.loc, "unexpected '.' (ranges are written 'lo..hi')");
   if (c == '&' || c == '|')
-    return error(tok.loc, "unexpected " + shown + " (logical operators are "
-                                                  "'&&' and '||')");
+    return error(tok.loc, "unexpected " + shown +
+                              " (logical operators are "
+                              "'&&' and '||')");
   return error(tok.loc, "unexpected character " + shown);
 }
 

@@ -128,7 +128,9 @@ private:
     env.resize(scopeMarks.back());
     scopeMarks.pop_back();
   }
-  void bind(std::string_view name, Val v) { env.emplace_back(name, std::move(v)); }
+  void bind(std::string_view name, Val v) {
+    env.emplace_back(name, std::move(v));
+  }
   const Val *lookup(std::string_view name) const {
     for (auto it = env.rbegin(); it != env.rend(); ++it)
       if (it->first == name)
@@ -214,8 +216,8 @@ Expected<int> Evaluator::evalIntIn(const Expr &e, long long lo, long long hi,
   CCSYNTH_TRY(v, evalInt(e));
   if (v < lo || v > hi)
     return error(beginLoc(e), what + " must be between " + std::to_string(lo) +
-                            " and " + std::to_string(hi) + ", but it is " +
-                            std::to_string(v));
+                                  " and " + std::to_string(hi) +
+                                  ", but it is " + std::to_string(v));
   return (int)v;
 }
 
@@ -275,8 +277,7 @@ Expected<Val> Evaluator::evalBinary(const BinaryExpr &b) {
     auto &r = std::get<ValueSet>(rv).ids;
     std::vector<int> ids;
     ids.reserve(l.size() + r.size());
-    std::merge(l.begin(), l.end(), r.begin(), r.end(),
-               std::back_inserter(ids));
+    std::merge(l.begin(), l.end(), r.begin(), r.end(), std::back_inserter(ids));
     auto dup = std::adjacent_find(ids.begin(), ids.end());
     if (dup != ids.end()) {
       ChunkLoc o = sched.collective.valueOrigin(*dup);
@@ -316,10 +317,10 @@ Expected<Val> Evaluator::evalBinary(const BinaryExpr &b) {
   case BinaryOp::Div:
   case BinaryOp::Mod:
     if (r == 0)
-      return error(b.loc, std::string(b.op == BinaryOp::Div ? "division"
-                                                            : "modulo") +
-                              " by zero ('" + std::to_string(l) + " " +
-                              spelling(b.op) + " 0')");
+      return error(b.loc,
+                   std::string(b.op == BinaryOp::Div ? "division" : "modulo") +
+                       " by zero ('" + std::to_string(l) + " " +
+                       spelling(b.op) + " 0')");
     if (l == std::numeric_limits<long long>::min() && r == -1) {
       if (b.op == BinaryOp::Mod)
         return Val(0LL);
@@ -361,16 +362,17 @@ Expected<Val> Evaluator::evalCall(const CallExpr &c) {
     return Val(a[0] ^ a[1]);
   if (c.callee == "mod" && need(2)) {
     if (a[1] <= 0)
-      return error(beginLoc(*c.args[1]), "mod(a, b) needs b > 0, but b is " +
-                                       std::to_string(a[1]));
+      return error(beginLoc(*c.args[1]),
+                   "mod(a, b) needs b > 0, but b is " + std::to_string(a[1]));
     long long m = a[0] % a[1];
     return Val(m < 0 ? m + a[1] : m);
   }
   if (c.callee == "pow" && need(2)) {
     if (a[1] < 0)
-      return error(beginLoc(*c.args[1]), "pow(base, exponent) needs a non-negative "
-                                   "exponent, but it is " +
-                                       std::to_string(a[1]));
+      return error(beginLoc(*c.args[1]),
+                   "pow(base, exponent) needs a non-negative "
+                   "exponent, but it is " +
+                       std::to_string(a[1]));
     if (a[0] == 0 || a[0] == 1)
       return Val(a[1] == 0 ? 1LL : a[0]);
     if (a[0] == -1)
@@ -385,8 +387,9 @@ Expected<Val> Evaluator::evalCall(const CallExpr &c) {
   }
   if ((c.callee == "log2" || c.callee == "clog2") && need(1)) {
     if (a[0] <= 0)
-      return error(beginLoc(*c.args[0]), c.callee + "(a) needs a > 0, but a is " +
-                                       std::to_string(a[0]));
+      return error(beginLoc(*c.args[0]), c.callee +
+                                             "(a) needs a > 0, but a is " +
+                                             std::to_string(a[0]));
     long long x = c.callee == "log2" ? a[0] : a[0] - 1;
     long long lg = 0;
     while (x > 1) {
@@ -406,10 +409,10 @@ Expected<Val> Evaluator::evalChunk(const CallExpr &c) {
   int n = sched.collective.numRanks;
   CCSYNTH_TRY(rank, evalInt(*c.args[0]));
   if (rank < 0 || rank >= n)
-    return error(beginLoc(*c.args[0]),
-                 "rank " + std::to_string(rank) + " is out of range (the "
-                 "collective has ranks 0.." +
-                     std::to_string(n - 1) + ")");
+    return error(beginLoc(*c.args[0]), "rank " + std::to_string(rank) +
+                                           " is out of range (the "
+                                           "collective has ranks 0.." +
+                                           std::to_string(n - 1) + ")");
   CCSYNTH_TRY(bufVal, eval(*c.args[1]));
   if (!std::holds_alternative<BufferKind>(bufVal))
     return error(beginLoc(*c.args[1]), "internal error: expected a buffer");
@@ -419,9 +422,10 @@ Expected<Val> Evaluator::evalChunk(const CallExpr &c) {
   if (c.args.size() == 4) {
     CCSYNTH_TRY(cnt, evalInt(*c.args[3]));
     if (cnt < 1)
-      return error(beginLoc(*c.args[3]), "a chunk count must be at least 1, but it "
-                                   "is " +
-                                       std::to_string(cnt));
+      return error(beginLoc(*c.args[3]),
+                   "a chunk count must be at least 1, but it "
+                   "is " +
+                       std::to_string(cnt));
     count = cnt;
   }
   int size = bufferSize(buf);
@@ -436,10 +440,10 @@ Expected<Val> Evaluator::evalChunk(const CallExpr &c) {
     return error(beginLoc(*c.args[2]),
                  "chunk index " + std::to_string(index) +
                      " is out of range (the " + bufferName(buf) +
-                     " buffer has chunks 0.." + std::to_string(size - 1) +
-                     ")");
+                     " buffer has chunks 0.." + std::to_string(size - 1) + ")");
   if (index + count > size)
-    return error(c.args.size() == 4 ? beginLoc(*c.args[3]) : beginLoc(*c.args[2]),
+    return error(c.args.size() == 4 ? beginLoc(*c.args[3])
+                                    : beginLoc(*c.args[2]),
                  "chunks " + std::to_string(index) + ".." +
                      std::to_string(index + count - 1) +
                      " run past the end of the " + bufferName(buf) +
@@ -452,14 +456,13 @@ Expected<Val> Evaluator::evalInputValue(const InputValueExpr &v) {
   CCSYNTH_TRY(rank, evalInt(*v.rank));
   if (rank < 0 || rank >= col.numRanks)
     return error(beginLoc(*v.rank), "rank " + std::to_string(rank) +
-                                  " is out of range (the collective has "
-                                  "ranks 0.." +
-                                  std::to_string(col.numRanks - 1) + ")");
+                                        " is out of range (the collective has "
+                                        "ranks 0.." +
+                                        std::to_string(col.numRanks - 1) + ")");
   CCSYNTH_TRY(index, evalInt(*v.index));
   if (index < 0 || index >= col.inputChunks)
     return error(beginLoc(*v.index),
-                 "input index " + std::to_string(index) +
-                     " is out of range (" +
+                 "input index " + std::to_string(index) + " is out of range (" +
                      (col.inputChunks == 0
                           ? std::string("the input has no chunks")
                           : "the input has chunks 0.." +
@@ -515,9 +518,10 @@ Status Evaluator::forRange(const Range &r, const SourceLoc &loopLoc,
   if (r.by) {
     CCSYNTH_TRY(step, evalInt(*r.by));
     if (step <= 0)
-      return error(beginLoc(*r.by), "the step of a range ('by') must be positive, "
-                              "but it is " +
-                                  std::to_string(step));
+      return error(beginLoc(*r.by),
+                   "the step of a range ('by') must be positive, "
+                   "but it is " +
+                       std::to_string(step));
     by = step;
   }
   for (long long v = lo; v < hi;) {
@@ -567,10 +571,10 @@ Status Evaluator::execStmt(const Stmt &stmt) {
     const Collective &col = sched.collective;
     long long perRank = (long long)col.inputChunks + col.outputChunks;
     long long room = opts.maxSlots / col.numRanks - perRank;
-    CCSYNTH_TRY(n, evalIntIn(*s.chunks, 0, std::max(0LL, room),
-                             "the scratch size (limited by the total of " +
-                                 std::to_string(opts.maxSlots) +
-                                 " chunk slots)"));
+    CCSYNTH_TRY(n,
+                evalIntIn(*s.chunks, 0, std::max(0LL, room),
+                          "the scratch size (limited by the total of " +
+                              std::to_string(opts.maxSlots) + " chunk slots)"));
     sched.scratchChunks = n;
     return Status::success();
   }
@@ -613,9 +617,9 @@ Status Evaluator::execStmt(const Stmt &stmt) {
     const auto &a = *cast<AssertStmt>(&stmt);
     CCSYNTH_TRY(ok, evalBool(*a.cond));
     if (!ok)
-      return error(a.loc, "assertion failed" +
-                              (a.message.empty() ? std::string()
-                                                 : ": " + a.message));
+      return error(a.loc,
+                   "assertion failed" +
+                       (a.message.empty() ? std::string() : ": " + a.message));
     return Status::success();
   }
   case Stmt::Kind::Transfer:
@@ -643,13 +647,12 @@ Status Evaluator::execCollective(const CollectiveStmt &c) {
   CCSYNTH_TRY(ranks, evalIntIn(*ranksArg->value, 1, kMaxRanks, "'ranks'"));
   int chunks = 1, root = 0;
   if (chunksArg) {
-    CCSYNTH_TRY(v, evalIntIn(*chunksArg->value, 1, kMaxChunkFactor,
-                             "'chunks'"));
+    CCSYNTH_TRY(v,
+                evalIntIn(*chunksArg->value, 1, kMaxChunkFactor, "'chunks'"));
     chunks = v;
   }
   if (rootArg) {
-    CCSYNTH_TRY(v, evalIntIn(*rootArg->value, 0, ranks - 1,
-                             "'root' (a rank)"));
+    CCSYNTH_TRY(v, evalIntIn(*rootArg->value, 0, ranks - 1, "'root' (a rank)"));
     root = v;
   }
   if (!c.protocol.empty())
@@ -675,12 +678,11 @@ Status Evaluator::execCollective(const CollectiveStmt &c) {
     long long slotCount = ranks * (in + out);
     long long postSize = ranks * out * (reduction ? ranks : 1);
     if (slotCount > opts.maxSlots || postSize > opts.maxSlots)
-      return error(c.nameLoc,
-                   c.name + " with " + std::to_string(ranks) + " ranks and " +
-                       std::to_string(chunks) +
-                       " chunks is too large (more than " +
-                       std::to_string(opts.maxSlots) +
-                       " chunk slots or postcondition entries)");
+      return error(c.nameLoc, c.name + " with " + std::to_string(ranks) +
+                                  " ranks and " + std::to_string(chunks) +
+                                  " chunks is too large (more than " +
+                                  std::to_string(opts.maxSlots) +
+                                  " chunk slots or postcondition entries)");
     auto col = Collective::builtin(kind, ranks, chunks, c.inPlace, root);
     if (!col)
       return error(c.nameLoc, col.error().message);
@@ -691,17 +693,16 @@ Status Evaluator::execCollective(const CollectiveStmt &c) {
   return Status::success();
 }
 
-Status Evaluator::execCustom(const CollectiveStmt &c, int ranks,
-                             bool inPlace) {
+Status Evaluator::execCustom(const CollectiveStmt &c, int ranks, bool inPlace) {
   long long limit = opts.maxSlots / ranks;
-  CCSYNTH_TRY(in, evalIntIn(*c.inputChunks.value, 0, limit,
-                            "'input chunks' (limited by the total of " +
-                                std::to_string(opts.maxSlots) +
-                                " chunk slots)"));
-  CCSYNTH_TRY(out, evalIntIn(*c.outputChunks.value, 0, limit - in,
-                             "'output chunks' (limited by the total of " +
-                                 std::to_string(opts.maxSlots) +
-                                 " chunk slots)"));
+  CCSYNTH_TRY(in,
+              evalIntIn(*c.inputChunks.value, 0, limit,
+                        "'input chunks' (limited by the total of " +
+                            std::to_string(opts.maxSlots) + " chunk slots)"));
+  CCSYNTH_TRY(out,
+              evalIntIn(*c.outputChunks.value, 0, limit - in,
+                        "'output chunks' (limited by the total of " +
+                            std::to_string(opts.maxSlots) + " chunk slots)"));
   if (inPlace && in != out)
     return error(c.inPlaceLoc, "an in-place collective needs as many input "
                                "as output chunks (" +
@@ -741,7 +742,8 @@ Status Evaluator::execPreInput(const PreInputStmt &p) {
   const Collective &col = sched.collective;
   CCSYNTH_TRY(rank, evalIntIn(*p.rank, 0, col.numRanks - 1, "the rank"));
   if (col.inputChunks == 0)
-    return error(beginLoc(*p.index), "the input has no chunks ('input chunks = 0')");
+    return error(beginLoc(*p.index),
+                 "the input has no chunks ('input chunks = 0')");
   CCSYNTH_TRY(index, evalIntIn(*p.index, 0, col.inputChunks - 1,
                                "the input chunk index"));
   if (preIds[rank][index] >= 0)
@@ -762,19 +764,19 @@ Status Evaluator::execPostOutput(const PostOutputStmt &p) {
                                "the output chunk index"));
   if (post[rank][index])
     return error2(p.loc,
-                   "the postcondition of output(" + std::to_string(rank) +
-                       ", " + std::to_string(index) + ") is given twice",
-                   postLocs[rank][index], "first given here");
+                  "the postcondition of output(" + std::to_string(rank) + ", " +
+                      std::to_string(index) + ") is given twice",
+                  postLocs[rank][index], "first given here");
   CCSYNTH_TRY(value, eval(*p.value));
   auto *set = std::get_if<ValueSet>(&value);
   if (!set)
     return error(beginLoc(*p.value), "internal error: expected a value");
   auto &ids = set->ids;
   if (ids.empty())
-    return error(beginLoc(*p.value), "the postcondition of output(" +
-                                   std::to_string(rank) + ", " +
-                                   std::to_string(index) +
-                                   ") is empty (the sum ranges over nothing)");
+    return error(beginLoc(*p.value),
+                 "the postcondition of output(" + std::to_string(rank) + ", " +
+                     std::to_string(index) +
+                     ") is empty (the sum ranges over nothing)");
   postEntries += (long long)ids.size();
   if (postEntries > opts.maxSlots)
     return error(p.loc, "the postcondition has more than " +
@@ -880,40 +882,40 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
                             std::to_string(opts.maxTransfers) + " transfers");
   if (inStep) {
     auto where = [](const Pending &p) {
-      return p.iteration.empty() ? std::string()
-                                 : " (in the iteration with " + p.iteration +
-                                       ")";
+      return p.iteration.empty()
+                 ? std::string()
+                 : " (in the iteration with " + p.iteration + ")";
     };
     size_t self = pending.size();
     for (int k = 0; k < tr.count; ++k) {
       auto w = blockWrites.find(dstSlots[k]);
       if (w != blockWrites.end())
         return error2(beginLoc(*t.dst),
-                       "overlapping writes in one step: " +
-                           showChunk(dst->rank, dst->buffer, dst->index + k) +
-                           " is also written by another transfer of this "
-                           "step",
-                       pending[w->second].loc,
-                       "the other write is here" + where(pending[w->second]));
+                      "overlapping writes in one step: " +
+                          showChunk(dst->rank, dst->buffer, dst->index + k) +
+                          " is also written by another transfer of this "
+                          "step",
+                      pending[w->second].loc,
+                      "the other write is here" + where(pending[w->second]));
       auto r = blockReads.find(dstSlots[k]);
       if (r != blockReads.end())
         return error2(beginLoc(*t.dst),
-                       "race in one step: this writes " +
-                           showChunk(dst->rank, dst->buffer, dst->index + k) +
-                           ", which another transfer of this step reads",
-                       pending[r->second].loc,
-                       "the read is here" + where(pending[r->second]));
+                      "race in one step: this writes " +
+                          showChunk(dst->rank, dst->buffer, dst->index + k) +
+                          ", which another transfer of this step reads",
+                      pending[r->second].loc,
+                      "the read is here" + where(pending[r->second]));
     }
     for (int k = 0; k < tr.count; ++k) {
       auto w = blockWrites.find(srcSlots[k]);
       if (w != blockWrites.end())
         return error2(beginLoc(*t.src),
-                       "race in one step: this reads " +
-                           showChunk(src->rank, src->buffer, src->index + k) +
-                           ", which another transfer of this step writes "
-                           "(a step sees the buffers as they were before it)",
-                       pending[w->second].loc,
-                       "the write is here" + where(pending[w->second]));
+                      "race in one step: this reads " +
+                          showChunk(src->rank, src->buffer, src->index + k) +
+                          ", which another transfer of this step writes "
+                          "(a step sees the buffers as they were before it)",
+                      pending[w->second].loc,
+                      "the write is here" + where(pending[w->second]));
     }
     for (size_t s : srcSlots)
       blockReads.emplace(s, self);
@@ -975,21 +977,22 @@ Status Evaluator::checkDefines() {
     if (auto *p = dynCast<ParamStmt>(item.get()))
       params.push_back(p);
   for (const auto &[name, value] : opts.defines) {
-    bool found = std::any_of(params.begin(), params.end(),
-                             [&](const ParamStmt *p) { return p->name == name; });
+    bool found =
+        std::any_of(params.begin(), params.end(),
+                    [&](const ParamStmt *p) { return p->name == name; });
     if (found)
       continue;
     std::string list;
     for (const ParamStmt *p : params)
       list += (list.empty() ? "" : ", ") + p->name;
-    std::string msg = "undefined parameter '" + name + "' in -D " + name +
-                      "=" + std::to_string(value) + " (";
+    std::string msg = "undefined parameter '" + name + "' in -D " + name + "=" +
+                      std::to_string(value) + " (";
     msg += params.empty() ? "this program declares no parameters; add e.g. "
                             "'param " +
                                 name + " = " + std::to_string(value) + ";')"
                           : "this program's parameters: " + list + ")";
-    SourceLoc where = params.empty() ? SourceLoc{prog.file, 1, 1}
-                                     : params.front()->loc;
+    SourceLoc where =
+        params.empty() ? SourceLoc{prog.file, 1, 1} : params.front()->loc;
     return error(where, msg);
   }
   return Status::success();

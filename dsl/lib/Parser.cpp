@@ -101,16 +101,15 @@ private:
   Status expect(TokenKind k, const std::string &context) {
     if (accept(k))
       return Status::success();
-    return error(cur().loc,
-                 "expected " + describe(k) + " " + context + ", found " +
-                     found());
+    return error(cur().loc, "expected " + describe(k) + " " + context +
+                                ", found " + found());
   }
   Expected<Token> expectIdent(const std::string &what) {
     if (!at(TokenKind::Identifier)) {
       std::string extra;
       if (cur().kind != TokenKind::Eof && cur().kind != TokenKind::Integer &&
-          std::isalpha((unsigned char)(cur().text.empty() ? ' '
-                                                          : cur().text[0])))
+          std::isalpha(
+              (unsigned char)(cur().text.empty() ? ' ' : cur().text[0])))
         extra = " ('" + cur().text + "' is a keyword)";
       return error(cur().loc,
                    "expected " + what + ", found " + found() + extra);
@@ -248,10 +247,10 @@ Expected<StmtPtr> Parser::parseParam() {
   CCSYNTH_TRY(name, expectIdent("a parameter name after 'param'"));
   stmt->name = name.text;
   stmt->nameLoc = name.loc;
-  CCSYNTH_CHECK(expect(TokenKind::Assign,
-                       "after the parameter name (a parameter needs a "
-                       "default: 'param " +
-                           name.text + " = 8;')"));
+  CCSYNTH_CHECK(
+      expect(TokenKind::Assign, "after the parameter name (a parameter needs a "
+                                "default: 'param " +
+                                    name.text + " = 8;')"));
   CCSYNTH_TRY(init, parseExpr());
   stmt->init = std::move(init);
   CCSYNTH_CHECK(expect(TokenKind::Semicolon, "after the parameter"));
@@ -292,8 +291,8 @@ Expected<StmtPtr> Parser::parseCollective() {
     } else if (at(TokenKind::KwProtocol)) {
       SourceLoc kw = take().loc;
       if (!stmt->protocol.empty())
-        return errorAt(prog.text, kw, "duplicate 'protocol'",
-                       stmt->protocolLoc, "first given here");
+        return errorAt(prog.text, kw, "duplicate 'protocol'", stmt->protocolLoc,
+                       "first given here");
       CCSYNTH_TRY(p, expectIdent("a protocol name (Simple, LL or LL128)"));
       stmt->protocol = p.text;
       stmt->protocolLoc = p.loc;
@@ -331,7 +330,8 @@ Status Parser::parseCustomBody(CollectiveStmt &c) {
       if (!atIdent("chunks"))
         return error(cur().loc, std::string("expected 'chunks' after '") +
                                     (isInput ? "input" : "output") +
-                                    "' (e.g. '" + (isInput ? "input" : "output") +
+                                    "' (e.g. '" +
+                                    (isInput ? "input" : "output") +
                                     " chunks = 1;'), found " + found());
       take();
       ChunkCountDecl &d = isInput ? c.inputChunks : c.outputChunks;
@@ -408,8 +408,8 @@ Expected<Range> Parser::parseRange() {
   r.loc = cur().loc;
   CCSYNTH_TRY(lo, parseExpr());
   r.lo = std::move(lo);
-  CCSYNTH_CHECK(expect(TokenKind::DotDot,
-                       "in the range (ranges are written 'lo..hi')"));
+  CCSYNTH_CHECK(
+      expect(TokenKind::DotDot, "in the range (ranges are written 'lo..hi')"));
   CCSYNTH_TRY(hi, parseExpr());
   r.hi = std::move(hi);
   if (accept(TokenKind::KwBy)) {
@@ -689,7 +689,8 @@ Expected<ExprPtr> Parser::parsePrimary() {
     }
     take();
     --nesting;
-    ExprPtr e = std::make_unique<CallExpr>(name.loc, name.text, std::move(args));
+    ExprPtr e =
+        std::make_unique<CallExpr>(name.loc, name.text, std::move(args));
     CCSYNTH_CHECK(checkHeight(*e));
     return e;
   }
@@ -699,8 +700,8 @@ Expected<ExprPtr> Parser::parsePrimary() {
       SourceLoc open = take().loc;
       CCSYNTH_CHECK(enter(open));
       CCSYNTH_TRY(rank, parseExpr());
-      CCSYNTH_CHECK(expect(TokenKind::Comma,
-                           "after the rank in 'input(rank, index)'"));
+      CCSYNTH_CHECK(
+          expect(TokenKind::Comma, "after the rank in 'input(rank, index)'"));
       CCSYNTH_TRY(index, parseExpr());
       CCSYNTH_CHECK(expect(TokenKind::RParen, "after 'input(rank, index'"));
       --nesting;

@@ -50,8 +50,8 @@ size_t editDistance(const std::string &a, const std::string &b) {
     row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                         diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      row[j] = std::min(
+          {row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
       diag = up;
     }
   }
@@ -141,8 +141,9 @@ Status Checker::declare(const std::string &name, const SourceLoc &loc,
                         Type type) {
   for (const BuiltinFunction &f : builtinFunctions())
     if (name == f.name)
-      return error(loc, "'" + name + "' is a built-in function and cannot be "
-                                     "redefined");
+      return error(loc, "'" + name +
+                            "' is a built-in function and cannot be "
+                            "redefined");
   auto &scope = scopes.back();
   auto it = scope.find(name);
   if (it != scope.end())
@@ -279,21 +280,23 @@ Status Checker::checkCollective(const CollectiveStmt &c) {
   if (depth > 0 || section != Section::Schedule)
     return error(c.loc, "'collective' is only allowed at the top level");
   if (collective)
-    return errorAt(prog.text, c.loc, "the program declares a second "
-                                     "collective",
+    return errorAt(prog.text, c.loc,
+                   "the program declares a second "
+                   "collective",
                    collective->loc, "the first one is declared here");
   auto kind = parseCollectiveKind(c.name);
   std::vector<std::string> allowed = {"ranks"};
   if (c.custom) {
     if (kind)
       return error(c.nameLoc,
-                   "'" + c.name + "' is a built-in collective; give a custom "
-                   "collective another name (or drop the '{ ... }' body)");
+                   "'" + c.name +
+                       "' is a built-in collective; give a custom "
+                       "collective another name (or drop the '{ ... }' body)");
   } else {
     if (!kind)
       return error(c.nameLoc,
-                   "unknown collective '" + c.name + "' (built-in: " +
-                       collectiveKindNames() +
+                   "unknown collective '" + c.name +
+                       "' (built-in: " + collectiveKindNames() +
                        "; a custom collective needs a '{ ... }' body with "
                        "its pre/postconditions)");
     allowed.push_back("chunks");
@@ -317,8 +320,8 @@ Status Checker::checkCollective(const CollectiveStmt &c) {
                               "' (expected " + list + hint + ")");
     }
     hasRanks |= a.name == "ranks";
-    CCSYNTH_CHECK(expectType(*a.value, Type::Int,
-                             "the collective's '" + a.name + "'"));
+    CCSYNTH_CHECK(
+        expectType(*a.value, Type::Int, "the collective's '" + a.name + "'"));
   }
   if (!hasRanks)
     return error(c.nameLoc, "the collective needs 'ranks = ...' (e.g. "
@@ -326,10 +329,10 @@ Status Checker::checkCollective(const CollectiveStmt &c) {
                                 c.name + "(ranks = 8)')");
   if (!c.protocol.empty() && c.protocol != "Simple" && c.protocol != "LL" &&
       c.protocol != "LL128")
-    return error(c.protocolLoc, "unknown protocol '" + c.protocol +
-                                    "' (expected Simple, LL or LL128)" +
-                                    suggest(c.protocol,
-                                            {"Simple", "LL", "LL128"}));
+    return error(c.protocolLoc,
+                 "unknown protocol '" + c.protocol +
+                     "' (expected Simple, LL or LL128)" +
+                     suggest(c.protocol, {"Simple", "LL", "LL128"}));
   if (c.instances)
     CCSYNTH_CHECK(expectType(*c.instances, Type::Int, "'instances'"));
   if (c.custom) {
@@ -344,10 +347,10 @@ Status Checker::checkCollective(const CollectiveStmt &c) {
       return error(c.nameLoc, "custom collective '" + c.name +
                                   "' needs a 'post { ... }' block saying "
                                   "what each output chunk must hold");
-    CCSYNTH_CHECK(expectType(*c.inputChunks.value, Type::Int,
-                             "'input chunks'"));
-    CCSYNTH_CHECK(expectType(*c.outputChunks.value, Type::Int,
-                             "'output chunks'"));
+    CCSYNTH_CHECK(
+        expectType(*c.inputChunks.value, Type::Int, "'input chunks'"));
+    CCSYNTH_CHECK(
+        expectType(*c.outputChunks.value, Type::Int, "'output chunks'"));
     if (c.hasPre) {
       section = Section::Pre;
       CCSYNTH_CHECK(checkBlock(c.pre));
@@ -423,9 +426,9 @@ Expected<Type> Checker::typeOf(const Expr &e) {
   case Expr::Kind::Unary: {
     const auto &u = *cast<UnaryExpr>(&e);
     Type want = u.op == UnaryOp::Neg ? Type::Int : Type::Bool;
-    CCSYNTH_CHECK(expectType(*u.operand, want,
-                             std::string("the operand of '") + spelling(u.op) +
-                                 "'"));
+    CCSYNTH_CHECK(
+        expectType(*u.operand, want,
+                   std::string("the operand of '") + spelling(u.op) + "'"));
     return want;
   }
   case Expr::Kind::Binary:
@@ -477,9 +480,8 @@ Expected<Type> Checker::typeOfBinary(const BinaryExpr &b) {
       return Type::Int;
     if (*lt == Type::Value && *rt == Type::Value)
       return Type::Value;
-    return mismatch(section == Section::Post
-                        ? "two ints or two values"
-                        : "two ints");
+    return mismatch(section == Section::Post ? "two ints or two values"
+                                             : "two ints");
   case BinaryOp::Sub:
   case BinaryOp::Mul:
   case BinaryOp::Div:
@@ -528,15 +530,14 @@ Expected<Type> Checker::typeOfCall(const CallExpr &call) {
   }
   int n = (int)call.args.size();
   if (n < fn->minArgs || n > fn->maxArgs)
-    return error(call.loc, "wrong number of arguments: " +
-                               std::string(fn->signature) + " takes " +
-                               (fn->minArgs == fn->maxArgs
-                                    ? std::to_string(fn->minArgs)
-                                    : std::to_string(fn->minArgs) + " or " +
-                                          std::to_string(fn->maxArgs)) +
-                               (fn->maxArgs == 1 ? " argument" : " arguments") +
-                               ", but " + std::to_string(n) +
-                               (n == 1 ? " was" : " were") + " given");
+    return error(
+        call.loc,
+        "wrong number of arguments: " + std::string(fn->signature) + " takes " +
+            (fn->minArgs == fn->maxArgs ? std::to_string(fn->minArgs)
+                                        : std::to_string(fn->minArgs) + " or " +
+                                              std::to_string(fn->maxArgs)) +
+            (fn->maxArgs == 1 ? " argument" : " arguments") + ", but " +
+            std::to_string(n) + (n == 1 ? " was" : " were") + " given");
   if (call.callee == "chunk") {
     if (section != Section::Schedule)
       return error(call.loc,

@@ -29,8 +29,8 @@ struct CheckCliOptions {
 };
 
 std::string summarize(const std::string &input,
-                      const dsl::LoweredProgram &lowered,
-                      const VerifyResult &r, const Topology *topo) {
+                      const dsl::LoweredProgram &lowered, const VerifyResult &r,
+                      const Topology *topo) {
   const Schedule &s = lowered.schedule;
   std::ostringstream os;
   os << input << ": OK: " << s.collective.describe() << " is implemented";
@@ -52,10 +52,9 @@ std::string summarize(const std::string &input,
   int widest = 0;
   for (const auto &[step, count] : perStep)
     widest = std::max(widest, count);
-  os << "  transfers: " << r.transfers << " (" << copies << " copy, "
-     << reduces << " reduce) in " << r.steps
-     << (r.steps == 1 ? " step" : " steps") << ", at most " << widest
-     << " per step\n";
+  os << "  transfers: " << r.transfers << " (" << copies << " copy, " << reduces
+     << " reduce) in " << r.steps << (r.steps == 1 ? " step" : " steps")
+     << ", at most " << widest << " per step\n";
   os << "  chunks per rank: input " << s.bufferChunks(BufferKind::Input)
      << ", output " << s.bufferChunks(BufferKind::Output) << ", scratch "
      << s.scratchChunks << "\n";
@@ -95,16 +94,16 @@ int runCheck(const CheckCliOptions &o) {
         // An output chunk ends wrong: for a custom collective also show the
         // `output(...) = ...` condition it violates; when no transfer wrote
         // the chunk, point at that condition (or the collective) instead.
-        SourceLoc post = lowered->postconditionLoc(issue.loc.rank,
-                                                   issue.loc.index);
+        SourceLoc post =
+            lowered->postconditionLoc(issue.loc.rank, issue.loc.index);
         if (!loc.known()) {
           loc = post;
           notes = caretFor(loc);
         } else if (!lowered->postLocs.empty() && post.known()) {
           notes += "\n" + Error("", post).format();
           notes.resize(notes.size() - std::string("error: ").size());
-          notes += "note: the postcondition is declared here\n" +
-                   caretFor(post);
+          notes +=
+              "note: the postcondition is declared here\n" + caretFor(post);
         }
       }
       std::cerr << Error("[" + std::string(toString(issue.kind)) + "] " +
@@ -114,8 +113,7 @@ int runCheck(const CheckCliOptions &o) {
                 << "\n";
     }
     std::cerr << o.input << ": " << sched.collective.describe()
-              << " is NOT implemented by this program ("
-              << r.issues.size()
+              << " is NOT implemented by this program (" << r.issues.size()
               << (r.issues.size() == 1 ? " issue" : " issues") << " shown)\n";
     return kExitVerifyFailed;
   }

@@ -23,8 +23,7 @@ inline std::string sourcePath(const std::string &relative) {
 inline std::vector<std::string> filesIn(const std::string &dir,
                                         const std::string &suffix) {
   std::vector<std::string> out;
-  for (const auto &entry :
-       std::filesystem::directory_iterator(sourcePath(dir)))
+  for (const auto &entry : std::filesystem::directory_iterator(sourcePath(dir)))
     if (entry.is_regular_file() &&
         entry.path().filename().string().ends_with(suffix))
       out.push_back(entry.path().string());
@@ -44,8 +43,7 @@ inline std::string slurp(const std::string &path) {
 
 /// Compiles program text (file name "test.ccl" unless given).
 inline Expected<LoweredProgram>
-compile(const std::string &text,
-        std::map<std::string, long long> defines = {},
+compile(const std::string &text, std::map<std::string, long long> defines = {},
         const std::string &file = "test.ccl") {
   LoweringOptions options;
   options.defines = std::move(defines);

@@ -50,10 +50,9 @@ TEST_CASE("lexer errors are located with a caret", "[dsl][lexer]") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().loc.line == 2);
   CHECK(bad.error().loc.col == 11);
-  CHECK(bad.error().format() ==
-        "f.ccl:2:11: error: unexpected character '@'\n"
-        "let y = 2 @ 3;\n"
-        "          ^");
+  CHECK(bad.error().format() == "f.ccl:2:11: error: unexpected character '@'\n"
+                                "let y = 2 @ 3;\n"
+                                "          ^");
   auto big = lex("f.ccl", "9223372036854775807 9223372036854775808");
   REQUIRE_FALSE(big.ok());
   CHECK(big.error().loc.col == 21);
@@ -268,10 +267,11 @@ TEST_CASE("syntax errors name what was expected", "[dsl][parser]") {
       {";", 1, 1, "empty statement"},
       {"if x = 1 { }", 1, 6, "did you mean '=='?"},
       {"collective a(ranks = 2, ranks = 3);", 1, 25, "duplicate argument"},
-      {"collective a(ranks = 2) inplace inplace;", 1, 33, "duplicate 'inplace'"},
+      {"collective a(ranks = 2) inplace inplace;", 1, 33,
+       "duplicate 'inplace'"},
       {"collective a(ranks = 2) x;", 1, 25, "expected ';' (a built-in"},
-      {"collective c(ranks = 2) { input chunks = 1; input chunks = 2; }", 1,
-       45, "duplicate 'input chunks'"},
+      {"collective c(ranks = 2) { input chunks = 1; input chunks = 2; }", 1, 45,
+       "duplicate 'input chunks'"},
       {"collective c(ranks = 2) { foo }", 1, 27, "in a custom collective"},
       {"copy(a -> b, tb = 1, tb = 2);", 1, 22, "duplicate hint 'tb'"},
       {"let v = output(0, 0);", 1, 9, "can only be the target"},
@@ -291,8 +291,8 @@ TEST_CASE("syntax errors name what was expected", "[dsl][parser]") {
 }
 
 TEST_CASE("parser bounds nesting and expression height", "[dsl][parser]") {
-  std::string deep = "let x = " + std::string(5000, '(') + "1" +
-                     std::string(5000, ')') + ";";
+  std::string deep =
+      "let x = " + std::string(5000, '(') + "1" + std::string(5000, ')') + ";";
   auto p1 = parseProgram("p.ccl", deep);
   REQUIRE_FALSE(p1.ok());
   CHECK(p1.error().message.find("nesting is too deep") != std::string::npos);

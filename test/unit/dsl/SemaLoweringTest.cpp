@@ -80,7 +80,8 @@ TEST_CASE("Sema types expressions", "[dsl][sema]") {
   CHECK(msg("let a = -(1 < 2);").find("the operand of '-' must be an int") !=
         std::string::npos);
   CHECK(msg("let a = min(1, true);")
-            .find("argument 2 of min(...) must be an int") != std::string::npos);
+            .find("argument 2 of min(...) must be an int") !=
+        std::string::npos);
   CHECK(msg("let a = min;").find("'min' is a function") != std::string::npos);
   CHECK(msg("let a = log2(1, 2);")
             .find("log2(a) takes 1 argument, but 2 were given") !=
@@ -91,8 +92,8 @@ TEST_CASE("Sema types expressions", "[dsl][sema]") {
             .find("argument 3 (the index) of chunk(...) must be an int") !=
         std::string::npos);
   CHECK(msg("let c = copy(1);").find("is a statement") != std::string::npos);
-  CHECK(msg("for i in 0..true { }")
-            .find("the end of a range must be an int") != std::string::npos);
+  CHECK(msg("for i in 0..true { }").find("the end of a range must be an int") !=
+        std::string::npos);
   CHECK(msg("assert(1);").find("an assertion must be a bool") !=
         std::string::npos);
   CHECK(msg("copy(chunk(0, input, 0) -> chunk(1, output, 0), tb = true);")
@@ -280,11 +281,12 @@ for k in 0..3 {
 
 TEST_CASE("hints, protocol, instances and scratch reach the schedule",
           "[dsl][lowering]") {
-  auto r = compile(R"(collective allgather(ranks = 2, chunks = 2) protocol LL128 instances 3;
+  auto r = compile(
+      R"(collective allgather(ranks = 2, chunks = 2) protocol LL128 instances 3;
 scratch chunks = 5;
 copy(chunk(0, input, 0, 2) -> chunk(1, output, 0, 2), tb = 3, ch = 1);
 )",
-                   {}, "dir/my_prog.ccl");
+      {}, "dir/my_prog.ccl");
   REQUIRE(r.ok());
   const Schedule &s = r->schedule;
   CHECK(s.name == "my_prog");
@@ -372,10 +374,11 @@ TEST_CASE("limits stop runaway programs with located errors",
           "[dsl][lowering]") {
   LoweringOptions o;
   o.maxIterations = 1000;
-  auto loops = compileProgram(
-      "l.ccl", "collective allreduce(ranks = 4);\nfor i in 0..10 {\n"
-               "  for j in 0..1000 { }\n}\n",
-      o);
+  auto loops =
+      compileProgram("l.ccl",
+                     "collective allreduce(ranks = 4);\nfor i in 0..10 {\n"
+                     "  for j in 0..1000 { }\n}\n",
+                     o);
   REQUIRE_FALSE(loops.ok());
   CHECK(loops.error().loc.line == 3);
   CHECK(loops.error().message.find("more than 1000 loop iterations") !=
@@ -384,10 +387,11 @@ TEST_CASE("limits stop runaway programs with located errors",
   o = {};
   o.maxTransfers = 10;
   auto many = compileProgram(
-      "m.ccl", "collective allgather(ranks = 4);\nscratch chunks = 1;\n"
-               "copy(chunk(0, input, 0) -> chunk(0, scratch, 0));\n"
-               "for i in 0..100 {\n"
-               "  copy(chunk(0, scratch, 0) -> chunk(1, scratch, 0));\n}\n",
+      "m.ccl",
+      "collective allgather(ranks = 4);\nscratch chunks = 1;\n"
+      "copy(chunk(0, input, 0) -> chunk(0, scratch, 0));\n"
+      "for i in 0..100 {\n"
+      "  copy(chunk(0, scratch, 0) -> chunk(1, scratch, 0));\n}\n",
       o);
   REQUIRE_FALSE(many.ok());
   CHECK(many.error().loc.line == 5);
@@ -396,9 +400,10 @@ TEST_CASE("limits stop runaway programs with located errors",
   o = {};
   o.maxChunkMoves = 100;
   auto moves = compileProgram(
-      "v.ccl", "collective allgather(ranks = 2, chunks = 40);\n"
-               "for i in 0..3 {\n"
-               "  copy(chunk(0, input, 0, 40) -> chunk(1, output, 0, 40));\n}\n",
+      "v.ccl",
+      "collective allgather(ranks = 2, chunks = 40);\n"
+      "for i in 0..3 {\n"
+      "  copy(chunk(0, input, 0, 40) -> chunk(1, output, 0, 40));\n}\n",
       o);
   REQUIRE_FALSE(moves.ok());
   CHECK(moves.error().loc.line == 3);

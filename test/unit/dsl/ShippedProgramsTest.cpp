@@ -35,12 +35,9 @@ std::vector<Defines> byRanks(Defines extra = {}) {
 
 /// Ranks 4, 8, 16 as nodes x gpus, including 2 x 8.
 std::vector<Defines> byNodes() {
-  return {{{"nodes", 2}, {"gpus", 2}},
-          {{"nodes", 1}, {"gpus", 4}},
-          {{"nodes", 2}, {"gpus", 4}},
-          {{"nodes", 4}, {"gpus", 2}},
-          {{"nodes", 2}, {"gpus", 8}},
-          {{"nodes", 4}, {"gpus", 4}}};
+  return {{{"nodes", 2}, {"gpus", 2}}, {{"nodes", 1}, {"gpus", 4}},
+          {{"nodes", 2}, {"gpus", 4}}, {{"nodes", 4}, {"gpus", 2}},
+          {{"nodes", 2}, {"gpus", 8}}, {{"nodes", 4}, {"gpus", 4}}};
 }
 
 std::vector<ShippedCase> shippedCases() {
@@ -107,8 +104,7 @@ TEST_CASE("shipped programs verify for 4, 8 and 16 ranks", "[dsl][shipped]") {
     CHECK(covered.count(baseName(path)) == 1);
 }
 
-TEST_CASE("shipped programs cover the required algorithms",
-          "[dsl][shipped]") {
+TEST_CASE("shipped programs cover the required algorithms", "[dsl][shipped]") {
   std::map<std::string, CollectiveKind> kinds;
   for (const std::string &path : filesIn("sketches/dsl", ".ccl")) {
     auto lowered = compileFile(path);
@@ -130,8 +126,8 @@ TEST_CASE("recursive doubling rejects ranks that are not powers of two",
           "[dsl][shipped]") {
   LoweringOptions o;
   o.defines = {{"ranks", 12}};
-  auto r = compileFile(sourcePath("sketches/dsl/recursive_doubling_allgather.ccl"),
-                       o);
+  auto r = compileFile(
+      sourcePath("sketches/dsl/recursive_doubling_allgather.ccl"), o);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message ==
         "assertion failed: recursive doubling needs a power-of-two number of "
@@ -197,8 +193,8 @@ TEST_CASE("each error class is reported at its place with a caret",
       REQUIRE_FALSE(v.ok());
       std::string all;
       for (const VerifyIssue &issue : v.issues)
-        all += "[" + std::string(toString(issue.kind)) + "] " +
-               issue.message + "\n";
+        all += "[" + std::string(toString(issue.kind)) + "] " + issue.message +
+               "\n";
       CHECK(all.find(want.message) != std::string::npos);
       continue;
     }

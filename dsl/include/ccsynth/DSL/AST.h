@@ -84,7 +84,9 @@ class IntLiteral : public Expr {
 public:
   IntLiteral(SourceLoc l, long long v) : Expr(Kind::IntLiteral, l), value(v) {}
   long long value;
-  static bool classof(const Expr *e) { return e->getKind() == Kind::IntLiteral; }
+  static bool classof(const Expr *e) {
+    return e->getKind() == Kind::IntLiteral;
+  }
 };
 
 /// `true` / `false`
@@ -100,13 +102,28 @@ public:
 /// A reference to a parameter, `let` binding or loop variable.
 class NameExpr : public Expr {
 public:
-  NameExpr(SourceLoc l, std::string n) : Expr(Kind::Name, l), name(std::move(n)) {}
+  NameExpr(SourceLoc l, std::string n)
+      : Expr(Kind::Name, l), name(std::move(n)) {}
   std::string name;
   static bool classof(const Expr *e) { return e->getKind() == Kind::Name; }
 };
 
 enum class UnaryOp { Neg, Not };
-enum class BinaryOp { Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+enum class BinaryOp {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Mod,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or
+};
 const char *spelling(UnaryOp op);
 const char *spelling(BinaryOp op);
 
@@ -148,7 +165,8 @@ public:
 /// `input`, `output` or `scratch` used as chunk()'s buffer argument.
 class BufferNameExpr : public Expr {
 public:
-  BufferNameExpr(SourceLoc l, BufferKind b) : Expr(Kind::BufferName, l), buffer(b) {}
+  BufferNameExpr(SourceLoc l, BufferKind b)
+      : Expr(Kind::BufferName, l), buffer(b) {}
   BufferKind buffer;
   static bool classof(const Expr *e) {
     return e->getKind() == Kind::BufferName;
@@ -275,7 +293,7 @@ public:
   SourceLoc inPlaceLoc;
   std::string protocol; ///< empty = not given
   SourceLoc protocolLoc;
-  ExprPtr instances;    ///< null = not given
+  ExprPtr instances; ///< null = not given
   /// True when a `{ ... }` body makes this a custom collective.
   bool custom = false;
   ChunkCountDecl inputChunks;  ///< value null = not given

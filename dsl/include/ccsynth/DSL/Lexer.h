@@ -50,9 +50,9 @@ enum class TokenKind {
   Comma,
   Semicolon,
   Colon,
-  Assign,   // =
-  Arrow,    // ->
-  DotDot,   // ..
+  Assign, // =
+  Arrow,  // ->
+  DotDot, // ..
   Plus,
   Minus,
   Star,

@@ -78,3 +78,9 @@ add_test(NAME e2e:dsl.verify.ccl-error
           $<TARGET_FILE:ccsynth> ${_dsl_dir}/recursive_doubling_allgather.ccl)
 set_tests_properties(e2e:dsl.verify.ccl-error PROPERTIES
   PASS_REGULAR_EXPRESSION "recursive_doubling_allgather.ccl:[0-9]+:1: error: assertion failed: recursive doubling needs a power-of-two number of ranks")
+# `verify` on a .ccl points verifier issues at the program's statements.
+add_test(NAME e2e:dsl.verify.ccl-refuted
+  COMMAND sh -c "\"$0\" verify \"$1\" 2>&1; test $? -eq 3"
+          $<TARGET_FILE:ccsynth> ${CCSYNTH_SOURCE_DIR}/test/dsl/errors/verify-wrong-output.ccl)
+set_tests_properties(e2e:dsl.verify.ccl-refuted PROPERTIES
+  PASS_REGULAR_EXPRESSION "verify-wrong-output.ccl:8:5: error: \\[wrong-output\\] rank 0 output chunk 0.*\n    copy\\(chunk\\(j, input, 0\\) -> chunk\\(r, output, ranks - 1 - j\\)\\);\n    \\^")

@@ -1,86 +1,89 @@
-# End-to-end tests of the .ccl front end through the ccsynth CLI: `check`
-# and `verify` on the shipped programs, schedule output, and every error
-# class of test/dsl/errors (location, caret line and exit code).
+# End-to-end tests of the .ccl front end through the ccsynth CLI: `check`,
+# `verify` and `simulate` on the shipped programs, schedule output, and every
+# error class of test/dsl/errors (location, caret line and exit code).
+#
+# dsl_expect(NAME RC <code> [MATCH <regex>...] [FILE <path>] CMD <args...>)
+# runs CMD through scripts/expect.cmake, which checks the exit code and that
+# the output matches every regex (write ';' as '[;]': lists split on it).
+set(_dsl_expect ${CMAKE_CURRENT_LIST_DIR}/scripts/expect.cmake)
+set(_dsl_out ${CMAKE_CURRENT_BINARY_DIR}/dsl-out)
+file(MAKE_DIRECTORY ${_dsl_out})
+function(dsl_expect name)
+  cmake_parse_arguments(E "" "RC;FILE" "MATCH;CMD" ${ARGN})
+  string(REPLACE ";" "\\;" match "${E_MATCH}")
+  string(REPLACE ";" "\\;" cmd "${E_CMD}")
+  add_test(NAME e2e:dsl.${name}
+    COMMAND ${CMAKE_COMMAND}
+      -DCMD=${cmd} -DRC=${E_RC} -DMATCH=${match} -DFILE=${E_FILE}
+      -DWORKDIR=${_dsl_out} -P ${_dsl_expect})
+endfunction()
+
+set(_dsl_cc $<TARGET_FILE:ccsynth>)
 set(_dsl_dir ${CCSYNTH_SOURCE_DIR}/sketches/dsl)
+set(_dsl_errors_dir ${CCSYNTH_SOURCE_DIR}/test/dsl/errors)
 
 file(GLOB _dsl_programs CONFIGURE_DEPENDS ${_dsl_dir}/*.ccl)
 foreach(_prog ${_dsl_programs})
   get_filename_component(_name ${_prog} NAME_WE)
-  add_test(NAME e2e:dsl.check.${_name}
-    COMMAND $<TARGET_FILE:ccsynth> check ${_prog})
-  set_tests_properties(e2e:dsl.check.${_name} PROPERTIES
-    PASS_REGULAR_EXPRESSION ": OK: .* is implemented")
+  dsl_expect(check.${_name} RC 0 MATCH ": OK: .* is implemented"
+    CMD ${_dsl_cc} check ${_prog})
 endforeach()
 
-add_test(NAME e2e:dsl.check.ring-16
-  COMMAND $<TARGET_FILE:ccsynth> check ${_dsl_dir}/ring_allreduce.ccl -D ranks=16)
-set_tests_properties(e2e:dsl.check.ring-16 PROPERTIES
-  PASS_REGULAR_EXPRESSION "allreduce\\(ranks=16, chunks=16, inplace\\) is implemented")
-add_test(NAME e2e:dsl.check.hierarchical-2x8
-  COMMAND $<TARGET_FILE:ccsynth> check ${_dsl_dir}/hierarchical_allreduce.ccl
-          -D nodes=2 -D gpus=8)
-set_tests_properties(e2e:dsl.check.hierarchical-2x8 PROPERTIES
-  PASS_REGULAR_EXPRESSION "parameters: nodes=2 gpus=8")
-add_test(NAME e2e:dsl.verify.ccl
-  COMMAND $<TARGET_FILE:ccsynth> verify ${_dsl_dir}/tree_broadcast.ccl
-          -D ranks=8 -D root=3)
-set_tests_properties(e2e:dsl.verify.ccl PROPERTIES
-  PASS_REGULAR_EXPRESSION "OK: broadcast\\(ranks=8, chunks=1, root=3\\)")
-add_test(NAME e2e:dsl.check.topology
-  COMMAND $<TARGET_FILE:ccsynth> check ${_dsl_dir}/ring_allreduce.ccl
-          -D ranks=8 --topo ring:8)
-set_tests_properties(e2e:dsl.check.topology PROPERTIES
-  PASS_REGULAR_EXPRESSION "every transfer on a link of")
+dsl_expect(check.ring-16 RC 0
+  MATCH "allreduce\\(ranks=16, chunks=16, inplace\\) is implemented"
+  CMD ${_dsl_cc} check ${_dsl_dir}/ring_allreduce.ccl -D ranks=16)
+dsl_expect(check.hierarchical-2x8 RC 0
+  MATCH "allreduce\\(ranks=16, chunks=16, inplace\\) is implemented"
+        "parameters: nodes=2 gpus=8"
+  CMD ${_dsl_cc} check ${_dsl_dir}/hierarchical_allreduce.ccl
+      -D nodes=2 -D gpus=8)
+dsl_expect(check.topology RC 0 MATCH "every transfer on a link of ring:8"
+  CMD ${_dsl_cc} check ${_dsl_dir}/ring_allreduce.ccl -D ranks=8
+      --topo ring:8)
+# -o writes the verified schedule, which `verify` then proves again.
+dsl_expect(check.output RC 0 FILE allpairs-4.json
+  CMD ${_dsl_cc} check ${_dsl_dir}/allpairs_allreduce.ccl -D ranks=4
+      -o allpairs-4.json -q)
+dsl_expect(check.output-verifies RC 0
+  MATCH "allpairs-4.json: OK: allreduce\\(ranks=4, chunks=4\\)"
+  CMD ${_dsl_cc} verify allpairs-4.json)
+set_tests_properties(e2e:dsl.check.output-verifies PROPERTIES
+  DEPENDS e2e:dsl.check.output)
+# A refuted program exits 3 and leaves no output file (expect.cmake checks
+# that nothing named after -o exists).
+dsl_expect(check.no-output-when-refuted RC 3
+  MATCH "is NOT implemented by this program"
+  CMD ${_dsl_cc} check ${_dsl_errors_dir}/verify-wrong-output.ccl
+      -o ${_dsl_out}/refuted.json)
+dsl_expect(check.not-a-program RC 1 MATCH "'check' takes a .ccl program"
+  CMD ${_dsl_cc} check ${CCSYNTH_SOURCE_DIR}/README.md)
+dsl_expect(check.missing-file RC 1 MATCH "error: cannot open 'no-such-file.ccl'"
+  CMD ${_dsl_cc} check no-such-file.ccl)
+dsl_expect(check.bad-define RC 1 MATCH "the value must be an integer"
+  CMD ${_dsl_cc} check ${_dsl_dir}/ring_allreduce.ccl -D ranks=four)
 
-# -o writes the schedule; `verify` then proves the JSON.
-add_test(NAME e2e:dsl.check.output-then-verify
-  COMMAND sh -c "rm -f dsl-out.json && \"$0\" check \"$1\" -D ranks=4 -o dsl-out.json -q && test -s dsl-out.json && \"$0\" verify dsl-out.json"
-          $<TARGET_FILE:ccsynth> ${_dsl_dir}/allpairs_allreduce.ccl
-  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
-set_tests_properties(e2e:dsl.check.output-then-verify PROPERTIES
-  PASS_REGULAR_EXPRESSION "dsl-out.json: OK: allreduce\\(ranks=4")
+# Commands that take a schedule take a .ccl program with -D as well.
+dsl_expect(verify.ccl RC 0 MATCH "OK: broadcast\\(ranks=8, chunks=1, root=3\\)"
+  CMD ${_dsl_cc} verify ${_dsl_dir}/tree_broadcast.ccl -D ranks=8 -D root=3)
+dsl_expect(verify.ccl-error RC 1
+  MATCH "recursive_doubling_allgather.ccl:[0-9]+:1: error: assertion failed: recursive doubling needs a power-of-two number of ranks"
+  CMD ${_dsl_cc} verify ${_dsl_dir}/recursive_doubling_allgather.ccl
+      -D ranks=3)
+# ... and report a refuted program at its statements.
+dsl_expect(verify.ccl-refuted RC 3
+  MATCH "verify-wrong-output.ccl:8:5: error: \\[wrong-output\\] rank 0 output chunk 0.*\n    copy\\(chunk\\(j, input, 0\\) -> chunk\\(r, output, ranks - 1 - j\\)\\)[;]\n    \\^"
+  CMD ${_dsl_cc} verify ${_dsl_errors_dir}/verify-wrong-output.ccl)
+dsl_expect(simulate.ccl RC 0
+  MATCH "allreduce\\(ranks=8, chunks=8, inplace\\) on ring:8"
+  CMD ${_dsl_cc} simulate ${_dsl_dir}/ring_allreduce.ccl -D ranks=8
+      --topo ring:8 --sizes 1M)
 
-# A program that does not verify exits 3 and writes no output file.
-add_test(NAME e2e:dsl.check.no-output-when-refuted
-  COMMAND sh -c "rm -f dsl-bad.json; \"$0\" check \"$1\" -o dsl-bad.json; rc=$?; test $rc -eq 3 && test ! -e dsl-bad.json"
-          $<TARGET_FILE:ccsynth> ${CCSYNTH_SOURCE_DIR}/test/dsl/errors/verify-wrong-output.ccl
-  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
-
-add_test(NAME e2e:dsl.check.not-a-program
-  COMMAND $<TARGET_FILE:ccsynth> check ${CCSYNTH_SOURCE_DIR}/README.md)
-set_tests_properties(e2e:dsl.check.not-a-program PROPERTIES WILL_FAIL TRUE)
-add_test(NAME e2e:dsl.check.missing-file
-  COMMAND sh -c "\"$0\" check no-such-file.ccl; test $? -eq 1"
-          $<TARGET_FILE:ccsynth>)
-add_test(NAME e2e:dsl.check.bad-define
-  COMMAND sh -c "\"$0\" check \"$1\" -D ranks=four 2>&1; test $? -eq 1"
-          $<TARGET_FILE:ccsynth> ${_dsl_dir}/ring_allreduce.ccl)
-set_tests_properties(e2e:dsl.check.bad-define PROPERTIES
-  PASS_REGULAR_EXPRESSION "the value must be an integer")
-
-file(GLOB _dsl_errors CONFIGURE_DEPENDS
-  ${CCSYNTH_SOURCE_DIR}/test/dsl/errors/*.ccl)
+# One test per error class: the diagnostic's file:line:col, source line,
+# caret and exit code (see scripts/check_dsl_diagnostic.cmake).
+file(GLOB _dsl_errors CONFIGURE_DEPENDS ${_dsl_errors_dir}/*.ccl)
 foreach(_prog ${_dsl_errors})
   get_filename_component(_name ${_prog} NAME_WE)
   add_test(NAME e2e:dsl.error.${_name}
     COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:ccsynth> -DFILE=${_prog}
             -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_dsl_diagnostic.cmake)
 endforeach()
-
-# Commands that take a schedule take a .ccl program with -D as well.
-add_test(NAME e2e:dsl.simulate.ccl
-  COMMAND $<TARGET_FILE:ccsynth> simulate ${_dsl_dir}/ring_allreduce.ccl
-          -D ranks=8 --topo ring:8 --sizes 1M)
-set_tests_properties(e2e:dsl.simulate.ccl PROPERTIES
-  PASS_REGULAR_EXPRESSION "allreduce\\(ranks=8, chunks=8, inplace\\) on ring:8")
-add_test(NAME e2e:dsl.verify.ccl-error
-  COMMAND sh -c "\"$0\" verify \"$1\" -D ranks=3 2>&1; test $? -eq 1"
-          $<TARGET_FILE:ccsynth> ${_dsl_dir}/recursive_doubling_allgather.ccl)
-set_tests_properties(e2e:dsl.verify.ccl-error PROPERTIES
-  PASS_REGULAR_EXPRESSION "recursive_doubling_allgather.ccl:[0-9]+:1: error: assertion failed: recursive doubling needs a power-of-two number of ranks")
-# `verify` on a .ccl points verifier issues at the program's statements.
-add_test(NAME e2e:dsl.verify.ccl-refuted
-  COMMAND sh -c "\"$0\" verify \"$1\" 2>&1; test $? -eq 3"
-          $<TARGET_FILE:ccsynth> ${CCSYNTH_SOURCE_DIR}/test/dsl/errors/verify-wrong-output.ccl)
-set_tests_properties(e2e:dsl.verify.ccl-refuted PROPERTIES
-  PASS_REGULAR_EXPRESSION "verify-wrong-output.ccl:8:5: error: \\[wrong-output\\] rank 0 output chunk 0.*\n    copy\\(chunk\\(j, input, 0\\) -> chunk\\(r, output, ranks - 1 - j\\)\\);\n    \\^")

@@ -71,5 +71,7 @@ void addTopoCommand(CLI::App &app, CommandContext &ctx);
 void addBaselineCommand(CLI::App &app, CommandContext &ctx);
 void addVerifyCommand(CLI::App &app, CommandContext &ctx);
 void addSimulateCommand(CLI::App &app, CommandContext &ctx);
+/// Only in builds with CCSYNTH_ENABLE_MLIR (CCSYNTH_HAVE_MLIR defined).
+void addCompileCommand(CLI::App &app, CommandContext &ctx);
 
 } // namespace ccsynth::cli

@@ -101,7 +101,7 @@ LogicalResult applyOverrides(ModuleOp module, const CompileOptions &o) {
         ok = false;
         return;
       }
-      op->setAttr("protocol", ccl::ProtocolAttr::get(b.getContext(), *proto));
+      op->setAttr("protocol", b.getStringAttr(o.protocol));
     }
     if (o.minBytes >= 0)
       op->setAttr("min_bytes", b.getI64IntegerAttr(o.minBytes));
@@ -188,6 +188,7 @@ CompileResult compileSchedule(const Schedule &schedule,
                               const CompileOptions &options) {
   MLIRContext ctx;
   ctx.loadDialect<ccl::CCLDialect>();
+  ctx.printOpOnDiagnostic(false);
   DiagnosticCollector diags(&ctx);
   std::string file = schedule.transferLocs.empty()
                          ? std::string("<schedule>")
@@ -202,6 +203,7 @@ CompileResult compileMlir(const std::string &file, const std::string &text,
                           const CompileOptions &options) {
   MLIRContext ctx;
   ctx.loadDialect<ccl::CCLDialect>();
+  ctx.printOpOnDiagnostic(false);
   DiagnosticCollector diags(&ctx);
   ParserConfig config(&ctx);
   OwningOpRef<ModuleOp> module =

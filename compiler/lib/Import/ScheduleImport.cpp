@@ -64,8 +64,7 @@ AlgorithmOp importSchedule(ModuleOp module, const Schedule &s,
   alg.setSymName(s.name.empty() ? "schedule" : s.name);
   setCollectiveAttrs(alg, s.collective);
   alg.setScratchChunks(s.scratchChunks);
-  if (auto proto = symbolizeProtocol(s.protocol))
-    alg.setProtocol(*proto);
+  alg.setProtocol(s.protocol.empty() ? "Simple" : s.protocol);
   if (!s.topology.empty())
     alg.setTopology(s.topology);
   if (!s.origin.empty())
@@ -103,7 +102,7 @@ FailureOr<Schedule> exportSchedule(AlgorithmOp op) {
   s.name = op.getSymName().str();
   s.collective = col.take();
   s.scratchChunks = (int)op.getScratchChunks();
-  s.protocol = stringifyProtocol(op.getProtocol()).str();
+  s.protocol = op.getProtocol().str();
   if (op.getTopology())
     s.topology = op.getTopology()->str();
   if (op.getOrigin())

@@ -53,7 +53,7 @@ FailureOr<msccl::Algo> programToMsccl(ProgramOp prog, StepOrigins *origins) {
   }
   msccl::Algo algo;
   algo.name = sanitizeName(prog.getSymName());
-  algo.proto = stringifyProtocol(prog.getProtocol()).str();
+  algo.proto = prog.getProtocol().str();
   algo.coll = prog.getCollective().str();
   if (algo.coll == "custom" && prog.getCollectiveName())
     algo.coll = prog.getCollectiveName()->str();

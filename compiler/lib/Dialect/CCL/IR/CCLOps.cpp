@@ -170,6 +170,9 @@ template <typename OpT> static LogicalResult verifyMetadata(OpT op) {
   auto col = buildCollectiveFrom(op);
   if (!col)
     return op.emitOpError() << col.error().message;
+  if (!symbolizeProtocol(op.getProtocol()))
+    return op.emitOpError() << "protocol '" << op.getProtocol()
+                            << "' is not Simple, LL or LL128";
   if (op.getMinBytes() < 0 || op.getMaxBytes() < 0)
     return op.emitOpError() << "'min_bytes' and 'max_bytes' must be >= 0";
   if (op.getMaxBytes() != 0 && op.getMaxBytes() < op.getMinBytes())
@@ -267,7 +270,7 @@ LogicalResult ProgramOp::verify() {
                                  "ccl.gpu is)";
     int64_t r = gpu.getRank();
     if (r < 0 || r >= getRanks())
-      continue; // GpuOp::verify reports it.
+      return success(); // GpuOp::verify reports it.
     if (seen[r])
       return gpu.emitOpError() << "duplicates rank " << r;
     seen[r] = true;
@@ -333,6 +336,9 @@ LogicalResult GpuOp::verify() {
 
   // Threadblock ids are dense from 0 and dependencies name existing steps.
   std::vector<ThreadblockOp> byId(numTbs);
+  for (auto tb : getBody().front().getOps<ThreadblockOp>())
+    if (tb.getId() < 0)
+      return success(); // ThreadblockOp::verify reports it.
   for (auto tb : getBody().front().getOps<ThreadblockOp>()) {
     int64_t id = tb.getId();
     if (id < 0 || id >= numTbs)

@@ -45,6 +45,13 @@ struct FuseSteps : public ccsynth::ccl::impl::FuseStepsPassBase<FuseSteps> {
         prog.emitOpError() << col.error().message;
         return signalPassFailure();
       }
+      // Fusion relies on the k-th send pairing with the k-th receive.
+      std::vector<std::vector<StepOpInterface>> steps(prog.getRanks());
+      for (GpuOp gpu : prog.getBody().front().getOps<GpuOp>())
+        for (auto s : gpu.getBody().front().getOps<StepOpInterface>())
+          steps[gpu.getRank()].push_back(s);
+      if (failed(pairMessages(steps)))
+        return signalPassFailure();
       for (GpuOp gpu : prog.getBody().front().getOps<GpuOp>())
         fuseRank(gpu, *col);
     }

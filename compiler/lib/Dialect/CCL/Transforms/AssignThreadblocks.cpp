@@ -282,8 +282,8 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
         StepPos p = g->ops.front();
         return steps[p.rank][p.index]->emitError()
                << "cannot place this step: no channel below max-channels ("
-               << maxChannels << ") has room within " << budget
-               << " steps per threadblock and " << maxTbsPerChannel
+               << (int)maxChannels << ") has room within " << budget
+               << " steps per threadblock and " << (int)maxTbsPerChannel
                << " threadblocks per channel";
       }
     }
@@ -303,7 +303,7 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
           if (current < 0)
             return s->emitError() << "cannot place this local step: every "
                                      "channel has max-tbs-per-channel ("
-                                  << maxTbsPerChannel << ") threadblocks";
+                                  << (int)maxTbsPerChannel << ") threadblocks";
         }
         pl.addOp(r, current, i);
       }
@@ -395,7 +395,7 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
         return prog.emitError()
                << "threadblock " << worstTb << " of rank " << worstRank
                << " needs " << worst << " steps with its dependencies, more "
-               << "than max-steps (" << maxSteps << ")";
+               << "than max-steps (" << (int)maxSteps << ")";
       budget = next;
       continue;
     }

@@ -30,7 +30,7 @@ struct Instances : public ccsynth::ccl::impl::InstancesPassBase<Instances> {
          llvm::to_vector(getOperation().getOps<AlgorithmOp>())) {
       if (count < 1) {
         alg.emitError() << "ccl-instances: count must be at least 1 (got "
-                        << count << ")";
+                        << (int)count << ")";
         return signalPassFailure();
       }
       if (count == 1)

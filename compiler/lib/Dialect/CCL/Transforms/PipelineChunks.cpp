@@ -32,7 +32,7 @@ struct PipelineChunks
       if (parts < 1) {
         alg.emitError() << "ccl-pipeline-chunks: parts must be at least 1 "
                            "(got "
-                        << parts << ")";
+                        << (int)parts << ")";
         return signalPassFailure();
       }
       if (parts == 1)

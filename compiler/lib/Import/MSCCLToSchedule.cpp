@@ -61,6 +61,8 @@ private:
     bool delivered = false;
   };
   std::vector<InFlight> flights;
+  /// The XML step being executed; transfers are located there.
+  SourceLoc currentLoc;
 
   const Threadblock &tbOf(StepRef r) const {
     const Gpu *g = algo.gpu(r.rank);
@@ -106,6 +108,7 @@ private:
     t.op = op;
     t.step = (int)sched.transfers.size();
     sched.transfers.push_back(t);
+    sched.transferLocs.push_back(currentLoc);
   }
   std::optional<Error> checkRaces(const WaitGraph &graph,
                                   const std::vector<int> &order);
@@ -227,6 +230,7 @@ Expected<Schedule> Executor::run() {
   for (int v : *order) {
     StepRef r = graph.nodes[v];
     const Step &st = tbOf(r).steps[r.step];
+    currentLoc = st.loc;
     Range src{{r.rank, st.srcBuf, st.srcOff}, st.cnt};
     Range dst{{r.rank, st.dstBuf, st.dstOff}, st.cnt};
     int in = -1, out = -1;

@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", "ccsynth 0.1.0");
   CommandContext ctx;
   addTopoCommand(app, ctx);
+  addBaselineCommand(app, ctx);
   addVerifyCommand(app, ctx);
 #ifdef CCSYNTH_HAVE_MLIR
   addCompileCommand(app, ctx);

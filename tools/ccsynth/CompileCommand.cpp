@@ -54,10 +54,9 @@ int runCompile(CompileCliOptions &o) {
     c.maxBytes = *v;
   }
   if (c.instances < 1 || c.pipeline < 1 || c.maxCount < 1 ||
-      c.maxTbSteps < 0 || c.maxTbsPerChannel < 1 || c.maxChannels < 1)
-    return fail(Error("--instances, --pipeline, --max-count, "
-                      "--max-tbs-per-channel and --max-channels must be at "
-                      "least 1"));
+      c.maxTbSteps < 0 || c.maxTbsPerChannel < 1 || c.maxChannels < 0)
+    return fail(Error("--instances, --pipeline, --max-count and "
+                      "--max-tbs-per-channel must be at least 1"));
 
   CompileResult result;
   if (o.input.ends_with(".mlir")) {
@@ -117,7 +116,7 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--max-tbs-per-channel", opts->compile.maxTbsPerChannel,
                   "Most threadblocks per channel (default 32)");
   cmd->add_option("--max-channels", opts->compile.maxChannels,
-                  "Most channels (default 32)");
+                  "Most channels (default: 32 for MSCCL XML, 64 for MSCCL++)");
   cmd->add_option("--max-count", opts->compile.maxCount,
                   "Largest chunk count per step (default 71)");
   cmd->add_option("--min-bytes", opts->minBytes,

@@ -151,7 +151,9 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     p.fuse = o.fuse;
     p.maxSteps = budgets[attempt];
     p.maxTbsPerChannel = o.maxTbsPerChannel;
-    p.maxChannels = o.maxChannels;
+    bool plan = o.target == CompileTarget::MscclppJson;
+    p.maxChannels = o.maxChannels > 0 ? o.maxChannels : plan ? 64 : 32;
+    p.countDepNops = !plan;
     PassManager pm(&ctx);
     ccl::buildDefaultPipeline(pm, p);
     if (failed(pm.run(*work))) {

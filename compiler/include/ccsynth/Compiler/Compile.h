@@ -37,7 +37,9 @@ struct CompileOptions {
   /// whose plan fits the executor's 64 operations per threadblock.
   int maxTbSteps = 0;
   int maxTbsPerChannel = 32;
-  int maxChannels = 32;
+  /// Most channels. 0 = the target's default: 32 (NCCL's MAXCHANNELS) for
+  /// XML and MLIR, 64 for MSCCL++ (whose memory channels are not NCCL's).
+  int maxChannels = 0;
   /// Overrides of the algorithm's metadata (empty / -1 = keep).
   std::string protocol;
   long long minBytes = -1;

@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <set>
 
 namespace ccsynth::ccl {
 #define GEN_PASS_DEF_ASSIGNTHREADBLOCKSPASS
@@ -178,17 +179,26 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
     return a->first < b->first;
   });
 
-  // Send and receive peers that fused steps join into one threadblock.
+  // Send and receive peers that fused steps always join into one
+  // threadblock (a send peer that fused steps pair with exactly one
+  // receive peer, which they pair with no other send peer). A step with
+  // only one of the two peers then opens a threadblock that can host the
+  // fused steps too; ambiguous pairs are left alone.
   std::vector<std::map<int64_t, int64_t>> pinnedRecv(numRanks),
       pinnedSend(numRanks);
-  for (int r = 0; r < numRanks; ++r)
+  for (int r = 0; r < numRanks; ++r) {
+    std::map<int64_t, std::set<int64_t>> recvsOf, sendsOf;
     for (StepOpInterface s : steps[r])
       if (s.sends() && s.receives()) {
-        pinnedRecv[r].try_emplace(s.getSendPeerOrNone(),
-                                  s.getRecvPeerOrNone());
-        pinnedSend[r].try_emplace(s.getRecvPeerOrNone(),
-                                  s.getSendPeerOrNone());
+        recvsOf[s.getSendPeerOrNone()].insert(s.getRecvPeerOrNone());
+        sendsOf[s.getRecvPeerOrNone()].insert(s.getSendPeerOrNone());
       }
+    for (auto &[sp, rps] : recvsOf)
+      if (rps.size() == 1 && sendsOf[*rps.begin()].size() == 1) {
+        pinnedRecv[r][sp] = *rps.begin();
+        pinnedSend[r][*rps.begin()] = sp;
+      }
+  }
 
   int budget = maxSteps;
   while (true) {
@@ -381,7 +391,8 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
       for (int id = 0; id < (int)lay.tbOrder.size(); ++id) {
         int size = 0;
         for (int op : rs.tbs[lay.tbOrder[id]].ops)
-          size += std::max<int>(1, lay.deps[op].size() / 2);
+          size += countDepNops ? std::max<int>(1, lay.deps[op].size() / 2)
+                               : 1;
         if (size > worst) {
           worst = size;
           worstRank = r;

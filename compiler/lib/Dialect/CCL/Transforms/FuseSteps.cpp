@@ -15,9 +15,11 @@
 
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
+#include <map>
 
 namespace ccsynth::ccl {
 #define GEN_PASS_DEF_FUSESTEPSPASS
@@ -36,6 +38,23 @@ struct FuseSteps : public ccsynth::ccl::impl::FuseStepsPassBase<FuseSteps> {
 
   void fuseRank(GpuOp gpu, const Collective &col);
 
+  // Messages that meet in a fused step must share a channel, so a fused
+  // step's two messages join one group. A group is placeable on a channel
+  // only if, at every rank, its fused steps pair each send peer with one
+  // receive peer and vice versa (a threadblock has one of each); fusions
+  // that would break this are skipped.
+  llvm::DenseMap<Operation *, int> inMsg, outMsg;
+  std::vector<int> parent;
+  using PeerPairs = std::map<int, std::vector<std::pair<int64_t, int64_t>>>;
+  std::vector<PeerPairs> pairsOf;
+  int find(int m) {
+    while (parent[m] != m)
+      m = parent[m] = parent[parent[m]];
+    return m;
+  }
+  bool canJoin(int a, int b, int rank, std::pair<int64_t, int64_t> pair);
+  void join(int a, int b, int rank, std::pair<int64_t, int64_t> pair);
+
   void runOnOperation() override {
     for (ProgramOp prog : getOperation().getOps<ProgramOp>()) {
       if (prog.isAssigned())
@@ -50,13 +69,56 @@ struct FuseSteps : public ccsynth::ccl::impl::FuseStepsPassBase<FuseSteps> {
       for (GpuOp gpu : prog.getBody().front().getOps<GpuOp>())
         for (auto s : gpu.getBody().front().getOps<StepOpInterface>())
           steps[gpu.getRank()].push_back(s);
-      if (failed(pairMessages(steps)))
+      auto paired = pairMessages(steps);
+      if (failed(paired))
         return signalPassFailure();
+      inMsg.clear();
+      outMsg.clear();
+      parent.assign(paired->size(), 0);
+      pairsOf.assign(paired->size(), {});
+      for (int m = 0; m < (int)paired->size(); ++m) {
+        const PairedMessage &pm = (*paired)[m];
+        parent[m] = m;
+        outMsg[steps[pm.send.rank][pm.send.index]] = m;
+        inMsg[steps[pm.recv.rank][pm.recv.index]] = m;
+      }
       for (GpuOp gpu : prog.getBody().front().getOps<GpuOp>())
         fuseRank(gpu, *col);
     }
   }
 };
+
+bool FuseSteps::canJoin(int a, int b, int rank,
+                        std::pair<int64_t, int64_t> pair) {
+  int ra = find(a), rb = find(b);
+  PeerPairs merged = pairsOf[ra];
+  if (rb != ra)
+    for (auto &[r, list] : pairsOf[rb])
+      merged[r].insert(merged[r].end(), list.begin(), list.end());
+  merged[rank].push_back(pair);
+  for (auto &[r, list] : merged) {
+    std::map<int64_t, int64_t> recvOf, sendOf;
+    for (auto [sp, rp] : list) {
+      auto [i, fi] = recvOf.try_emplace(sp, rp);
+      auto [j, fj] = sendOf.try_emplace(rp, sp);
+      if (i->second != rp || j->second != sp)
+        return false;
+    }
+  }
+  return true;
+}
+
+void FuseSteps::join(int a, int b, int rank,
+                     std::pair<int64_t, int64_t> pair) {
+  int ra = find(a), rb = find(b);
+  if (ra != rb) {
+    for (auto &[r, list] : pairsOf[rb])
+      pairsOf[ra][r].insert(pairsOf[ra][r].end(), list.begin(), list.end());
+    pairsOf[rb].clear();
+    parent[rb] = ra;
+  }
+  pairsOf[ra][rank].push_back(pair);
+}
 
 bool intersects(ArrayRef<Slot> a, const llvm::DenseSet<Slot> &b) {
   for (Slot s : a)
@@ -144,6 +206,11 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
         }
         if (!movable)
           break;
+        int mIn = inMsg.lookup(r), mOut = outMsg.lookup(send);
+        std::pair<int64_t, int64_t> peers{send.getSendPeer(), from};
+        if (!canJoin(mIn, mOut, rank, peers))
+          break;
+        join(mIn, mOut, rank, peers);
         OpBuilder b(r);
         Operation *f;
         bool scratchOrInput = true;
@@ -174,6 +241,10 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
         else if (auto h2 = send->getAttr("ccl.channel"))
           f->setAttr("ccl.channel", h2);
         Effects fe = effectsOf(cast<StepOpInterface>(f), col, rank);
+        inMsg[f] = mIn;
+        outMsg[f] = mOut;
+        inMsg.erase(r);
+        outMsg.erase(send);
         r->erase();
         send->erase();
         ops[i] = cast<StepOpInterface>(f);
@@ -227,6 +298,8 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
             f->setAttr("ccl.channel", h);
           Effects fe = effectsOf(cast<StepOpInterface>(f.getOperation()), col,
                                  rank);
+          inMsg[f] = inMsg.lookup(r);
+          inMsg.erase(r);
           r->erase();
           red->erase();
           ops[i] = cast<StepOpInterface>(f.getOperation());

@@ -21,7 +21,7 @@ void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o) {
   if (o.fuse)
     pm.addPass(createFuseStepsPass());
   pm.addPass(createAssignThreadblocksPass(AssignThreadblocksPassOptions{
-      o.maxSteps, o.maxTbsPerChannel, o.maxChannels}));
+      o.maxSteps, o.maxTbsPerChannel, o.maxChannels, o.countDepNops}));
   pm.addPass(createCheckDeadlockPass());
 }
 

@@ -35,6 +35,8 @@ struct PipelineOptions {
   int maxSteps = 64;
   int maxTbsPerChannel = 32;
   int maxChannels = 32;
+  /// Extra dependencies cost a nop step each (MSCCL); not for MSCCL++.
+  bool countDepNops = true;
 };
 
 /// Appends the default pipeline to `pm` (a ModuleOp pass manager):

@@ -154,7 +154,8 @@ def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
     fit over channels keeps, per rank and channel, each send peer and each
     receive peer in one threadblock, at most `max-tbs-per-channel`
     threadblocks, and at most `max-steps` steps per threadblock (counting
-    the nop steps that extra dependencies cost in MSCCL). Steps of a
+    the nop steps that extra dependencies cost in MSCCL, unless
+    `count-dep-nops=false`, as for MSCCL++ where they cost no step). Steps of a
     threadblock run in schedule order. Then each step waits for the last
     conflicting step (read/write or write/write of an overlapping chunk,
     in-place aliases included) of every other threadblock of its rank.
@@ -175,6 +176,8 @@ def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
            "Most threadblocks per channel and rank (MSCCL: 32)">,
     Option<"maxChannels", "max-channels", "int", /*default=*/"32",
            "Most channels (NCCL MAXCHANNELS = 32)">,
+    Option<"countDepNops", "count-dep-nops", "bool", /*default=*/"true",
+           "Count the nop step each extra dependency costs in MSCCL">,
   ];
 }
 

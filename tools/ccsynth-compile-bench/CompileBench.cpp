@@ -24,8 +24,7 @@ using namespace ccsynth;
 namespace {
 
 double seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       since)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
       .count();
 }
 
@@ -90,8 +89,8 @@ bool run(const Schedule &s) {
   bool valid = algo && msccl::validateAlgo(*algo).empty();
   std::printf("%-20s %5zu transfers -> %7zu bytes of XML, %4zu tbs, %5zu "
               "steps, %2d channels, valid=%s\n",
-              s.name.c_str(), s.transfers.size(), r.output->size(), tbs,
-              steps, algo ? algo->nchannels : 0, valid ? "yes" : "NO");
+              s.name.c_str(), s.transfers.size(), r.output->size(), tbs, steps,
+              algo ? algo->nchannels : 0, valid ? "yes" : "NO");
   std::printf("%-20s verify %.3f s | compile to XML %.3f s (%.1fx verify) | "
               "budget 5 s: %s\n",
               "", verifyTime, compileTime,
@@ -107,9 +106,9 @@ int main() {
               "default pipeline to MSCCL XML\n");
   bool ok = true;
   auto topo = makeBuiltinTopology("dgx-h100x8");
-  auto rings = topo ? makeBaseline(BaselineKind::Ring, CollectiveKind::AllGather,
-                                   *topo)
-                    : Expected<Schedule>(topo.error());
+  auto rings =
+      topo ? makeBaseline(BaselineKind::Ring, CollectiveKind::AllGather, *topo)
+           : Expected<Schedule>(topo.error());
   if (rings) {
     rings->name = "ring_baseline_h100x8";
     ok = run(*rings);

@@ -53,8 +53,8 @@ int runCompile(CompileCliOptions &o) {
       return fail(v.error());
     c.maxBytes = *v;
   }
-  if (c.instances < 1 || c.pipeline < 1 || c.maxCount < 1 ||
-      c.maxTbSteps < 0 || c.maxTbsPerChannel < 1 || c.maxChannels < 0)
+  if (c.instances < 1 || c.pipeline < 1 || c.maxCount < 1 || c.maxTbSteps < 0 ||
+      c.maxTbsPerChannel < 1 || c.maxChannels < 0)
     return fail(Error("--instances, --pipeline, --max-count and "
                       "--max-tbs-per-channel must be at least 1"));
 

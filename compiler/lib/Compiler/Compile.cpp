@@ -55,8 +55,7 @@ public:
     }
     f.error = errors.front();
     for (size_t i = 1; i < errors.size(); ++i)
-      f.error.notes += (f.error.notes.empty() ? "" : "\n") +
-                       errors[i].format();
+      f.error.notes += (f.error.notes.empty() ? "" : "\n") + errors[i].format();
     return f;
   }
 
@@ -75,12 +74,10 @@ private:
     Error e(d.str(), toSourceLoc(d.getLocation()));
     for (Diagnostic &note : d.getNotes()) {
       SourceLoc nl = toSourceLoc(note.getLocation());
-      std::string where = nl.known() ? nl.file + ":" +
-                                           std::to_string(nl.line) + ":" +
-                                           std::to_string(nl.col) + ": "
+      std::string where = nl.known() ? nl.file + ":" + std::to_string(nl.line) +
+                                           ":" + std::to_string(nl.col) + ": "
                                      : "";
-      e.notes += (e.notes.empty() ? "" : "\n") + where + "note: " +
-                 note.str();
+      e.notes += (e.notes.empty() ? "" : "\n") + where + "note: " + note.str();
     }
     errors.push_back(std::move(e));
   }

@@ -7,8 +7,7 @@ using namespace mlir;
 
 namespace ccsynth::ccl {
 
-Location toLocation(MLIRContext *ctx, const SourceLoc &loc,
-                    Location fallback) {
+Location toLocation(MLIRContext *ctx, const SourceLoc &loc, Location fallback) {
   if (!loc.known())
     return fallback;
   return FileLineColLoc::get(ctx, loc.file, loc.line, std::max(loc.col, 1));
@@ -42,10 +41,10 @@ void setCollectiveAttrs(Operation *op, const Collective &col) {
   for (const auto &rank : col.post) {
     SmallVector<Attribute> chunks;
     for (const auto &want : rank)
-      chunks.push_back(want ? Attribute(DenseI64ArrayAttr::get(
-                                  ctx, SmallVector<int64_t>(want->begin(),
-                                                            want->end())))
-                            : Attribute(b.getUnitAttr()));
+      chunks.push_back(
+          want ? Attribute(DenseI64ArrayAttr::get(
+                     ctx, SmallVector<int64_t>(want->begin(), want->end())))
+               : Attribute(b.getUnitAttr()));
     post.push_back(b.getArrayAttr(chunks));
   }
   op->setAttr("precondition", b.getArrayAttr(pre));
@@ -77,8 +76,9 @@ AlgorithmOp importSchedule(ModuleOp module, const Schedule &s,
                        ? toLocation(ctx, s.transferLocs[i], fallback)
                        : fallback;
     auto op = b.create<TransferOp>(
-        loc, t.op == ::ccsynth::TransferOp::Copy ? TransferKind::Copy
-                                      : TransferKind::Reduce,
+        loc,
+        t.op == ::ccsynth::TransferOp::Copy ? TransferKind::Copy
+                                            : TransferKind::Reduce,
         t.src.rank, fromBufferKind(t.src.buffer), t.src.index, t.dst.rank,
         fromBufferKind(t.dst.buffer), t.dst.index, t.count, t.step,
         /*link=*/nullptr, /*channel=*/nullptr, /*threadblock=*/nullptr);

@@ -38,8 +38,8 @@ size_t skipValue(const std::string &t, size_t i) {
 }
 
 size_t skipSpace(const std::string &t, size_t i) {
-  while (i < t.size() && (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' ||
-                          t[i] == '\t'))
+  while (i < t.size() &&
+         (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' || t[i] == '\t'))
     ++i;
   return i;
 }
@@ -64,8 +64,7 @@ static void fillLocs(Schedule &s, const JsonDocument &doc) {
   auto locOf = [&](size_t o) {
     size_t line = std::upper_bound(lineStart.begin(), lineStart.end(), o) -
                   lineStart.begin();
-    return SourceLoc{doc.file(), (int)line,
-                     (int)(o - lineStart[line - 1]) + 1};
+    return SourceLoc{doc.file(), (int)line, (int)(o - lineStart[line - 1]) + 1};
   };
   std::vector<SourceLoc> locs;
   locs.reserve(s.transfers.size());

@@ -26,9 +26,8 @@ struct Key3 {
 };
 
 json::Object buff(BufferKind b, int index, int size) {
-  return json::Object{{"type", msccl::bufferCode(b)},
-                      {"index", index},
-                      {"size", size}};
+  return json::Object{
+      {"type", msccl::bufferCode(b)}, {"index", index}, {"size", size}};
 }
 
 class PlanBuilder {
@@ -92,7 +91,8 @@ void PlanBuilder::planLandings() {
     scratchChunks[g.id] = g.sChunks;
   for (const msccl::Message &m : messages) {
     const msccl::Step &st = tbOf(m.recv.rank, m.recv.tb).steps[m.recv.step];
-    bool direct = st.type == StepType::Recv || st.type == StepType::RecvCopySend;
+    bool direct =
+        st.type == StepType::Recv || st.type == StepType::RecvCopySend;
     for (int i = 0; direct && i < st.cnt; ++i) {
       ChunkLoc c = col.canonical({m.recv.rank, st.dstBuf, st.dstOff + i});
       if (writes[{m.recv.rank, c}] != 1 || holdsInput(m.recv.rank, c))
@@ -165,8 +165,8 @@ FailureOr<json::Value> PlanBuilder::build() {
     json::Array remoteBuffers;
     json::Array tbs;
     for (const msccl::Threadblock &tb : g.tbs) {
-      std::vector<int> tbChannels;           // global memory channel ids
-      std::map<int, int> tbChannelOf;        // peer -> index in tbChannels
+      std::vector<int> tbChannels;    // global memory channel ids
+      std::map<int, int> tbChannelOf; // peer -> index in tbChannels
       for (int peer : {tb.send, tb.recv}) {
         auto it = connIndex.find({tb.chan, peer});
         if (peer >= 0 && it != connIndex.end() && !tbChannelOf.count(peer)) {
@@ -174,8 +174,8 @@ FailureOr<json::Value> PlanBuilder::build() {
           tbChannels.push_back(it->second);
         }
       }
-      std::vector<int> tbRemote;             // global remote buffer ids
-      std::map<int, int> tbRemoteOf;         // global id -> local index
+      std::vector<int> tbRemote;     // global remote buffer ids
+      std::map<int, int> tbRemoteOf; // global id -> local index
       json::Array ops;
       bool dirty = false;
       auto barrier = [&] {
@@ -225,19 +225,18 @@ FailureOr<json::Value> PlanBuilder::build() {
           dirty = true;
         };
         auto copyOp = [&](BufferKind sb, int so, BufferKind db, int dof) {
-          localOp(json::Object{{"name", "copy"},
-                               {"src_buff", json::Array{buff(sb, so, st.cnt)}},
-                               {"dst_buff",
-                                json::Array{buff(db, dof, st.cnt)}}});
+          localOp(
+              json::Object{{"name", "copy"},
+                           {"src_buff", json::Array{buff(sb, so, st.cnt)}},
+                           {"dst_buff", json::Array{buff(db, dof, st.cnt)}}});
         };
         auto reduceOp = [&](BufferKind ab, int ao, BufferKind bb, int bo,
                             BufferKind db, int dof) {
-          localOp(json::Object{
-              {"name", "re"},
-              {"src_buff",
-               json::Array{buff(ab, ao, st.cnt), buff(bb, bo, st.cnt)}},
-              {"dst_buff", json::Array{buff(db, dof, st.cnt)}},
-              {"reduce_op", "sum"}});
+          localOp(json::Object{{"name", "re"},
+                               {"src_buff", json::Array{buff(ab, ao, st.cnt),
+                                                        buff(bb, bo, st.cnt)}},
+                               {"dst_buff", json::Array{buff(db, dof, st.cnt)}},
+                               {"reduce_op", "sum"}});
         };
         switch (st.type) {
         case StepType::Recv:
@@ -276,10 +275,10 @@ FailureOr<json::Value> PlanBuilder::build() {
           auto [rit, fresh] = remoteIndex.try_emplace(
               {tb.send, (int)out.buffer}, (int)remoteIndex.size());
           if (fresh)
-            remoteBuffers.push_back(json::Object{
-                {"rank", tb.send},
-                {"type", msccl::bufferCode(out.buffer)},
-                {"access_channel_types", json::Array{"memory"}}});
+            remoteBuffers.push_back(
+                json::Object{{"rank", tb.send},
+                             {"type", msccl::bufferCode(out.buffer)},
+                             {"access_channel_types", json::Array{"memory"}}});
           auto [lit, lfresh] =
               tbRemoteOf.try_emplace(rit->second, (int)tbRemote.size());
           if (lfresh)
@@ -287,10 +286,9 @@ FailureOr<json::Value> PlanBuilder::build() {
           barrier();
           json::Object put = chanOp("put", tb.send);
           put["src_buff"] = json::Array{buff(dataBuf, dataOff, st.cnt)};
-          put["dst_buff"] = json::Array{json::Object{
-              {"buffer_id", lit->second},
-              {"index", out.index},
-              {"size", st.cnt}}};
+          put["dst_buff"] = json::Array{json::Object{{"buffer_id", lit->second},
+                                                     {"index", out.index},
+                                                     {"size", st.cnt}}};
           ops.push_back(std::move(put));
           ops.push_back(json::Object{{"name", "nop"}});
           ops.push_back(chanOp("signal", tb.send));
@@ -313,9 +311,8 @@ FailureOr<json::Value> PlanBuilder::build() {
       if ((int)tbChannels.size() > kMscclppMaxChannels ||
           (int)tbRemote.size() > kMscclppMaxChannels) {
         originOf({r, tb.id, 0})->emitError()
-            << "rank " << r << " threadblock " << tb.id
-            << " uses more than " << kMscclppMaxChannels
-            << " channels or remote buffers";
+            << "rank " << r << " threadblock " << tb.id << " uses more than "
+            << kMscclppMaxChannels << " channels or remote buffers";
         return failure();
       }
       json::Object tbObj{{"id", tb.id}, {"ops", std::move(ops)}};
@@ -326,9 +323,9 @@ FailureOr<json::Value> PlanBuilder::build() {
         tbRemArr.push_back(b);
       tbObj["channels"] = json::Array{json::Object{
           {"channel_type", "memory"}, {"channel_ids", std::move(tbChanArr)}}};
-      tbObj["remote_buffer_refs"] = json::Array{
-          json::Object{{"access_channel_type", "memory"},
-                       {"remote_buffer_ids", std::move(tbRemArr)}}};
+      tbObj["remote_buffer_refs"] =
+          json::Array{json::Object{{"access_channel_type", "memory"},
+                                   {"remote_buffer_ids", std::move(tbRemArr)}}};
       tbs.push_back(std::move(tbObj));
     }
     gpus.push_back(json::Object{{"id", r},
@@ -368,8 +365,9 @@ LogicalResult exportMSCCLPPPlan(Operation *op, llvm::raw_ostream &os) {
   FailureOr<msccl::Algo> algo = programToMsccl(*prog, &origins);
   if (failed(algo))
     return failure();
-  std::sort(algo->gpus.begin(), algo->gpus.end(),
-            [](const msccl::Gpu &a, const msccl::Gpu &b) { return a.id < b.id; });
+  std::sort(
+      algo->gpus.begin(), algo->gpus.end(),
+      [](const msccl::Gpu &a, const msccl::Gpu &b) { return a.id < b.id; });
   PlanBuilder builder(*prog, *algo, origins, *col);
   FailureOr<json::Value> plan = builder.build();
   if (failed(plan))

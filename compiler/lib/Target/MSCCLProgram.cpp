@@ -33,11 +33,10 @@ const char *toString(StepType type) {
 }
 
 std::optional<StepType> parseStepType(const std::string &s) {
-  for (StepType t :
-       {StepType::Send, StepType::Recv, StepType::RecvCopySend,
-        StepType::RecvReduceSend, StepType::RecvReduceCopy,
-        StepType::RecvReduceCopySend, StepType::Copy, StepType::Reduce,
-        StepType::Nop})
+  for (StepType t : {StepType::Send, StepType::Recv, StepType::RecvCopySend,
+                     StepType::RecvReduceSend, StepType::RecvReduceCopy,
+                     StepType::RecvReduceCopySend, StepType::Copy,
+                     StepType::Reduce, StepType::Nop})
     if (s == toString(t))
       return t;
   return std::nullopt;
@@ -81,9 +80,8 @@ const Gpu *Algo::gpu(int rank) const {
 
 const std::vector<std::string> &mscclCollNames() {
   static const std::vector<std::string> names = {
-      "reduce",  "broadcast", "allreduce", "reducescatter",
-      "allgather", "send",    "recv",      "gather",
-      "scatter", "alltoall",  "alltoallv"};
+      "reduce", "broadcast", "allreduce", "reducescatter", "allgather", "send",
+      "recv",   "gather",    "scatter",   "alltoall",      "alltoallv"};
   return names;
 }
 
@@ -160,8 +158,7 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
     add("algo: 'name' is empty", algo.loc);
   if ((int)algo.name.size() > kMaxAttrLength ||
       algo.name.find('"') != std::string::npos)
-    add("algo: 'name' must be at most 255 characters without '\"'",
-        algo.loc);
+    add("algo: 'name' must be at most 255 characters without '\"'", algo.loc);
   if (algo.proto != "Simple" && algo.proto != "LL" && algo.proto != "LL128")
     add("algo: proto '" + algo.proto + "' is not Simple, LL or LL128",
         algo.loc);
@@ -194,8 +191,8 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
   std::vector<int> gpuSeen(std::max(0, algo.ngpus), 0);
   for (const Gpu &g : algo.gpus) {
     if (g.id < 0 || g.id >= algo.ngpus) {
-      add("gpu id " + str(g.id) + " is not a rank (ngpus=" +
-              str(algo.ngpus) + ")",
+      add("gpu id " + str(g.id) + " is not a rank (ngpus=" + str(algo.ngpus) +
+              ")",
           g.loc);
       continue;
     }
@@ -237,14 +234,13 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
                   " is neither -1 nor a rank",
               tb.loc);
         else if (peer == g.id)
-          add(tname + ": " + dir + " peer " + str(peer) +
-                  " is the gpu itself",
+          add(tname + ": " + dir + " peer " + str(peer) + " is the gpu itself",
               tb.loc);
       }
       if (tb.chan < 0 || tb.chan >= algo.nchannels)
         add(tname + ": chan " + str(tb.chan) + " is outside 0.." +
-                str(algo.nchannels - 1) + " (nchannels=" +
-                str(algo.nchannels) + ")",
+                str(algo.nchannels - 1) + " (nchannels=" + str(algo.nchannels) +
+                ")",
             tb.loc);
       if (++tbsOnChannel[tb.chan] == kMaxTbsPerChannel + 1)
         add(gname + ": more than " + str(kMaxTbsPerChannel) +
@@ -269,8 +265,10 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
 
       // Steps.
       if ((int)tb.steps.size() > kMaxSteps)
-        add(tname + ": " + str(tb.steps.size()) + " steps exceed the "
-                "runtime's limit of " + str(kMaxSteps),
+        add(tname + ": " + str(tb.steps.size()) +
+                " steps exceed the "
+                "runtime's limit of " +
+                str(kMaxSteps),
             tb.loc);
       bool pendingNop = false;
       const Step *prevReal = nullptr;
@@ -326,8 +324,7 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
           StepRef target{g.id, st.depid, st.deps};
           if (st.deps < 0 || st.deps >= (int)dtb->steps.size())
             add(sname + ": deps " + str(st.deps) + " is not a step of tb " +
-                    str(st.depid) + " (" + str(dtb->steps.size()) +
-                    " steps)",
+                    str(st.depid) + " (" + str(dtb->steps.size()) + " steps)",
                 st.loc, {ref});
           else if (dtb->steps[st.deps].type == StepType::Nop)
             add(sname + ": waits for a nop (" + describeStep(algo, target) +
@@ -365,8 +362,7 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
         prevReal = &st;
       }
       if (pendingNop)
-        add(tname + ": ends with a nop; its dependency is never used",
-            tb.loc);
+        add(tname + ": ends with a nop; its dependency is never used", tb.loc);
     }
   }
 
@@ -439,8 +435,7 @@ Matching matchMessages(const Algo &algo) {
       for (size_t i = 0; i < extra.size(); ++i)
         msg += (i ? ", " : "") + describeStep(algo, extra[i]);
       const Step *first = findStep(algo, extra.front());
-      result.issues.push_back(
-          {msg, extra, first ? first->loc : SourceLoc{}});
+      result.issues.push_back({msg, extra, first ? first->loc : SourceLoc{}});
     }
   }
   return result;
@@ -458,9 +453,8 @@ WaitGraph buildWaitGraph(const Algo &algo, const Matching &matching) {
   for (const Gpu &gpu : algo.gpus)
     for (const Threadblock &tb : gpu.tbs) {
       if (!g.tbNodes
-               .try_emplace({gpu.id, tb.id},
-                            std::pair{(int)g.nodes.size(),
-                                      (int)tb.steps.size()})
+               .try_emplace({gpu.id, tb.id}, std::pair{(int)g.nodes.size(),
+                                                       (int)tb.steps.size()})
                .second)
         continue;
       for (int i = 0; i < (int)tb.steps.size(); ++i)
@@ -555,9 +549,10 @@ std::vector<ProgramIssue> checkDeadlock(const Algo &algo,
   std::vector<StepRef> steps;
   for (size_t i = 0; i < cycle.size(); ++i) {
     steps.push_back(refs[cycle[i]]);
-    const char *why = cycleKinds[i] == WaitGraph::ProgramOrder ? " [program order]"
-                      : cycleKinds[i] == WaitGraph::Dependency ? " [dependency]"
-                                                    : " [its message]";
+    const char *why =
+        cycleKinds[i] == WaitGraph::ProgramOrder ? " [program order]"
+        : cycleKinds[i] == WaitGraph::Dependency ? " [dependency]"
+                                                 : " [its message]";
     msg += std::string(i ? ", which" : "") + " waits for " +
            describeStep(algo, refs[cycle[(i + 1) % cycle.size()]]) + why;
   }

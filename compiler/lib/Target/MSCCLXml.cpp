@@ -100,9 +100,7 @@ public:
       : file(file), text(text) {}
 
   Expected<std::unique_ptr<Element>> parseDocument();
-  SourceLoc loc(size_t offset) const {
-    return locationOf(file, text, offset);
-  }
+  SourceLoc loc(size_t offset) const { return locationOf(file, text, offset); }
 
 private:
   enum class NodeType { None, Open, Close, Single };
@@ -184,8 +182,7 @@ Expected<Reader::Node> Reader::nextNode() {
     while (pos < text.size() && !isTerminator(text[pos]) && text[pos] != '=')
       ++pos;
     if (pos >= text.size())
-      return error(start, "unexpected end of file inside <" + elem->name +
-                              ">");
+      return error(start, "unexpected end of file inside <" + elem->name + ">");
     std::string key = text.substr(keyStart, pos - keyStart);
     if (text[pos] != '=') {
       if (!key.empty())
@@ -195,8 +192,9 @@ Expected<Reader::Node> Reader::nextNode() {
     }
     ++pos;
     if (pos >= text.size() || text[pos] != '"')
-      return error(pos, "the value of '" + key + "' must be in double "
-                        "quotes (the MSCCL parser reads nothing else)");
+      return error(pos, "the value of '" + key +
+                            "' must be in double "
+                            "quotes (the MSCCL parser reads nothing else)");
     size_t valueStart = ++pos;
     size_t end = text.find('"', valueStart);
     if (end == std::string::npos)
@@ -212,8 +210,9 @@ Expected<Reader::Node> Reader::nextNode() {
     pos = end + 1;
   }
   if ((int)elem->attrs.size() > kMaxAttrCount)
-    return error(start, "<" + elem->name + "> has more than 16 attributes; "
-                        "the runtime ignores the rest");
+    return error(start, "<" + elem->name +
+                            "> has more than 16 attributes; "
+                            "the runtime ignores the rest");
   if (pos >= text.size())
     return error(start, "unexpected end of file inside <" + elem->name + ">");
   if (text[pos] == '/') {
@@ -246,8 +245,7 @@ Status Reader::loadChildren(Element *head) {
     case NodeType::Close:
       if (node->closeName != head->name)
         return error(node->offset, "</" + node->closeName +
-                                       "> does not close <" + head->name +
-                                       ">");
+                                       "> does not close <" + head->name + ">");
       return Status::success();
     case NodeType::Open: {
       Element *child = node->elem.get();

@@ -33,8 +33,9 @@ OwningOpRef<Operation *> fail(MLIRContext *ctx, const Error &e,
   return nullptr;
 }
 
-OwningOpRef<Operation *> importScheduleText(
-    const std::shared_ptr<llvm::SourceMgr> &sm, MLIRContext *ctx) {
+OwningOpRef<Operation *>
+importScheduleText(const std::shared_ptr<llvm::SourceMgr> &sm,
+                   MLIRContext *ctx) {
   ctx->loadDialect<CCLDialect>();
   auto [file, text] = mainBuffer(sm);
   auto sched = parseScheduleText(file, text);
@@ -46,8 +47,8 @@ OwningOpRef<Operation *> importScheduleText(
   return OwningOpRef<Operation *>(module.release());
 }
 
-OwningOpRef<Operation *> importMscclXml(
-    const std::shared_ptr<llvm::SourceMgr> &sm, MLIRContext *ctx) {
+OwningOpRef<Operation *>
+importMscclXml(const std::shared_ptr<llvm::SourceMgr> &sm, MLIRContext *ctx) {
   ctx->loadDialect<CCLDialect>();
   auto [file, text] = mainBuffer(sm);
   auto algo = msccl::parseXml(file, text);
@@ -85,8 +86,8 @@ void registerTranslations() {
       registerCCL);
   TranslateToMLIRRegistration fromSchedule(
       "import-ccl-schedule",
-      "Import a ccsynth schedule JSON as a ccl.algorithm",
-      importScheduleText, registerCCL);
+      "Import a ccsynth schedule JSON as a ccl.algorithm", importScheduleText,
+      registerCCL);
   TranslateToMLIRRegistration fromXml(
       "import-msccl-xml",
       "Recover a ccl.algorithm from MSCCL XML (symbolic execution)",

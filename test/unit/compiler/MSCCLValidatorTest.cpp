@@ -145,8 +145,8 @@ TEST_CASE("instances and pipelining keep the exported XML valid",
           "[msccl][roundtrip]") {
   auto sched = loadScheduleJson(schedulesDir() + "/ring_allreduce_4.json");
   REQUIRE(sched.ok());
-  for (auto [instances, parts] : {std::pair{2, 1}, std::pair{1, 2},
-                                  std::pair{3, 2}}) {
+  for (auto [instances, parts] :
+       {std::pair{2, 1}, std::pair{1, 2}, std::pair{3, 2}}) {
     INFO("instances " << instances << " pipeline " << parts);
     CompileOptions o;
     o.instances = instances;
@@ -356,7 +356,8 @@ ccl.program @cycle attributes {collective = "allreduce", ranks = 3,
 
   // The same program with one rank sending first is fine.
   std::string fixed = cyclic;
-  size_t at = fixed.find("      ccl.recv from 1 -> o[0]\n      ccl.send i[0] to 0");
+  size_t at =
+      fixed.find("      ccl.recv from 1 -> o[0]\n      ccl.send i[0] to 0");
   REQUIRE(at != std::string::npos);
   fixed.replace(at, 58,
                 "      ccl.send i[0] to 0\n      ccl.recv from 1 -> o[0]");
@@ -368,8 +369,8 @@ ccl.program @cycle attributes {collective = "allreduce", ranks = 3,
   std::string mismatched = fixed;
   mismatched.replace(mismatched.find("ccl.recv from 0 -> o[0]"), 23,
                      "ccl.recv from 0 -> o[0] count 2");
-  mismatched.replace(mismatched.find("input_chunks = 1, output_chunks = 1"),
-                     35, "input_chunks = 2, output_chunks = 2, chunk_factor = 2");
+  mismatched.replace(mismatched.find("input_chunks = 1, output_chunks = 1"), 35,
+                     "input_chunks = 2, output_chunks = 2, chunk_factor = 2");
   for (size_t p = mismatched.find("chunks(1, 1, 0)"); p != std::string::npos;
        p = mismatched.find("chunks(1, 1, 0)"))
     mismatched.replace(p, 15, "chunks(2, 2, 0)");

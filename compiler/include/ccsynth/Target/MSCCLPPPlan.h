@@ -25,9 +25,9 @@
 namespace ccsynth::ccl {
 
 /// MSCCL++ executor limits (execution_common.hpp).
-inline constexpr int kMscclppMaxOps = 64;          // MAX_OPERATION
-inline constexpr int kMscclppMaxChannels = 16;     // MAX_CHANNEL per tb
-inline constexpr int kMscclppMaxSemaphores = 16;   // per operation
+inline constexpr int kMscclppMaxOps = 64;        // MAX_OPERATION
+inline constexpr int kMscclppMaxChannels = 16;   // MAX_CHANNEL per tb
+inline constexpr int kMscclppMaxSemaphores = 16; // per operation
 
 /// Writes the single ccl.program in `op` as an MSCCL++ execution plan.
 /// Fails (with diagnostics, writing nothing) when the program exceeds the

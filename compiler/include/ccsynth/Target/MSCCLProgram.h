@@ -22,14 +22,14 @@ namespace ccsynth::msccl {
 
 /// Limits of the current MSCCL runtime (msccl-executor-nccl msccl_struct.h
 /// and NCCL's MAXCHANNELS).
-inline constexpr int kMaxSteps = 64;             // MSCCL_MAX_NUM_STEPS
-inline constexpr int kMaxTbsPerChannel = 32;     // ..._THREAD_BLOCKS_PER_CHANNEL
-inline constexpr int kMaxChannels = 32;          // MAXCHANNELS
+inline constexpr int kMaxSteps = 64;         // MSCCL_MAX_NUM_STEPS
+inline constexpr int kMaxTbsPerChannel = 32; // ..._THREAD_BLOCKS_PER_CHANNEL
+inline constexpr int kMaxChannels = 32;      // MAXCHANNELS
 inline constexpr int kMaxThreadblocks = 32 * 32; // MSCCL_MAX_NUM_THREAD_BLOCKS
-inline constexpr int kMaxCount = 72;             // cnt must be < MSCCL_MAX_COUNT
-inline constexpr int kMaxAttrLength = 255;       // MAX_STR_LEN
-inline constexpr int kMaxOffset = 32767;         // offsets are int16_t
-inline constexpr int kMaxDepTb = 127;            // dependentBid is int8_t
+inline constexpr int kMaxCount = 72;       // cnt must be < MSCCL_MAX_COUNT
+inline constexpr int kMaxAttrLength = 255; // MAX_STR_LEN
+inline constexpr int kMaxOffset = 32767;   // offsets are int16_t
+inline constexpr int kMaxDepTb = 127;      // dependentBid is int8_t
 
 enum class StepType {
   Send,               ///< s

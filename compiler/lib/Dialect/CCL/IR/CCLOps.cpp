@@ -140,8 +140,8 @@ static Expected<Collective> buildCollectiveFrom(OpT op) {
   std::string name = op.getCollective().str();
   auto kind = parseCollectiveKind(name);
   if (!kind)
-    return Error("unknown collective '" + name + "' (expected one of: " +
-                 collectiveKindNames() + ")");
+    return Error("unknown collective '" + name +
+                 "' (expected one of: " + collectiveKindNames() + ")");
   if (op.getRanks() < 1 || op.getRanks() > 65536)
     return Error("'ranks' must be between 1 and 65536");
   if (op.getInputChunks() < 0 || op.getOutputChunks() < 0 ||
@@ -151,9 +151,9 @@ static Expected<Collective> buildCollectiveFrom(OpT op) {
     return buildCustomCollective(op);
   if (op.getChunkFactor() < 1 || op.getChunkFactor() > (1 << 20))
     return Error("'chunk_factor' must be between 1 and 2^20");
-  auto col = Collective::builtin(*kind, (int)op.getRanks(),
-                                 (int)op.getChunkFactor(), op.getInplace(),
-                                 (int)op.getRoot());
+  auto col =
+      Collective::builtin(*kind, (int)op.getRanks(), (int)op.getChunkFactor(),
+                          op.getInplace(), (int)op.getRoot());
   if (!col)
     return col.error();
   if (col->inputChunks != op.getInputChunks() ||
@@ -176,9 +176,9 @@ template <typename OpT> static LogicalResult verifyMetadata(OpT op) {
   if (op.getMinBytes() < 0 || op.getMaxBytes() < 0)
     return op.emitOpError() << "'min_bytes' and 'max_bytes' must be >= 0";
   if (op.getMaxBytes() != 0 && op.getMaxBytes() < op.getMinBytes())
-    return op.emitOpError() << "'max_bytes' (" << op.getMaxBytes()
-                            << ") is below 'min_bytes' (" << op.getMinBytes()
-                            << "); use 0 for no upper bound";
+    return op.emitOpError()
+           << "'max_bytes' (" << op.getMaxBytes() << ") is below 'min_bytes' ("
+           << op.getMinBytes() << "); use 0 for no upper bound";
   return success();
 }
 
@@ -230,17 +230,17 @@ LogicalResult TransferOp::verify() {
                            << " buffer (" << size << " chunks)";
     return success();
   };
-  if (failed(checkSide("source", getSrcRank(), getSrcBuffer(),
-                       getSrcIndex())) ||
+  if (failed(
+          checkSide("source", getSrcRank(), getSrcBuffer(), getSrcIndex())) ||
       failed(checkSide("destination", getDstRank(), getDstBuffer(),
                        getDstIndex())))
     return failure();
   if (getSrcRank() == getDstRank() && getSrcBuffer() == getDstBuffer() &&
       getSrcIndex() == getDstIndex())
     return emitOpError() << "moves a range onto itself";
-  for (auto [name, value] : {std::pair{"link", getLink()},
-                             std::pair{"channel", getChannel()},
-                             std::pair{"threadblock", getThreadblock()}})
+  for (auto [name, value] :
+       {std::pair{"link", getLink()}, std::pair{"channel", getChannel()},
+        std::pair{"threadblock", getThreadblock()}})
     if (value && *value < 0)
       return emitOpError() << "'" << name << "' must be non-negative";
   return success();
@@ -279,8 +279,8 @@ LogicalResult ProgramOp::verify() {
   if (count != getRanks()) {
     for (int64_t r = 0; r < getRanks(); ++r)
       if (!seen[r])
-        return emitOpError() << "has no ccl.gpu for rank " << r
-                             << " (every rank needs one)";
+        return emitOpError()
+               << "has no ccl.gpu for rank " << r << " (every rank needs one)";
   }
   return success();
 }
@@ -306,8 +306,7 @@ LogicalResult GpuOp::verify() {
   if (getInputChunks() != prog.getInputChunks() ||
       getOutputChunks() != prog.getOutputChunks())
     return emitOpError() << "buffer sizes (" << getInputChunks() << ", "
-                         << getOutputChunks()
-                         << ") differ from the program's ("
+                         << getOutputChunks() << ") differ from the program's ("
                          << prog.getInputChunks() << ", "
                          << prog.getOutputChunks() << ")";
   if (getScratchChunks() < 0 || getScratchChunks() > (1 << 24))
@@ -342,9 +341,8 @@ LogicalResult GpuOp::verify() {
   for (auto tb : getBody().front().getOps<ThreadblockOp>()) {
     int64_t id = tb.getId();
     if (id < 0 || id >= numTbs)
-      return tb.emitOpError() << "id " << id
-                              << " is not dense (expected 0.." << numTbs - 1
-                              << ")";
+      return tb.emitOpError() << "id " << id << " is not dense (expected 0.."
+                              << numTbs - 1 << ")";
     if (byId[id])
       return tb.emitOpError() << "duplicates threadblock id " << id;
     byId[id] = tb;
@@ -363,13 +361,13 @@ LogicalResult GpuOp::verify() {
                  << "depends on its own threadblock " << depTb
                  << " (program order already covers it)";
         if (depTb >= numTbs)
-          return step->emitOpError() << "depends on threadblock " << depTb
-                                     << ", which rank " << getRank()
-                                     << " does not have";
+          return step->emitOpError()
+                 << "depends on threadblock " << depTb << ", which rank "
+                 << getRank() << " does not have";
         if (depStep >= sizes[depTb])
           return step->emitOpError()
-                 << "depends on step " << depStep << " of threadblock "
-                 << depTb << ", which has only " << sizes[depTb] << " steps";
+                 << "depends on step " << depStep << " of threadblock " << depTb
+                 << ", which has only " << sizes[depTb] << " steps";
       }
     }
   }
@@ -383,10 +381,10 @@ LogicalResult ThreadblockOp::verify() {
   if (getId() < 0)
     return emitOpError() << "id must be non-negative";
   if (getChannel() < 0)
-    return emitOpError() << "channel must be non-negative (got "
-                         << getChannel() << ")";
-  for (auto [dir, peer] : {std::pair{"send", getSendPeer()},
-                           std::pair{"recv", getRecvPeer()}}) {
+    return emitOpError() << "channel must be non-negative (got " << getChannel()
+                         << ")";
+  for (auto [dir, peer] :
+       {std::pair{"send", getSendPeer()}, std::pair{"recv", getRecvPeer()}}) {
     if (peer < -1 || peer >= ranks)
       return emitOpError() << dir << " peer " << peer
                            << " is neither -1 nor a rank";
@@ -415,13 +413,12 @@ LogicalResult ccsynth::ccl::verifyStepOp(Operation *op) {
   int64_t rank = gpu.getRank();
   int64_t count = step.getChunkCount();
   if (count < 1)
-    return op->emitOpError() << "count must be at least 1 (got " << count
-                             << ")";
+    return op->emitOpError()
+           << "count must be at least 1 (got " << count << ")";
   if (step.getStepKey() < 0 || step.getOrderKey() < 0)
     return op->emitOpError() << "'step' and 'order' must be non-negative";
-  for (auto [dir, peer] :
-       {std::pair{"send", step.getSendPeerOrNone()},
-        std::pair{"recv", step.getRecvPeerOrNone()}}) {
+  for (auto [dir, peer] : {std::pair{"send", step.getSendPeerOrNone()},
+                           std::pair{"recv", step.getRecvPeerOrNone()}}) {
     bool has = std::string(dir) == "send" ? step.sends() : step.receives();
     if (!has)
       continue;
@@ -429,12 +426,11 @@ LogicalResult ccsynth::ccl::verifyStepOp(Operation *op) {
       return op->emitOpError() << dir << " peer " << peer
                                << " is not a rank (0.." << ranks - 1 << ")";
     if (peer == rank)
-      return op->emitOpError() << dir << " peer " << peer
-                               << " is the step's own rank";
+      return op->emitOpError()
+             << dir << " peer " << peer << " is the step's own rank";
   }
-  for (auto [side, ref] :
-       {std::pair{"source", step.getSrcRef()},
-        std::pair{"destination", step.getDstRef()}}) {
+  for (auto [side, ref] : {std::pair{"source", step.getSrcRef()},
+                           std::pair{"destination", step.getDstRef()}}) {
     if (!ref)
       continue;
     int64_t size = gpu.bufferSize(ref->buffer);
@@ -442,8 +438,8 @@ LogicalResult ccsynth::ccl::verifyStepOp(Operation *op) {
       return op->emitOpError()
              << side << " range " << stringifyBuffer(ref->buffer) << "["
              << ref->offset << ".." << ref->offset + count
-             << ") is outside rank " << rank << "'s "
-             << bufferName(ref->buffer) << " buffer (" << size << " chunks)";
+             << ") is outside rank " << rank << "'s " << bufferName(ref->buffer)
+             << " buffer (" << size << " chunks)";
   }
   ArrayRef<int64_t> deps = step.getDepList();
   if (deps.size() % 2)
@@ -455,13 +451,13 @@ LogicalResult ccsynth::ccl::verifyStepOp(Operation *op) {
   if (auto tb = dyn_cast<ThreadblockOp>(op->getParentOp())) {
     int64_t sp = step.getSendPeerOrNone(), rp = step.getRecvPeerOrNone();
     if (sp >= 0 && sp != tb.getSendPeer())
-      return op->emitOpError() << "sends to " << sp << " but threadblock "
-                               << tb.getId() << " sends to "
-                               << tb.getSendPeer();
+      return op->emitOpError()
+             << "sends to " << sp << " but threadblock " << tb.getId()
+             << " sends to " << tb.getSendPeer();
     if (rp >= 0 && rp != tb.getRecvPeer())
-      return op->emitOpError() << "receives from " << rp
-                               << " but threadblock " << tb.getId()
-                               << " receives from " << tb.getRecvPeer();
+      return op->emitOpError()
+             << "receives from " << rp << " but threadblock " << tb.getId()
+             << " receives from " << tb.getRecvPeer();
   }
   return success();
 }

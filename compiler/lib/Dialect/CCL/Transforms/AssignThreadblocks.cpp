@@ -108,7 +108,8 @@ private:
 };
 
 struct AssignThreadblocks
-    : public ccsynth::ccl::impl::AssignThreadblocksPassBase<AssignThreadblocks> {
+    : public ccsynth::ccl::impl::AssignThreadblocksPassBase<
+          AssignThreadblocks> {
   using Base::Base;
 
   LogicalResult assign(ProgramOp prog);
@@ -119,8 +120,7 @@ struct AssignThreadblocks
                                     "at least 1";
       return signalPassFailure();
     }
-    for (ProgramOp prog :
-         llvm::to_vector(getOperation().getOps<ProgramOp>()))
+    for (ProgramOp prog : llvm::to_vector(getOperation().getOps<ProgramOp>()))
       if (!prog.isAssigned() && failed(assign(prog)))
         return signalPassFailure();
   }
@@ -175,9 +175,8 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
   std::vector<Group *> order;
   for (auto &[leader, g] : byLeader)
     order.push_back(&g);
-  std::stable_sort(order.begin(), order.end(), [](Group *a, Group *b) {
-    return a->first < b->first;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [](Group *a, Group *b) { return a->first < b->first; });
 
   // Send and receive peers that fused steps always join into one
   // threadblock (a send peer that fused steps pair with exactly one
@@ -332,10 +331,9 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
       RankLayout &lay = layout[r];
       lay.tbOrder.resize(rs.tbs.size());
       std::iota(lay.tbOrder.begin(), lay.tbOrder.end(), 0);
-      std::stable_sort(lay.tbOrder.begin(), lay.tbOrder.end(),
-                       [&](int a, int b) {
-                         return rs.tbs[a].channel < rs.tbs[b].channel;
-                       });
+      std::stable_sort(
+          lay.tbOrder.begin(), lay.tbOrder.end(),
+          [&](int a, int b) { return rs.tbs[a].channel < rs.tbs[b].channel; });
       size_t n = steps[r].size();
       lay.opTb.assign(n, -1);
       lay.opPos.assign(n, -1);
@@ -391,8 +389,7 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
       for (int id = 0; id < (int)lay.tbOrder.size(); ++id) {
         int size = 0;
         for (int op : rs.tbs[lay.tbOrder[id]].ops)
-          size += countDepNops ? std::max<int>(1, lay.deps[op].size() / 2)
-                               : 1;
+          size += countDepNops ? std::max<int>(1, lay.deps[op].size() / 2) : 1;
         if (size > worst) {
           worst = size;
           worstRank = r;

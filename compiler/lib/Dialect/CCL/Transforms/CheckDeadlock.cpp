@@ -23,7 +23,8 @@ using namespace ccsynth::ccl;
 
 namespace {
 
-struct CheckDeadlock : public ccsynth::ccl::impl::CheckDeadlockPassBase<CheckDeadlock> {
+struct CheckDeadlock
+    : public ccsynth::ccl::impl::CheckDeadlockPassBase<CheckDeadlock> {
   using Base::Base;
 
   LogicalResult check(ProgramOp prog);

@@ -108,8 +108,7 @@ bool FuseSteps::canJoin(int a, int b, int rank,
   return true;
 }
 
-void FuseSteps::join(int a, int b, int rank,
-                     std::pair<int64_t, int64_t> pair) {
+void FuseSteps::join(int a, int b, int rank, std::pair<int64_t, int64_t> pair) {
   int ra = find(a), rb = find(b);
   if (ra != rb) {
     for (auto &[r, list] : pairsOf[rb])
@@ -184,8 +183,8 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
         continue;
       StepOpInterface o = ops[j];
       auto send = dyn_cast<SendOp>(o.getOperation());
-      if (send && send.getStep() > r.getStepKey() &&
-          send.getCount() == cnt && eff[j].reads == eff[i].writes) {
+      if (send && send.getStep() > r.getStepKey() && send.getCount() == cnt &&
+          eff[j].reads == eff[i].writes) {
         // The fused step must sit after the last send to the same peer
         // before j (keeping the k-th send the k-th); moving the receive
         // there must not pass a receive from the same peer or a step
@@ -220,9 +219,8 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
         if (recv) {
           f = b.create<RecvCopySendOp>(r.getLoc(), recv.getRecvPeer(),
                                        dst.buffer, dst.offset,
-                                       send.getSendPeer(), cnt,
-                                       r.getStepKey(), r.getOrderKey(),
-                                       nullptr);
+                                       send.getSendPeer(), cnt, r.getStepKey(),
+                                       r.getOrderKey(), nullptr);
         } else if (scratchOrInput && !readBetween && !readLater(j, x) &&
                    rrc.getSrcBuffer() == rrc.getDstBuffer() &&
                    rrc.getSrcOffset() == rrc.getDstOffset()) {
@@ -296,8 +294,8 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
               r.getStepKey(), r.getOrderKey(), nullptr);
           if (auto h = r->getAttr("ccl.channel"))
             f->setAttr("ccl.channel", h);
-          Effects fe = effectsOf(cast<StepOpInterface>(f.getOperation()), col,
-                                 rank);
+          Effects fe =
+              effectsOf(cast<StepOpInterface>(f.getOperation()), col, rank);
           inMsg[f] = inMsg.lookup(r);
           inMsg.erase(r);
           r->erase();

@@ -23,7 +23,8 @@ using namespace ccsynth::ccl;
 
 namespace {
 
-struct LowerToSteps : public ccsynth::ccl::impl::LowerToStepsPassBase<LowerToSteps> {
+struct LowerToSteps
+    : public ccsynth::ccl::impl::LowerToStepsPassBase<LowerToSteps> {
   using Base::Base;
 
   LogicalResult lower(AlgorithmOp alg);
@@ -62,10 +63,9 @@ LogicalResult LowerToSteps::lower(AlgorithmOp alg) {
   }
 
   SmallVector<TransferOp> transfers(alg.getBody().front().getOps<TransferOp>());
-  std::stable_sort(transfers.begin(), transfers.end(),
-                   [](TransferOp a, TransferOp c) {
-                     return a.getStep() < c.getStep();
-                   });
+  std::stable_sort(
+      transfers.begin(), transfers.end(),
+      [](TransferOp a, TransferOp c) { return a.getStep() < c.getStep(); });
   auto at = [&](int64_t rank) {
     return OpBuilder::atBlockEnd(&gpus[rank].getBody().front());
   };
@@ -86,8 +86,8 @@ LogicalResult LowerToSteps::lower(AlgorithmOp alg) {
       if (src == dst) {
         OpBuilder lb = at(src);
         if (copy)
-          lb.create<CopyOp>(loc, t.getSrcBuffer(), si, t.getDstBuffer(), di,
-                            n, step, ord, nullptr);
+          lb.create<CopyOp>(loc, t.getSrcBuffer(), si, t.getDstBuffer(), di, n,
+                            step, ord, nullptr);
         else
           lb.create<ReduceOp>(loc, t.getSrcBuffer(), si, t.getDstBuffer(), di,
                               n, step, ord, nullptr);

@@ -28,8 +28,7 @@ void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o) {
 namespace {
 struct DefaultPipelineOptions
     : public PassPipelineOptions<DefaultPipelineOptions> {
-  Option<bool> verify{*this, "verify",
-                      llvm::cl::desc("Re-prove the algorithm"),
+  Option<bool> verify{*this, "verify", llvm::cl::desc("Re-prove the algorithm"),
                       llvm::cl::init(true)};
   Option<int> instances{*this, "instances",
                         llvm::cl::desc("MSCCL instances (ccl-instances)"),

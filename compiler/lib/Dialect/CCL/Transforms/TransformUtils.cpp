@@ -16,12 +16,10 @@ Expected<Collective> refineCollective(const Collective &col, int factor) {
     return Error("refining " + col.describe() + " by " +
                  std::to_string(factor) + " makes buffers too large");
   if (col.kind != CollectiveKind::Custom)
-    return Collective::builtin(col.kind, col.numRanks,
-                               col.chunkFactor * factor, col.inPlace,
-                               col.root);
+    return Collective::builtin(col.kind, col.numRanks, col.chunkFactor * factor,
+                               col.inPlace, col.root);
   std::vector<std::vector<int>> pre(col.numRanks);
-  std::vector<std::vector<std::optional<std::vector<int>>>> post(
-      col.numRanks);
+  std::vector<std::vector<std::optional<std::vector<int>>>> post(col.numRanks);
   for (int r = 0; r < col.numRanks; ++r) {
     for (int v : col.pre[r])
       for (int k = 0; k < factor; ++k)
@@ -91,8 +89,8 @@ pairMessages(const std::vector<std::vector<StepOpInterface>> &steps) {
       StepOpInterface a = steps[from][s[k]], b = steps[to][r[k]];
       if (a.getChunkCount() != b.getChunkCount()) {
         a->emitError() << "message " << k << " from rank " << from
-                       << " to rank " << to << " sends "
-                       << a.getChunkCount() << " chunk(s) but the matching "
+                       << " to rank " << to << " sends " << a.getChunkCount()
+                       << " chunk(s) but the matching "
                        << "receive takes " << b.getChunkCount();
         return failure();
       }

@@ -47,8 +47,7 @@ struct VerifyCollective
         Operation *at = alg;
         if (issue.transfer >= 0 && issue.transfer < (int)transfers.size())
           at = transfers[issue.transfer];
-        at->emitError() << "[" << toString(issue.kind) << "] "
-                        << issue.message;
+        at->emitError() << "[" << toString(issue.kind) << "] " << issue.message;
       }
       signalPassFailure();
     }

@@ -332,8 +332,8 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
                 st.loc, {ref, target});
           else if (dtb->steps[st.deps].hasdep != 1)
             add(sname + ": waits for " + describeStep(algo, target) +
-                    ", which has hasdep=0 and never signals: the wait "
-                    "never ends",
+                    ", which has hasdep=0 and never signals; only a later "
+                    "flag of that threadblock could end the wait",
                 st.loc, {ref, target});
         }
         if (st.type == StepType::Nop) {

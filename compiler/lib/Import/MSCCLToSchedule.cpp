@@ -116,66 +116,78 @@ private:
 
 std::optional<Error> Executor::checkRaces(const WaitGraph &graph,
                                           const std::vector<int> &order) {
-  // Vector clocks over all threadblocks: clock[v][t] is the last step of
-  // threadblock t that happens before (or is) step v.
-  std::map<std::pair<int, int>, int> tbIndex;
-  for (const auto &[key, range] : graph.tbNodes)
-    tbIndex.emplace(key, (int)tbIndex.size());
-  size_t numTbs = tbIndex.size();
-  std::vector<int> tbOfNode(graph.nodes.size());
-  for (size_t v = 0; v < graph.nodes.size(); ++v)
-    tbOfNode[v] = tbIndex[{graph.nodes[v].rank, graph.nodes[v].tb}];
-  std::vector<std::vector<int>> clock(graph.nodes.size());
-  for (int v : order) {
-    std::vector<int> c(numTbs, -1);
-    for (const WaitGraph::Pred &p : graph.preds[v])
-      for (size_t t = 0; t < numTbs; ++t)
-        c[t] = std::max(c[t], clock[p.node][t]);
-    c[tbOfNode[v]] = graph.nodes[v].step;
-    clock[v] = std::move(c);
-  }
-  auto before = [&](int a, int b) {
-    return clock[b][tbOfNode[a]] >= graph.nodes[a].step;
-  };
-  // Accesses per canonical chunk.
-  struct Access {
-    int node;
-    bool write;
-  };
-  std::map<ChunkLoc, std::vector<Access>> accesses;
-  for (size_t v = 0; v < graph.nodes.size(); ++v) {
-    StepRef r = graph.nodes[v];
-    const Step &st = tbOf(r).steps[r.step];
-    auto touch = [&](BufferKind b, int off, bool write) {
-      for (int i = 0; i < st.cnt; ++i)
-        accesses[col.canonical({r.rank, b, off + i})].push_back(
-            {(int)v, write});
-    };
-    if (st.type == StepType::Nop)
+  // Races are between threadblocks of one rank, so happens-before is
+  // computed rank by rank: clock[v][t] is the last step of threadblock t of
+  // that rank that happens before (or is) step v, propagated through the
+  // whole graph (messages may carry the ordering through other ranks).
+  size_t n = graph.nodes.size();
+  for (const Gpu &gpu : algo.gpus) {
+    std::map<int, int> local; // tb id -> clock index
+    for (const Threadblock &tb : gpu.tbs)
+      local.emplace(tb.id, (int)local.size());
+    size_t width = local.size();
+    if (width < 2)
       continue;
-    if (readsSrc(st.type))
-      touch(st.srcBuf, st.srcOff, false);
-    if (writesDst(st.type))
-      touch(st.dstBuf, st.dstOff, true);
-  }
-  for (const auto &[slot, list] : accesses)
-    for (size_t i = 0; i < list.size(); ++i)
-      for (size_t j = i + 1; j < list.size(); ++j) {
-        const Access &a = list[i], &b = list[j];
-        if (!a.write && !b.write)
-          continue;
-        if (tbOfNode[a.node] == tbOfNode[b.node])
-          continue;
-        if (before(a.node, b.node) || before(b.node, a.node))
-          continue;
-        StepRef ra = graph.nodes[a.node], rb = graph.nodes[b.node];
-        return Error("data race on " + toString(slot) + ": " +
-                         describeStep(algo, ra) + " and " +
-                         describeStep(algo, rb) +
-                         " touch it, at least one writing, and no "
-                         "dependency orders them",
-                     tbOf(ra).steps[ra.step].loc);
+    std::vector<int> clock(n * width, -1);
+    std::vector<int> slotOf(n, -1);
+    for (size_t v = 0; v < n; ++v)
+      if (graph.nodes[v].rank == gpu.id)
+        slotOf[v] = local[graph.nodes[v].tb];
+    for (int v : order) {
+      int *c = &clock[(size_t)v * width];
+      for (const WaitGraph::Pred &p : graph.preds[v]) {
+        const int *pc = &clock[(size_t)p.node * width];
+        for (size_t t = 0; t < width; ++t)
+          c[t] = std::max(c[t], pc[t]);
       }
+      if (slotOf[v] >= 0)
+        c[slotOf[v]] = graph.nodes[v].step;
+    }
+    auto before = [&](int a, int b) {
+      return clock[(size_t)b * width + slotOf[a]] >= graph.nodes[a].step;
+    };
+    // Accesses of this rank per canonical chunk.
+    struct Access {
+      int node;
+      bool write;
+    };
+    std::map<ChunkLoc, std::vector<Access>> accesses;
+    for (size_t v = 0; v < n; ++v) {
+      StepRef r = graph.nodes[v];
+      if (r.rank != gpu.id)
+        continue;
+      const Step &st = tbOf(r).steps[r.step];
+      if (st.type == StepType::Nop)
+        continue;
+      auto touch = [&](BufferKind b, int off, bool write) {
+        for (int i = 0; i < st.cnt; ++i)
+          accesses[col.canonical({r.rank, b, off + i})].push_back(
+              {(int)v, write});
+      };
+      if (readsSrc(st.type))
+        touch(st.srcBuf, st.srcOff, false);
+      if (writesDst(st.type))
+        touch(st.dstBuf, st.dstOff, true);
+    }
+    for (const auto &[slot, list] : accesses)
+      for (size_t i = 0; i < list.size(); ++i)
+        for (size_t j = i + 1; j < list.size(); ++j) {
+          const Access &a = list[i], &b = list[j];
+          if (!a.write && !b.write)
+            continue;
+          if (slotOf[a.node] == slotOf[b.node])
+            continue;
+          if (before(a.node, b.node) || before(b.node, a.node))
+            continue;
+          StepRef ra = graph.nodes[a.node], rb = graph.nodes[b.node];
+          return Error("data race on " + toString(slot) + ": " +
+                           describeStep(algo, ra) + " and " +
+                           describeStep(algo, rb) +
+                           " touch it, at least one writing, and no "
+                           "dependency orders them",
+                       tbOf(ra).steps[ra.step].loc);
+        }
+  }
   return std::nullopt;
 }
 

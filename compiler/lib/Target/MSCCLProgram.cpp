@@ -172,8 +172,10 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
         algo.loc);
   if (algo.nchunksperloop < 1)
     add("algo: nchunksperloop must be at least 1", algo.loc);
-  if (algo.ngpus < 1)
-    add("algo: ngpus must be at least 1", algo.loc);
+  if (algo.ngpus < 1 || algo.ngpus > 65536) {
+    add("algo: ngpus " + str(algo.ngpus) + " must be in 1..65536", algo.loc);
+    return issues;
+  }
   if ((algo.inplace != 0 && algo.inplace != 1) ||
       (algo.outofplace != 0 && algo.outofplace != 1))
     add("algo: inplace and outofplace must be 0 or 1", algo.loc);

@@ -122,7 +122,7 @@ private:
     return c == ' ' || c == '>' || c == '/' || c == '\n' || c == '\r';
   }
   Expected<Node> nextNode();
-  Status loadChildren(Element *head);
+  Status loadChildren(Element *head, int depth);
 };
 
 Expected<Reader::Node> Reader::nextNode() {
@@ -234,7 +234,11 @@ Expected<Reader::Node> Reader::nextNode() {
   return node;
 }
 
-Status Reader::loadChildren(Element *head) {
+Status Reader::loadChildren(Element *head, int depth) {
+  // MSCCL XML nests four levels deep; refuse absurd nesting before it can
+  // exhaust the stack.
+  if (depth > 16)
+    return error(head->offset, "elements are nested too deeply");
   while (true) {
     auto node = nextNode();
     if (!node)
@@ -250,7 +254,7 @@ Status Reader::loadChildren(Element *head) {
     case NodeType::Open: {
       Element *child = node->elem.get();
       head->children.push_back(std::move(node->elem));
-      if (Status s = loadChildren(child); !s)
+      if (Status s = loadChildren(child, depth + 1); !s)
         return s;
       break;
     }
@@ -273,7 +277,7 @@ Expected<std::unique_ptr<Element>> Reader::parseDocument() {
                                "tag)");
   std::unique_ptr<Element> root = std::move(node->elem);
   if (node->type == NodeType::Open)
-    if (Status s = loadChildren(root.get()); !s)
+    if (Status s = loadChildren(root.get(), 1); !s)
       return s.error();
   auto rest = nextNode();
   if (!rest)

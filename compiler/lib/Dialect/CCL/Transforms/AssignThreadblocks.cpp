@@ -409,7 +409,6 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
     }
 
     // Rewrite the IR.
-    MLIRContext *ctx = prog.getContext();
     for (int r = 0; r < numRanks; ++r) {
       RankState &rs = pl.ranks[r];
       RankLayout &lay = layout[r];
@@ -429,7 +428,6 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
         }
       }
     }
-    (void)ctx;
     return success();
   }
 }

@@ -205,8 +205,24 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
     if (!gpuSeen[r])
       add("no <gpu id=\"" + str(r) + "\">: every rank needs one", algo.loc);
 
+  if ((int)algo.gpus.size() > kMaxXmlChildren)
+    add("algo: " + str(algo.gpus.size()) +
+            " <gpu> elements exceed the "
+            "parser's " +
+            str(kMaxXmlChildren) + " children per element",
+        algo.loc);
+
   for (const Gpu &g : algo.gpus) {
     std::string gname = "gpu " + str(g.id);
+    // The runtime's parser keeps <algo>, every <gpu>, and this rank's <tb>
+    // and <step> elements in a fixed pool.
+    size_t nodes = 1 + algo.gpus.size() + g.tbs.size();
+    for (const Threadblock &tb : g.tbs)
+      nodes += tb.steps.size();
+    if (nodes > (size_t)kMaxXmlNodes)
+      add(gname + ": the runtime's parser would read " + str(nodes) +
+              " XML elements for this rank, more than its " + str(kMaxXmlNodes),
+          g.loc);
     if (g.iChunks < 0 || g.oChunks < 0 || g.sChunks < 0)
       add(gname + ": chunk counts must be non-negative", g.loc);
     if ((int)g.tbs.size() > kMaxThreadblocks)

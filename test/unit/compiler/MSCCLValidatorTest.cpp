@@ -259,6 +259,22 @@ TEST_CASE("the validator enforces the runtime's structural rules",
     }
     CHECK(mentions(validateAlgo(algo), "more than 32 threadblocks"));
   }
+  SECTION("at most 4096 elements per rank for the runtime's parser") {
+    Gpu &g = algo.gpus[0];
+    for (int c = 1; c < 32; ++c)
+      for (int k = 0; k < 2; ++k) {
+        Threadblock tb;
+        tb.id = (int)g.tbs.size();
+        tb.chan = c;
+        for (int s = 0; s < 64; ++s)
+          tb.steps.push_back(localCopy(s));
+        g.tbs.push_back(tb);
+      }
+    algo.nchannels = 32;
+    auto issues = validateAlgo(algo);
+    INFO(issuesText(issues));
+    CHECK(mentions(issues, "XML elements for this rank, more than its 4096"));
+  }
   SECTION("cnt < 72") {
     algo.gpus[0].oChunks = algo.gpus[0].iChunks = 100;
     Threadblock &tb = *findTb(algo, 0, 1);

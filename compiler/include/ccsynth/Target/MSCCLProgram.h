@@ -26,10 +26,12 @@ inline constexpr int kMaxSteps = 64;         // MSCCL_MAX_NUM_STEPS
 inline constexpr int kMaxTbsPerChannel = 32; // ..._THREAD_BLOCKS_PER_CHANNEL
 inline constexpr int kMaxChannels = 32;      // MAXCHANNELS
 inline constexpr int kMaxThreadblocks = 32 * 32; // MSCCL_MAX_NUM_THREAD_BLOCKS
-inline constexpr int kMaxCount = 72;       // cnt must be < MSCCL_MAX_COUNT
-inline constexpr int kMaxAttrLength = 255; // MAX_STR_LEN
-inline constexpr int kMaxOffset = 32767;   // offsets are int16_t
-inline constexpr int kMaxDepTb = 127;      // dependentBid is int8_t
+inline constexpr int kMaxCount = 72;         // cnt must be < MSCCL_MAX_COUNT
+inline constexpr int kMaxAttrLength = 255;   // MAX_STR_LEN
+inline constexpr int kMaxOffset = 32767;     // offsets are int16_t
+inline constexpr int kMaxDepTb = 127;        // dependentBid is int8_t
+inline constexpr int kMaxXmlNodes = 4096;    // MAX_NODES (NCCL's copy)
+inline constexpr int kMaxXmlChildren = 1024; // MAX_SUBS
 
 enum class StepType {
   Send,               ///< s
@@ -137,7 +139,9 @@ std::string describeStep(const Algo &algo, StepRef ref);
 /// other ranks or -1, channels below nchannels, at most 32 threadblocks per
 /// channel and one threadblock per (channel, peer, direction), dense step
 /// indices, at most 64 steps per threadblock, 1 <= cnt < 72, offsets inside
-/// the buffers, sends/receives only with a peer, dependencies that name an
+/// the buffers, sends/receives only with a peer, at most 1024 gpus and 4096
+/// XML elements read per rank (the parser's node pool), dependencies that
+/// name an
 /// existing step which sets its flag (hasdep=1), nop chains ending in a
 /// step that carries a dependency, and, per channel and ordered rank pair,
 /// as many receives as sends with matching counts. Empty when valid.

@@ -262,7 +262,7 @@ TEST_CASE("the validator enforces the runtime's structural rules",
   SECTION("at most 4096 elements per rank for the runtime's parser") {
     Gpu &g = algo.gpus[0];
     for (int c = 1; c < 32; ++c)
-      for (int k = 0; k < 2; ++k) {
+      for (int k = 0; k < 3; ++k) {
         Threadblock tb;
         tb.id = (int)g.tbs.size();
         tb.chan = c;

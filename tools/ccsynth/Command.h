@@ -83,5 +83,7 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx);
 void addVerifyCommand(CLI::App &app, CommandContext &ctx);
 void addCheckCommand(CLI::App &app, CommandContext &ctx);
 void addSimulateCommand(CLI::App &app, CommandContext &ctx);
+/// Only in builds with CCSYNTH_ENABLE_MLIR (CCSYNTH_HAVE_MLIR defined).
+void addCompileCommand(CLI::App &app, CommandContext &ctx);
 
 } // namespace ccsynth::cli

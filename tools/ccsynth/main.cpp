@@ -12,7 +12,8 @@ int main(int argc, char **argv) {
       "  ccsynth topo show dgx-a100x2\n"
       "  ccsynth baseline ring --collective allreduce --topo dgx-a100 -o r.json\n"
       "  ccsynth verify r.json\n"
-      "  ccsynth simulate r.json --sizes 1K,1M,1G --plot bw.svg\n",
+      "  ccsynth simulate r.json --sizes 1K,1M,1G --plot bw.svg\n"
+      "  ccsynth compile r.json --target msccl-xml -o r.xml\n",
       "ccsynth"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ccsynth 0.1.0");
@@ -22,6 +23,9 @@ int main(int argc, char **argv) {
   addVerifyCommand(app, ctx);
   addCheckCommand(app, ctx);
   addSimulateCommand(app, ctx);
+#ifdef CCSYNTH_HAVE_MLIR
+  addCompileCommand(app, ctx);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -1,0 +1,76 @@
+//===- Compile.h - One call from a schedule (or .mlir) to MSCCL/MSCCL++ ---===//
+//
+// The compiler's entry point for the CLI and for tests: imports a schedule
+// into the ccl dialect (or parses a .mlir file), runs the default pipeline
+// and exports. The interface is plain C++ so that callers need neither
+// MLIR's headers nor its compile flags.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Schedule.h"
+
+#include <optional>
+#include <string>
+
+namespace ccsynth {
+
+enum class CompileTarget { Mlir, MscclXml, MscclppJson };
+
+/// "mlir", "msccl-xml" or "mscclpp-json".
+std::optional<CompileTarget> parseCompileTarget(const std::string &name);
+
+struct CompileOptions {
+  CompileTarget target = CompileTarget::MscclXml;
+  /// Re-prove the algorithm in the pipeline.
+  bool verify = true;
+  /// Fuse receive/send pairs.
+  bool fuse = true;
+  /// MSCCL instances and chunk-pipelining parts.
+  int instances = 1;
+  int pipeline = 1;
+  /// Largest chunk count per step (MSCCL: cnt < 72).
+  int maxCount = 71;
+  /// Most steps per threadblock. 0 = the target's default: 64 (MSCCL's
+  /// limit) for XML and MLIR; for MSCCL++ the largest of 16, 8, 4, 2, 1
+  /// whose plan fits the executor's 64 operations per threadblock.
+  int maxTbSteps = 0;
+  int maxTbsPerChannel = 32;
+  /// Most channels. 0 = the target's default: 32 (NCCL's MAXCHANNELS) for
+  /// XML and MLIR, 64 for MSCCL++ (whose memory channels are not NCCL's).
+  int maxChannels = 0;
+  /// Overrides of the algorithm's metadata (empty / -1 = keep).
+  std::string protocol;
+  long long minBytes = -1;
+  long long maxBytes = -1;
+  std::string name;
+};
+
+/// Why a compilation failed.
+struct CompileFailure {
+  Error error;
+  /// The schedule does not implement its collective (ccsynth's exit
+  /// code 3), as opposed to bad input or a runtime limit.
+  bool verificationFailed = false;
+};
+
+/// The compiled output (MLIR text, MSCCL XML or MSCCL++ JSON), or the
+/// first diagnostic with the others as notes.
+struct CompileResult {
+  std::optional<std::string> output;
+  CompileFailure failure;
+  bool ok() const { return output.has_value(); }
+};
+
+/// Compiles a chunk-level schedule (transfer locations, when present, are
+/// used in diagnostics).
+CompileResult compileSchedule(const Schedule &schedule,
+                              const CompileOptions &options);
+
+/// Compiles the text of a .mlir file holding a ccl.algorithm (the whole
+/// pipeline runs) or a ccl.program (the remaining passes and checks run).
+CompileResult compileMlir(const std::string &file, const std::string &text,
+                          const CompileOptions &options);
+
+} // namespace ccsynth

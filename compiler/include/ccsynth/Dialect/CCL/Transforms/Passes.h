@@ -1,0 +1,56 @@
+//===- Passes.h - Passes over the ccl dialect and the default pipeline ----===//
+//
+// Pass declarations generated from Passes.td, plus the default pipeline
+// that turns an imported algorithm into a checked, threadblock-assigned
+// program ready for an exporter.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Dialect/CCL/IR/CCLOps.h"
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <memory>
+
+namespace ccsynth::ccl {
+
+#define GEN_PASS_DECL
+#include "ccsynth/Dialect/CCL/Transforms/Passes.h.inc"
+
+/// Knobs of the default pipeline; the tools fill them from their options.
+struct PipelineOptions {
+  /// Re-prove the algorithm before lowering (and after refinements).
+  bool verify = true;
+  /// MSCCL instances (ccl-instances count).
+  int instances = 1;
+  /// Chunk pipelining parts (ccl-pipeline-chunks parts).
+  int pipelineParts = 1;
+  /// Largest chunk count per step (ccl-lower-to-steps max-count).
+  int maxCount = 71;
+  /// Fuse receive/send pairs (ccl-fuse-steps).
+  bool fuse = true;
+  /// Threadblock/channel limits (ccl-assign-threadblocks).
+  int maxSteps = 64;
+  int maxTbsPerChannel = 32;
+  int maxChannels = 32;
+  /// Extra dependencies cost a nop step each (MSCCL); not for MSCCL++.
+  bool countDepNops = true;
+};
+
+/// Appends the default pipeline to `pm` (a ModuleOp pass manager):
+///   ccl-verify-collective, [ccl-instances], [ccl-pipeline-chunks],
+///   [ccl-verify-collective], ccl-lower-to-steps, [ccl-fuse-steps],
+///   ccl-assign-threadblocks, ccl-check-deadlock.
+void buildDefaultPipeline(mlir::OpPassManager &pm,
+                          const PipelineOptions &options);
+
+/// Registers `ccl-default-pipeline` (with the options above) for
+/// ccsynth-opt.
+void registerDefaultPipeline();
+
+#define GEN_PASS_REGISTRATION
+#include "ccsynth/Dialect/CCL/Transforms/Passes.h.inc"
+
+} // namespace ccsynth::ccl

@@ -1,0 +1,206 @@
+//===- Passes.td - Passes over the ccl dialect ----------------------------===//
+//
+// Every pass runs on the module and acts on the ops of its level: chunk
+// passes on ccl.algorithm, step passes on ccl.program (and skip the rest),
+// so one pipeline compiles an algorithm or re-checks a hand-written
+// program. The default pipeline (see Passes.h, buildDefaultPipeline) is
+//   ccl-verify-collective, [ccl-instances], [ccl-pipeline-chunks,
+//   ccl-verify-collective], ccl-lower-to-steps, ccl-fuse-steps,
+//   ccl-assign-threadblocks, ccl-check-deadlock.
+//
+//===----------------------------------------------------------------------===//
+#ifndef CCSYNTH_DIALECT_CCL_TRANSFORMS_PASSES_TD
+#define CCSYNTH_DIALECT_CCL_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def VerifyCollectivePass : Pass<"ccl-verify-collective", "mlir::ModuleOp"> {
+  let summary = "Prove that every ccl.algorithm implements its collective";
+  let description = [{
+    Converts each `ccl.algorithm` back into a core-model Schedule and runs
+    the symbolic verifier on it (the same proof `ccsynth verify` gives):
+    every output chunk must end with exactly the required contributions,
+    each reduction counted once, no read before the data arrives and no
+    two writes of one slot in one step. Each issue is reported at the
+    offending `ccl.transfer` (or at the algorithm for end-state issues) and
+    the pass fails. The IR is not changed.
+
+    ```mlir
+    // error: [wrong-output] rank 1 output chunk 0 holds {} but needs {in[0][0]}
+    ccl.algorithm @bad attributes {collective = "allgather", ranks = 2, ...} {
+      ccl.transfer copy 1:i[0] -> 0:o[1] step 0
+    }
+    ```
+  }];
+  let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
+  let options = [
+    Option<"maxIssues", "max-issues", "int", /*default=*/"8",
+           "Stop after this many issues per algorithm">,
+  ];
+}
+
+def InstancesPass : Pass<"ccl-instances", "mlir::ModuleOp"> {
+  let summary = "Replicate an algorithm across channels (MSCCL instances)";
+  let description = [{
+    Splits every chunk into `count` sub-chunks and replaces each transfer
+    of chunks [x, x+n) by `count` transfers of the same step that together
+    move the refined range [x*count, (x+n)*count), instance k moving the
+    k-th contiguous piece of n sub-chunks. Instance k is hinted onto
+    channel `base*count + k` so that the instances run on separate
+    channels and threadblocks. The collective's chunk factor, both buffer
+    sizes and the scratch size are multiplied by `count`; the result
+    implements the same collective on finer chunks.
+
+    ```mlir
+    // count=2:  ccl.transfer copy 0:i[0] -> 1:o[0] step 0
+    // becomes   ccl.transfer copy 0:i[0] -> 1:o[0] step 0 {channel = 0}
+    //           ccl.transfer copy 0:i[1] -> 1:o[1] step 0 {channel = 1}
+    ```
+  }];
+  let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
+  let options = [
+    Option<"count", "count", "int", /*default=*/"1",
+           "Number of instances (>= 1)">,
+  ];
+}
+
+def PipelineChunksPass : Pass<"ccl-pipeline-chunks", "mlir::ModuleOp"> {
+  let summary = "Split chunks into parts that flow through the steps in turn";
+  let description = [{
+    Splits every chunk into `parts` sub-chunks; part p of a transfer of
+    step s moves at step s + p. Consecutive hops of a multi-hop route then
+    overlap: while part 0 takes the second hop, part 1 takes the first.
+    Multi-chunk transfers are split into single chunks because part p of a
+    range is not contiguous. Data dependencies, write-once slots and
+    reductions are preserved part by part, so the result implements the
+    same collective (re-run ccl-verify-collective to check).
+
+    ```mlir
+    // parts=2:  ccl.transfer copy 0:i[0] -> 1:s[0] step 0
+    //           ccl.transfer copy 1:s[0] -> 2:o[0] step 1
+    // becomes   ccl.transfer copy 0:i[0] -> 1:s[0] step 0
+    //           ccl.transfer copy 0:i[1] -> 1:s[1] step 1
+    //           ccl.transfer copy 1:s[0] -> 2:o[0] step 1
+    //           ccl.transfer copy 1:s[1] -> 2:o[1] step 2
+    ```
+  }];
+  let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
+  let options = [
+    Option<"parts", "parts", "int", /*default=*/"1",
+           "Number of parts per chunk (>= 1)">,
+  ];
+}
+
+def LowerToStepsPass : Pass<"ccl-lower-to-steps", "mlir::ModuleOp"> {
+  let summary = "Lower each ccl.algorithm to a ccl.program of per-rank steps";
+  let description = [{
+    Replaces every `ccl.algorithm` by a `ccl.program` with one `ccl.gpu`
+    per rank. A transfer between two ranks becomes a `ccl.send` at the
+    source and a `ccl.recv` (copy) or `ccl.recv_reduce_copy` (reduce, with
+    source = destination) at the destination; a transfer within a rank
+    becomes `ccl.copy` or `ccl.reduce`. Steps keep the transfer's schedule
+    step and index as their `step`/`order` keys and are listed in that
+    order. Transfers of more than `max-count` chunks are split so that
+    every step stays below the runtime's count limit (MSCCL: cnt < 72).
+
+    ```mlir
+    // ccl.transfer copy 0:i[0] -> 1:o[0] step 0   becomes
+    ccl.gpu 0 chunks(1, 2, 0) { ccl.send i[0] to 1 }
+    ccl.gpu 1 chunks(1, 2, 0) { ccl.recv from 0 -> o[0] }
+    ```
+  }];
+  let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
+  let options = [
+    Option<"maxCount", "max-count", "int", /*default=*/"71",
+           "Largest chunk count of one step">,
+  ];
+}
+
+def FuseStepsPass : Pass<"ccl-fuse-steps", "mlir::ModuleOp"> {
+  let summary = "Fuse receive/send pairs into rcs, rrc, rrs and rrcs steps";
+  let description = [{
+    Runs on programs whose steps are not yet in threadblocks. Per rank:
+      * `recv X` then a later `send X` (X unchanged in between)
+        becomes `recv_copy_send` (rcs);
+      * `recv_reduce_copy X` then a later `send X` becomes
+        `recv_reduce_copy_send` (rrcs), or `recv_reduce_send` (rrs) when X
+        is a scratch or input range nobody reads afterwards;
+      * `recv S` into scratch then a later `reduce S -> Y` (S dead
+        afterwards, Y untouched in between) becomes
+        `recv_reduce_copy ... with Y -> Y` (rrc).
+    The fused step takes the receive's place, so the send moves earlier; a
+    fusion is only made when no other message on the same (sender,
+    receiver) connection lies between the old and the new position, which
+    keeps sends and receives matched in order.
+
+    ```mlir
+    ccl.recv from 0 -> o[0] {step = 0}
+    ccl.send o[0] to 2 {step = 1}
+    // becomes
+    ccl.recv_copy_send from 0 -> o[0] to 2 {step = 0}
+    ```
+  }];
+  let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
+}
+
+def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
+                                  "mlir::ModuleOp"> {
+  let summary = "Group steps into threadblocks and channels within the "
+                "runtime's limits, and add cross-threadblock dependencies";
+  let description = [{
+    Pairs every send with its receive (in order per sender/receiver), and
+    gives every message one channel: messages joined by a fused step share
+    a channel; a transfer's channel hint is honoured when it fits. First
+    fit over channels keeps, per rank and channel, each send peer and each
+    receive peer in one threadblock, at most `max-tbs-per-channel`
+    threadblocks, and at most `max-steps` steps per threadblock (counting
+    the nop steps that extra dependencies cost in MSCCL, unless
+    `count-dep-nops=false`, as for MSCCL++ where they cost no step). Steps of a
+    threadblock run in schedule order. Then each step waits for the last
+    conflicting step (read/write or write/write of an overlapping chunk,
+    in-place aliases included) of every other threadblock of its rank.
+    Local copies and reductions go to peerless threadblocks.
+
+    ```mlir
+    ccl.gpu 0 chunks(1, 2, 0) {
+      ccl.threadblock 0 send 1 recv -1 channel 0 { ccl.send i[0] to 1 }
+      ccl.threadblock 1 send -1 recv -1 channel 0 { ccl.copy i[0] -> o[0] }
+    }
+    ```
+  }];
+  let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
+  let options = [
+    Option<"maxSteps", "max-steps", "int", /*default=*/"64",
+           "Most steps per threadblock (MSCCL_MAX_NUM_STEPS = 64)">,
+    Option<"maxTbsPerChannel", "max-tbs-per-channel", "int", /*default=*/"32",
+           "Most threadblocks per channel and rank (MSCCL: 32)">,
+    Option<"maxChannels", "max-channels", "int", /*default=*/"32",
+           "Most channels (NCCL MAXCHANNELS = 32)">,
+    Option<"countDepNops", "count-dep-nops", "bool", /*default=*/"true",
+           "Count the nop step each extra dependency costs in MSCCL">,
+  ];
+}
+
+def CheckDeadlockPass : Pass<"ccl-check-deadlock", "mlir::ModuleOp"> {
+  let summary = "Reject step programs that can deadlock or mismatch messages";
+  let description = [{
+    Checks every threadblock-assigned `ccl.program`:
+      * per channel, each peer is sent to (received from) by one
+        threadblock of a rank;
+      * per channel and ordered rank pair, the sender's sends and the
+        receiver's receives agree in number and, in order, in chunk count;
+      * the wait-for graph is acyclic. Its edges are program order within
+        a threadblock, `after` dependencies, and each send to its matching
+        receive (sends are buffered, receives block, the model MSCCL's
+        runtime implements for one slice per step).
+    A cycle is reported with every rank, threadblock and step on it.
+
+    ```mlir
+    // error: deadlock: rank 0 tb 0 step 0 (recv from 1) waits for
+    //        rank 1 tb 0 step 1 (send to 0), which waits for ...
+    ```
+  }];
+  let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
+}
+
+#endif // CCSYNTH_DIALECT_CCL_TRANSFORMS_PASSES_TD

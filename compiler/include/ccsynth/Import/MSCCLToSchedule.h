@@ -1,0 +1,33 @@
+//===- MSCCLToSchedule.h - Recover a chunk-level schedule from MSCCL XML --===//
+//
+// Runs an MSCCL program symbolically and records every data movement as a
+// chunk-level transfer, so the core verifier can prove that an exported XML
+// file (or any MSCCL algorithm) implements its collective. A send captures
+// its data when it runs and the matching receive stores it when it runs;
+// when the sender overwrites the range in between, the importer first
+// copies it to a fresh scratch chunk, exactly as the runtime's FIFO would
+// hold it. Plain C++, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Target/MSCCLProgram.h"
+
+namespace ccsynth {
+
+/// The built-in collective an MSCCL algorithm claims to implement, from its
+/// coll, ngpus, inplace and buffer sizes (rooted collectives use `root`).
+Expected<Collective> inferMscclCollective(const msccl::Algo &algo,
+                                          int root = 0);
+
+/// Converts a program to a schedule of `collective` (one transfer per
+/// step, in an order the program allows). Fails with a message naming
+/// ranks, threadblocks and steps when the program breaks a runtime rule,
+/// mismatches sends and receives, deadlocks, or has two threadblocks of one
+/// rank touch a chunk without a dependency ordering them (a data race).
+Expected<Schedule> mscclToSchedule(const msccl::Algo &algo,
+                                   const Collective &collective);
+
+} // namespace ccsynth

@@ -1,0 +1,47 @@
+//===- MSCCLExport.h - ccl.program to MSCCL XML ---------------------------===//
+//
+// Shaped like CIRCT's exporters: `exportMSCCLXml(op, os)` plus a registered
+// translation (`ccsynth-translate --ccl-to-msccl-xml`). The exporter
+// converts a threadblock-assigned program to MSCCL's model (nop steps carry
+// the extra dependencies), checks every runtime rule, and only then writes;
+// a program the runtime would reject produces diagnostics and no output.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Dialect/CCL/IR/CCLOps.h"
+#include "ccsynth/Target/MSCCLProgram.h"
+
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <tuple>
+
+namespace ccsynth::ccl {
+
+/// The op each MSCCL step came from, keyed by (rank, tb id, step index);
+/// a nop maps to the step whose dependency it carries.
+using StepOrigins = std::map<std::tuple<int, int, int>, mlir::Operation *>;
+
+/// Converts a threadblock-assigned program to MSCCL's model. Fails with a
+/// diagnostic when the program is not assigned yet.
+mlir::FailureOr<msccl::Algo> programToMsccl(ProgramOp prog,
+                                            StepOrigins *origins = nullptr);
+
+/// The single ccl.program in `op` (a module or a program itself), or a
+/// diagnostic.
+mlir::FailureOr<ProgramOp> findProgram(mlir::Operation *op);
+
+/// Writes the program in `op` as MSCCL XML.
+mlir::LogicalResult exportMSCCLXml(mlir::Operation *op, llvm::raw_ostream &os);
+
+/// Reports each issue as an error at the step it names (or at `fallback`).
+void emitIssues(llvm::ArrayRef<msccl::ProgramIssue> issues,
+                const StepOrigins &origins, mlir::Operation *fallback);
+
+/// Registers the ccl translations (to MSCCL XML, to an MSCCL++ plan, and
+/// from schedule JSON / MSCCL XML to ccl.algorithm).
+void registerTranslations();
+
+} // namespace ccsynth::ccl

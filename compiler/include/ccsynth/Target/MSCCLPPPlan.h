@@ -1,0 +1,38 @@
+//===- MSCCLPPPlan.h - ccl.program to an MSCCL++ execution plan -----------===//
+//
+// Writes the JSON that MSCCL++'s executor loads (src/core/executor/
+// execution_plan.cc): gpus[rank] with input/output/scratch chunk counts,
+// memory channels (paired per rank pair in channel order), the remote
+// buffers each rank writes, semaphores for cross-threadblock dependencies,
+// and per threadblock its channels, remote buffer references and ops.
+//
+// Lowering of one MSCCL step (memory channels, Simple protocol):
+//   send      -> [nop] put(local -> peer's buffer), nop, signal
+//   recv      -> wait, nop [, copy from the staging chunk]
+//   recv+reduce -> wait, nop, re(dst <- src + staging)
+//   a dependency -> sem_acquire before, nop + sem_release after the producer
+// A receive whose destination is written exactly once on its rank and holds
+// no input data gets the put directly; others are staged in fresh scratch
+// chunks so no put can overwrite data the receiver still reads.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace ccsynth::ccl {
+
+/// MSCCL++ executor limits (execution_common.hpp).
+inline constexpr int kMscclppMaxOps = 64;        // MAX_OPERATION
+inline constexpr int kMscclppMaxChannels = 16;   // MAX_CHANNEL per tb
+inline constexpr int kMscclppMaxSemaphores = 16; // per operation
+
+/// Writes the single ccl.program in `op` as an MSCCL++ execution plan.
+/// Fails (with diagnostics, writing nothing) when the program exceeds the
+/// executor's limits or its sends and receives do not match.
+mlir::LogicalResult exportMSCCLPPPlan(mlir::Operation *op,
+                                      llvm::raw_ostream &os);
+
+} // namespace ccsynth::ccl

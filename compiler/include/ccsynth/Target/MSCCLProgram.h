@@ -1,0 +1,197 @@
+//===- MSCCLProgram.h - MSCCL's algorithm model and its analyses ----------===//
+//
+// The in-memory form of an MSCCL XML algorithm, element by element (algo >
+// gpu > tb > step, every attribute the runtime reads), plus the analyses
+// ccsynth runs on it: the runtime's structural rules, in-order matching of
+// sends and receives per channel, and the wait-for graph whose cycles are
+// deadlocks. Plain C++ (no MLIR), so tests and tools can check any XML.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Collective.h"
+#include "ccsynth/Core/Diagnostic.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ccsynth::msccl {
+
+/// Limits of the current MSCCL runtime (msccl-executor-nccl msccl_struct.h
+/// and NCCL's MAXCHANNELS).
+inline constexpr int kMaxSteps = 64;         // MSCCL_MAX_NUM_STEPS
+inline constexpr int kMaxTbsPerChannel = 32; // ..._THREAD_BLOCKS_PER_CHANNEL
+inline constexpr int kMaxChannels = 32;      // MAXCHANNELS
+inline constexpr int kMaxThreadblocks = 32 * 32; // MSCCL_MAX_NUM_THREAD_BLOCKS
+inline constexpr int kMaxCount = 72;         // cnt must be < MSCCL_MAX_COUNT
+inline constexpr int kMaxAttrLength = 255;   // MAX_STR_LEN
+inline constexpr int kMaxOffset = 32767;     // offsets are int16_t
+inline constexpr int kMaxDepTb = 127;        // dependentBid is int8_t
+inline constexpr int kMaxXmlNodes = 4096;    // MAX_NODES (NCCL's copy)
+inline constexpr int kMaxXmlChildren = 1024; // MAX_SUBS
+
+enum class StepType {
+  Send,               ///< s
+  Recv,               ///< r
+  RecvCopySend,       ///< rcs
+  RecvReduceSend,     ///< rrs
+  RecvReduceCopy,     ///< rrc
+  RecvReduceCopySend, ///< rrcs
+  Copy,               ///< cpy
+  Reduce,             ///< re
+  Nop,                ///< nop (carries one extra dependency)
+};
+
+const char *toString(StepType type);
+std::optional<StepType> parseStepType(const std::string &s);
+/// Step types that send to the threadblock's send peer.
+bool sends(StepType type);
+/// Step types that receive from the threadblock's receive peer.
+bool receives(StepType type);
+/// Step types whose `srcbuf/srcoff` name local data they read.
+bool readsSrc(StepType type);
+/// Step types whose `dstbuf/dstoff` name local data they write.
+bool writesDst(StepType type);
+/// `re` also reads its destination (dst += src).
+bool readsDst(StepType type);
+
+/// "i", "o" or "s".
+const char *bufferCode(BufferKind b);
+
+struct Step {
+  int s = 0;
+  StepType type = StepType::Nop;
+  BufferKind srcBuf = BufferKind::Input;
+  int srcOff = -1;
+  BufferKind dstBuf = BufferKind::Output;
+  int dstOff = -1;
+  int cnt = 1;
+  int depid = -1;
+  int deps = -1;
+  int hasdep = 0;
+  SourceLoc loc;
+};
+
+struct Threadblock {
+  int id = 0;
+  int send = -1;
+  int recv = -1;
+  int chan = 0;
+  std::vector<Step> steps;
+  SourceLoc loc;
+};
+
+struct Gpu {
+  int id = 0;
+  int iChunks = 0;
+  int oChunks = 0;
+  int sChunks = 0;
+  std::vector<Threadblock> tbs;
+  SourceLoc loc;
+};
+
+struct Algo {
+  std::string name;
+  std::string proto = "Simple";
+  int nchannels = 1;
+  int nchunksperloop = 1;
+  int ngpus = 0;
+  std::string coll;
+  int inplace = 0;
+  int outofplace = 1;
+  int64_t minBytes = 0;
+  int64_t maxBytes = 0;
+  std::vector<Gpu> gpus;
+  SourceLoc loc;
+
+  /// The gpu element of `rank`, or nullptr.
+  const Gpu *gpu(int rank) const;
+};
+
+/// The collective names MSCCL's `coll` attribute accepts.
+const std::vector<std::string> &mscclCollNames();
+
+/// A step named by rank, threadblock id and position in the threadblock.
+struct StepRef {
+  int rank = 0;
+  int tb = 0;
+  int step = 0;
+  friend bool operator==(const StepRef &, const StepRef &) = default;
+};
+
+/// One problem found in a program: a message, the steps involved and the
+/// location of the first of them (when the program came from a file).
+struct ProgramIssue {
+  std::string message;
+  std::vector<StepRef> steps;
+  SourceLoc loc;
+};
+
+/// "rank 0 tb 1 step 3 (rcs from 2 to 4)".
+std::string describeStep(const Algo &algo, StepRef ref);
+
+/// Checks every rule the MSCCL runtime enforces when it loads an algorithm
+/// (and the ones whose violation makes it hang or compute garbage): valid
+/// algo attributes, one gpu per rank, dense threadblock ids, peers that are
+/// other ranks or -1, channels below nchannels, at most 32 threadblocks per
+/// channel and one threadblock per (channel, peer, direction), dense step
+/// indices, at most 64 steps per threadblock, 1 <= cnt < 72, offsets inside
+/// the buffers, sends/receives only with a peer, at most 1024 gpus and 4096
+/// XML elements read per rank (the parser's node pool), dependencies that
+/// name an
+/// existing step which sets its flag (hasdep=1), nop chains ending in a
+/// step that carries a dependency, and, per channel and ordered rank pair,
+/// as many receives as sends with matching counts. Empty when valid.
+std::vector<ProgramIssue> validateAlgo(const Algo &algo);
+
+/// A matched send (at the sender) and receive (at the receiver).
+struct Message {
+  StepRef send;
+  StepRef recv;
+  int channel = 0;
+};
+
+/// Pairs the k-th send from a to b on channel c with the k-th receive at b
+/// from a on c. Unmatched or count-mismatched steps become issues.
+struct Matching {
+  std::vector<Message> messages;
+  std::vector<ProgramIssue> issues;
+};
+Matching matchMessages(const Algo &algo);
+
+/// The wait-for graph of a program: one node per step (nops included);
+/// preds[v] lists the steps v waits for and why.
+struct WaitGraph {
+  enum EdgeKind { ProgramOrder, Dependency, MessageEdge };
+  struct Pred {
+    int node;
+    EdgeKind kind;
+  };
+  std::vector<StepRef> nodes;
+  std::vector<std::vector<Pred>> preds;
+  /// Node of a step, or -1 when the step does not exist.
+  int nodeOf(StepRef ref) const;
+
+  /// First node of each (rank, tb id) and the threadblock's step count.
+  std::map<std::pair<int, int>, std::pair<int, int>> tbNodes;
+};
+
+/// Builds the wait-for graph: program order within a threadblock,
+/// dependencies (depid/deps) and each matched send to its receive.
+WaitGraph buildWaitGraph(const Algo &algo, const Matching &matching);
+
+/// Nodes in an order every edge respects, or nullopt when the graph has a
+/// cycle.
+std::optional<std::vector<int>> topologicalOrder(const WaitGraph &graph);
+
+/// Looks for a cycle in the wait-for graph: program order within a
+/// threadblock, dependencies (depid/deps, including nops) and each send to
+/// its matching receive (sends are buffered, receives block). Returns one
+/// issue naming every step of the first cycle found, or nothing.
+std::vector<ProgramIssue> checkDeadlock(const Algo &algo,
+                                        const Matching &matching);
+
+} // namespace ccsynth::msccl

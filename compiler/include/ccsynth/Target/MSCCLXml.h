@@ -1,0 +1,35 @@
+//===- MSCCLXml.h - Writing and reading MSCCL algorithm XML ---------------===//
+//
+// The writer emits exactly the dialect of XML the MSCCL runtime's
+// hand-written parser accepts: no prolog, one element per line, attributes
+// separated by single spaces in double quotes, every attribute the runtime
+// requires. The reader follows the same parser's rules (so a file it
+// accepts is one the runtime can load) and keeps line:col for every
+// element. Plain C++, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Target/MSCCLProgram.h"
+
+#include <string>
+#include <vector>
+
+namespace ccsynth::msccl {
+
+/// Serializes an algorithm as MSCCL XML.
+std::string printXml(const Algo &algo);
+
+/// Parses MSCCL XML the way the runtime does: a missing required attribute,
+/// a malformed tag, a non-integer value or an unknown element is a located
+/// error.
+Expected<Algo> parseXml(const std::string &file, const std::string &text);
+
+/// Parses and validates (validateAlgo) a file's text; a parse error becomes
+/// the single issue. Empty when the runtime would load the algorithm and
+/// its sends and receives match.
+std::vector<ProgramIssue> validateXml(const std::string &file,
+                                      const std::string &text);
+
+} // namespace ccsynth::msccl

@@ -1,0 +1,218 @@
+//===- Compile.cpp - Schedule or .mlir -> pipeline -> exporter ------------===//
+#include "ccsynth/Compiler/Compile.h"
+
+#include "ccsynth/Dialect/CCL/IR/CCLDialect.h"
+#include "ccsynth/Dialect/CCL/Transforms/Passes.h"
+#include "ccsynth/Import/ScheduleImport.h"
+#include "ccsynth/Target/MSCCLExport.h"
+#include "ccsynth/Target/MSCCLPPPlan.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <vector>
+
+using namespace mlir;
+
+namespace ccsynth {
+
+std::optional<CompileTarget> parseCompileTarget(const std::string &name) {
+  if (name == "mlir")
+    return CompileTarget::Mlir;
+  if (name == "msccl-xml" || name == "xml")
+    return CompileTarget::MscclXml;
+  if (name == "mscclpp-json" || name == "mscclpp")
+    return CompileTarget::MscclppJson;
+  return std::nullopt;
+}
+
+namespace {
+
+/// Collects every diagnostic of a context as located core-model Errors.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *ctx)
+      : handler(ctx, [this](Diagnostic &d) {
+          record(d);
+          return success();
+        }) {}
+
+  std::vector<Error> errors;
+
+  void clear() { errors.clear(); }
+
+  CompileFailure failure(bool verification = false) const {
+    CompileFailure f;
+    f.verificationFailed = verification;
+    if (errors.empty()) {
+      f.error = Error("compilation failed");
+      return f;
+    }
+    f.error = errors.front();
+    for (size_t i = 1; i < errors.size(); ++i)
+      f.error.notes += (f.error.notes.empty() ? "" : "\n") + errors[i].format();
+    return f;
+  }
+
+private:
+  ScopedDiagnosticHandler handler;
+
+  static SourceLoc toSourceLoc(Location loc) {
+    if (auto flc = loc->findInstanceOf<FileLineColLoc>())
+      return SourceLoc{flc.getFilename().str(), (int)flc.getLine(),
+                       (int)flc.getColumn()};
+    return {};
+  }
+  void record(Diagnostic &d) {
+    if (d.getSeverity() != DiagnosticSeverity::Error)
+      return;
+    Error e(d.str(), toSourceLoc(d.getLocation()));
+    for (Diagnostic &note : d.getNotes()) {
+      SourceLoc nl = toSourceLoc(note.getLocation());
+      std::string where = nl.known() ? nl.file + ":" + std::to_string(nl.line) +
+                                           ":" + std::to_string(nl.col) + ": "
+                                     : "";
+      e.notes += (e.notes.empty() ? "" : "\n") + where + "note: " + note.str();
+    }
+    errors.push_back(std::move(e));
+  }
+};
+
+/// Applies the metadata overrides to every algorithm and program.
+LogicalResult applyOverrides(ModuleOp module, const CompileOptions &o) {
+  Builder b(module.getContext());
+  bool ok = true;
+  module.walk([&](Operation *op) {
+    if (!isa<ccl::AlgorithmOp, ccl::ProgramOp>(op))
+      return;
+    if (!o.protocol.empty()) {
+      auto proto = ccl::symbolizeProtocol(o.protocol);
+      if (!proto) {
+        op->emitError() << "unknown protocol '" << o.protocol
+                        << "' (expected Simple, LL or LL128)";
+        ok = false;
+        return;
+      }
+      op->setAttr("protocol", b.getStringAttr(o.protocol));
+    }
+    if (o.minBytes >= 0)
+      op->setAttr("min_bytes", b.getI64IntegerAttr(o.minBytes));
+    if (o.maxBytes >= 0)
+      op->setAttr("max_bytes", b.getI64IntegerAttr(o.maxBytes));
+    if (!o.name.empty())
+      op->setAttr(SymbolTable::getSymbolAttrName(), b.getStringAttr(o.name));
+  });
+  return success(ok);
+}
+
+CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
+                            ModuleOp module, const CompileOptions &o) {
+  CompileResult result;
+  if (failed(applyOverrides(module, o)) || failed(mlir::verify(module))) {
+    result.failure = diags.failure();
+    return result;
+  }
+  if (o.verify) {
+    PassManager pm(&ctx);
+    pm.addPass(ccl::createVerifyCollectivePass());
+    if (failed(pm.run(module))) {
+      result.failure = diags.failure(/*verification=*/true);
+      return result;
+    }
+  }
+
+  // MSCCL++ allows 64 operations per threadblock and a step costs several;
+  // try smaller threadblocks until the plan fits.
+  std::vector<int> budgets;
+  if (o.maxTbSteps > 0)
+    budgets = {o.maxTbSteps};
+  else if (o.target == CompileTarget::MscclppJson)
+    budgets = {16, 8, 4, 2, 1};
+  else
+    budgets = {64};
+
+  for (size_t attempt = 0; attempt < budgets.size(); ++attempt) {
+    diags.clear();
+    OwningOpRef<ModuleOp> work(cast<ModuleOp>(module->clone()));
+    ccl::PipelineOptions p;
+    // The input was proven above; re-prove only what the pipeline refines.
+    p.verify = o.verify && (o.instances != 1 || o.pipeline != 1);
+    p.instances = o.instances;
+    p.pipelineParts = o.pipeline;
+    p.maxCount = o.maxCount;
+    p.fuse = o.fuse;
+    p.maxSteps = budgets[attempt];
+    p.maxTbsPerChannel = o.maxTbsPerChannel;
+    bool plan = o.target == CompileTarget::MscclppJson;
+    p.maxChannels = o.maxChannels > 0 ? o.maxChannels : plan ? 64 : 32;
+    p.countDepNops = !plan;
+    PassManager pm(&ctx);
+    ccl::buildDefaultPipeline(pm, p);
+    if (failed(pm.run(*work))) {
+      result.failure = diags.failure();
+      return result;
+    }
+    std::string out;
+    llvm::raw_string_ostream os(out);
+    LogicalResult exported = success();
+    switch (o.target) {
+    case CompileTarget::Mlir:
+      work->print(os);
+      break;
+    case CompileTarget::MscclXml:
+      exported = ccl::exportMSCCLXml(*work, os);
+      break;
+    case CompileTarget::MscclppJson:
+      exported = ccl::exportMSCCLPPPlan(*work, os);
+      break;
+    }
+    if (succeeded(exported)) {
+      os.flush();
+      result.output = std::move(out);
+      return result;
+    }
+    result.failure = diags.failure();
+  }
+  return result;
+}
+
+} // namespace
+
+CompileResult compileSchedule(const Schedule &schedule,
+                              const CompileOptions &options) {
+  MLIRContext ctx;
+  ctx.loadDialect<ccl::CCLDialect>();
+  ctx.printOpOnDiagnostic(false);
+  DiagnosticCollector diags(&ctx);
+  std::string file = schedule.transferLocs.empty()
+                         ? std::string("<schedule>")
+                         : schedule.transferLocs.front().file;
+  Location loc = FileLineColLoc::get(&ctx, file, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  ccl::importSchedule(*module, schedule, loc);
+  return compileModule(ctx, diags, *module, options);
+}
+
+CompileResult compileMlir(const std::string &file, const std::string &text,
+                          const CompileOptions &options) {
+  MLIRContext ctx;
+  ctx.loadDialect<ccl::CCLDialect>();
+  ctx.printOpOnDiagnostic(false);
+  DiagnosticCollector diags(&ctx);
+  ParserConfig config(&ctx);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(text, config, file);
+  if (!module) {
+    CompileResult r;
+    r.failure = diags.failure();
+    return r;
+  }
+  return compileModule(ctx, diags, *module, options);
+}
+
+} // namespace ccsynth

@@ -1,0 +1,75 @@
+//===- Pipeline.cpp - The default ccl pipeline ----------------------------===//
+#include "ccsynth/Dialect/CCL/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace ccsynth::ccl {
+
+void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o) {
+  if (o.verify)
+    pm.addPass(createVerifyCollectivePass());
+  if (o.instances != 1)
+    pm.addPass(createInstancesPass(InstancesPassOptions{o.instances}));
+  if (o.pipelineParts != 1)
+    pm.addPass(
+        createPipelineChunksPass(PipelineChunksPassOptions{o.pipelineParts}));
+  if (o.verify && (o.instances != 1 || o.pipelineParts != 1))
+    pm.addPass(createVerifyCollectivePass());
+  pm.addPass(createLowerToStepsPass(LowerToStepsPassOptions{o.maxCount}));
+  if (o.fuse)
+    pm.addPass(createFuseStepsPass());
+  pm.addPass(createAssignThreadblocksPass(AssignThreadblocksPassOptions{
+      o.maxSteps, o.maxTbsPerChannel, o.maxChannels, o.countDepNops}));
+  pm.addPass(createCheckDeadlockPass());
+}
+
+namespace {
+struct DefaultPipelineOptions
+    : public PassPipelineOptions<DefaultPipelineOptions> {
+  Option<bool> verify{*this, "verify", llvm::cl::desc("Re-prove the algorithm"),
+                      llvm::cl::init(true)};
+  Option<int> instances{*this, "instances",
+                        llvm::cl::desc("MSCCL instances (ccl-instances)"),
+                        llvm::cl::init(1)};
+  Option<int> pipeline{*this, "pipeline",
+                       llvm::cl::desc("Parts per chunk (ccl-pipeline-chunks)"),
+                       llvm::cl::init(1)};
+  Option<int> maxCount{*this, "max-count",
+                       llvm::cl::desc("Largest chunk count per step"),
+                       llvm::cl::init(71)};
+  Option<bool> fuse{*this, "fuse", llvm::cl::desc("Run ccl-fuse-steps"),
+                    llvm::cl::init(true)};
+  Option<int> maxSteps{*this, "max-steps",
+                       llvm::cl::desc("Most steps per threadblock"),
+                       llvm::cl::init(64)};
+  Option<int> maxTbsPerChannel{
+      *this, "max-tbs-per-channel",
+      llvm::cl::desc("Most threadblocks per channel and rank"),
+      llvm::cl::init(32)};
+  Option<int> maxChannels{*this, "max-channels",
+                          llvm::cl::desc("Most channels"), llvm::cl::init(32)};
+};
+} // namespace
+
+void registerDefaultPipeline() {
+  PassPipelineRegistration<DefaultPipelineOptions>(
+      "ccl-default-pipeline",
+      "Verify, [replicate, pipeline,] lower, fuse, assign threadblocks and "
+      "check a ccl.algorithm for deadlocks",
+      [](OpPassManager &pm, const DefaultPipelineOptions &o) {
+        PipelineOptions p;
+        p.verify = o.verify;
+        p.instances = o.instances;
+        p.pipelineParts = o.pipeline;
+        p.maxCount = o.maxCount;
+        p.fuse = o.fuse;
+        p.maxSteps = o.maxSteps;
+        p.maxTbsPerChannel = o.maxTbsPerChannel;
+        p.maxChannels = o.maxChannels;
+        buildDefaultPipeline(pm, p);
+      });
+}
+
+} // namespace ccsynth::ccl

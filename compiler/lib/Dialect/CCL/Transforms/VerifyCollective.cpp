@@ -1,0 +1,57 @@
+//===- VerifyCollective.cpp - ccl-verify-collective -----------------------===//
+//
+// Reuses the core verifier: an algorithm converts back to a Schedule and
+// each issue is reported at the transfer that causes it.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Dialect/CCL/Transforms/Passes.h"
+#include "ccsynth/Import/ScheduleImport.h"
+
+namespace ccsynth::ccl {
+#define GEN_PASS_DEF_VERIFYCOLLECTIVEPASS
+#include "ccsynth/Dialect/CCL/Transforms/Passes.h.inc"
+} // namespace ccsynth::ccl
+
+using namespace mlir;
+using ccsynth::Collective;
+using ccsynth::Expected;
+using ccsynth::Schedule;
+using ccsynth::VerifyIssue;
+using ccsynth::VerifyOptions;
+using ccsynth::VerifyResult;
+using namespace ccsynth::ccl;
+
+namespace {
+
+struct VerifyCollective
+    : public ccsynth::ccl::impl::VerifyCollectivePassBase<VerifyCollective> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    for (AlgorithmOp alg :
+         llvm::to_vector(getOperation().getOps<AlgorithmOp>())) {
+      FailureOr<Schedule> sched = exportSchedule(alg);
+      if (failed(sched)) {
+        signalPassFailure();
+        continue;
+      }
+      VerifyOptions options;
+      options.maxIssues = std::max(1, (int)maxIssues);
+      VerifyResult result = verifySchedule(*sched, options);
+      if (result.ok())
+        continue;
+      SmallVector<TransferOp> transfers(
+          alg.getBody().front().getOps<TransferOp>());
+      for (const VerifyIssue &issue : result.issues) {
+        Operation *at = alg;
+        if (issue.transfer >= 0 && issue.transfer < (int)transfers.size())
+          at = transfers[issue.transfer];
+        at->emitError() << "[" << toString(issue.kind) << "] " << issue.message;
+      }
+      signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,316 @@
+//===- MSCCLToSchedule.cpp - Symbolic execution of MSCCL programs ---------===//
+#include "ccsynth/Import/MSCCLToSchedule.h"
+
+#include <algorithm>
+#include <map>
+
+namespace ccsynth {
+
+using namespace msccl;
+
+Expected<Collective> inferMscclCollective(const Algo &algo, int root) {
+  auto kind = parseCollectiveKind(algo.coll);
+  if (!kind || *kind == CollectiveKind::Custom)
+    return Error("MSCCL collective '" + algo.coll +
+                     "' has no built-in ccsynth equivalent",
+                 algo.loc);
+  const Gpu *g = algo.gpu(0);
+  if (!g || algo.ngpus < 1)
+    return Error("the algorithm has no gpu 0", algo.loc);
+  int n = algo.ngpus, c = 0;
+  switch (*kind) {
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::Scatter:
+    c = g->oChunks;
+    break;
+  case CollectiveKind::AllToAll:
+    c = g->iChunks / n;
+    break;
+  default:
+    c = g->iChunks;
+    break;
+  }
+  if (c < 1)
+    return Error("cannot infer the chunk factor from gpu 0's buffer sizes",
+                 g->loc);
+  return Collective::builtin(*kind, n, c, algo.inplace == 1, root);
+}
+
+namespace {
+
+/// A chunk range at one rank.
+struct Range {
+  ChunkLoc base;
+  int count = 1;
+};
+
+class Executor {
+public:
+  Executor(const Algo &algo, const Collective &col) : algo(algo), col(col) {}
+  Expected<Schedule> run();
+
+private:
+  const Algo &algo;
+  const Collective &col;
+  Schedule sched;
+  std::vector<int> nextScratch; // per rank
+  /// Data in flight: the range each matched message carries, until its
+  /// receive runs.
+  struct InFlight {
+    Range src;
+    bool delivered = false;
+  };
+  std::vector<InFlight> flights;
+  /// The XML step being executed; transfers are located there.
+  SourceLoc currentLoc;
+
+  const Threadblock &tbOf(StepRef r) const {
+    const Gpu *g = algo.gpu(r.rank);
+    for (const Threadblock &tb : g->tbs)
+      if (tb.id == r.tb)
+        return tb;
+    return g->tbs.front();
+  }
+  bool overlaps(const Range &a, const Range &b) const {
+    if (a.base.rank != b.base.rank)
+      return false;
+    for (int i = 0; i < a.count; ++i)
+      for (int j = 0; j < b.count; ++j) {
+        ChunkLoc x = a.base, y = b.base;
+        x.index += i;
+        y.index += j;
+        if (col.canonical(x) == col.canonical(y))
+          return true;
+      }
+    return false;
+  }
+  Range freshScratch(int rank, int count) {
+    Range r{{rank, BufferKind::Scratch, nextScratch[rank]}, count};
+    nextScratch[rank] += count;
+    sched.scratchChunks = std::max(sched.scratchChunks, nextScratch[rank]);
+    return r;
+  }
+  void emit(const Range &src, const Range &dst, TransferOp op) {
+    // Messages still carrying data from `dst` keep the old value.
+    for (InFlight &f : flights)
+      if (!f.delivered && overlaps(f.src, dst)) {
+        Range tmp = freshScratch(f.src.base.rank, f.src.count);
+        push(f.src, tmp, TransferOp::Copy);
+        f.src = tmp;
+      }
+    push(src, dst, op);
+  }
+  void push(const Range &src, const Range &dst, TransferOp op) {
+    Transfer t;
+    t.src = src.base;
+    t.dst = dst.base;
+    t.count = src.count;
+    t.op = op;
+    t.step = (int)sched.transfers.size();
+    sched.transfers.push_back(t);
+    sched.transferLocs.push_back(currentLoc);
+  }
+  std::optional<Error> checkRaces(const WaitGraph &graph,
+                                  const std::vector<int> &order);
+};
+
+std::optional<Error> Executor::checkRaces(const WaitGraph &graph,
+                                          const std::vector<int> &order) {
+  // Races are between threadblocks of one rank, so happens-before is
+  // computed rank by rank: clock[v][t] is the last step of threadblock t of
+  // that rank that happens before (or is) step v, propagated through the
+  // whole graph (messages may carry the ordering through other ranks).
+  size_t n = graph.nodes.size();
+  for (const Gpu &gpu : algo.gpus) {
+    std::map<int, int> local; // tb id -> clock index
+    for (const Threadblock &tb : gpu.tbs)
+      local.emplace(tb.id, (int)local.size());
+    size_t width = local.size();
+    if (width < 2)
+      continue;
+    std::vector<int> clock(n * width, -1);
+    std::vector<int> slotOf(n, -1);
+    for (size_t v = 0; v < n; ++v)
+      if (graph.nodes[v].rank == gpu.id)
+        slotOf[v] = local[graph.nodes[v].tb];
+    for (int v : order) {
+      int *c = &clock[(size_t)v * width];
+      for (const WaitGraph::Pred &p : graph.preds[v]) {
+        const int *pc = &clock[(size_t)p.node * width];
+        for (size_t t = 0; t < width; ++t)
+          c[t] = std::max(c[t], pc[t]);
+      }
+      if (slotOf[v] >= 0)
+        c[slotOf[v]] = graph.nodes[v].step;
+    }
+    auto before = [&](int a, int b) {
+      return clock[(size_t)b * width + slotOf[a]] >= graph.nodes[a].step;
+    };
+    // Accesses of this rank per canonical chunk.
+    struct Access {
+      int node;
+      bool write;
+    };
+    std::map<ChunkLoc, std::vector<Access>> accesses;
+    for (size_t v = 0; v < n; ++v) {
+      StepRef r = graph.nodes[v];
+      if (r.rank != gpu.id)
+        continue;
+      const Step &st = tbOf(r).steps[r.step];
+      if (st.type == StepType::Nop)
+        continue;
+      auto touch = [&](BufferKind b, int off, bool write) {
+        for (int i = 0; i < st.cnt; ++i)
+          accesses[col.canonical({r.rank, b, off + i})].push_back(
+              {(int)v, write});
+      };
+      if (readsSrc(st.type))
+        touch(st.srcBuf, st.srcOff, false);
+      if (writesDst(st.type))
+        touch(st.dstBuf, st.dstOff, true);
+    }
+    for (const auto &[slot, list] : accesses)
+      for (size_t i = 0; i < list.size(); ++i)
+        for (size_t j = i + 1; j < list.size(); ++j) {
+          const Access &a = list[i], &b = list[j];
+          if (!a.write && !b.write)
+            continue;
+          if (slotOf[a.node] == slotOf[b.node])
+            continue;
+          if (before(a.node, b.node) || before(b.node, a.node))
+            continue;
+          StepRef ra = graph.nodes[a.node], rb = graph.nodes[b.node];
+          return Error("data race on " + toString(slot) + ": " +
+                           describeStep(algo, ra) + " and " +
+                           describeStep(algo, rb) +
+                           " touch it, at least one writing, and no "
+                           "dependency orders them",
+                       tbOf(ra).steps[ra.step].loc);
+        }
+  }
+  return std::nullopt;
+}
+
+Expected<Schedule> Executor::run() {
+  if (algo.ngpus != col.numRanks)
+    return Error("the algorithm has " + std::to_string(algo.ngpus) +
+                     " gpus but " + col.describe() + " has " +
+                     std::to_string(col.numRanks) + " ranks",
+                 algo.loc);
+  for (const Gpu &g : algo.gpus)
+    if (g.iChunks != col.inputChunks || g.oChunks != col.outputChunks)
+      return Error("gpu " + std::to_string(g.id) + " has " +
+                       std::to_string(g.iChunks) + " input and " +
+                       std::to_string(g.oChunks) + " output chunks but " +
+                       col.describe() + " needs " +
+                       std::to_string(col.inputChunks) + " and " +
+                       std::to_string(col.outputChunks),
+                   g.loc);
+  std::vector<ProgramIssue> issues = validateAlgo(algo);
+  if (!issues.empty())
+    return Error(issues.front().message, issues.front().loc);
+  Matching matching = matchMessages(algo);
+  WaitGraph graph = buildWaitGraph(algo, matching);
+  auto order = topologicalOrder(graph);
+  if (!order) {
+    auto dl = checkDeadlock(algo, matching);
+    return Error(dl.empty() ? "deadlock" : dl.front().message,
+                 dl.empty() ? algo.loc : dl.front().loc);
+  }
+  if (auto race = checkRaces(graph, *order))
+    return *race;
+
+  sched.name = algo.name;
+  sched.origin = "msccl-xml";
+  sched.collective = col;
+  sched.protocol = algo.proto;
+  int baseScratch = 0;
+  for (const Gpu &g : algo.gpus)
+    baseScratch = std::max(baseScratch, g.sChunks);
+  sched.scratchChunks = baseScratch;
+  nextScratch.assign(algo.ngpus, baseScratch);
+
+  // Message index of every sending and receiving step.
+  std::map<std::tuple<int, int, int>, int> sendMsg, recvMsg;
+  for (size_t i = 0; i < matching.messages.size(); ++i) {
+    const Message &m = matching.messages[i];
+    sendMsg[{m.send.rank, m.send.tb, m.send.step}] = (int)i;
+    recvMsg[{m.recv.rank, m.recv.tb, m.recv.step}] = (int)i;
+  }
+  flights.assign(matching.messages.size(), {});
+
+  for (int v : *order) {
+    StepRef r = graph.nodes[v];
+    const Step &st = tbOf(r).steps[r.step];
+    currentLoc = st.loc;
+    Range src{{r.rank, st.srcBuf, st.srcOff}, st.cnt};
+    Range dst{{r.rank, st.dstBuf, st.dstOff}, st.cnt};
+    int in = -1, out = -1;
+    if (receives(st.type))
+      in = recvMsg.at({r.rank, r.tb, r.step});
+    if (sends(st.type))
+      out = sendMsg.at({r.rank, r.tb, r.step});
+    auto received = [&]() {
+      flights[in].delivered = true;
+      return flights[in].src;
+    };
+    auto reduceInto = [&](const Range &target) {
+      // target = received + src
+      Range data = received();
+      if (!(target.base == src.base)) {
+        if (overlaps(target, src))
+          return false;
+        emit(src, target, TransferOp::Copy);
+      }
+      emit(data, target, TransferOp::Reduce);
+      return true;
+    };
+    switch (st.type) {
+    case StepType::Nop:
+      break;
+    case StepType::Send:
+      flights[out].src = src;
+      break;
+    case StepType::Recv:
+      emit(received(), dst, TransferOp::Copy);
+      break;
+    case StepType::RecvCopySend:
+      emit(received(), dst, TransferOp::Copy);
+      flights[out].src = dst;
+      break;
+    case StepType::RecvReduceCopy:
+    case StepType::RecvReduceCopySend:
+      if (!reduceInto(dst))
+        return Error(describeStep(algo, r) +
+                         ": source and destination overlap partially",
+                     st.loc);
+      if (out >= 0)
+        flights[out].src = dst;
+      break;
+    case StepType::RecvReduceSend: {
+      Range tmp = freshScratch(r.rank, st.cnt);
+      if (!reduceInto(tmp))
+        return Error(describeStep(algo, r) + ": bad ranges", st.loc);
+      flights[out].src = tmp;
+      break;
+    }
+    case StepType::Copy:
+      emit(src, dst, TransferOp::Copy);
+      break;
+    case StepType::Reduce:
+      emit(src, dst, TransferOp::Reduce);
+      break;
+    }
+  }
+  return std::move(sched);
+}
+
+} // namespace
+
+Expected<Schedule> mscclToSchedule(const Algo &algo,
+                                   const Collective &collective) {
+  Executor exec(algo, collective);
+  return exec.run();
+}
+
+} // namespace ccsynth

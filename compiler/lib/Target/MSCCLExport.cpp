@@ -1,0 +1,197 @@
+//===- MSCCLExport.cpp - ccl.program to MSCCL XML -------------------------===//
+#include "ccsynth/Target/MSCCLExport.h"
+
+#include "ccsynth/Target/MSCCLXml.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace mlir;
+
+namespace ccsynth::ccl {
+
+/// Keeps names the runtime's parser reads intact: no quotes, no markup.
+static std::string sanitizeName(llvm::StringRef name) {
+  std::string out;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+    out += ok ? c : '_';
+  }
+  if (out.empty())
+    out = "ccsynth";
+  return out.substr(0, msccl::kMaxAttrLength);
+}
+
+FailureOr<ProgramOp> findProgram(Operation *op) {
+  if (auto prog = dyn_cast<ProgramOp>(op))
+    return prog;
+  SmallVector<ProgramOp> progs;
+  op->walk([&](ProgramOp p) { progs.push_back(p); });
+  if (progs.size() == 1)
+    return progs.front();
+  if (progs.empty()) {
+    bool hasAlgorithm = false;
+    op->walk([&](AlgorithmOp) { hasAlgorithm = true; });
+    op->emitError() << "no ccl.program to export"
+                    << (hasAlgorithm ? " (the input holds a chunk-level "
+                                       "ccl.algorithm; run the default "
+                                       "pipeline first)"
+                                     : "");
+    return failure();
+  }
+  progs[1].emitError() << "more than one ccl.program; an exported file "
+                          "holds exactly one algorithm";
+  return failure();
+}
+
+FailureOr<msccl::Algo> programToMsccl(ProgramOp prog, StepOrigins *origins) {
+  if (!prog.isAssigned()) {
+    prog.emitError() << "the program's steps are not assigned to "
+                        "threadblocks yet (run ccl-assign-threadblocks)";
+    return failure();
+  }
+  msccl::Algo algo;
+  algo.name = sanitizeName(prog.getSymName());
+  algo.proto = prog.getProtocol().str();
+  algo.coll = prog.getCollective().str();
+  if (algo.coll == "custom" && prog.getCollectiveName())
+    algo.coll = prog.getCollectiveName()->str();
+  algo.ngpus = (int)prog.getRanks();
+  algo.inplace = prog.getInplace() ? 1 : 0;
+  algo.outofplace = prog.getInplace() ? 0 : 1;
+  algo.minBytes = prog.getMinBytes();
+  algo.maxBytes = prog.getMaxBytes();
+  algo.nchunksperloop = (int)std::max<int64_t>(
+      1, std::max(prog.getInputChunks(), prog.getOutputChunks()));
+  int maxChannel = 0;
+
+  SmallVector<GpuOp> gpus(prog.getBody().front().getOps<GpuOp>());
+  std::sort(gpus.begin(), gpus.end(),
+            [](GpuOp a, GpuOp b) { return a.getRank() < b.getRank(); });
+  for (GpuOp gpuOp : gpus) {
+    msccl::Gpu g;
+    g.id = (int)gpuOp.getRank();
+    g.iChunks = (int)gpuOp.getInputChunks();
+    g.oChunks = (int)gpuOp.getOutputChunks();
+    g.sChunks = (int)gpuOp.getScratchChunks();
+    SmallVector<ThreadblockOp> tbs(
+        gpuOp.getBody().front().getOps<ThreadblockOp>());
+    std::sort(tbs.begin(), tbs.end(), [](ThreadblockOp a, ThreadblockOp b) {
+      return a.getId() < b.getId();
+    });
+    // MSCCL index of every step: k dependencies cost k-1 nops first.
+    std::vector<std::vector<int>> sIndex(tbs.size());
+    std::set<std::pair<int64_t, int64_t>> waitedOn;
+    for (size_t t = 0; t < tbs.size(); ++t) {
+      int s = 0;
+      for (auto step : tbs[t].getBody().front().getOps<StepOpInterface>()) {
+        ArrayRef<int64_t> deps = step.getDepList();
+        s += std::max<int>(0, (int)deps.size() / 2 - 1);
+        sIndex[t].push_back(s++);
+        for (size_t i = 0; i + 1 < deps.size(); i += 2)
+          waitedOn.insert({deps[i], deps[i + 1]});
+      }
+    }
+    for (size_t t = 0; t < tbs.size(); ++t) {
+      ThreadblockOp tbOp = tbs[t];
+      msccl::Threadblock tb;
+      tb.id = (int)tbOp.getId();
+      tb.send = (int)tbOp.getSendPeer();
+      tb.recv = (int)tbOp.getRecvPeer();
+      tb.chan = (int)tbOp.getChannel();
+      maxChannel = std::max(maxChannel, tb.chan);
+      int pos = 0;
+      int prevReal = -1;
+      for (auto step : tbOp.getBody().front().getOps<StepOpInterface>()) {
+        ArrayRef<int64_t> deps = step.getDepList();
+        auto depIndex = [&](size_t i) {
+          int64_t dtb = deps[i], dpos = deps[i + 1];
+          return dtb < (int64_t)sIndex.size() &&
+                         dpos < (int64_t)sIndex[dtb].size()
+                     ? sIndex[dtb][dpos]
+                     : (int)dpos;
+        };
+        for (size_t i = 0; i + 2 < deps.size(); i += 2) {
+          msccl::Step nop;
+          nop.s = (int)tb.steps.size();
+          nop.type = msccl::StepType::Nop;
+          nop.depid = (int)deps[i];
+          nop.deps = depIndex(i);
+          nop.cnt = 0;
+          tb.steps.push_back(nop);
+          if (origins)
+            (*origins)[{g.id, tb.id, nop.s}] = step;
+        }
+        msccl::Step st;
+        st.s = (int)tb.steps.size();
+        st.type = *msccl::parseStepType(step.getMscclType().str());
+        if (auto src = step.getSrcRef()) {
+          st.srcBuf = toBufferKind(src->buffer);
+          st.srcOff = (int)src->offset;
+        }
+        if (auto dst = step.getDstRef()) {
+          st.dstBuf = toBufferKind(dst->buffer);
+          st.dstOff = (int)dst->offset;
+        }
+        st.cnt = (int)step.getChunkCount();
+        if (deps.size() >= 2) {
+          st.depid = (int)deps[deps.size() - 2];
+          st.deps = depIndex(deps.size() - 2);
+        }
+        st.hasdep = waitedOn.count({tbOp.getId(), pos}) ? 1 : 0;
+        // The runtime folds consecutive `re` steps with one destination
+        // into one reduction with the last count; a flag keeps them apart.
+        if (st.type == msccl::StepType::Reduce && prevReal >= 0) {
+          msccl::Step &prev = tb.steps[prevReal];
+          if (prev.type == msccl::StepType::Reduce && st.depid < 0 &&
+              prev.dstBuf == st.dstBuf && prev.dstOff == st.dstOff &&
+              prev.srcBuf == st.srcBuf && prev.cnt != st.cnt)
+            prev.hasdep = 1;
+        }
+        prevReal = (int)tb.steps.size();
+        tb.steps.push_back(st);
+        if (origins)
+          (*origins)[{g.id, tb.id, st.s}] = step;
+        ++pos;
+      }
+      g.tbs.push_back(std::move(tb));
+    }
+    algo.gpus.push_back(std::move(g));
+  }
+  algo.nchannels = maxChannel + 1;
+  return algo;
+}
+
+void emitIssues(ArrayRef<msccl::ProgramIssue> issues,
+                const StepOrigins &origins, Operation *fallback) {
+  for (const msccl::ProgramIssue &issue : issues) {
+    Operation *at = fallback;
+    if (!issue.steps.empty()) {
+      const msccl::StepRef &r = issue.steps.front();
+      auto it = origins.find({r.rank, r.tb, r.step});
+      if (it != origins.end())
+        at = it->second;
+    }
+    at->emitError() << issue.message;
+  }
+}
+
+LogicalResult exportMSCCLXml(Operation *op, llvm::raw_ostream &os) {
+  FailureOr<ProgramOp> prog = findProgram(op);
+  if (failed(prog))
+    return failure();
+  StepOrigins origins;
+  FailureOr<msccl::Algo> algo = programToMsccl(*prog, &origins);
+  if (failed(algo))
+    return failure();
+  std::vector<msccl::ProgramIssue> issues = msccl::validateAlgo(*algo);
+  if (!issues.empty()) {
+    emitIssues(issues, origins, *prog);
+    return failure();
+  }
+  os << msccl::printXml(*algo);
+  return success();
+}
+
+} // namespace ccsynth::ccl

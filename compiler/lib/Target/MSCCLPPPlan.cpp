@@ -1,0 +1,379 @@
+//===- MSCCLPPPlan.cpp - ccl.program to an MSCCL++ execution plan ---------===//
+#include "ccsynth/Target/MSCCLPPPlan.h"
+
+#include "ccsynth/Target/MSCCLExport.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+using namespace mlir;
+namespace json = llvm::json;
+
+namespace ccsynth::ccl {
+
+namespace {
+
+using msccl::StepType;
+
+struct Key3 {
+  int rank, tb, step;
+  auto tie() const { return std::tie(rank, tb, step); }
+  bool operator<(const Key3 &o) const { return tie() < o.tie(); }
+};
+
+json::Object buff(BufferKind b, int index, int size) {
+  return json::Object{
+      {"type", msccl::bufferCode(b)}, {"index", index}, {"size", size}};
+}
+
+class PlanBuilder {
+public:
+  PlanBuilder(ProgramOp prog, const msccl::Algo &algo,
+              const StepOrigins &origins, const Collective &col)
+      : prog(prog), algo(algo), origins(origins), col(col) {}
+
+  FailureOr<json::Value> build();
+
+private:
+  ProgramOp prog;
+  const msccl::Algo &algo;
+  const StepOrigins &origins;
+  const Collective &col;
+
+  /// Where a message's data lands at the receiver.
+  struct Landing {
+    BufferKind buffer;
+    int index;
+    bool staged;
+  };
+  std::map<Key3, int> sendMsg, recvMsg;
+  std::vector<msccl::Message> messages;
+  std::vector<Landing> landing;
+  std::vector<int> scratchChunks; // per rank, after staging
+
+  Operation *originOf(Key3 k) const {
+    auto it = origins.find({k.rank, k.tb, k.step});
+    return it == origins.end() ? const_cast<ProgramOp &>(prog).getOperation()
+                               : it->second;
+  }
+  const msccl::Threadblock &tbOf(int rank, int id) const {
+    const msccl::Gpu *g = algo.gpu(rank);
+    for (const msccl::Threadblock &tb : g->tbs)
+      if (tb.id == id)
+        return tb;
+    return g->tbs.front();
+  }
+  void planLandings();
+};
+
+void PlanBuilder::planLandings() {
+  // Canonical slots written per rank, and slots holding input data.
+  std::map<std::pair<int, ChunkLoc>, int> writes;
+  for (const msccl::Gpu &g : algo.gpus)
+    for (const msccl::Threadblock &tb : g.tbs)
+      for (const msccl::Step &st : tb.steps)
+        if (st.type != StepType::Nop && msccl::writesDst(st.type))
+          for (int i = 0; i < st.cnt; ++i)
+            ++writes[{g.id, col.canonical({g.id, st.dstBuf, st.dstOff + i})}];
+  auto holdsInput = [&](int rank, ChunkLoc c) {
+    for (int i = 0; i < col.inputChunks; ++i)
+      if (col.pre[rank][i] >= 0 &&
+          col.canonical({rank, BufferKind::Input, i}) == c)
+        return true;
+    return false;
+  };
+  scratchChunks.assign(algo.ngpus, 0);
+  for (const msccl::Gpu &g : algo.gpus)
+    scratchChunks[g.id] = g.sChunks;
+  for (const msccl::Message &m : messages) {
+    const msccl::Step &st = tbOf(m.recv.rank, m.recv.tb).steps[m.recv.step];
+    bool direct =
+        st.type == StepType::Recv || st.type == StepType::RecvCopySend;
+    for (int i = 0; direct && i < st.cnt; ++i) {
+      ChunkLoc c = col.canonical({m.recv.rank, st.dstBuf, st.dstOff + i});
+      if (writes[{m.recv.rank, c}] != 1 || holdsInput(m.recv.rank, c))
+        direct = false;
+    }
+    if (direct) {
+      landing.push_back({st.dstBuf, st.dstOff, false});
+      continue;
+    }
+    int &next = scratchChunks[m.recv.rank];
+    landing.push_back({BufferKind::Scratch, next, true});
+    next += st.cnt;
+  }
+}
+
+FailureOr<json::Value> PlanBuilder::build() {
+  msccl::Matching matching = msccl::matchMessages(algo);
+  if (!matching.issues.empty()) {
+    emitIssues(matching.issues, origins, prog);
+    return failure();
+  }
+  messages = matching.messages;
+  for (int i = 0; i < (int)messages.size(); ++i) {
+    sendMsg[{messages[i].send.rank, messages[i].send.tb,
+             messages[i].send.step}] = i;
+    recvMsg[{messages[i].recv.rank, messages[i].recv.tb,
+             messages[i].recv.step}] = i;
+  }
+  planLandings();
+
+  // Memory channels per rank: one per (channel, peer) with messages either
+  // way, ordered by (channel, peer) so both ends pair them in order.
+  std::vector<std::set<std::pair<int, int>>> conns(algo.ngpus);
+  for (const msccl::Message &m : messages) {
+    conns[m.send.rank].insert({m.channel, m.recv.rank});
+    conns[m.recv.rank].insert({m.channel, m.send.rank});
+  }
+  // Cross-threadblock dependency edges get one semaphore each.
+  json::Array gpus;
+  for (const msccl::Gpu &g : algo.gpus) {
+    int r = g.id;
+    std::map<std::pair<int, int>, int> connIndex;
+    std::map<int, json::Array> peersByChannel;
+    for (auto [c, peer] : conns[r]) {
+      connIndex[{c, peer}] = (int)connIndex.size();
+      peersByChannel[c].push_back(peer);
+    }
+    json::Array channels;
+    for (auto &[c, peers] : peersByChannel)
+      channels.push_back(json::Object{{"channel_type", "memory"},
+                                      {"connected_to", std::move(peers)}});
+
+    std::map<Key3, std::vector<int>> acquireOf, releaseOf;
+    int numSems = 0;
+    for (const msccl::Threadblock &tb : g.tbs)
+      for (int i = 0; i < (int)tb.steps.size(); ++i) {
+        const msccl::Step &st = tb.steps[i];
+        if (st.depid < 0)
+          continue;
+        // A nop's dependency belongs to the step it precedes.
+        int sem = numSems++;
+        acquireOf[{r, tb.id, i}].push_back(sem);
+        releaseOf[{r, st.depid, st.deps}].push_back(sem);
+      }
+    json::Array semaphores;
+    for (int i = 0; i < numSems; ++i)
+      semaphores.push_back(json::Object{{"init_value", 0}});
+
+    std::map<std::pair<int, int>, int> remoteIndex; // (peer, buffer)
+    json::Array remoteBuffers;
+    json::Array tbs;
+    for (const msccl::Threadblock &tb : g.tbs) {
+      std::vector<int> tbChannels;    // global memory channel ids
+      std::map<int, int> tbChannelOf; // peer -> index in tbChannels
+      for (int peer : {tb.send, tb.recv}) {
+        auto it = connIndex.find({tb.chan, peer});
+        if (peer >= 0 && it != connIndex.end() && !tbChannelOf.count(peer)) {
+          tbChannelOf[peer] = (int)tbChannels.size();
+          tbChannels.push_back(it->second);
+        }
+      }
+      std::vector<int> tbRemote;     // global remote buffer ids
+      std::map<int, int> tbRemoteOf; // global id -> local index
+      json::Array ops;
+      bool dirty = false;
+      auto barrier = [&] {
+        if (dirty)
+          ops.push_back(json::Object{{"name", "nop"}});
+        dirty = false;
+      };
+      auto chanOp = [&](const char *name, int peer) {
+        return json::Object{{"name", name},
+                            {"channel_type", "memory"},
+                            {"channel_ids", json::Array{tbChannelOf[peer]}}};
+      };
+      auto semOp = [&](const char *name, const std::vector<int> &ids) {
+        for (size_t i = 0; i < ids.size(); i += kMscclppMaxSemaphores) {
+          json::Array chunk;
+          for (size_t j = i; j < ids.size() && j < i + kMscclppMaxSemaphores;
+               ++j)
+            chunk.push_back(ids[j]);
+          ops.push_back(json::Object{{"name", name},
+                                     {"semaphore_ids", std::move(chunk)}});
+        }
+      };
+      for (int i = 0; i < (int)tb.steps.size(); ++i) {
+        const msccl::Step &st = tb.steps[i];
+        Key3 key{r, tb.id, i};
+        if (auto it = acquireOf.find(key); it != acquireOf.end()) {
+          barrier();
+          semOp("sem_acquire", it->second);
+          ops.push_back(json::Object{{"name", "nop"}});
+        }
+        if (st.type == StepType::Nop)
+          continue;
+        // Receive.
+        Landing in{};
+        if (msccl::receives(st.type)) {
+          in = landing[recvMsg.at(key)];
+          barrier();
+          ops.push_back(chanOp("wait", tb.recv));
+          ops.push_back(json::Object{{"name", "nop"}});
+        }
+        // Local data movement; `data` is what a send forwards.
+        BufferKind dataBuf = st.srcBuf;
+        int dataOff = st.srcOff;
+        auto localOp = [&](json::Object op) {
+          barrier();
+          ops.push_back(std::move(op));
+          dirty = true;
+        };
+        auto copyOp = [&](BufferKind sb, int so, BufferKind db, int dof) {
+          localOp(
+              json::Object{{"name", "copy"},
+                           {"src_buff", json::Array{buff(sb, so, st.cnt)}},
+                           {"dst_buff", json::Array{buff(db, dof, st.cnt)}}});
+        };
+        auto reduceOp = [&](BufferKind ab, int ao, BufferKind bb, int bo,
+                            BufferKind db, int dof) {
+          localOp(json::Object{{"name", "re"},
+                               {"src_buff", json::Array{buff(ab, ao, st.cnt),
+                                                        buff(bb, bo, st.cnt)}},
+                               {"dst_buff", json::Array{buff(db, dof, st.cnt)}},
+                               {"reduce_op", "sum"}});
+        };
+        switch (st.type) {
+        case StepType::Recv:
+        case StepType::RecvCopySend:
+          if (in.staged)
+            copyOp(BufferKind::Scratch, in.index, st.dstBuf, st.dstOff);
+          dataBuf = st.dstBuf;
+          dataOff = st.dstOff;
+          break;
+        case StepType::RecvReduceCopy:
+        case StepType::RecvReduceCopySend:
+          reduceOp(st.srcBuf, st.srcOff, BufferKind::Scratch, in.index,
+                   st.dstBuf, st.dstOff);
+          dataBuf = st.dstBuf;
+          dataOff = st.dstOff;
+          break;
+        case StepType::RecvReduceSend:
+          reduceOp(st.srcBuf, st.srcOff, BufferKind::Scratch, in.index,
+                   BufferKind::Scratch, in.index);
+          dataBuf = BufferKind::Scratch;
+          dataOff = in.index;
+          break;
+        case StepType::Copy:
+          copyOp(st.srcBuf, st.srcOff, st.dstBuf, st.dstOff);
+          break;
+        case StepType::Reduce:
+          reduceOp(st.dstBuf, st.dstOff, st.srcBuf, st.srcOff, st.dstBuf,
+                   st.dstOff);
+          break;
+        default:
+          break;
+        }
+        // Send: put into the receiver's landing range, then signal.
+        if (msccl::sends(st.type)) {
+          const Landing &out = landing[sendMsg.at(key)];
+          auto [rit, fresh] = remoteIndex.try_emplace(
+              {tb.send, (int)out.buffer}, (int)remoteIndex.size());
+          if (fresh)
+            remoteBuffers.push_back(
+                json::Object{{"rank", tb.send},
+                             {"type", msccl::bufferCode(out.buffer)},
+                             {"access_channel_types", json::Array{"memory"}}});
+          auto [lit, lfresh] =
+              tbRemoteOf.try_emplace(rit->second, (int)tbRemote.size());
+          if (lfresh)
+            tbRemote.push_back(rit->second);
+          barrier();
+          json::Object put = chanOp("put", tb.send);
+          put["src_buff"] = json::Array{buff(dataBuf, dataOff, st.cnt)};
+          put["dst_buff"] = json::Array{json::Object{{"buffer_id", lit->second},
+                                                     {"index", out.index},
+                                                     {"size", st.cnt}}};
+          ops.push_back(std::move(put));
+          ops.push_back(json::Object{{"name", "nop"}});
+          ops.push_back(chanOp("signal", tb.send));
+          dirty = false;
+        }
+        if (auto it = releaseOf.find(key); it != releaseOf.end()) {
+          ops.push_back(json::Object{{"name", "nop"}});
+          dirty = false;
+          semOp("sem_release", it->second);
+        }
+      }
+      if ((int)ops.size() > kMscclppMaxOps) {
+        originOf({r, tb.id, 0})->emitError()
+            << "rank " << r << " threadblock " << tb.id << " needs "
+            << ops.size() << " MSCCL++ operations, more than the executor's "
+            << kMscclppMaxOps << "; use fewer steps per threadblock "
+            << "(--max-tb-steps)";
+        return failure();
+      }
+      if ((int)tbChannels.size() > kMscclppMaxChannels ||
+          (int)tbRemote.size() > kMscclppMaxChannels) {
+        originOf({r, tb.id, 0})->emitError()
+            << "rank " << r << " threadblock " << tb.id << " uses more than "
+            << kMscclppMaxChannels << " channels or remote buffers";
+        return failure();
+      }
+      json::Object tbObj{{"id", tb.id}, {"ops", std::move(ops)}};
+      json::Array tbChanArr, tbRemArr;
+      for (int c : tbChannels)
+        tbChanArr.push_back(c);
+      for (int b : tbRemote)
+        tbRemArr.push_back(b);
+      tbObj["channels"] = json::Array{json::Object{
+          {"channel_type", "memory"}, {"channel_ids", std::move(tbChanArr)}}};
+      tbObj["remote_buffer_refs"] =
+          json::Array{json::Object{{"access_channel_type", "memory"},
+                                   {"remote_buffer_ids", std::move(tbRemArr)}}};
+      tbs.push_back(std::move(tbObj));
+    }
+    gpus.push_back(json::Object{{"id", r},
+                                {"input_chunks", g.iChunks},
+                                {"output_chunks", g.oChunks},
+                                {"scratch_chunks", scratchChunks[r]},
+                                {"channels", std::move(channels)},
+                                {"remote_buffers", std::move(remoteBuffers)},
+                                {"semaphores", std::move(semaphores)},
+                                {"threadblocks", std::move(tbs)}});
+  }
+  json::Object plan{{"name", algo.name},
+                    {"collective", algo.coll},
+                    {"protocol", "Simple"},
+                    {"inplace", algo.inplace == 1},
+                    {"reuse_resources", false},
+                    {"use_double_scratch_buffer", false},
+                    {"buffer_alignment", 16},
+                    {"num_threads_per_block", 1024},
+                    {"min_message_size", algo.minBytes},
+                    {"gpus", std::move(gpus)}};
+  if (algo.maxBytes > 0)
+    plan["max_message_size"] = algo.maxBytes;
+  return json::Value(std::move(plan));
+}
+
+} // namespace
+
+LogicalResult exportMSCCLPPPlan(Operation *op, llvm::raw_ostream &os) {
+  FailureOr<ProgramOp> prog = findProgram(op);
+  if (failed(prog))
+    return failure();
+  auto col = prog->buildCollective();
+  if (!col)
+    return prog->emitOpError() << col.error().message;
+  StepOrigins origins;
+  FailureOr<msccl::Algo> algo = programToMsccl(*prog, &origins);
+  if (failed(algo))
+    return failure();
+  std::sort(
+      algo->gpus.begin(), algo->gpus.end(),
+      [](const msccl::Gpu &a, const msccl::Gpu &b) { return a.id < b.id; });
+  PlanBuilder builder(*prog, *algo, origins, *col);
+  FailureOr<json::Value> plan = builder.build();
+  if (failed(plan))
+    return failure();
+  os << llvm::formatv("{0:2}", *plan) << "\n";
+  return success();
+}
+
+} // namespace ccsynth::ccl

@@ -1,0 +1,106 @@
+// RUN: ccsynth-opt %s --ccl-fuse-steps | FileCheck %s
+
+// recv X ... send X  ->  recv_copy_send (the forward in one pass).
+// CHECK-LABEL: ccl.program @rcs
+// CHECK:      ccl.gpu 1 chunks(1, 3, 0) {
+// CHECK-NEXT:   ccl.recv_copy_send from 0 -> o[0] to 2
+// CHECK-NEXT: }
+ccl.program @rcs attributes {collective = "allgather", ranks = 3,
+    input_chunks = 1, output_chunks = 3} {
+  ccl.gpu 0 chunks(1, 3, 0) { ccl.send i[0] to 1 }
+  ccl.gpu 1 chunks(1, 3, 0) {
+    ccl.recv from 0 -> o[0]
+    ccl.send o[0] to 2 {step = 1}
+  }
+  ccl.gpu 2 chunks(1, 3, 0) { ccl.recv from 1 -> o[0] {step = 1} }
+}
+
+// A send in the same schedule step reads the old value: no fusion. A range
+// overwritten before the send is not forwarded either.
+// CHECK-LABEL: ccl.program @nofuse
+// CHECK:      ccl.gpu 1 chunks(1, 3, 1) {
+// CHECK-NEXT:   ccl.recv from 0 -> s[0]
+// CHECK-NEXT:   ccl.send s[0] to 2
+// CHECK-NEXT:   ccl.recv from 0 -> o[1]
+// CHECK-NEXT:   ccl.copy i[0] -> o[1] {step = 1 : i64}
+// CHECK-NEXT:   ccl.send o[1] to 2 {step = 2 : i64}
+ccl.program @nofuse attributes {collective = "allgather", ranks = 3,
+    input_chunks = 1, output_chunks = 3} {
+  ccl.gpu 0 chunks(1, 3, 1) {
+    ccl.send i[0] to 1
+    ccl.send i[0] to 1 {order = 1}
+  }
+  ccl.gpu 1 chunks(1, 3, 1) {
+    ccl.recv from 0 -> s[0]
+    ccl.send s[0] to 2
+    ccl.recv from 0 -> o[1] {order = 1}
+    ccl.copy i[0] -> o[1] {step = 1}
+    ccl.send o[1] to 2 {step = 2}
+  }
+  ccl.gpu 2 chunks(1, 3, 1) {
+    ccl.recv from 1 -> o[0]
+    ccl.recv from 1 -> o[1] {step = 2}
+  }
+}
+
+// recv_reduce_copy into an output range, then a send of it -> rrcs; into a
+// scratch range nobody reads afterwards -> rrs (the sum is not stored).
+// CHECK-LABEL: ccl.program @reduce_send
+// CHECK:      ccl.gpu 1 chunks(2, 2, 1) {
+// CHECK-NEXT:   ccl.recv_reduce_copy_send from 0 with o[0] -> o[0] to 2
+// CHECK-NEXT:   ccl.recv_reduce_send from 0 with s[0] to 2 {order = 1 : i64}
+// CHECK-NEXT: }
+ccl.program @reduce_send attributes {collective = "allreduce", ranks = 3,
+    chunk_factor = 2, input_chunks = 2, output_chunks = 2} {
+  ccl.gpu 0 chunks(2, 2, 1) {
+    ccl.send o[0] to 1
+    ccl.send o[1] to 1 {order = 1}
+  }
+  ccl.gpu 1 chunks(2, 2, 1) {
+    ccl.recv_reduce_copy from 0 with o[0] -> o[0]
+    ccl.recv_reduce_copy from 0 with s[0] -> s[0] {order = 1}
+    ccl.send o[0] to 2 {step = 1}
+    ccl.send s[0] to 2 {step = 1, order = 1}
+  }
+  ccl.gpu 2 chunks(2, 2, 1) {
+    ccl.recv from 1 -> o[0] {step = 1}
+    ccl.recv from 1 -> s[0] {step = 1, order = 1}
+  }
+}
+
+// recv into scratch, then reduce of that scratch into Y -> rrc with Y -> Y.
+// CHECK-LABEL: ccl.program @rrc
+// CHECK:      ccl.gpu 1 chunks(1, 1, 1) {
+// CHECK-NEXT:   ccl.recv_reduce_copy from 0 with o[0] -> o[0]
+// CHECK-NEXT: }
+ccl.program @rrc attributes {collective = "allreduce", ranks = 2,
+    input_chunks = 1, output_chunks = 1} {
+  ccl.gpu 0 chunks(1, 1, 1) { ccl.send i[0] to 1 }
+  ccl.gpu 1 chunks(1, 1, 1) {
+    ccl.recv from 0 -> s[0]
+    ccl.reduce s[0] -> o[0] {step = 1}
+  }
+}
+
+// The fused step moves after rank 1's own send to rank 2 (step 0), so the
+// k-th send to rank 2 stays the k-th.
+// CHECK-LABEL: ccl.program @moved
+// CHECK:      ccl.gpu 1 chunks(1, 3, 0) {
+// CHECK-NEXT:   ccl.copy i[0] -> o[1]
+// CHECK-NEXT:   ccl.send i[0] to 2
+// CHECK-NEXT:   ccl.recv_copy_send from 0 -> o[0] to 2
+// CHECK-NEXT: }
+ccl.program @moved attributes {collective = "allgather", ranks = 3,
+    input_chunks = 1, output_chunks = 3} {
+  ccl.gpu 0 chunks(1, 3, 0) { ccl.send i[0] to 1 }
+  ccl.gpu 1 chunks(1, 3, 0) {
+    ccl.recv from 0 -> o[0]
+    ccl.copy i[0] -> o[1] {order = 1}
+    ccl.send i[0] to 2 {order = 2}
+    ccl.send o[0] to 2 {step = 1}
+  }
+  ccl.gpu 2 chunks(1, 3, 0) {
+    ccl.recv from 1 -> o[1] {order = 2}
+    ccl.recv from 1 -> o[0] {step = 1}
+  }
+}

@@ -136,6 +136,23 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
     eff[i] = effectsOf(ops[i], col, rank);
   std::vector<bool> erased(n, false);
 
+  // Slots that hold part of the result at the end. In-place collectives
+  // alias output chunks into the input buffer, so the buffer kind of a slot
+  // alone does not say whether the collective observes it.
+  llvm::DenseSet<Slot> observed;
+  for (int k = 0; k < col.outputChunks; ++k)
+    if (col.post[rank][k])
+      observed.insert(slotOf(col, rank, Buffer::Output, k));
+
+  // Whether any live step after `j` overwrites `slot` without reading it.
+  auto overwrittenLater = [&](size_t j, Slot slot) {
+    for (size_t k = j + 1; k < n; ++k)
+      if (!erased[k] && llvm::is_contained(eff[k].writes, slot) &&
+          !llvm::is_contained(eff[k].reads, slot))
+        return true;
+    return false;
+  };
+
   // Whether any live step after `j` reads one of `slots`.
   auto readLater = [&](size_t j, const llvm::DenseSet<Slot> &slots) {
     for (size_t k = j + 1; k < n; ++k)
@@ -212,16 +229,18 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
         join(mIn, mOut, rank, peers);
         OpBuilder b(r);
         Operation *f;
-        bool scratchOrInput = true;
+        // X is dead when no later step reads it and each of its slots is
+        // either not part of the result or overwritten later.
+        bool dead = !readBetween && !readLater(j, x);
         for (Slot s : eff[i].writes)
-          if ((s >> 32) == (int64_t)ccsynth::BufferKind::Output)
-            scratchOrInput = false;
+          if (dead && observed.contains(s) && !overwrittenLater(j, s))
+            dead = false;
         if (recv) {
           f = b.create<RecvCopySendOp>(r.getLoc(), recv.getRecvPeer(),
                                        dst.buffer, dst.offset,
                                        send.getSendPeer(), cnt, r.getStepKey(),
                                        r.getOrderKey(), nullptr);
-        } else if (scratchOrInput && !readBetween && !readLater(j, x) &&
+        } else if (dead &&
                    rrc.getSrcBuffer() == rrc.getDstBuffer() &&
                    rrc.getSrcOffset() == rrc.getDstOffset()) {
           f = b.create<RecvReduceSendOp>(

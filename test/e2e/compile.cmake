@@ -1,0 +1,8 @@
+# End-to-end tests of `ccsynth compile` (needs the MLIR compiler).
+if(CCSYNTH_ENABLE_MLIR)
+  add_test(NAME e2e:compile-dsl-roundtrip
+    COMMAND ${CMAKE_COMMAND} -DCC=$<TARGET_FILE:ccsynth>
+      -DTRANSLATE=$<TARGET_FILE:ccsynth-translate> -DOPT=$<TARGET_FILE:ccsynth-opt>
+      -DSRC=${CCSYNTH_SOURCE_DIR} -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR}/out
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/roundtrip-dsl.cmake)
+endif()

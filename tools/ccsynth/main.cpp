@@ -21,6 +21,7 @@ int main(int argc, char **argv) {
   addTopoCommand(app, ctx);
   addBaselineCommand(app, ctx);
   addVerifyCommand(app, ctx);
+  addCheckCommand(app, ctx);
   addSimulateCommand(app, ctx);
 #ifdef CCSYNTH_HAVE_MLIR
   addCompileCommand(app, ctx);

@@ -125,6 +125,9 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "Largest buffer size (0 = unbounded)");
   cmd->add_option("--name", opts->compile.name, "Algorithm name");
   cmd->add_flag("--no-fuse", opts->noFuse, "Do not fuse steps");
+  cmd->add_flag("--check-roundtrip", opts->compile.checkRoundTrip,
+                "After writing MSCCL XML, read it back, check the runtime's "
+                "rules, run it into a schedule and prove that schedule");
   cmd->add_flag("--no-verify", opts->noVerify,
                 "Skip the collective proof (not recommended)");
   cmd->add_option("-D,--define", opts->defines,

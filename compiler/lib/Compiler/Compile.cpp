@@ -1,6 +1,10 @@
 //===- Compile.cpp - Schedule or .mlir -> pipeline -> exporter ------------===//
 #include "ccsynth/Compiler/Compile.h"
 
+#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Import/MSCCLToSchedule.h"
+#include "ccsynth/Target/MSCCLXml.h"
+
 #include "ccsynth/Dialect/CCL/IR/CCLDialect.h"
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
 #include "ccsynth/Import/ScheduleImport.h"
@@ -110,6 +114,31 @@ LogicalResult applyOverrides(ModuleOp module, const CompileOptions &o) {
   return success(ok);
 }
 
+/// XML -> runtime rules -> schedule -> core verifier.
+std::optional<Error> checkRoundTrip(ModuleOp module, const std::string &xml) {
+  FailureOr<ccl::ProgramOp> prog = ccl::findProgram(module);
+  if (failed(prog))
+    return Error("round trip: no program");
+  auto col = prog->buildCollective();
+  if (!col)
+    return col.error();
+  std::string name = prog->getSymName().str() + ".xml";
+  auto algo = msccl::parseXml(name, xml);
+  if (!algo)
+    return Error("round trip: " + algo.error().format());
+  std::vector<msccl::ProgramIssue> issues = msccl::validateAlgo(*algo);
+  if (!issues.empty())
+    return Error("round trip: " + issues.front().message);
+  auto back = mscclToSchedule(*algo, *col);
+  if (!back)
+    return Error("round trip: " + back.error().message);
+  VerifyResult proof = verifySchedule(*back);
+  if (!proof.ok())
+    return Error("round trip: the schedule recovered from the XML is wrong: " +
+                 proof.issues.front().message);
+  return std::nullopt;
+}
+
 CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
                             ModuleOp module, const CompileOptions &o) {
   CompileResult result;
@@ -173,6 +202,12 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     }
     if (succeeded(exported)) {
       os.flush();
+      if (o.checkRoundTrip && o.target == CompileTarget::MscclXml) {
+        if (std::optional<Error> e = checkRoundTrip(*work, out)) {
+          result.failure.error = *e;
+          return result;
+        }
+      }
       result.output = std::move(out);
       return result;
     }

@@ -104,3 +104,31 @@ ccl.program @moved attributes {collective = "allgather", ranks = 3,
     ccl.recv from 1 -> o[0] {step = 1}
   }
 }
+
+// In place, i[0] is also the output: a partial sum left there is observed,
+// so the reduction is stored (rrcs) unless a later step overwrites it
+// (then rrs is fine).
+// CHECK-LABEL: ccl.program @inplace
+// CHECK:      ccl.gpu 1 chunks(2, 2, 0) {
+// CHECK-NEXT:   ccl.recv_reduce_copy_send from 0 with i[0] -> i[0] to 2
+// CHECK-NEXT:   ccl.recv_reduce_send from 0 with i[1] to 2 {order = 1 : i64}
+// CHECK-NEXT:   ccl.recv from 2 -> i[1] {order = 2 : i64, step = 2 : i64}
+ccl.program @inplace attributes {collective = "allreduce", ranks = 3,
+    chunk_factor = 2, input_chunks = 2, output_chunks = 2, inplace} {
+  ccl.gpu 0 chunks(2, 2, 0) {
+    ccl.send i[0] to 1
+    ccl.send i[1] to 1 {order = 1}
+  }
+  ccl.gpu 1 chunks(2, 2, 0) {
+    ccl.recv_reduce_copy from 0 with i[0] -> i[0]
+    ccl.recv_reduce_copy from 0 with i[1] -> i[1] {order = 1}
+    ccl.send i[0] to 2 {step = 1}
+    ccl.send i[1] to 2 {step = 1, order = 1}
+    ccl.recv from 2 -> i[1] {step = 2, order = 2}
+  }
+  ccl.gpu 2 chunks(2, 2, 0) {
+    ccl.recv from 1 -> i[0] {step = 1}
+    ccl.recv from 1 -> i[1] {step = 1, order = 1}
+    ccl.send i[1] to 1 {step = 2, order = 2}
+  }
+}

@@ -42,6 +42,10 @@ struct CompileOptions {
   int maxChannels = 0;
   /// Overrides of the algorithm's metadata (empty / -1 = keep).
   std::string protocol;
+  /// After writing MSCCL XML, read it back with the runtime-faithful
+  /// reader, check the runtime's rules, run it symbolically into a schedule
+  /// and prove that schedule with the core verifier; fail otherwise.
+  bool checkRoundTrip = false;
   long long minBytes = -1;
   long long maxBytes = -1;
   std::string name;

@@ -136,29 +136,29 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
     eff[i] = effectsOf(ops[i], col, rank);
   std::vector<bool> erased(n, false);
 
-  // Slots that hold part of the result at the end. In-place collectives
-  // alias output chunks into the input buffer, so the buffer kind of a slot
-  // alone does not say whether the collective observes it.
-  llvm::DenseSet<Slot> observed;
-  for (int k = 0; k < col.outputChunks; ++k)
-    if (col.post[rank][k])
-      observed.insert(slotOf(col, rank, Buffer::Output, k));
-
-  // Whether any live step after `j` overwrites `slot` without reading it.
-  auto overwrittenLater = [&](size_t j, Slot slot) {
-    for (size_t k = j + 1; k < n; ++k)
-      if (!erased[k] && llvm::is_contained(eff[k].writes, slot) &&
-          !llvm::is_contained(eff[k].reads, slot))
-        return true;
-    return false;
-  };
-
-  // Whether any live step after `j` reads one of `slots`.
-  auto readLater = [&](size_t j, const llvm::DenseSet<Slot> &slots) {
-    for (size_t k = j + 1; k < n; ++k)
-      if (!erased[k] && intersects(eff[k].reads, slots))
-        return true;
-    return false;
+  // Output chunks whose final value the collective constrains (in-place
+  // aliases resolved): a value left there is observed.
+  llvm::DenseSet<Slot> observable;
+  for (int i = 0; i < col.outputChunks; ++i)
+    if (col.post[rank][i])
+      observable.insert(slotOf(col, rank, Buffer::Output, i));
+  // Whether the values in `slots` after step `j` are never used: each slot
+  // is overwritten before any live step reads it, or is left alone and is
+  // not an observed output.
+  auto deadAfter = [&](size_t j, const llvm::DenseSet<Slot> &slots) {
+    for (Slot s : slots) {
+      bool overwritten = false;
+      for (size_t k = j + 1; k < n && !overwritten; ++k) {
+        if (erased[k])
+          continue;
+        if (llvm::is_contained(eff[k].reads, s))
+          return false;
+        overwritten = llvm::is_contained(eff[k].writes, s);
+      }
+      if (!overwritten && observable.contains(s))
+        return false;
+    }
+    return true;
   };
 
   // Moves entry `from` to just after entry `to` (from < to).
@@ -229,18 +229,12 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
         join(mIn, mOut, rank, peers);
         OpBuilder b(r);
         Operation *f;
-        // X is dead when no later step reads it and each of its slots is
-        // either not part of the result or overwritten later.
-        bool dead = !readBetween && !readLater(j, x);
-        for (Slot s : eff[i].writes)
-          if (dead && observed.contains(s) && !overwrittenLater(j, s))
-            dead = false;
         if (recv) {
           f = b.create<RecvCopySendOp>(r.getLoc(), recv.getRecvPeer(),
                                        dst.buffer, dst.offset,
                                        send.getSendPeer(), cnt, r.getStepKey(),
                                        r.getOrderKey(), nullptr);
-        } else if (dead &&
+        } else if (!readBetween && deadAfter(j, x) &&
                    rrc.getSrcBuffer() == rrc.getDstBuffer() &&
                    rrc.getSrcOffset() == rrc.getDstOffset()) {
           f = b.create<RecvReduceSendOp>(
@@ -305,7 +299,7 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
         for (Slot s : y)
           if (touched.contains(s) || x.contains(s))
             yTouched = true;
-        if (!yTouched && !readLater(j, x)) {
+        if (!yTouched && deadAfter(j, x)) {
           OpBuilder b(r);
           auto f = b.create<RecvReduceCopyOp>(
               r.getLoc(), recv.getRecvPeer(), red.getDstBuffer(),

@@ -1,6 +1,7 @@
 //===- Json.cpp - Located JSON parsing and typed field access -------------===//
 #include "ccsynth/Core/Json.h"
 
+#include <cctype>
 #include <vector>
 
 namespace ccsynth {
@@ -198,7 +199,26 @@ Expected<JsonDocument> JsonDocument::parse(std::string file,
       Json ignored = Json::parse(d.source);
       (void)ignored;
     } catch (const Json::parse_error &e) {
+      // nlohmann reports the last character it read; point at the start of
+      // the offending token instead.
       size_t byte = e.byte > 0 ? e.byte - 1 : 0;
+      if (byte < d.source.size() && d.source[byte] == '"') {
+        size_t open = byte;
+        while (open > 0) {
+          --open;
+          if (d.source[open] == '"' && (open == 0 || d.source[open - 1] != '\\'))
+            break;
+        }
+        byte = open;
+      } else {
+        auto word = [](char c) {
+          return std::isalnum((unsigned char)c) || c == '.' || c == '-' ||
+                 c == '+';
+        };
+        while (byte > 0 && byte < d.source.size() && word(d.source[byte]) &&
+               word(d.source[byte - 1]))
+          --byte;
+      }
       std::string what = e.what();
       // nlohmann's text: "[json.exception.parse_error.101] parse error at
       // line 3, column 5: syntax error while parsing ... - <detail>"

@@ -1,0 +1,32 @@
+# Runs CMD in WORKDIR; checks the exit code (RC), that the combined output
+# matches every MATCH regex and not NOMATCH, and, when FILE is given, that
+# WORKDIR/FILE exists. For a failing command, also checks that no output
+# file named after -o was left behind.
+execute_process(COMMAND ${CMD} WORKING_DIRECTORY ${WORKDIR}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+message("${all}")
+if(NOT "${rc}" STREQUAL "${RC}")
+  message(FATAL_ERROR "exit code ${rc}, expected ${RC}")
+endif()
+foreach(m ${MATCH})
+  if(NOT all MATCHES "${m}")
+    message(FATAL_ERROR "output does not match '${m}'")
+  endif()
+endforeach()
+if(NOMATCH AND all MATCHES "${NOMATCH}")
+  message(FATAL_ERROR "output matches '${NOMATCH}'")
+endif()
+if(FILE AND NOT EXISTS ${WORKDIR}/${FILE})
+  message(FATAL_ERROR "${FILE} was not written")
+endif()
+if(NOT "${RC}" STREQUAL "0")
+  list(FIND CMD "-o" i)
+  if(i GREATER -1)
+    math(EXPR i "${i} + 1")
+    list(GET CMD ${i} outfile)
+    if(EXISTS ${outfile})
+      message(FATAL_ERROR "a failing command left ${outfile} behind")
+    endif()
+  endif()
+endif()

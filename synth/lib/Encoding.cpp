@@ -10,6 +10,27 @@ namespace ccsynth::synth {
 
 namespace {
 constexpr int kInf = INT_MAX / 4;
+
+/// Adds sum(coef * lit) <= cap when it can be violated.
+void addBound(BoolModel &q, const std::map<int, int> &acc, int cap) {
+  long long total = 0;
+  bool unit = true;
+  for (auto &kv : acc) {
+    total += kv.second;
+    unit &= kv.second == 1;
+  }
+  if (total <= cap)
+    return;
+  std::vector<int> lits, coefs;
+  for (auto &kv : acc) {
+    lits.push_back(kv.first);
+    coefs.push_back(kv.second);
+  }
+  if (unit)
+    q.addAtMost(std::move(lits), cap);
+  else
+    q.addPbLe(std::move(lits), std::move(coefs), cap);
+}
 } // namespace
 
 FlowEncoding::FlowEncoding(const RoutingProblem &problem,
@@ -25,7 +46,6 @@ FlowEncoding::FlowEncoding(const RoutingProblem &problem,
   byRepLink.assign(nreps, std::vector<std::vector<int>>(nl));
   hasLit.assign(nreps, {});
   earliest.assign(nreps, {});
-  used.assign(nl, 0);
   for (int ri = 0; ri < nreps; ++ri)
     encodeRep(ri);
   if (opts.exclusiveLinks)
@@ -131,10 +151,13 @@ void FlowEncoding::encodeRep(int ri) {
       }
       m.addClause(std::move(cl));
     }
-    // One reception per rank and value.
+    // One reception per rank and value; exactly one for destinations
+    // (implied by reachBy, but stated directly it propagates much sooner).
     std::vector<int> in;
     for (int idx : arrivals[r])
       in.push_back(vars[idx].lit);
+    if (isDest[r])
+      m.addClause(in);
     if (in.size() > 1)
       m.addAtMost(std::move(in), 1);
   }
@@ -193,24 +216,7 @@ void FlowEncoding::encodeExclusive() {
           ++acc[vars[idx].lit];
       }
   };
-  auto emit = [&](std::map<int, int> &acc, int cap) {
-    long long total = 0;
-    for (auto &kv : acc)
-      total += kv.second;
-    if (total <= cap)
-      return;
-    std::vector<int> lits, coefs;
-    bool unit = true;
-    for (auto &kv : acc) {
-      lits.push_back(kv.first);
-      coefs.push_back(kv.second);
-      unit &= kv.second == 1;
-    }
-    if (unit)
-      m.addAtMost(std::move(lits), cap);
-    else
-      m.addPbLe(std::move(lits), std::move(coefs), cap);
-  };
+  auto emit = [&](std::map<int, int> &acc, int cap) { addBound(m, acc, cap); };
   for (int l : p.usableLinks) {
     if (p.linkOrbitRep[l] != l)
       continue;
@@ -239,30 +245,20 @@ void FlowEncoding::encodeExclusive() {
   }
 }
 
-int FlowEncoding::reachBy(int T) {
+bool FlowEncoding::reachBy(BoolModel &q, int T) const {
   T = std::min(T, opts.horizon);
-  int guard = m.newVar();
   for (size_t ri = 0; ri < p.reps.size(); ++ri)
     for (int d : p.values[p.reps[ri]].dests) {
       if (earliest[ri][d] > T || hasLit[ri][d].empty())
-        return 0;
-      m.addImplies(guard, hasLit[ri][d][T]);
+        return false;
+      q.addClause({hasLit[ri][d][T]});
     }
-  return guard;
+  return true;
 }
 
-int FlowEncoding::loadBound(const std::vector<int> &linkCap,
-                            const std::vector<int> &resCap) {
+void FlowEncoding::loadBound(BoolModel &q, const std::vector<int> &linkCap,
+                             const std::vector<int> &resCap) {
   const Topology &t = *p.topo;
-  int guard = m.newVar();
-  auto emit = [&](std::map<int, int> &acc, int cap) {
-    std::vector<int> lits, coefs;
-    for (auto &kv : acc) {
-      lits.push_back(kv.first);
-      coefs.push_back(kv.second);
-    }
-    m.addGuardedPbLe(guard, std::move(lits), std::move(coefs), cap);
-  };
   std::vector<std::vector<int>> linksOf(t.resources.size());
   for (int l : p.usableLinks) {
     for (int x : t.links[l].resources)
@@ -273,7 +269,7 @@ int FlowEncoding::loadBound(const std::vector<int> &linkCap,
     for (auto [ri, pre] : loadTerms(l))
       for (int idx : byRepLink[ri][pre])
         ++acc[vars[idx].lit];
-    emit(acc, linkCap[l]);
+    addBound(q, acc, linkCap[l]);
   }
   for (size_t x = 0; x < t.resources.size(); ++x) {
     if (p.resourceOrbitRep[x] != (int)x || x >= resCap.size() || resCap[x] < 0)
@@ -283,40 +279,29 @@ int FlowEncoding::loadBound(const std::vector<int> &linkCap,
       for (auto [ri, pre] : loadTerms(l))
         for (int idx : byRepLink[ri][pre])
           ++acc[vars[idx].lit];
-    emit(acc, resCap[x]);
+    addBound(q, acc, resCap[x]);
   }
-  return guard;
 }
 
-int FlowEncoding::usedLit(int l) {
-  if (used[l])
-    return used[l];
-  int u = m.newVar();
-  std::vector<int> any{-u};
-  for (auto [ri, pre] : loadTerms(l))
-    for (int idx : byRepLink[ri][pre]) {
-      m.addImplies(vars[idx].lit, u);
-      any.push_back(vars[idx].lit);
-    }
-  m.addClause(std::move(any));
-  used[l] = u;
-  return u;
-}
-
-int FlowEncoding::distinctLinks(const std::vector<int> &links, int k,
-                                bool atMost) {
-  int guard = m.newVar();
+void FlowEncoding::distinctLinks(BoolModel &q, const std::vector<int> &links,
+                                 int k, bool atMost) {
   std::vector<int> lits, coefs;
   int total = 0;
   for (int l : links) {
-    int u = usedLit(l);
+    // used(l) <-> some value's route image crosses l.
+    int u = q.newVar();
+    std::vector<int> any{-u};
+    for (auto [ri, pre] : loadTerms(l))
+      for (int idx : byRepLink[ri][pre]) {
+        q.addImplies(vars[idx].lit, u);
+        any.push_back(vars[idx].lit);
+      }
+    q.addClause(std::move(any));
     lits.push_back(atMost ? u : -u);
     coefs.push_back(p.linkOrbitSize[l]);
     total += p.linkOrbitSize[l];
   }
-  m.addGuardedPbLe(guard, std::move(lits), std::move(coefs),
-                   atMost ? k : total - k);
-  return guard;
+  q.addPbLe(std::move(lits), std::move(coefs), atMost ? k : total - k);
 }
 
 Plan FlowEncoding::decode(const IncrementalSolver &solver) const {
@@ -373,11 +358,5 @@ Plan FlowEncoding::decode(const IncrementalSolver &solver) const {
   return plan;
 }
 
-std::vector<int> FlowEncoding::linkLoads(const Plan &plan, int numLinks) {
-  std::vector<int> load(numLinks, 0);
-  for (const PlanSend &s : plan.sends)
-    ++load[s.link];
-  return load;
-}
 
 } // namespace ccsynth::synth

@@ -13,27 +13,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 namespace ccsynth::synth {
-
-void BoolModel::addGuardedPbLe(int guard, std::vector<int> lits,
-                               std::vector<int> coefs, int k) {
-  // guard -> sum <= k  ==  sum + (total - k) * guard <= total.
-  if (coefs.empty())
-    coefs.assign(lits.size(), 1);
-  long long total = 0;
-  for (int c : coefs)
-    total += c;
-  if (k >= total)
-    return;
-  if (k < 0) {
-    addClause({-guard});
-    return;
-  }
-  lits.push_back(guard);
-  coefs.push_back((int)(total - k));
-  addPbLe(std::move(lits), std::move(coefs), (int)total);
-}
 
 const char *toString(SolveStatus s) {
   switch (s) {
@@ -53,11 +35,15 @@ struct IncrementalSolver::Impl {
   std::vector<z3::expr> vars; ///< index = variable id (0 unused)
   size_t sent = 0;
   unsigned seed = 0;
+  bool satEngine = true;
+  std::vector<std::pair<std::string, std::string>> extra;
   std::vector<bool> model;
   std::string error;
 
   explicit Impl(const SolverOptions &o)
-      : solver(ctx, "QF_FD"), seed(o.seed) {}
+      : solver(o.logic.empty() ? z3::solver(ctx)
+                               : z3::solver(ctx, o.logic.c_str())),
+        seed(o.seed), satEngine(o.logic == "QF_FD"), extra(o.params) {}
 
   z3::expr lit(int l) {
     int v = std::abs(l);
@@ -87,27 +73,30 @@ Status IncrementalSolver::sync(const BoolModel &model) {
       z3::expr_vector es(impl->ctx);
       for (int l : c.lits)
         es.push_back(impl->lit(l));
+      std::optional<z3::expr> e;
       switch (c.kind) {
       case BoolModel::Kind::Clause:
-        impl->solver.add(es.empty() ? impl->ctx.bool_val(false)
-                                    : z3::mk_or(es));
+        e = es.empty() ? impl->ctx.bool_val(false) : z3::mk_or(es);
         break;
       case BoolModel::Kind::AtMost:
         if (c.bound < 0)
-          impl->solver.add(impl->ctx.bool_val(false));
+          e = impl->ctx.bool_val(false);
         else if (c.bound < (int)es.size())
-          impl->solver.add(z3::atmost(es, (unsigned)c.bound));
+          e = z3::atmost(es, (unsigned)c.bound);
         break;
       case BoolModel::Kind::AtLeast:
         if (c.bound > (int)es.size())
-          impl->solver.add(impl->ctx.bool_val(false));
+          e = impl->ctx.bool_val(false);
         else if (c.bound > 0)
-          impl->solver.add(z3::atleast(es, (unsigned)c.bound));
+          e = z3::atleast(es, (unsigned)c.bound);
         break;
       case BoolModel::Kind::PbLe:
-        impl->solver.add(z3::pble(es, c.coefs.data(), c.bound));
+        e = z3::pble(es, c.coefs.data(), c.bound);
         break;
       }
+      if (!e)
+        continue;
+      impl->solver.add(*e);
     }
     // Make sure every variable exists so that value() can evaluate it.
     impl->lit(std::max(1, model.numVars()));
@@ -128,7 +117,20 @@ SolveOutcome IncrementalSolver::solve(const std::vector<int> &assumptions,
   try {
     z3::params p(impl->ctx);
     p.set("random_seed", impl->seed);
-    p.set("sat.random_seed", impl->seed);
+    if (impl->satEngine) {
+      p.set("sat.random_seed", impl->seed);
+      // Keep cardinality constraints native instead of bit-blasting them
+      // into sorting networks (much faster on the load bounds).
+      p.set("sat.cardinality.solver", true);
+    }
+    for (auto &[k, v] : impl->extra) {
+      if (v == "true" || v == "false")
+        p.set(k.c_str(), v == "true");
+      else if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos)
+        p.set(k.c_str(), (unsigned)std::stoul(v));
+      else
+        p.set(k.c_str(), v.c_str());
+    }
     double ms = std::max(1.0, std::min(timeLimitSec * 1000.0, 4.0e9));
     p.set("timeout", (unsigned)ms);
     impl->solver.set(p);

@@ -43,6 +43,8 @@ struct Plan {
   /// Which method produced it, for reports ("exact T=7", "routing", ...).
   std::string method;
   bool provenOptimal = false;
+  /// SMT-LIB text of the encoding that produced it (when requested).
+  std::string smt;
 };
 
 struct EncodingOptions {
@@ -56,32 +58,34 @@ struct EncodingOptions {
   std::vector<int> resourceCap;
 };
 
+/// Builds the base encoding; queries (horizon, load bounds, distinct-link
+/// bounds) are added as permanent constraints to a copy of it. (Guarding
+/// them with assumption literals instead makes Z3's cardinality reasoning
+/// orders of magnitude slower, so every query gets a fresh solver.)
 class FlowEncoding {
 public:
   FlowEncoding(const RoutingProblem &problem, const EncodingOptions &options);
 
-  BoolModel &model() { return m; }
-  const BoolModel &model() const { return m; }
+  const BoolModel &base() const { return m; }
   int numSendVars() const { return (int)vars.size(); }
 
-  /// Literal that, assumed, requires every destination to hold its value by
-  /// the end of slot `t` (<= horizon). Fails (returns 0) when some
-  /// destination cannot be reached by then at all.
-  int reachBy(int t);
-  /// Literal that, assumed, caps the number of transfers over every link l
-  /// at linkCap[l] and through every resource x at resCap[x] (a negative
-  /// cap means no bound). Caps are read at orbit representatives.
-  int loadBound(const std::vector<int> &linkCap, const std::vector<int> &resCap);
-  /// Literal that, assumed, bounds the weighted number of distinct links used
-  /// among `links` (orbit representatives; weight = orbit size): at most
-  /// `k` when `atMost`, at least `k` otherwise.
-  int distinctLinks(const std::vector<int> &links, int k, bool atMost);
+  /// Requires every destination to hold its value by the end of slot `t`
+  /// (<= horizon). False when some destination cannot be reached by then.
+  bool reachBy(BoolModel &q, int t) const;
+  /// Caps the number of transfers over every link l at linkCap[l] and
+  /// through every resource x at resCap[x] (negative = no bound). Caps are
+  /// read at orbit representatives.
+  void loadBound(BoolModel &q, const std::vector<int> &linkCap,
+                 const std::vector<int> &resCap);
+  /// Bounds the weighted number of distinct links used among `links`
+  /// (orbit representatives; weight = orbit size): at most `k` when
+  /// `atMost`, at least `k` otherwise.
+  void distinctLinks(BoolModel &q, const std::vector<int> &links, int k,
+                     bool atMost);
+
   /// Reads the plan from a satisfying assignment: representative routes,
   /// pruned of transfers that serve no destination, mapped to every value.
   Plan decode(const IncrementalSolver &solver) const;
-
-  /// Total transfers over link l in a decoded plan, for reports.
-  static std::vector<int> linkLoads(const Plan &plan, int numLinks);
 
 private:
   const RoutingProblem &p;
@@ -100,7 +104,6 @@ private:
   /// has literals: per rep index, per rank, per slot (0 = never).
   std::vector<std::vector<std::vector<int>>> hasLit;
   std::vector<std::vector<int>> earliest; ///< per rep index, per rank
-  std::vector<int> used; ///< per link orbit rep: "link used" literal or 0
 
   int dur(int l) const;
   void encodeRep(int ri);
@@ -110,7 +113,6 @@ private:
   const std::vector<std::pair<int, int>> &loadTerms(int l);
   std::map<int, std::vector<std::pair<int, int>>> termCache;
   std::vector<int> idxOfRep; ///< per value id: index into p.reps or -1
-  int usedLit(int l);
 };
 
 } // namespace ccsynth::synth

@@ -53,10 +53,6 @@ public:
   void addPbLe(std::vector<int> lits, std::vector<int> coefs, int k) {
     cons.push_back({Kind::PbLe, std::move(lits), std::move(coefs), k});
   }
-  /// guard -> sum(coefs[i] * lits[i]) <= k, as one pseudo-Boolean
-  /// constraint (coefficients positive; empty coefs = all 1).
-  void addGuardedPbLe(int guard, std::vector<int> lits, std::vector<int> coefs,
-                      int k);
 
   const std::vector<Constraint> &constraints() const { return cons; }
   size_t size() const { return cons.size(); }
@@ -68,6 +64,11 @@ private:
 
 struct SolverOptions {
   unsigned seed = 0;
+  /// Z3 logic: QF_FD (SAT engine with native cardinality/PB) or "" (the
+  /// general SMT engine).
+  std::string logic = "QF_FD";
+  /// Extra Z3 parameters ("name", "value"), for experiments.
+  std::vector<std::pair<std::string, std::string>> params;
 };
 
 enum class SolveStatus { Sat, Unsat, Unknown };

@@ -1,0 +1,450 @@
+//===- Synthesizer.cpp - Sketch-guided synthesis of collective schedules --===//
+#include "ccsynth/Synth/Synthesizer.h"
+
+#include "ccsynth/Core/LowerBound.h"
+#include "ccsynth/Core/Simulator.h"
+#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Synth/ListScheduler.h"
+#include "ccsynth/Synth/Lowering.h"
+#include "ccsynth/Synth/Search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace ccsynth::synth {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string fmt(double x, int prec = 2) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(prec);
+  os << x;
+  return os.str();
+}
+
+/// Seconds spent per stage, in first-use order.
+class Stages {
+public:
+  void add(const std::string &name, double s) {
+    for (StageTime &st : list)
+      if (st.name == name) {
+        st.seconds += s;
+        return;
+      }
+    list.push_back({name, s});
+  }
+  std::vector<StageTime> list;
+};
+
+/// The copy collective whose routes a collective is built from.
+CollectiveKind routeKindOf(CollectiveKind k) {
+  switch (k) {
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllReduce:
+    return CollectiveKind::AllGather;
+  case CollectiveKind::Reduce:
+    return CollectiveKind::Broadcast;
+  default:
+    return k;
+  }
+}
+
+struct Setup {
+  Collective route;  ///< routed copy collective
+  Collective target; ///< what the schedule implements
+};
+
+Expected<Setup> makeSetup(const SynthOptions &o, int n, int k) {
+  Setup s;
+  if (o.kind == CollectiveKind::Custom) {
+    s.route = *o.custom;
+    s.target = *o.custom;
+    return s;
+  }
+  CollectiveKind rk = routeKindOf(o.kind);
+  auto route = Collective::builtin(rk, n, k, rk == o.kind && o.inPlace, o.root);
+  if (!route)
+    return route.error();
+  auto target = Collective::builtin(
+      o.kind, n, o.kind == CollectiveKind::AllReduce ? n * k : k, o.inPlace,
+      o.root);
+  if (!target)
+    return target.error();
+  s.route = route.take();
+  s.target = target.take();
+  return s;
+}
+
+/// Chunk splits to try, in order.
+std::vector<int> chunkups(const Topology &topo, const Sketch &sk,
+                          const SynthOptions &o, const Collective &route1) {
+  if (o.kind == CollectiveKind::Custom)
+    return {1};
+  if (o.chunkup > 0)
+    return {o.chunkup};
+  if (!sk.chunkupCandidates.empty())
+    return sk.chunkupCandidates;
+  // How many latencies one unsplit chunk's streaming is worth: splitting
+  // finer than that only adds latency.
+  double bw = 0, alpha = std::numeric_limits<double>::infinity();
+  for (int l = 0; l < (int)topo.links.size(); ++l) {
+    bw = std::max(bw, topo.effectiveBandwidth(l));
+    alpha = std::min(alpha, topo.links[l].alphaUs);
+  }
+  double chunk = o.targetBytes / route1.sizeDivisor();
+  double ratio = alpha > 0 ? chunk / (bw * 1e3) / alpha : 1e9;
+  int kMax = std::max(1, (int)std::floor(ratio));
+  int values = std::max(1, route1.numValues());
+  std::set<int> pool{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+  int c = sk.inputChunkup;
+  for (int m : {1, 2, 4})
+    pool.insert(c * m);
+  for (int d = 1; d <= c; ++d)
+    if (c % d == 0)
+      pool.insert(d);
+  std::vector<int> out;
+  auto ok = [&](int k) {
+    return k == 1 || (k <= kMax && (long long)values * k <= 8192);
+  };
+  if (ok(c))
+    out.push_back(c);
+  for (int k : pool)
+    if (k != c && ok(k))
+      out.push_back(k);
+  return out;
+}
+
+struct Candidate {
+  Schedule schedule;
+  double timeUs = std::numeric_limits<double>::infinity();
+  std::string method;
+  int chunkup = 1;
+  bool proven = false;
+  std::string smt;
+};
+
+class Driver {
+public:
+  Driver(const Topology &t, const Sketch &s, const SynthOptions &o)
+      : topo(t), sketch(s), opts(o) {}
+
+  Expected<SynthResult> run();
+
+private:
+  const Topology &topo;
+  const Sketch &sketch;
+  const SynthOptions &opts;
+  Clock::time_point start = Clock::now();
+  Clock::time_point deadline;
+  Stages stages;
+  SynthResult result;
+  Candidate best;
+  double bound = 0;
+  std::string lastSmt;
+
+  void say(const std::string &m) const {
+    if (opts.progress)
+      opts.progress(m);
+  }
+  bool timeUp() const { return Clock::now() >= deadline; }
+  bool atBound() const { return bound > 0 && best.timeUs <= bound * 1.002; }
+
+  /// Lowers, orders, merges, verifies and simulates one plan; returns the
+  /// best simulated time among its variants.
+  double evaluate(const RoutingProblem &problem, const Setup &setup,
+                  const Plan &plan, int k);
+  Expected<TaskList> lower(const RoutingProblem &problem, const Setup &setup,
+                           const Plan &plan);
+  /// Verifies and simulates; +inf when the candidate fails verification.
+  double measure(Schedule &s, const std::string &method, int k, bool proven,
+                 const std::string &smt);
+  void searchChunkup(int k, const Setup &setup, const RoutingProblem &problem,
+                     Clock::time_point until);
+};
+
+Expected<TaskList> Driver::lower(const RoutingProblem &problem,
+                                 const Setup &setup, const Plan &plan) {
+  switch (opts.kind) {
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::Reduce:
+    return lowerInverse(problem, plan, setup.target);
+  case CollectiveKind::AllReduce:
+    return lowerAllReduce(problem, plan, setup.target);
+  default:
+    return lowerCopy(problem, plan);
+  }
+}
+
+double Driver::measure(Schedule &s, const std::string &method, int k,
+                       bool proven, const std::string &smt) {
+  auto t0 = Clock::now();
+  s.name = std::string(toString(opts.kind)) + "-" + topo.name + "-synth";
+  s.topology = topo.name;
+  s.origin = "synth";
+  VerifyOptions vo;
+  vo.topology = &topo;
+  VerifyResult vr = verifySchedule(s, vo);
+  if (!vr.ok()) {
+    // A bug in a lowering must not reach the user; record and skip.
+    result.notes.push_back("internal: a " + method +
+                           " candidate failed verification and was dropped: " +
+                           vr.issues.front().message);
+    stages.add("verify+simulate", since(t0));
+    return std::numeric_limits<double>::infinity();
+  }
+  SimOptions so;
+  so.bytes = opts.targetBytes;
+  auto sim = simulate(s, topo, so);
+  stages.add("verify+simulate", since(t0));
+  if (!sim) {
+    result.notes.push_back("internal: simulating a " + method +
+                           " candidate failed: " + sim.error().message);
+    return std::numeric_limits<double>::infinity();
+  }
+  double t = sim->timeUs;
+  result.candidates.push_back({method, k, s.numSteps(), t});
+  bool better = t < best.timeUs * (1 - 1e-9) ||
+                (proven && !best.proven && t <= best.timeUs * (1 + 1e-9));
+  if (better) {
+    best.schedule = s;
+    best.timeUs = t;
+    best.method = method;
+    best.chunkup = k;
+    best.proven = proven;
+    best.smt = smt;
+  }
+  return t;
+}
+
+double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
+                        const Plan &plan, int k) {
+  auto t0 = Clock::now();
+  auto list = lower(problem, setup, plan);
+  if (!list) {
+    result.notes.push_back("internal: lowering a " + plan.method +
+                           " plan failed: " + list.error().message);
+    return std::numeric_limits<double>::infinity();
+  }
+  if (sketch.enforceOrdering) {
+    // A sender's own chunks go over the network before those it relays.
+    for (Task &t : list->tasks) {
+      const Transfer &tr = t.tr;
+      if (tr.src.rank != tr.dst.rank && !topo.sameNode(tr.src.rank, tr.dst.rank) &&
+          tr.src.buffer == BufferKind::Input)
+        t.prio -= 1e6;
+    }
+  }
+  ListScheduleOptions lo;
+  lo.bytes = opts.targetBytes;
+  double bestHere = std::numeric_limits<double>::infinity();
+  auto timed = listSchedule(*list, topo, lo);
+  stages.add("schedule", since(t0));
+  if (!timed) {
+    result.notes.push_back("internal: scheduling a " + plan.method +
+                           " plan failed: " + timed.error().message);
+    return bestHere;
+  }
+  Schedule s = toSchedule(*list, *timed);
+  bestHere = std::min(bestHere, measure(s, plan.method, k, plan.provenOptimal,
+                                        plan.smt));
+  // Fewer latencies: merge contiguous transfers where that is cheap, then
+  // wherever possible.
+  size_t lastSize = list->tasks.size();
+  for (double ratio : {1.0, 1e18}) {
+    if (timeUp() && best.timeUs < std::numeric_limits<double>::infinity())
+      break;
+    auto t1 = Clock::now();
+    TaskList merged = mergeContiguous(*list, *timed, topo, opts.targetBytes,
+                                      ratio);
+    if (merged.tasks.size() == list->tasks.size() ||
+        merged.tasks.size() == lastSize) {
+      stages.add("schedule", since(t1));
+      continue;
+    }
+    lastSize = merged.tasks.size();
+    auto mt = listSchedule(merged, topo, lo);
+    stages.add("schedule", since(t1));
+    if (!mt)
+      continue;
+    Schedule ms = toSchedule(merged, *mt);
+    bestHere = std::min(
+        bestHere, measure(ms, plan.method + ", merged", k,
+                          plan.provenOptimal, plan.smt));
+  }
+  if (!plan.smt.empty())
+    lastSmt = plan.smt;
+  return bestHere;
+}
+
+void Driver::searchChunkup(int k, const Setup &setup,
+                           const RoutingProblem &problem,
+                           Clock::time_point until) {
+  auto report = [&](const std::string &what, double t) {
+    if (!std::isfinite(t))
+      return;
+    std::string pct =
+        bound > 0 ? " (" + fmt(100.0 * bound / t, 1) + "% of bound)" : "";
+    say("chunkup " + std::to_string(k) + ": " + what + ": " + fmt(t) + " us" +
+        pct);
+  };
+  double chunk = std::ceil(opts.targetBytes / setup.route.sizeDivisor());
+  CostModel cost = makeCostModel(topo, chunk);
+  SearchContext ctx;
+  ctx.deadline = std::min(until, deadline);
+  ctx.seed = opts.seed;
+  ctx.progress = [&](const std::string &m) {
+    say("chunkup " + std::to_string(k) + ": " + m);
+  };
+  ctx.keepSmt = opts.keepSmt;
+
+  auto t0 = Clock::now();
+  Plan h = heuristicPlan(problem, cost);
+  stages.add("heuristic routes", since(t0));
+  report("heuristic", evaluate(problem, setup, h, k));
+  if (atBound())
+    return;
+
+  // Bandwidth-bound sizes favour concentrating binding resources on few
+  // long FIFO streams.
+  double bw = 0, alpha = std::numeric_limits<double>::infinity();
+  for (int l : problem.usableLinks) {
+    bw = std::max(bw, topo.effectiveBandwidth(l));
+    alpha = std::min(alpha, topo.links[l].alphaUs);
+  }
+  bool bandwidthBound = chunk / (bw * 1e3) > 4 * alpha;
+  if (Clock::now() < ctx.deadline) {
+    auto t1 = Clock::now();
+    ctx.maxVars = 150000;
+    RoutingSearchOptions ro;
+    ro.concentrate = bandwidthBound;
+    auto plans = routingPlans(problem, cost, ro, ctx);
+    stages.add("routing (Z3)", since(t1));
+    for (const Plan &p : plans) {
+      if (timeUp() && std::isfinite(best.timeUs))
+        break;
+      report(p.method, evaluate(problem, setup, p, k));
+    }
+  }
+  // The exact slot model is the most precise and the most expensive: only
+  // when routing left a gap to the bound.
+  if (!atBound() && Clock::now() < ctx.deadline) {
+    auto t1 = Clock::now();
+    ctx.maxVars = 40000;
+    auto exact = exactPlan(problem, cost, ctx);
+    stages.add("exact slot model (Z3)", since(t1));
+    if (exact)
+      report(exact->method, evaluate(problem, setup, *exact, k));
+  }
+  result.timeLimitHit |= ctx.cutShort;
+}
+
+Expected<SynthResult> Driver::run() {
+  deadline = start + std::chrono::microseconds(
+                         (long long)(std::max(0.0, opts.timeLimitSec) * 1e6));
+  int n = topo.numRanks();
+  if (opts.kind == CollectiveKind::Custom) {
+    if (!opts.custom)
+      return Error("a custom collective needs its conditions");
+    if (opts.custom->isReduction())
+      return Error("synthesis of custom collectives with reductions is not "
+                   "supported (only copy collectives; reductions are "
+                   "synthesized for the built-in reducescatter, reduce and "
+                   "allreduce)");
+    if (opts.custom->numRanks != n)
+      return Error("the custom collective has " +
+                   std::to_string(opts.custom->numRanks) +
+                   " ranks but topology '" + topo.name + "' has " +
+                   std::to_string(n));
+  }
+  auto base = makeSetup(opts, n, 1);
+  if (!base)
+    return base.error();
+  std::vector<int> ks = chunkups(topo, sketch, opts, base->route);
+  say("synthesizing " + base->target.describe() + " on " + topo.name +
+      " for " + fmt(opts.targetBytes / 1024.0, 0) + " KiB; chunk splits to "
+      "try: " + [&] {
+        std::string s;
+        for (int k : ks)
+          s += (s.empty() ? "" : ", ") + std::to_string(k);
+        return s;
+      }());
+  int misses = 0;
+  double bestBefore = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < ks.size(); ++i) {
+    int k = ks[i];
+    if (timeUp() && std::isfinite(best.timeUs))
+      break;
+    auto t0 = Clock::now();
+    auto setup = makeSetup(opts, n, k);
+    if (!setup)
+      return setup.error();
+    auto problem = buildRoutingProblem(topo, sketch, setup->route);
+    if (!problem)
+      return problem.error();
+    stages.add("problem", since(t0));
+    if (i == 0) {
+      if (auto why = explainInfeasible(*problem, sketch)) {
+        result.feasible = false;
+        result.infeasibility = *why;
+        result.stages = stages.list;
+        return std::move(result);
+      }
+      for (const std::string &note : problem->notes)
+        result.notes.push_back(note);
+    }
+    double lb = lowerBound(setup->target, topo, opts.targetBytes).timeUs();
+    bound = std::max(bound, lb);
+    // Earlier splits get more of the remaining time.
+    double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    int rest = (int)std::min<size_t>(ks.size() - i, 3);
+    auto until = Clock::now() + std::chrono::microseconds(
+                                    (long long)(std::max(0.0, left) / rest * 1e6));
+    searchChunkup(k, *setup, *problem, until);
+    if (atBound())
+      break;
+    // Stop splitting further once two splits in a row did not help.
+    if (i > 0 && !(best.timeUs < bestBefore * 0.99))
+      ++misses;
+    else
+      misses = 0;
+    bestBefore = std::min(bestBefore, best.timeUs);
+    if (misses >= 2)
+      break;
+  }
+  if (!std::isfinite(best.timeUs))
+    return Error("no verified schedule was found (see the notes above)");
+  result.timeLimitHit |= timeUp();
+  result.schedule = best.schedule;
+  result.method = best.method;
+  result.chunkup = best.chunkup;
+  result.timeUs = best.timeUs;
+  result.lowerBoundUs = bound;
+  result.provenOptimal = best.proven && !result.timeLimitHit;
+  result.smt = best.smt.empty() ? lastSmt : best.smt;
+  result.stages = stages.list;
+  return std::move(result);
+}
+
+} // namespace
+
+Expected<SynthResult> synthesize(const Topology &topo, const Sketch &sketch,
+                                 const SynthOptions &options) {
+  if (Status s = topo.validate(); !s)
+    return s.error();
+  Driver d(topo, sketch, options);
+  return d.run();
+}
+
+} // namespace ccsynth::synth

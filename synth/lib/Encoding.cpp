@@ -44,6 +44,7 @@ FlowEncoding::FlowEncoding(const RoutingProblem &problem,
   for (int i = 0; i < nreps; ++i)
     idxOfRep[p.reps[i]] = i;
   byRepLink.assign(nreps, std::vector<std::vector<int>>(nl));
+  crosses.assign(nreps, std::vector<int>(nl, 0));
   hasLit.assign(nreps, {});
   earliest.assign(nreps, {});
   for (int ri = 0; ri < nreps; ++ri)
@@ -126,6 +127,21 @@ void FlowEncoding::encodeRep(int ri) {
       vars.push_back({ri, l, s, lit});
     }
   }
+  for (int l : p.usableLinks) {
+    const auto &ids = byRepLink[ri][l];
+    if (ids.size() == 1) {
+      crosses[ri][l] = vars[ids[0]].lit;
+    } else if (ids.size() > 1) {
+      int y = m.newVar();
+      std::vector<int> any{-y};
+      for (int idx : ids) {
+        m.addImplies(vars[idx].lit, y);
+        any.push_back(vars[idx].lit);
+      }
+      m.addClause(std::move(any));
+      crosses[ri][l] = y;
+    }
+  }
   // has(r, t) for t in [earliest, H].
   auto &has = hasLit[ri];
   has.assign(n, {});
@@ -160,6 +176,21 @@ void FlowEncoding::encodeRep(int ri) {
       m.addClause(in);
     if (in.size() > 1)
       m.addAtMost(std::move(in), 1);
+  }
+  // With connected nodes a value enters each node at most once (a second
+  // entry can always be replaced by forwarding inside the node); stated
+  // directly, it makes NIC load bounds easy to satisfy exactly.
+  if (p.nodesConnected && t.numNodes() > 1) {
+    std::vector<std::vector<int>> entering(t.numNodes());
+    for (int l : p.usableLinks) {
+      int nb = t.nodeOf[t.links[l].dst];
+      if (nb != t.nodeOf[t.links[l].src])
+        for (int idx : byRepLink[ri][l])
+          entering[nb].push_back(vars[idx].lit);
+    }
+    for (auto &lits : entering)
+      if (lits.size() > 1)
+        m.addAtMost(std::move(lits), 1);
   }
   // A rank forwards only what it holds.
   for (int l : p.usableLinks)
@@ -267,8 +298,8 @@ void FlowEncoding::loadBound(BoolModel &q, const std::vector<int> &linkCap,
       continue;
     std::map<int, int> acc;
     for (auto [ri, pre] : loadTerms(l))
-      for (int idx : byRepLink[ri][pre])
-        ++acc[vars[idx].lit];
+      if (crosses[ri][pre])
+        ++acc[crosses[ri][pre]];
     addBound(q, acc, linkCap[l]);
   }
   for (size_t x = 0; x < t.resources.size(); ++x) {
@@ -277,9 +308,45 @@ void FlowEncoding::loadBound(BoolModel &q, const std::vector<int> &linkCap,
     std::map<int, int> acc;
     for (int l : linksOf[x])
       for (auto [ri, pre] : loadTerms(l))
-        for (int idx : byRepLink[ri][pre])
-          ++acc[vars[idx].lit];
+        if (crosses[ri][pre])
+          ++acc[crosses[ri][pre]];
     addBound(q, acc, resCap[x]);
+  }
+}
+
+int FlowEncoding::usedLiteral(BoolModel &q, int l) {
+  int u = q.newVar();
+  std::vector<int> any{-u};
+  for (auto [ri, pre] : loadTerms(l))
+    if (int y = crosses[ri][pre]) {
+      q.addImplies(y, u);
+      any.push_back(y);
+    }
+  q.addClause(std::move(any));
+  return u;
+}
+
+void FlowEncoding::distinctPerResource(BoolModel &q,
+                                       const std::vector<int> &resources,
+                                       int m) {
+  const Topology &t = *p.topo;
+  std::map<int, int> usedOf; // link orbit rep -> literal
+  for (int x : resources) {
+    std::vector<int> lits;
+    for (int l : p.usableLinks) {
+      const auto &rs = t.links[l].resources;
+      if (std::find(rs.begin(), rs.end(), x) == rs.end())
+        continue;
+      // Images of one route: a link is used iff its orbit representative
+      // is (the group maps used links to used links).
+      int rep = p.linkOrbitRep[l];
+      auto it = usedOf.find(rep);
+      if (it == usedOf.end())
+        it = usedOf.emplace(rep, usedLiteral(q, rep)).first;
+      lits.push_back(it->second);
+    }
+    if ((int)lits.size() > m)
+      q.addAtMost(std::move(lits), m);
   }
 }
 
@@ -288,15 +355,7 @@ void FlowEncoding::distinctLinks(BoolModel &q, const std::vector<int> &links,
   std::vector<int> lits, coefs;
   int total = 0;
   for (int l : links) {
-    // used(l) <-> some value's route image crosses l.
-    int u = q.newVar();
-    std::vector<int> any{-u};
-    for (auto [ri, pre] : loadTerms(l))
-      for (int idx : byRepLink[ri][pre]) {
-        q.addImplies(vars[idx].lit, u);
-        any.push_back(vars[idx].lit);
-      }
-    q.addClause(std::move(any));
+    int u = usedLiteral(q, l);
     lits.push_back(atMost ? u : -u);
     coefs.push_back(p.linkOrbitSize[l]);
     total += p.linkOrbitSize[l];

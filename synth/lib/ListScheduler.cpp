@@ -349,6 +349,34 @@ Expected<TimedTasks> listSchedule(const TaskList &list, const Topology &topo,
   return d.run();
 }
 
+void prioritizeCriticalPath(TaskList &list, const Topology &topo,
+                            const ListScheduleOptions &options) {
+  double chunk = chunkBytesOf(list.collective, options.bytes);
+  auto deps = taskDependencies(list);
+  int nt = (int)list.tasks.size();
+  std::vector<double> bottom(nt, 0);
+  std::vector<std::vector<int>> succ(nt);
+  for (int t = 0; t < nt; ++t)
+    for (int d : deps[t])
+      succ[d].push_back(t);
+  // The reference order is topological: walk it backwards.
+  for (int t = nt - 1; t >= 0; --t) {
+    const Transfer &tr = list.tasks[t].tr;
+    double bytes = chunk * tr.count, dur;
+    if (tr.src.rank == tr.dst.rank || tr.link < 0) {
+      dur = bytes / (options.localCopyGBps * 1e3);
+    } else {
+      const Link &l = topo.links[tr.link];
+      dur = l.alphaUs + bytes / (topo.effectiveBandwidth(tr.link) * 1e3);
+    }
+    double after = 0;
+    for (int s : succ[t])
+      after = std::max(after, bottom[s]);
+    bottom[t] = dur + after;
+    list.tasks[t].prio = -bottom[t];
+  }
+}
+
 Schedule toSchedule(const TaskList &list, const TimedTasks &timed) {
   int nt = (int)list.tasks.size();
   auto deps = taskDependencies(list);

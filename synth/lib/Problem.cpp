@@ -271,6 +271,29 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
     }
   }
 
+  p.nodesConnected = true;
+  for (int node = 0; node < nodes && p.nodesConnected; ++node) {
+    std::vector<int> ranks = topo.ranksOfNode(node);
+    for (int dir = 0; dir < 2 && p.nodesConnected; ++dir) {
+      std::vector<char> seen(n, 0);
+      std::deque<int> q{ranks[0]};
+      seen[ranks[0]] = 1;
+      while (!q.empty()) {
+        int u = q.front();
+        q.pop_front();
+        for (int l : dir == 0 ? p.outLinks[u] : p.inLinks[u]) {
+          int w = dir == 0 ? topo.links[l].dst : topo.links[l].src;
+          if (topo.nodeOf[w] == node && !seen[w]) {
+            seen[w] = 1;
+            q.push_back(w);
+          }
+        }
+      }
+      for (int r : ranks)
+        p.nodesConnected &= (bool)seen[r];
+    }
+  }
+
   // Values: single-value postconditions only (this is a copy problem).
   int nv = col.numValues();
   p.values.assign(nv, {});

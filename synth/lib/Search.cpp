@@ -108,8 +108,10 @@ std::vector<int> resourceCaps(const RoutingProblem &p, const CostModel &cost,
   return caps;
 }
 
-/// A simple lower bound on the load objective: every needed reception of a
-/// rank enters through its in-links.
+/// A lower bound on the load objective: every needed reception of a rank
+/// enters through its in-links, and every value a node needs from outside
+/// crosses the links (and the shared resources) entering that node; the
+/// same for values leaving their origin's node.
 double loadLowerBound(const RoutingProblem &p, const CostModel &cost) {
   const Topology &t = *p.topo;
   std::vector<int> need(t.numRanks(), 0);
@@ -121,16 +123,58 @@ double loadLowerBound(const RoutingProblem &p, const CostModel &cost) {
     double rate = 0;
     for (int l : p.inLinks[r])
       rate += 1.0 / cost.link[l];
-    if (rate > 0 && need[r] > 0) {
-      // Loads come in whole transfers: the best a rank can do is spread
-      // its receptions so that the busiest in-link is as short as possible.
-      double frac = need[r] / rate;
-      double best = std::numeric_limits<double>::infinity();
-      for (int l : p.inLinks[r]) {
-        double k = std::ceil(frac / cost.link[l] - 1e-9);
-        best = std::min(best, k * cost.link[l]);
+    if (rate > 0 && need[r] > 0)
+      lb = std::max(lb, need[r] / rate);
+  }
+  int nodes = t.numNodes();
+  if (nodes < 2)
+    return lb;
+  for (int dir = 0; dir < 2; ++dir) {
+    for (int b = 0; b < nodes; ++b) {
+      // Links crossing node b's boundary in this direction.
+      auto crossing = [&](int l) {
+        int ns = t.nodeOf[t.links[l].src], nd = t.nodeOf[t.links[l].dst];
+        return dir == 0 ? (nd == b && ns != b) : (ns == b && nd != b);
+      };
+      int count = 0;
+      for (const RouteValue &v : p.values) {
+        bool inside = t.nodeOf[v.origin] == b, other = false;
+        for (int d : v.dests)
+          other |= dir == 0 ? (t.nodeOf[d] == b) : (t.nodeOf[d] != b);
+        count += (dir == 0 ? !inside : inside) && other;
       }
-      lb = std::max(lb, std::min(best, frac));
+      if (count == 0)
+        continue;
+      double linkRate = 0;
+      std::vector<char> exclusive(t.resources.size(), 1),
+          touched(t.resources.size(), 0);
+      for (int l : p.usableLinks)
+        for (int x : t.links[l].resources) {
+          if (crossing(l))
+            touched[x] = 1;
+          else
+            exclusive[x] = 0;
+        }
+      bool covered = true;
+      for (int l : p.usableLinks) {
+        if (!crossing(l))
+          continue;
+        linkRate += 1.0 / cost.link[l];
+        bool any = false;
+        for (int x : t.links[l].resources)
+          any |= exclusive[x] && touched[x];
+        covered &= any;
+      }
+      double rate = linkRate;
+      if (covered) {
+        double resRate = 0;
+        for (size_t x = 0; x < t.resources.size(); ++x)
+          if (exclusive[x] && touched[x])
+            resRate += 1.0 / cost.resource[x];
+        rate = std::min(rate, resRate);
+      }
+      if (rate > 0)
+        lb = std::max(lb, count / rate);
     }
   }
   return lb;
@@ -164,7 +208,8 @@ SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
     o.reason = s.error().message;
     return o;
   }
-  o = solver->solve({}, std::max(0.01, left * fraction));
+  o = solver->solve({}, std::max(0.01, std::min(ctx.maxCallSec,
+                                                left * fraction)));
   if (o.status == SolveStatus::Unknown)
     ctx.cutShort = true;
   out = std::move(solver);
@@ -180,23 +225,17 @@ Plan heuristicPlan(const RoutingProblem &p, const CostModel &cost) {
   std::vector<double> resLoad(t.resources.size(), 0);
   Plan plan;
   plan.method = "heuristic shortest-path trees";
-  // Growing each tree one destination at a time sees the loads it adds
-  // itself (a value should cross a NIC once, not once per remote GPU), at
-  // one shortest-path search per destination; large problems grow the
-  // whole tree from one search.
-  long long work = 0;
-  for (const RouteValue &v : p.values)
-    work += (long long)v.dests.size() * (long long)p.usableLinks.size();
-  bool incremental = work <= 20000000;
   std::vector<double> dist(n);
   std::vector<int> via(n), hops(n);
-  for (int v = 0; v < (int)p.values.size(); ++v) {
-    const RouteValue &val = p.values[v];
-    if (val.dests.empty())
-      continue;
+  // Trees are grown for orbit representatives, one destination at a time
+  // (so that a tree sees the load it adds itself: a value should cross a
+  // NIC once, not once per remote GPU); every image of a tree then adds its
+  // load before the next representative is routed.
+  for (int rep : p.reps) {
+    const RouteValue &val = p.values[rep];
     std::vector<char> inTree(n, 0), wanted(n, 0);
     inTree[val.origin] = 1;
-    std::vector<int> depthOf(n, 0), sendInto(n, -1);
+    std::vector<int> depthOf(n, 0), recvLink(n, -1);
     int remaining = 0;
     for (int d : val.dests)
       if (!inTree[d]) {
@@ -221,13 +260,13 @@ Plan heuristicPlan(const RoutingProblem &p, const CostModel &cost) {
         pq.pop();
         if (d > dist[u])
           continue;
-        if (incremental && wanted[u] && !inTree[u]) {
+        if (wanted[u] && !inTree[u]) {
           target = u;
           break;
         }
         for (int l : p.outLinks[u]) {
           int dst = t.links[l].dst;
-          if (inTree[dst] || !p.allowed(v, l))
+          if (inTree[dst] || !p.allowed(rep, l))
             continue;
           // Shared resources (NICs, switch ports) count every transfer
           // that crosses them, whichever link it takes.
@@ -242,47 +281,51 @@ Plan heuristicPlan(const RoutingProblem &p, const CostModel &cost) {
           }
         }
       }
-      // Attach the target's path (or, one-shot, every wanted rank's).
-      std::vector<int> targets;
-      if (incremental) {
-        if (target < 0)
-          break; // unreachable: explainInfeasible reports it
-        targets.push_back(target);
-      } else {
-        for (int r = 0; r < n; ++r)
-          if (wanted[r] && !inTree[r] && via[r] >= 0)
-            targets.push_back(r);
-        if (targets.empty())
-          break;
-      }
+      if (target < 0)
+        break; // unreachable: explainInfeasible reports it
       std::vector<int> path;
-      for (int d : targets)
-        for (int r = d; !inTree[r] && via[r] >= 0; r = t.links[via[r]].src) {
-          if (std::find(path.begin(), path.end(), r) != path.end())
-            break;
-          path.push_back(r);
-        }
-      std::sort(path.begin(), path.end(),
-                [&](int a, int b) { return hops[a] < hops[b]; });
-      for (int r : path) {
-        int l = via[r];
-        int src = t.links[l].src;
-        PlanSend s;
-        s.value = v;
-        s.link = l;
-        s.slot = hops[r];
-        s.parent = src == val.origin ? -1 : sendInto[src];
-        sendInto[r] = (int)plan.sends.size();
-        plan.sends.push_back(s);
+      for (int r = target; !inTree[r]; r = t.links[via[r]].src)
+        path.push_back(r);
+      for (auto it = path.rbegin(); it != path.rend(); ++it) {
+        int r = *it;
         inTree[r] = 1;
         depthOf[r] = hops[r];
+        recvLink[r] = via[r];
         remaining -= wanted[r];
-        ++load[l];
-        for (int x : t.links[l].resources)
+        ++load[via[r]];
+        for (int x : t.links[via[r]].resources)
           resLoad[x] += 1;
       }
-      if (!incremental)
-        break;
+    }
+    // Images of the tree, parents first.
+    std::vector<int> order;
+    for (int r = 0; r < n; ++r)
+      if (recvLink[r] >= 0)
+        order.push_back(r);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return depthOf[a] != depthOf[b] ? depthOf[a] < depthOf[b] : a < b;
+    });
+    for (size_t v = 0; v < p.values.size(); ++v) {
+      if (p.repOf[v] != rep)
+        continue;
+      int g = p.elemOf[v];
+      std::vector<int> sendInto(n, -1);
+      for (int r : order) {
+        int l = p.group.link[g][recvLink[r]];
+        int src = t.links[l].src;
+        PlanSend s;
+        s.value = (int)v;
+        s.link = l;
+        s.slot = depthOf[r];
+        s.parent = src == p.values[v].origin ? -1 : sendInto[src];
+        sendInto[t.links[l].dst] = (int)plan.sends.size();
+        plan.sends.push_back(s);
+        if ((int)v != rep) {
+          ++load[l];
+          for (int x : t.links[l].resources)
+            resLoad[x] += 1;
+        }
+      }
     }
   }
   return plan;
@@ -307,10 +350,22 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   FlowEncoding enc(p, eo);
   std::unique_ptr<IncrementalSolver> solver;
   // Query models: the base encoding, the depth requirement, and bounds.
+  std::vector<int> nics;
+  if (opts.nicLinks > 0) {
+    const Topology &t = *p.topo;
+    std::set<int> xs;
+    for (int l : p.usableLinks)
+      if (!t.sameNode(t.links[l].src, t.links[l].dst))
+        for (int x : t.links[l].resources)
+          xs.insert(p.resourceOrbitRep[x]);
+    nics.assign(xs.begin(), xs.end());
+  }
   auto query = [&](int depth) {
     std::optional<BoolModel> q(enc.base());
     if (!enc.reachBy(*q, depth))
       q.reset();
+    else if (!nics.empty())
+      enc.distinctPerResource(*q, nics, opts.nicLinks);
     return q;
   };
   ctx.say("routing: " + std::to_string(p.reps.size()) + " of " +
@@ -354,7 +409,9 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   size_t lo = 0, hi = uniq.size() - 1;
   double bestBound = ub;
   bool proven = true;
-  while (lo < hi && ctx.secondsLeft() > 0.01) {
+  // Within 2% of the lower bound the list scheduler, not the routing,
+  // decides the makespan: stop bisecting there.
+  while (lo < hi && ctx.secondsLeft() > 0.01 && bestBound > lb * 1.02) {
     size_t mid = (lo + hi) / 2;
     double bound = uniq[mid];
     BoolModel q = *q0;
@@ -378,7 +435,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     }
   }
   best.method = "routing (min busy time)";
-  best.provenOptimal = proven && lo == hi;
+  best.provenOptimal = proven && (lo == hi || bestBound <= lb * (1 + 1e-9));
   if (ctx.keepSmt)
     best.smt = "; ccsynth routing model with the smallest busy-time bound "
                "found (" + fmt(bestBound) + " us)\n" + bestSmt;
@@ -459,7 +516,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
              std::string(min ? "uc-min" : "uc-max") + " on switch " +
                  std::to_string(s));
   }
-  if (opts.concentrate) {
+  if (opts.concentrate && opts.nicLinks == 0) {
     // Resources loaded to within 10% of the bound decide the makespan.
     const Topology &t = *p.topo;
     std::vector<double> res(t.resources.size(), 0);

@@ -230,7 +230,6 @@ double Driver::measure(Schedule &s, const std::string &method, int k,
 
 double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
                         const Plan &plan, int k) {
-  auto t0 = Clock::now();
   auto list = lower(problem, setup, plan);
   if (!list) {
     result.notes.push_back("internal: lowering a " + plan.method +
@@ -249,16 +248,31 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
   ListScheduleOptions lo;
   lo.bytes = opts.targetBytes;
   double bestHere = std::numeric_limits<double>::infinity();
-  auto timed = listSchedule(*list, topo, lo);
-  stages.add("schedule", since(t0));
-  if (!timed) {
-    result.notes.push_back("internal: scheduling a " + plan.method +
-                           " plan failed: " + timed.error().message);
-    return bestHere;
+  // Two dispatch rules: the plan's slot order, and critical path first.
+  std::optional<TimedTasks> timed;
+  for (int rule = 0; rule < 2; ++rule) {
+    auto t1 = Clock::now();
+    TaskList variant = *list;
+    if (rule == 1)
+      prioritizeCriticalPath(variant, topo, lo);
+    auto tt = listSchedule(variant, topo, lo);
+    stages.add("schedule", since(t1));
+    if (!tt) {
+      result.notes.push_back("internal: scheduling a " + plan.method +
+                             " plan failed: " + tt.error().message);
+      return bestHere;
+    }
+    Schedule s = toSchedule(variant, *tt);
+    double t = measure(s, plan.method + (rule ? ", critical path first" : ""),
+                       k, plan.provenOptimal, plan.smt);
+    if (t < bestHere) {
+      bestHere = t;
+      *list = std::move(variant);
+      timed = std::move(*tt);
+    }
   }
-  Schedule s = toSchedule(*list, *timed);
-  bestHere = std::min(bestHere, measure(s, plan.method, k, plan.provenOptimal,
-                                        plan.smt));
+  if (!timed)
+    return bestHere;
   // Fewer latencies: merge contiguous transfers where that is cheap, then
   // wherever possible.
   size_t lastSize = list->tasks.size();
@@ -308,6 +322,10 @@ void Driver::searchChunkup(int k, const Setup &setup,
     say("chunkup " + std::to_string(k) + ": " + m);
   };
   ctx.keepSmt = opts.keepSmt;
+  // No single solver call may eat a split's whole budget.
+  ctx.maxCallSec = std::max(
+      0.25, std::chrono::duration<double>(ctx.deadline - Clock::now()).count() /
+                8);
 
   auto t0 = Clock::now();
   Plan h = heuristicPlan(problem, cost);
@@ -324,6 +342,78 @@ void Driver::searchChunkup(int k, const Setup &setup,
     alpha = std::min(alpha, topo.links[l].alphaUs);
   }
   bool bandwidthBound = chunk / (bw * 1e3) > 4 * alpha;
+  // Rail-only inter-node links (GPU i talks to GPU i of other nodes), with
+  // room for forwarding across nodes: rings per NIC rail pipeline well.
+  auto railRouting = [&] {
+  if (!atBound() && Clock::now() < ctx.deadline && topo.numNodes() > 1 &&
+      sketch.connKind != InternodeConnKind::DirectMap) {
+    bool rails = true, others = false;
+    for (int a = 0; a < problem.gpusPerNode; ++a)
+      for (int b = 0; b < problem.gpusPerNode; ++b) {
+        if (a == b)
+          rails &= (bool)problem.interConn[a][b];
+        else
+          others |= (bool)problem.interConn[a][b];
+      }
+    if (rails && others) {
+      Sketch railSketch = sketch;
+      railSketch.connKind = InternodeConnKind::DirectMap;
+      railSketch.conn.clear();
+      auto rail = buildRoutingProblem(topo, railSketch, setup.route);
+      if (rail) {
+        // Bandwidth-bound: one or two links per NIC (rings, bidirectional
+        // rings or chains per rail); otherwise shallow rail routes.
+        std::vector<RoutingSearchOptions> variants;
+        bool any = railSketch.hops == InternodeHops::Any;
+        int nodes = topo.numNodes();
+        if (bandwidthBound && any) {
+          RoutingSearchOptions one, two;
+          one.nicLinks = 1;
+          one.slack = nodes;
+          one.concentrate = true;
+          two.nicLinks = 2;
+          two.slack = nodes / 2 + 1;
+          two.concentrate = true;
+          variants = {one, two};
+        } else {
+          RoutingSearchOptions plain;
+          plain.concentrate = bandwidthBound;
+          variants = {plain};
+        }
+        for (const RoutingSearchOptions &ro : variants) {
+          if (atBound() || Clock::now() >= ctx.deadline)
+            break;
+          auto t1 = Clock::now();
+          ctx.maxVars = 150000;
+          std::string tag = ro.nicLinks
+                                ? "rails, " + std::to_string(ro.nicLinks) +
+                                      " link(s) per NIC"
+                                : "rails only";
+          ctx.progress = [&](const std::string &m) {
+            say("chunkup " + std::to_string(k) + ": " + tag + ": " + m);
+          };
+          auto plans = routingPlans(*rail, cost, ro, ctx);
+          stages.add("routing (Z3)", since(t1));
+          for (Plan &p : plans) {
+            // The first plan is always evaluated (cheap next to solving).
+            if (&p != &plans.front() && timeUp() &&
+                std::isfinite(best.timeUs))
+              break;
+            p.method += " on " + tag;
+            report(p.method, evaluate(*rail, setup, p, k));
+          }
+        }
+        ctx.progress = [&](const std::string &m) {
+          say("chunkup " + std::to_string(k) + ": " + m);
+        };
+      }
+    }
+  }
+  };
+  // Multi-node bandwidth-bound sizes: try rails first, they are likely to
+  // win and the full sketch's encoding is the larger one.
+  if (bandwidthBound)
+    railRouting();
   if (Clock::now() < ctx.deadline) {
     auto t1 = Clock::now();
     ctx.maxVars = 150000;
@@ -332,11 +422,13 @@ void Driver::searchChunkup(int k, const Setup &setup,
     auto plans = routingPlans(problem, cost, ro, ctx);
     stages.add("routing (Z3)", since(t1));
     for (const Plan &p : plans) {
-      if (timeUp() && std::isfinite(best.timeUs))
+      if (&p != &plans.front() && timeUp() && std::isfinite(best.timeUs))
         break;
       report(p.method, evaluate(problem, setup, p, k));
     }
   }
+  if (!bandwidthBound)
+    railRouting();
   // The exact slot model is the most precise and the most expensive: only
   // when routing left a gap to the bound.
   if (!atBound() && Clock::now() < ctx.deadline) {
@@ -412,7 +504,7 @@ Expected<SynthResult> Driver::run() {
     auto until = Clock::now() + std::chrono::microseconds(
                                     (long long)(std::max(0.0, left) / rest * 1e6));
     searchChunkup(k, *setup, *problem, until);
-    if (atBound())
+    if (atBound() || best.timeUs * opts.goodEnough <= bound)
       break;
     // Stop splitting further once two splits in a row did not help.
     if (i > 0 && !(best.timeUs < bestBefore * 0.99))

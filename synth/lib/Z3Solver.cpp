@@ -13,7 +13,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 namespace ccsynth::synth {
 
@@ -137,7 +140,36 @@ SolveOutcome IncrementalSolver::solve(const std::vector<int> &assumptions,
     z3::expr_vector as(impl->ctx);
     for (int l : assumptions)
       as.push_back(impl->lit(l));
-    z3::check_result r = impl->solver.check(as);
+    // Z3's own timeout is not checked in every phase (its preprocessing of
+    // large cardinality constraints can overrun it by minutes), so a
+    // watchdog interrupts the context when the time is up.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;
+    std::thread watchdog([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      if (!cv.wait_for(lock, std::chrono::duration<double>(timeLimitSec),
+                       [&] { return finished; }))
+        impl->ctx.interrupt();
+    });
+    z3::check_result r = z3::unknown;
+    try {
+      r = impl->solver.check(as);
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        finished = true;
+      }
+      cv.notify_all();
+      watchdog.join();
+      throw;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      finished = true;
+    }
+    cv.notify_all();
+    watchdog.join();
     impl->model.clear();
     if (r == z3::sat) {
       out.status = SolveStatus::Sat;

@@ -83,6 +83,12 @@ public:
   void distinctLinks(BoolModel &q, const std::vector<int> &links, int k,
                      bool atMost);
 
+  /// At most `m` distinct links through each of the given resources
+  /// (orbit representatives) carry traffic: e.g. m = 1 on NICs forces one
+  /// ring or chain per NIC rail.
+  void distinctPerResource(BoolModel &q, const std::vector<int> &resources,
+                           int m);
+
   /// Reads the plan from a satisfying assignment: representative routes,
   /// pruned of transfers that serve no destination, mapped to every value.
   Plan decode(const IncrementalSolver &solver) const;
@@ -101,6 +107,10 @@ private:
   std::vector<Var> vars;
   /// Per (rep index, link): indices into vars, by slot.
   std::vector<std::vector<std::vector<int>>> byRepLink;
+  /// Per (rep index, link): literal "the rep's route crosses the link" (the
+  /// OR, and by one-reception-per-rank the sum, of its slot variables), or
+  /// 0. Load bounds sum these: fewer terms than slot variables.
+  std::vector<std::vector<int>> crosses;
   /// has literals: per rep index, per rank, per slot (0 = never).
   std::vector<std::vector<std::vector<int>>> hasLit;
   std::vector<std::vector<int>> earliest; ///< per rep index, per rank
@@ -111,6 +121,8 @@ private:
   /// Every (rep index, link) pair whose sends count against link l's load
   /// (the images of all values' routes on l).
   const std::vector<std::pair<int, int>> &loadTerms(int l);
+  /// A query literal equivalent to "some value's route crosses link l".
+  int usedLiteral(BoolModel &q, int l);
   std::map<int, std::vector<std::pair<int, int>>> termCache;
   std::vector<int> idxOfRep; ///< per value id: index into p.reps or -1
 };

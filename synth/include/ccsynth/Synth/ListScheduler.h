@@ -40,6 +40,12 @@ struct TimedTasks {
 Expected<TimedTasks> listSchedule(const TaskList &list, const Topology &topo,
                                   const ListScheduleOptions &options);
 
+/// Replaces every task's priority by minus its bottom level: the longest
+/// chain of transfer times from its start to the end of the collective
+/// (critical-path-first list scheduling).
+void prioritizeCriticalPath(TaskList &list, const Topology &topo,
+                            const ListScheduleOptions &options);
+
 /// The schedule whose steps and transfer order reproduce `timed`: steps
 /// are the longest chains of dependencies, and within a step each link's
 /// transfers appear in dispatch order.

@@ -67,6 +67,10 @@ public:
   std::vector<int> linkOrbitRep, resourceOrbitRep;
   std::vector<int> linkOrbitSize, resourceOrbitSize;
 
+  /// Every node's usable intra-node links connect all its GPUs both ways:
+  /// then no value ever needs to enter a node twice.
+  bool nodesConnected = false;
+
   /// Remarks for the user (symmetry elements dropped and why).
   std::vector<std::string> notes;
 

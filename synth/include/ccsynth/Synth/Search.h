@@ -46,6 +46,9 @@ struct SearchContext {
   std::function<void(const std::string &)> progress;
   /// Largest encoding (variables) a search may build.
   int maxVars = 150000;
+  /// Longest a single solver call may run, seconds (bisection treats a
+  /// call that runs out as unsatisfiable and moves on).
+  double maxCallSec = 1e9;
   /// Set when a solver call stopped at its time limit.
   bool cutShort = false;
   /// Attach the SMT-LIB text of their encoding to solver-made plans.
@@ -64,6 +67,10 @@ struct RoutingSearchOptions {
   int slack = 2;
   /// Also minimize distinct links through binding shared resources.
   bool concentrate = false;
+  /// When > 0: at most this many distinct links through every shared
+  /// resource that inter-node links cross (NICs), as a hard constraint
+  /// (1 forces one ring or chain per NIC rail).
+  int nicLinks = 0;
 };
 std::vector<Plan> routingPlans(const RoutingProblem &problem,
                                const CostModel &cost,

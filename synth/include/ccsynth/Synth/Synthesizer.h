@@ -43,6 +43,10 @@ struct SynthOptions {
   double targetBytes = 1024.0 * 1024 * 1024;
   /// Wall-clock budget for the whole search.
   double timeLimitSec = 60;
+  /// Stop trying further chunk splits once a schedule reaches this fraction
+  /// of the lower bound (1 = use the whole time limit unless the bound is
+  /// reached).
+  double goodEnough = 0.95;
   unsigned seed = 0;
   /// Keep the SMT-LIB text of the encoding behind the result.
   bool keepSmt = false;

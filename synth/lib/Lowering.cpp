@@ -130,7 +130,8 @@ std::vector<int> reverseLinks(const Topology &t) {
 template <typename ResultFn, typename ContribFn>
 Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
                         const Collective &target, ResultFn result,
-                        ContribFn contribution, TaskList &out) {
+                        ContribFn contribution, AccumulatorInit init,
+                        TaskList &out) {
   const Topology &t = *p.topo;
   int n = t.numRanks();
   std::vector<int> rev = reverseLinks(t);
@@ -162,6 +163,19 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
         target.canonical(result(v)) == target.canonical(contribution(v, root));
   }
   std::vector<std::vector<char>> started(nv, std::vector<char>(n, 0));
+  if (init == AccumulatorInit::Early) {
+    // Every accumulator that children reduce into starts as a local copy of
+    // its rank's contribution, before anything arrives.
+    for (const PlanSend &s : plan.sends) {
+      int r = t.links[s.link].src;
+      if (primed[s.value][r])
+        continue;
+      out.tasks.push_back(makeTask(contribution(s.value, r), accOf(s.value, r),
+                                   TransferOp::Copy, -1, 0));
+      primed[s.value][r] = 1;
+      started[s.value][r] = 1;
+    }
+  }
   std::vector<int> order = bySlot(plan);
   std::reverse(order.begin(), order.end());
   for (int i : order) {
@@ -174,19 +188,29 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
                    " back to rank " + std::to_string(parent));
     ChunkLoc src = children[s.value][child] == 0 ? contribution(s.value, child)
                                                  : accOf(s.value, child);
-    ChunkLoc dst = accOf(s.value, parent);
+    ChunkLoc acc = accOf(s.value, parent);
     double prio = maxSlot - s.slot;
-    bool first = !started[s.value][parent] && !primed[s.value][parent];
-    started[s.value][parent] = 1;
-    out.tasks.push_back(makeTask(src, dst,
-                                 first ? TransferOp::Copy : TransferOp::Reduce,
-                                 back, prio));
-    if (first) {
-      // Add the parent's own contribution right after the first arrival.
-      out.tasks.push_back(makeTask(contribution(s.value, parent), dst,
-                                   TransferOp::Reduce, -1, prio));
+    if (!started[s.value][parent]) {
+      // The first arrival lands in the accumulator itself: a copy, then
+      // the parent's own contribution; or a reduction when the
+      // accumulator already holds it (in-place roots).
+      started[s.value][parent] = 1;
+      bool init = !primed[s.value][parent];
+      out.tasks.push_back(makeTask(src, acc,
+                                   init ? TransferOp::Copy : TransferOp::Reduce,
+                                   back, prio));
+      if (init)
+        out.tasks.push_back(makeTask(contribution(s.value, parent), acc,
+                                     TransferOp::Reduce, -1, prio));
       primed[s.value][parent] = 1;
+      continue;
     }
+    // Later arrivals land in their own scratch slot, so that transfers from
+    // several children run at once, and are folded in by a local reduction
+    // (chaining network reductions on one slot would serialize them).
+    ChunkLoc landing{parent, BufferKind::Scratch, scratchNext[parent]++};
+    out.tasks.push_back(makeTask(src, landing, TransferOp::Copy, back, prio));
+    out.tasks.push_back(makeTask(landing, acc, TransferOp::Reduce, -1, prio));
   }
   // A root no send reached (a single rank) still needs its result.
   for (int v = 0; v < nv; ++v) {
@@ -285,7 +309,8 @@ Expected<TaskList> lowerCopy(const RoutingProblem &p, const Plan &plan) {
 }
 
 Expected<TaskList> lowerInverse(const RoutingProblem &p, const Plan &plan,
-                                const Collective &target) {
+                                const Collective &target,
+                                AccumulatorInit init) {
   auto map = mapReduction(p, target,
                           [](const Collective &, const RouteValue &v) {
                             return v.originIndex;
@@ -296,13 +321,16 @@ Expected<TaskList> lowerInverse(const RoutingProblem &p, const Plan &plan,
   out.collective = target;
   auto result = [&](int v) { return map->result[v]; };
   auto contrib = [&](int v, int r) { return map->contribution[v][r]; };
-  if (Status s = appendReduceTree(p, plan, target, result, contrib, out); !s)
+  if (Status s =
+          appendReduceTree(p, plan, target, result, contrib, init, out);
+      !s)
     return s.error();
   return out;
 }
 
 Expected<TaskList> lowerAllReduce(const RoutingProblem &p, const Plan &plan,
-                                  const Collective &target) {
+                                  const Collective &target,
+                                  AccumulatorInit init) {
   // AllGather value (j, k) owns AllReduce chunk j*c + k.
   auto map = mapReduction(p, target,
                           [](const Collective &t, const RouteValue &v) {
@@ -315,7 +343,9 @@ Expected<TaskList> lowerAllReduce(const RoutingProblem &p, const Plan &plan,
   out.collective = target;
   auto result = [&](int v) { return map->result[v]; };
   auto contrib = [&](int v, int r) { return map->contribution[v][r]; };
-  if (Status s = appendReduceTree(p, plan, target, result, contrib, out); !s)
+  if (Status s =
+          appendReduceTree(p, plan, target, result, contrib, init, out);
+      !s)
     return s.error();
   int maxSlot = 0;
   for (const PlanSend &s : plan.sends)
@@ -325,6 +355,93 @@ Expected<TaskList> lowerAllReduce(const RoutingProblem &p, const Plan &plan,
   };
   if (Status s = appendCopyTree(p, plan, result, to, maxSlot + 1, out); !s)
     return s.error();
+  return out;
+}
+
+Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
+                                     const Collective &target) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  const Collective &route = p.collective;
+  if (route.numRanks != n || route.inputChunks != target.inputChunks)
+    return Error("internal: the gather route does not match " +
+                 target.describe());
+  // Result slot of every contribution (target value id).
+  std::vector<ChunkLoc> resultOf(target.numValues(),
+                                 ChunkLoc{-1, BufferKind::Output, -1});
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < target.outputChunks; ++i)
+      if (target.post[r][i])
+        for (int v : *target.post[r][i])
+          resultOf[v] = {r, BufferKind::Output, i};
+  TaskList out;
+  out.collective = target;
+  std::vector<int> scratchNext(n, 0);
+  // Each routed value carries one contribution to its owner.
+  std::vector<ChunkLoc> landing(p.values.size(),
+                                ChunkLoc{-1, BufferKind::Scratch, -1});
+  std::vector<std::vector<char>> initialized(n);
+  for (int r = 0; r < n; ++r)
+    initialized[r].assign(target.outputChunks, 0);
+  // Owners start from their own contribution (a local copy unless the
+  // result slot aliases it).
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < target.inputChunks; ++i) {
+      int v = target.pre[r][i];
+      if (v < 0 || resultOf[v].rank != r)
+        continue;
+      ChunkLoc in{r, BufferKind::Input, i};
+      if (target.canonical(in) != target.canonical(resultOf[v]))
+        out.tasks.push_back(makeTask(in, resultOf[v], TransferOp::Copy, -1, 0));
+      initialized[r][resultOf[v].index] = 1;
+    }
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const RouteValue &val = p.values[v];
+    if (val.dests.empty())
+      continue; // the owner's own contribution, copied above
+    int contrib = target.pre[val.origin][val.originIndex];
+    if (contrib < 0 || resultOf[contrib].rank < 0)
+      return Error("internal: a routed value is no contribution of " +
+                   target.describe());
+    if (val.dests.size() != 1 || val.dests[0] != resultOf[contrib].rank)
+      return Error("internal: a gather route goes elsewhere than the "
+                   "result's owner");
+    int owner = val.dests[0];
+    landing[v] = {owner, BufferKind::Scratch, scratchNext[owner]++};
+  }
+  out.scratchChunks = *std::max_element(scratchNext.begin(), scratchNext.end());
+  auto from = [&](int v) {
+    return ChunkLoc{p.values[v].origin, BufferKind::Input,
+                    p.values[v].originIndex};
+  };
+  auto to = [&](int v, int r) -> std::optional<ChunkLoc> {
+    if (r == landing[v].rank)
+      return landing[v];
+    return std::nullopt;
+  };
+  if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
+    return s.error();
+  // Fold each landing into its result in arrival order.
+  std::vector<int> arrival(p.values.size(), 0);
+  for (const PlanSend &s : plan.sends)
+    if (t.links[s.link].dst == landing[s.value].rank)
+      arrival[s.value] = s.slot;
+  std::vector<int> order(p.values.size());
+  for (size_t v = 0; v < order.size(); ++v)
+    order[v] = (int)v;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return arrival[a] < arrival[b]; });
+  for (int v : order) {
+    const RouteValue &val = p.values[v];
+    if (val.dests.empty())
+      continue;
+    ChunkLoc res = resultOf[target.pre[val.origin][val.originIndex]];
+    bool first = !initialized[res.rank][res.index];
+    initialized[res.rank][res.index] = 1;
+    out.tasks.push_back(makeTask(landing[v], res,
+                                 first ? TransferOp::Copy : TransferOp::Reduce,
+                                 -1, arrival[v] + 0.5));
+  }
   return out;
 }
 

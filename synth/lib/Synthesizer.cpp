@@ -61,41 +61,76 @@ CollectiveKind routeKindOf(CollectiveKind k) {
   }
 }
 
+/// One way to build the collective: which copy collective's routes are
+/// searched, and how a route plan becomes the target's transfers.
 struct Setup {
+  enum class Lowering { Copy, Inverse, AllReduce, GatherReduce };
   Collective route;  ///< routed copy collective
   Collective target; ///< what the schedule implements
+  Lowering lowering = Lowering::Copy;
+  std::string label; ///< for reports ("" for the main family)
 };
 
-Expected<Setup> makeSetup(const SynthOptions &o, int n, int k) {
-  Setup s;
+/// The families of routes for `o.kind` with chunk split k: the main one
+/// first (its feasibility decides the sketch's).
+Expected<std::vector<Setup>> makeSetups(const SynthOptions &o, int n, int k) {
+  std::vector<Setup> out;
   if (o.kind == CollectiveKind::Custom) {
-    s.route = *o.custom;
-    s.target = *o.custom;
-    return s;
+    out.push_back({*o.custom, *o.custom, Setup::Lowering::Copy, ""});
+    return out;
   }
-  CollectiveKind rk = routeKindOf(o.kind);
-  auto route = Collective::builtin(rk, n, k, rk == o.kind && o.inPlace, o.root);
-  if (!route)
-    return route.error();
   auto target = Collective::builtin(
       o.kind, n, o.kind == CollectiveKind::AllReduce ? n * k : k, o.inPlace,
       o.root);
   if (!target)
     return target.error();
-  s.route = route.take();
-  s.target = target.take();
-  return s;
+  auto add = [&](CollectiveKind rk, Setup::Lowering how,
+                 const std::string &label) -> Status {
+    bool copy = how == Setup::Lowering::Copy;
+    auto route = Collective::builtin(rk, n, k, copy && o.inPlace, o.root);
+    if (!route)
+      return route.error();
+    out.push_back({route.take(), *target, how, label});
+    return Status::success();
+  };
+  Status st;
+  switch (o.kind) {
+  case CollectiveKind::ReduceScatter:
+    st = add(CollectiveKind::AllGather, Setup::Lowering::Inverse, "");
+    if (st)
+      st = add(CollectiveKind::AllToAll, Setup::Lowering::GatherReduce,
+               "reduce at owners");
+    break;
+  case CollectiveKind::Reduce:
+    st = add(CollectiveKind::Broadcast, Setup::Lowering::Inverse, "");
+    if (st)
+      st = add(CollectiveKind::Gather, Setup::Lowering::GatherReduce,
+               "reduce at root");
+    break;
+  case CollectiveKind::AllReduce:
+    st = add(CollectiveKind::AllGather, Setup::Lowering::AllReduce, "");
+    break;
+  default:
+    st = add(o.kind, Setup::Lowering::Copy, "");
+    break;
+  }
+  if (!st)
+    return st.error();
+  return out;
 }
 
-/// Chunk splits to try, in order.
-std::vector<int> chunkups(const Topology &topo, const Sketch &sk,
-                          const SynthOptions &o, const Collective &route1) {
+/// Chunk splits to try: the sketch's input_chunkup first, then finer
+/// splits (ascending), then coarser ones (descending). Each list is cut
+/// short by the driver once splitting further stops helping.
+std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
+                                       const SynthOptions &o,
+                                       const Collective &route1) {
   if (o.kind == CollectiveKind::Custom)
-    return {1};
+    return {{1}};
   if (o.chunkup > 0)
-    return {o.chunkup};
+    return {{o.chunkup}};
   if (!sk.chunkupCandidates.empty())
-    return sk.chunkupCandidates;
+    return {sk.chunkupCandidates};
   // How many latencies one unsplit chunk's streaming is worth: splitting
   // finer than that only adds latency.
   double bw = 0, alpha = std::numeric_limits<double>::infinity();
@@ -114,16 +149,19 @@ std::vector<int> chunkups(const Topology &topo, const Sketch &sk,
   for (int d = 1; d <= c; ++d)
     if (c % d == 0)
       pool.insert(d);
-  std::vector<int> out;
   auto ok = [&](int k) {
     return k == 1 || (k <= kMax && (long long)values * k <= 8192);
   };
-  if (ok(c))
-    out.push_back(c);
+  int first = ok(c) ? c : 1;
+  std::vector<int> up{first}, down;
   for (int k : pool)
-    if (k != c && ok(k))
-      out.push_back(k);
-  return out;
+    if (k > first && ok(k))
+      up.push_back(k);
+  for (auto it = pool.rbegin(); it != pool.rend(); ++it)
+    if (*it < first && ok(*it))
+      down.push_back(*it);
+  return down.empty() ? std::vector<std::vector<int>>{up}
+                      : std::vector<std::vector<int>>{up, down};
 }
 
 struct Candidate {
@@ -166,7 +204,9 @@ private:
   double evaluate(const RoutingProblem &problem, const Setup &setup,
                   const Plan &plan, int k);
   Expected<TaskList> lower(const RoutingProblem &problem, const Setup &setup,
-                           const Plan &plan);
+                           const Plan &plan, AccumulatorInit init);
+  double evaluateList(TaskList list, const Plan &plan, const std::string &tag,
+                      int k);
   /// Verifies and simulates; +inf when the candidate fails verification.
   double measure(Schedule &s, const std::string &method, int k, bool proven,
                  const std::string &smt);
@@ -175,16 +215,19 @@ private:
 };
 
 Expected<TaskList> Driver::lower(const RoutingProblem &problem,
-                                 const Setup &setup, const Plan &plan) {
-  switch (opts.kind) {
-  case CollectiveKind::ReduceScatter:
-  case CollectiveKind::Reduce:
-    return lowerInverse(problem, plan, setup.target);
-  case CollectiveKind::AllReduce:
-    return lowerAllReduce(problem, plan, setup.target);
-  default:
-    return lowerCopy(problem, plan);
+                                 const Setup &setup, const Plan &plan,
+                                 AccumulatorInit init) {
+  switch (setup.lowering) {
+  case Setup::Lowering::Inverse:
+    return lowerInverse(problem, plan, setup.target, init);
+  case Setup::Lowering::AllReduce:
+    return lowerAllReduce(problem, plan, setup.target, init);
+  case Setup::Lowering::GatherReduce:
+    return lowerGatherReduce(problem, plan, setup.target);
+  case Setup::Lowering::Copy:
+    break;
   }
+  return lowerCopy(problem, plan);
 }
 
 double Driver::measure(Schedule &s, const std::string &method, int k,
@@ -230,17 +273,37 @@ double Driver::measure(Schedule &s, const std::string &method, int k,
 
 double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
                         const Plan &plan, int k) {
-  auto list = lower(problem, setup, plan);
-  if (!list) {
-    result.notes.push_back("internal: lowering a " + plan.method +
-                           " plan failed: " + list.error().message);
-    return std::numeric_limits<double>::infinity();
+  bool reduction = setup.lowering == Setup::Lowering::Inverse ||
+                   setup.lowering == Setup::Lowering::AllReduce;
+  double bestHere = std::numeric_limits<double>::infinity();
+  for (AccumulatorInit init :
+       {AccumulatorInit::AfterFirstArrival, AccumulatorInit::Early}) {
+    if (!reduction && init == AccumulatorInit::Early)
+      break;
+    auto list = lower(problem, setup, plan, init);
+    if (!list) {
+      result.notes.push_back("internal: lowering a " + plan.method +
+                             " plan failed: " + list.error().message);
+      return bestHere;
+    }
+    std::string tag =
+        (setup.label.empty() ? "" : ", " + setup.label) +
+        (init == AccumulatorInit::Early ? ", accumulators initialized early"
+                                        : "");
+    bestHere = std::min(bestHere, evaluateList(list.take(), plan, tag, k));
   }
+  return bestHere;
+}
+
+double Driver::evaluateList(TaskList taskList, const Plan &plan,
+                            const std::string &tag, int k) {
+  auto list = &taskList;
   if (sketch.enforceOrdering) {
     // A sender's own chunks go over the network before those it relays.
     for (Task &t : list->tasks) {
       const Transfer &tr = t.tr;
-      if (tr.src.rank != tr.dst.rank && !topo.sameNode(tr.src.rank, tr.dst.rank) &&
+      if (tr.src.rank != tr.dst.rank &&
+          !topo.sameNode(tr.src.rank, tr.dst.rank) &&
           tr.src.buffer == BufferKind::Input)
         t.prio -= 1e6;
     }
@@ -263,7 +326,8 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
       return bestHere;
     }
     Schedule s = toSchedule(variant, *tt);
-    double t = measure(s, plan.method + (rule ? ", critical path first" : ""),
+    double t = measure(s,
+                       plan.method + tag + (rule ? ", critical path first" : ""),
                        k, plan.provenOptimal, plan.smt);
     if (t < bestHere) {
       bestHere = t;
@@ -294,7 +358,7 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
       continue;
     Schedule ms = toSchedule(merged, *mt);
     bestHere = std::min(
-        bestHere, measure(ms, plan.method + ", merged", k,
+        bestHere, measure(ms, plan.method + tag + ", merged", k,
                           plan.provenOptimal, plan.smt));
   }
   if (!plan.smt.empty())
@@ -460,59 +524,84 @@ Expected<SynthResult> Driver::run() {
                    " ranks but topology '" + topo.name + "' has " +
                    std::to_string(n));
   }
-  auto base = makeSetup(opts, n, 1);
-  if (!base)
-    return base.error();
-  std::vector<int> ks = chunkups(topo, sketch, opts, base->route);
+  auto bases = makeSetups(opts, n, 1);
+  if (!bases)
+    return bases.error();
+  const Setup *base = &bases->front();
+  std::vector<std::vector<int>> phases =
+      chunkups(topo, sketch, opts, base->route);
+  size_t remainingKs = 0;
+  for (auto &ph : phases)
+    remainingKs += ph.size();
   say("synthesizing " + base->target.describe() + " on " + topo.name +
       " for " + fmt(opts.targetBytes / 1024.0, 0) + " KiB; chunk splits to "
       "try: " + [&] {
         std::string s;
-        for (int k : ks)
-          s += (s.empty() ? "" : ", ") + std::to_string(k);
+        for (auto &ph : phases)
+          for (int k : ph)
+            s += (s.empty() ? "" : ", ") + std::to_string(k);
         return s;
       }());
-  int misses = 0;
-  double bestBefore = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < ks.size(); ++i) {
-    int k = ks[i];
-    if (timeUp() && std::isfinite(best.timeUs))
-      break;
-    auto t0 = Clock::now();
-    auto setup = makeSetup(opts, n, k);
-    if (!setup)
-      return setup.error();
-    auto problem = buildRoutingProblem(topo, sketch, setup->route);
-    if (!problem)
-      return problem.error();
-    stages.add("problem", since(t0));
-    if (i == 0) {
-      if (auto why = explainInfeasible(*problem, sketch)) {
-        result.feasible = false;
-        result.infeasibility = *why;
-        result.stages = stages.list;
-        return std::move(result);
+  bool first = true, done = false;
+  for (const std::vector<int> &ks : phases) {
+    int misses = 0;
+    double bestBefore = best.timeUs;
+    for (size_t i = 0; i < ks.size() && !done; ++i, --remainingKs) {
+      int k = ks[i];
+      if (timeUp() && std::isfinite(best.timeUs)) {
+        done = true;
+        break;
       }
-      for (const std::string &note : problem->notes)
-        result.notes.push_back(note);
+      auto setups = makeSetups(opts, n, k);
+      if (!setups)
+        return setups.error();
+      // Earlier splits get more of the remaining time.
+      double left =
+          std::chrono::duration<double>(deadline - Clock::now()).count();
+      int rest = (int)std::min<size_t>(remainingKs, 3);
+      auto until = Clock::now() + std::chrono::microseconds((long long)(
+                                      std::max(0.0, left) / rest * 1e6));
+      for (size_t f = 0; f < setups->size(); ++f) {
+        const Setup &setup = (*setups)[f];
+        auto t0 = Clock::now();
+        auto problem = buildRoutingProblem(topo, sketch, setup.route);
+        if (!problem)
+          return problem.error();
+        stages.add("problem", since(t0));
+        if (first) {
+          first = false;
+          if (auto why = explainInfeasible(*problem, sketch)) {
+            result.feasible = false;
+            result.infeasibility = *why;
+            result.stages = stages.list;
+            return std::move(result);
+          }
+          for (const std::string &note : problem->notes)
+            result.notes.push_back(note);
+        }
+        double lb = lowerBound(setup.target, topo, opts.targetBytes).timeUs();
+        bound = std::max(bound, lb);
+        if (f > 0 && (atBound() || Clock::now() >= until ||
+                      explainInfeasible(*problem, sketch)))
+          break;
+        // The main family gets most of this split's time.
+        auto familyUntil =
+            f + 1 < setups->size()
+                ? Clock::now() + (until - Clock::now()) * 2 / 3
+                : until;
+        searchChunkup(k, setup, *problem, familyUntil);
+      }
+      if (atBound() || best.timeUs * opts.goodEnough <= bound) {
+        done = true;
+        break;
+      }
+      // Stop going this way once two splits in a row did not help.
+      misses = best.timeUs < bestBefore * 0.99 ? 0 : misses + 1;
+      bestBefore = std::min(bestBefore, best.timeUs);
+      if (misses >= 2)
+        break;
     }
-    double lb = lowerBound(setup->target, topo, opts.targetBytes).timeUs();
-    bound = std::max(bound, lb);
-    // Earlier splits get more of the remaining time.
-    double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-    int rest = (int)std::min<size_t>(ks.size() - i, 3);
-    auto until = Clock::now() + std::chrono::microseconds(
-                                    (long long)(std::max(0.0, left) / rest * 1e6));
-    searchChunkup(k, *setup, *problem, until);
-    if (atBound() || best.timeUs * opts.goodEnough <= bound)
-      break;
-    // Stop splitting further once two splits in a row did not help.
-    if (i > 0 && !(best.timeUs < bestBefore * 0.99))
-      ++misses;
-    else
-      misses = 0;
-    bestBefore = std::min(bestBefore, best.timeUs);
-    if (misses >= 2)
+    if (done)
       break;
   }
   if (!std::isfinite(best.timeUs))

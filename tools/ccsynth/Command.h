@@ -71,5 +71,6 @@ void addTopoCommand(CLI::App &app, CommandContext &ctx);
 void addBaselineCommand(CLI::App &app, CommandContext &ctx);
 void addVerifyCommand(CLI::App &app, CommandContext &ctx);
 void addSimulateCommand(CLI::App &app, CommandContext &ctx);
+void addSynthCommand(CLI::App &app, CommandContext &ctx);
 
 } // namespace ccsynth::cli

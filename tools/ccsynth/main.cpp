@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
   CommandContext ctx;
   addTopoCommand(app, ctx);
   addVerifyCommand(app, ctx);
+  addSynthCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {

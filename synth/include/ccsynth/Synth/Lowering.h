@@ -43,15 +43,32 @@ struct TaskList {
 /// Lowers a plan of copy collective `problem.collective`.
 Expected<TaskList> lowerCopy(const RoutingProblem &problem, const Plan &plan);
 
+/// How a rank's accumulator gets its own contribution: by a local copy at
+/// the start (off the critical path when latency dominates), or by a local
+/// reduction right after the first arrival (which then lands in the
+/// accumulator itself, saving the start-up copies' bandwidth).
+enum class AccumulatorInit { Early, AfterFirstArrival };
+
 /// Lowers the inverse of an AllGather (to ReduceScatter) or Broadcast (to
 /// Reduce) plan; `target` is the reduction collective (same ranks, chunk
 /// factor and root as the plan's collective).
 Expected<TaskList> lowerInverse(const RoutingProblem &problem, const Plan &plan,
-                                const Collective &target);
+                                const Collective &target,
+                                AccumulatorInit init);
 
 /// Lowers AllReduce `target` (chunk factor n*c) from an AllGather plan with
 /// chunk factor c: reduce-scatter by the inverse plan, then all-gather.
 Expected<TaskList> lowerAllReduce(const RoutingProblem &problem,
-                                  const Plan &plan, const Collective &target);
+                                  const Plan &plan, const Collective &target,
+                                  AccumulatorInit init);
+
+/// Lowers Reduce / ReduceScatter `target` by moving every contribution,
+/// unreduced, to the rank that owns its result (a plan of the Gather /
+/// AllToAll collective with the same layout), where local reductions fold
+/// them in as they land: no reduction on relays, which wins when latency,
+/// not bandwidth, dominates.
+Expected<TaskList> lowerGatherReduce(const RoutingProblem &problem,
+                                     const Plan &plan,
+                                     const Collective &target);
 
 } // namespace ccsynth::synth

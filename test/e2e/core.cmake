@@ -74,3 +74,10 @@ set_tests_properties(e2e:simulate-bad-size PROPERTIES DEPENDS e2e:baseline-ring-
 ccsynth_expect(baseline-unsupported RC 1 MATCH "hierarchical"
   CMD ${CC} baseline hierarchical --collective allreduce --topo dgx1
       -o ${E2E_OUT}/never-written.json)
+
+# NCCL topology dump import.
+ccsynth_expect(topo-import-nccl RC 0 MATCH "16 ranks in 2 nodes" "nvlink" "rdma"
+  CMD ${CC} topo import ${CCSYNTH_SOURCE_DIR}/sketches/topologies/nccl-dgx-a100.xml
+      --nodes 2)
+ccsynth_expect(topo-show-nccl RC 0 MATCH "8 ranks in 1 node"
+  CMD ${CC} topo show ${CCSYNTH_SOURCE_DIR}/sketches/topologies/nccl-dgx-a100.xml)

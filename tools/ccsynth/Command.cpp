@@ -2,6 +2,7 @@
 #include "Command.h"
 
 #include "ccsynth/Core/Json.h"
+#include "ccsynth/DSL/Frontend.h"
 
 #include <cmath>
 #include <iostream>
@@ -68,9 +69,14 @@ parseDefines(const std::vector<std::string> &defines) {
 Expected<Schedule>
 loadScheduleInput(const std::string &path,
                   const std::map<std::string, long long> &defines) {
-  if (path.ends_with(".ccl"))
-    return Error("DSL programs (.ccl) are not supported by this build yet",
-                 SourceLoc{path});
+  if (path.ends_with(".ccl")) {
+    dsl::LoweringOptions options;
+    options.defines = defines;
+    auto lowered = dsl::compileFile(path, options);
+    if (!lowered)
+      return lowered.error();
+    return std::move(lowered->schedule);
+  }
   if (!defines.empty())
     return Error("-D definitions apply only to .ccl programs", SourceLoc{path});
   return loadScheduleJson(path);
@@ -86,6 +92,39 @@ SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
   if (!doc)
     return SourceLoc{path};
   return doc->locate(jsonPath("/transfers", (size_t)index));
+}
+
+SourceLoc issueLocation(const Schedule &schedule, const std::string &path,
+                        const VerifyIssue &issue) {
+  if (issue.transfer >= 0 || schedule.transferLocs.empty())
+    return transferLocation(schedule, path, issue.transfer);
+  // An end-state issue names a slot: point at the last transfer that wrote
+  // it (the one whose result is wrong), if any.
+  const Collective &col = schedule.collective;
+  ChunkLoc want = col.canonical(issue.loc);
+  int best = -1;
+  for (int t = 0; t < (int)schedule.transfers.size(); ++t) {
+    const Transfer &tr = schedule.transfers[t];
+    for (int k = 0; k < tr.count; ++k) {
+      ChunkLoc dst{tr.dst.rank, tr.dst.buffer, tr.dst.index + k};
+      if (dst.rank < 0 || dst.rank >= col.numRanks || dst.index < 0 ||
+          dst.index >= schedule.bufferChunks(dst.buffer))
+        continue;
+      if (col.canonical(dst) == want &&
+          (best < 0 || tr.step >= schedule.transfers[best].step))
+        best = t;
+    }
+  }
+  return transferLocation(schedule, path, best);
+}
+
+std::string caretFor(const SourceLoc &loc) {
+  if (!loc.known() || loc.file.empty())
+    return {};
+  auto text = readFile(loc.file);
+  if (!text)
+    return {};
+  return caretLine(*text, loc);
 }
 
 Expected<Topology> topologyFor(const Schedule &schedule,

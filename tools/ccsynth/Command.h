@@ -14,6 +14,7 @@
 #include "ccsynth/Core/Diagnostic.h"
 #include "ccsynth/Core/Schedule.h"
 #include "ccsynth/Core/Topology.h"
+#include "ccsynth/Core/Verifier.h"
 
 #include <CLI/CLI.hpp>
 
@@ -47,9 +48,9 @@ Expected<std::vector<double>> parseSizes(const std::string &list);
 Expected<std::map<std::string, long long>>
 parseDefines(const std::vector<std::string> &defines);
 
-/// Loads a schedule from a schedule JSON file (or, once the DSL is built
-/// in, a .ccl program with the given definitions). `origin` documents
-/// where the transfers came from for diagnostics.
+/// Loads a schedule from a schedule JSON file or a .ccl program (compiled
+/// with the given -D definitions; its transfers remember their statement's
+/// location in Schedule::transferLocs). Not yet verified.
 Expected<Schedule> loadScheduleInput(const std::string &path,
                                      const std::map<std::string, long long> &defines);
 
@@ -57,6 +58,16 @@ Expected<Schedule> loadScheduleInput(const std::string &path,
 /// diagnostics (empty when unknown).
 SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
                            int index);
+
+/// Where to report a verifier issue: its transfer's location, or for an
+/// end-state issue (wrong or missing output) the last transfer that wrote
+/// the slot; the bare file when nothing better is known.
+SourceLoc issueLocation(const Schedule &schedule, const std::string &path,
+                        const VerifyIssue &issue);
+
+/// The source line of `loc` with a caret under its column (read from
+/// loc.file), or empty when the file or line is unavailable.
+std::string caretFor(const SourceLoc &loc);
 
 /// Resolves the topology for a schedule: `explicitTopo` when given, else the
 /// schedule's own topology field. Fails when neither resolves.
@@ -70,6 +81,7 @@ Status writeOutput(const std::string &path, const std::string &contents);
 void addTopoCommand(CLI::App &app, CommandContext &ctx);
 void addBaselineCommand(CLI::App &app, CommandContext &ctx);
 void addVerifyCommand(CLI::App &app, CommandContext &ctx);
+void addCheckCommand(CLI::App &app, CommandContext &ctx);
 void addSimulateCommand(CLI::App &app, CommandContext &ctx);
 void addSynthCommand(CLI::App &app, CommandContext &ctx);
 

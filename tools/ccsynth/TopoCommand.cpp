@@ -100,6 +100,28 @@ int runShow(const TopoOptions &o) {
   return kExitOk;
 }
 
+int runImport(const TopoOptions &o) {
+  auto text = readFile(o.file);
+  if (!text)
+    return fail(text.error());
+  NcclImportOptions opts;
+  opts.nodes = o.nodes;
+  opts.nvlinkAlphaUs = o.nvlinkAlpha;
+  opts.pcieAlphaUs = o.pcieAlpha;
+  opts.netAlphaUs = o.netAlpha;
+  auto t = importNcclTopology(o.file, *text, opts);
+  if (!t)
+    return fail(t.error());
+  if (Status s = writeOutput(o.output, o.json || o.output != "-"
+                                           ? topologyToJson(*t)
+                                           : summarize(*t));
+      !s)
+    return fail(s.error());
+  if (o.output != "-")
+    std::cerr << summarize(*t);
+  return kExitOk;
+}
+
 } // namespace
 
 void addTopoCommand(CLI::App &app, CommandContext &ctx) {
@@ -122,6 +144,22 @@ void addTopoCommand(CLI::App &app, CommandContext &ctx) {
                  "Print ccsynth's topology JSON instead of a summary");
   show->add_option("-o,--output", opts->output, "Output file (default stdout)");
   show->callback([opts, &ctx] { ctx.exitCode = runShow(*opts); });
+
+  CLI::App *imp = topo->add_subcommand(
+      "import", "Import an NCCL topology dump (the XML NCCL writes when "
+                "NCCL_TOPO_DUMP_FILE is set) into ccsynth's topology JSON.");
+  imp->add_option("FILE", opts->file, "NCCL topology XML")->required();
+  imp->add_option("--nodes", opts->nodes,
+                  "Number of identical nodes to connect through their NICs")
+      ->check(CLI::Range(1, 512));
+  imp->add_option("--nvlink-alpha", opts->nvlinkAlpha,
+                  "NVLink latency in us (NCCL's dump has none)");
+  imp->add_option("--pcie-alpha", opts->pcieAlpha, "PCIe latency in us");
+  imp->add_option("--net-alpha", opts->netAlpha, "Network latency in us");
+  imp->add_flag("--json", opts->json, "Print JSON to stdout");
+  imp->add_option("-o,--output", opts->output,
+                  "Write the topology JSON here (default: summary to stdout)");
+  imp->callback([opts, &ctx] { ctx.exitCode = runImport(*opts); });
 
 }
 

@@ -36,10 +36,10 @@ int runVerify(const VerifyCliOptions &o) {
   VerifyResult r = verifySchedule(*sched, vo);
   if (!r.ok()) {
     for (const VerifyIssue &issue : r.issues) {
-      SourceLoc loc = transferLocation(*sched, o.input, issue.transfer);
+      SourceLoc loc = issueLocation(*sched, o.input, issue);
       std::cerr << Error("[" + std::string(toString(issue.kind)) + "] " +
                              issue.message,
-                         loc)
+                         loc, caretFor(loc))
                        .format()
                 << "\n";
     }

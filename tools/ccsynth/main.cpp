@@ -18,7 +18,10 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", "ccsynth 0.1.0");
   CommandContext ctx;
   addTopoCommand(app, ctx);
+  addBaselineCommand(app, ctx);
   addVerifyCommand(app, ctx);
+  addCheckCommand(app, ctx);
+  addSimulateCommand(app, ctx);
   addSynthCommand(app, ctx);
   try {
     app.parse(argc, argv);

@@ -232,6 +232,8 @@ Expected<Topology> loadTopology(const std::string &nameOrPath) {
   auto text = readFile(nameOrPath);
   if (!text)
     return text.error();
+  if (nameOrPath.ends_with(".xml"))
+    return importNcclTopology(nameOrPath, *text, NcclImportOptions{});
   auto doc = JsonDocument::parse(nameOrPath, text.take());
   if (!doc)
     return doc.error();

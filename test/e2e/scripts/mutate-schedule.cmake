@@ -1,33 +1,23 @@
 # Breaks the ring allreduce schedule written by e2e:baseline-ring-h100x2 in
 # one of two ways and checks that `ccsynth verify` fails naming the problem:
-#   MODE=delete     drop one transfer line
-#   MODE=duplicate  repeat one reduce line in a later step
-file(STRINGS ${WORKDIR}/ring-ar-h100x2.json lines)
-set(out "")
-set(done FALSE)
-set(last "")
-foreach(line IN LISTS lines)
-  if(NOT done AND line MATCHES "\"op\":\"reduce\"")
-    set(done TRUE)
-    if(MODE STREQUAL "delete")
-      continue()
-    endif()
-    # Repeat the reduce far after every other step: its input is then
-    # counted twice.
-    string(REGEX REPLACE "\"step\":[0-9]+" "\"step\":100000" again "${line}")
-    string(REGEX REPLACE ",$" "" again "${again}")
-    set(dup "${again}")
-  endif()
-  list(APPEND out "${line}")
-endforeach()
-if(NOT done)
+#   MODE=delete     drop the first reduce transfer
+#   MODE=duplicate  repeat the first reduce transfer after every other step
+# The file is edited as one string: CMake lists do not split inside '['.
+file(READ ${WORKDIR}/ring-ar-h100x2.json text)
+string(REGEX MATCH "\n    {\"step\":[0-9]+,\"op\":\"reduce\"[^\n]*" line "${text}")
+if(NOT line)
   message(FATAL_ERROR "no reduce transfer found")
 endif()
-string(REPLACE ";" "\n" text "${out}")
-if(MODE STREQUAL "duplicate")
-  string(REPLACE "\n  ]\n}" ",\n    ${dup}\n  ]\n}" text "${text}\n")
+if(MODE STREQUAL "delete")
+  # Drop the line (and the comma it leaves behind, if it was the last one).
+  string(REPLACE "${line}" "" text "${text}")
+  string(REGEX REPLACE ",\n  \\]" "\n  ]" text "${text}")
+else()
+  string(REGEX REPLACE "\"step\":[0-9]+" "\"step\":100000" again "${line}")
+  string(REGEX REPLACE ",$" "" again "${again}")
+  string(REGEX REPLACE "\n  \\]\n}" ",${again}\n  ]\n}" text "${text}")
 endif()
-file(WRITE ${WORKDIR}/mutated-${MODE}.json "${text}\n")
+file(WRITE ${WORKDIR}/mutated-${MODE}.json "${text}")
 execute_process(COMMAND ${CC} verify ${WORKDIR}/mutated-${MODE}.json
   RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
 message("${o}${e}")

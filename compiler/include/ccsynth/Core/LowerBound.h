@@ -1,14 +1,27 @@
 //===- LowerBound.h - Cut-based lower bounds on collective time -----------===//
 //
 // Bandwidth bound: for a cut (S, V\S) of the ranks, the data that must cross
-// from S to V\S divided by the cut's capacity (links and shared resources
-// crossing it). AllGather/ReduceScatter/Gather/Scatter/Broadcast/Reduce use
-// the data each side needs from the other (ForestColl-style); AllReduce is
-// ReduceScatter + AllGather; AllToAll uses bisection-style cuts. Cuts tried:
-// every single rank, every node, every set of nodes (few nodes), and every
-// subset of ranks when there are at most 16. Latency bound: the largest
-// minimum alpha-path between ranks that must communicate. The bound is the
-// larger of the two; a schedule's quality is bound / simulated time.
+// from S to V\S divided by an upper bound of the cut's capacity (its
+// crossing links, a shared resource counted once however many crossing
+// links use it). The data comes from the collective's pre/postconditions,
+// so custom collectives are covered: every distinct output set needed in
+// V\S that holds a value starting in S costs one chunk (a reduction's
+// partial can be combined before it crosses). AllGather/Gather need the
+// other side's values, ReduceScatter/Reduce one partial per output chunk,
+// AllToAll gives the bisection bound. A second bound counts the chunk
+// transfers any correct schedule needs in all (one-way gossip: a set needed
+// on D ranks with values from O ranks needs |O|-1 (+1 if O and D are
+// disjoint) + |D|-1 transfers) over the capacity of all links together;
+// for AllReduce this is the classical 2(n-1)/n of the buffer per rank.
+// Cuts tried: every single rank (both directions), every node, every set of
+// nodes when there are at most 12, and every set of ranks when there are at
+// most 16. Latency bound: the largest minimum alpha-path from a rank holding
+// a value to a rank that needs it. The bound is the larger of the two; a
+// schedule's quality is bound / simulated time.
+//
+// Output sets that overlap (possible only in custom collectives) are
+// reduced to a disjoint family first, which keeps the bound valid but may
+// make it loose.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -23,7 +36,9 @@ namespace ccsynth {
 struct LowerBound {
   double bandwidthUs = 0;
   double latencyUs = 0;
-  /// The cut that gives the bandwidth bound, in words.
+  /// The cut that gives the bandwidth bound, in words, with the data that
+  /// must cross it and its capacity; starts with "no bound:" when the inputs
+  /// do not fit together (rank counts differ, invalid topology or size).
   std::string bindingCut;
   double timeUs() const {
     return bandwidthUs > latencyUs ? bandwidthUs : latencyUs;
@@ -31,7 +46,8 @@ struct LowerBound {
 };
 
 /// Lower bound on the time of `collective` moving `bytes` (nccl-tests size)
-/// on `topology`.
+/// on `topology`. A chunk is bytes / collective.sizeDivisor(). When data
+/// must cross a cut no link crosses, bandwidthUs is +infinity.
 LowerBound lowerBound(const Collective &collective, const Topology &topology,
                       double bytes);
 

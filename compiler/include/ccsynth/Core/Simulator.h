@@ -7,7 +7,17 @@
 // (NVSwitch ports, NICs). A transfer starts once the transfers that produced
 // its source (and, for a reduce, its destination) finished, and once earlier
 // readers of the slot it overwrites finished. Local transfers (same rank)
-// use SimOptions::localCopyGBps and no link.
+// use no link and no latency; the local transfers running at once on one
+// rank share SimOptions::localCopyGBps fairly.
+//
+// Dependencies follow the schedule's (step, position) order on canonical
+// slots (in-place aliases are one slot): read-after-write on the source (and
+// on the destination of a reduce), write-after-write and write-after-read
+// on the destination. A transfer with link -1 uses Topology::bestLink.
+// Rates are max-min fair (progressive filling) over the shared resources of
+// all streaming transfers, each also capped by its own link's bandwidth, and
+// are recomputed whenever a transfer starts or stops streaming.
+// Units: GB/s = 1e9 bytes/s, times in µs.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -33,20 +43,23 @@ struct SimOptions {
 
 struct TransferTiming {
   int transfer = 0;
-  int link = -1; ///< -1 for a local transfer
+  int link = -1; ///< the link used (resolved from -1); -1 when local
   double startUs = 0; ///< when its latency phase began
-  double endUs = 0;
+  double endUs = 0;   ///< when its last byte arrived
 };
 
 struct SimResult {
-  double timeUs = 0;
-  double algbwGBps = 0; ///< bytes / time
+  double timeUs = 0;    ///< completion time of the last transfer
+  double algbwGBps = 0; ///< bytes / time (0 when the time is 0)
   double busbwGBps = 0; ///< algbw x the collective's busbw factor
+  /// One entry per transfer, in transfer order (when recordTimeline).
   std::vector<TransferTiming> timeline;
 };
 
-/// Simulates `schedule` on `topology`. Fails when a transfer has no link
-/// between its ranks or the rank counts differ.
+/// Simulates `schedule` on `topology`. Fails, naming the transfer, when a
+/// transfer is out of range, names a link that does not join its ranks, or
+/// has no link between its ranks; also fails when the rank counts differ or
+/// the topology or options are invalid.
 Expected<SimResult> simulate(const Schedule &schedule, const Topology &topology,
                              const SimOptions &options);
 

@@ -1,0 +1,165 @@
+//===- BaselineBuilder.h - Emits routed, race-free baseline transfers -----===//
+//
+// Private to the baselines. A ScheduleBuilder takes transfers in program
+// order (each sees the effect of every transfer emitted before it) and gives
+// each the earliest step that keeps that meaning under the verifier's step
+// rules: after the last write of every slot it reads, after the last write
+// and the last read of every slot it writes. Steps therefore equal
+// dependency depth, which is also the order the simulator runs a link's
+// transfers in, so pipelines come out interleaved without bookkeeping in the
+// algorithms. Hops between ranks that share no link are forwarded along
+// Topology::route through fresh scratch chunks.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Baselines.h"
+#include "ccsynth/Core/Collective.h"
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Core/Topology.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ccsynth::baseline {
+
+/// bestLinks(t)[s * n + d]: the link Topology::bestLink(s, d) picks, or -1;
+/// computed in one pass over the links.
+std::vector<int> bestLinks(const Topology &topology);
+
+class ScheduleBuilder {
+public:
+  ScheduleBuilder(const Topology &topology, Collective collective);
+
+  const Topology &topology() const { return topo; }
+  const Collective &collective() const { return sched.collective; }
+  int numRanks() const { return sched.collective.numRanks; }
+  int chunkFactor() const { return sched.collective.chunkFactor; }
+
+  ChunkLoc input(int rank, int index) const {
+    return {rank, BufferKind::Input, index};
+  }
+  ChunkLoc output(int rank, int index) const {
+    return {rank, BufferKind::Output, index};
+  }
+  /// Allocates `count` consecutive fresh scratch chunks on `rank`.
+  ChunkLoc scratch(int rank, int count = 1);
+  /// True when the two slots are one under the collective's in-place
+  /// aliasing.
+  bool aliases(ChunkLoc a, ChunkLoc b) const;
+  bool adjacent(int src, int dst) const {
+    return links[(size_t)src * numRanks() + dst] >= 0;
+  }
+
+  /// Lowering hint stamped on the transfers emitted from now on.
+  void setChannel(int channel) { currentChannel = channel; }
+
+  /// Copies within one rank, unless the slots alias (then nothing to do).
+  void copyLocal(ChunkLoc src, ChunkLoc dst, int count = 1);
+  /// Moves `count` chunks from src to dst, combining with `op` at the
+  /// destination; forwarded through scratch when the ranks share no link.
+  void send(ChunkLoc src, ChunkLoc dst, TransferOp op, int count = 1);
+  void copy(ChunkLoc src, ChunkLoc dst, int count = 1) {
+    send(src, dst, TransferOp::Copy, count);
+  }
+  void reduce(ChunkLoc src, ChunkLoc dst, int count = 1) {
+    send(src, dst, TransferOp::Reduce, count);
+  }
+
+  /// Names the schedule, verifies it against the topology and returns it;
+  /// an unreachable pair or a failed verification is an Error.
+  Expected<Schedule> finish(std::string name, std::string origin);
+
+private:
+  struct SlotState {
+    int lastWrite = -1;
+    int lastRead = -1;
+  };
+
+  const Topology &topo;
+  Schedule sched;
+  std::vector<int> links;
+  /// prevFrom[src][v]: v's predecessor on the route from src (lazily).
+  std::vector<std::vector<int>> prevFrom;
+  std::vector<std::vector<int>> outLinks;
+  /// state[rank * 3 + buffer][index], of canonical slots.
+  std::vector<std::vector<SlotState>> state;
+  std::vector<int> scratchUsed;
+  int currentChannel = -1;
+  std::optional<Error> failure;
+
+  SlotState &slot(ChunkLoc loc);
+  /// Topology::route(src, dst), computed per source for all destinations.
+  std::vector<int> route(int src, int dst);
+  /// One hop: a transfer between the same or adjacent ranks.
+  void emit(ChunkLoc src, ChunkLoc dst, TransferOp op, int count);
+};
+
+/// Slot of the chunk at a path position.
+using SlotAt = std::function<ChunkLoc(int position)>;
+
+/// Reduction along a chain: path[0] sends contrib(0) to path[1], which
+/// combines it with its contrib(1) in acc(1) and forwards acc(1), and so on;
+/// the sum of every position's contribution ends in acc(last). A hop
+/// reduces straight into acc(p) when that aliases contrib(p); otherwise it
+/// lands as a copy and contrib(p) is added locally. A one-rank path copies
+/// contrib(0) into acc(0).
+void reduceChain(ScheduleBuilder &b, const std::vector<int> &path,
+                 const SlotAt &contrib, const SlotAt &acc, int count = 1);
+
+/// Pipelined copy along a chain: path[0] sends `src` to slot(1), path[1]
+/// forwards slot(1) to slot(2), and so on.
+void broadcastChain(ScheduleBuilder &b, const std::vector<int> &path,
+                    ChunkLoc src, const SlotAt &slot, int count = 1);
+
+/// The ring read from position `start` onwards (all of it).
+std::vector<int> rotated(const std::vector<int> &ring, int start);
+
+/// A rooted tree over some ranks: parent[i] of the ranks in `members`.
+struct Tree {
+  int root = -1;
+  /// parent[rank] or -1 (root and ranks outside the tree).
+  std::vector<int> parent;
+  /// children[rank], in the order they were attached.
+  std::vector<std::vector<int>> children;
+  /// Ranks ordered so that a parent precedes its children.
+  std::vector<int> preorder;
+};
+
+/// Completes `children` and `preorder` from `parent` and `root`; false when
+/// `parent` does not describe a tree spanning `members`.
+bool finishTree(Tree &tree, const std::vector<int> &members);
+
+/// Collective::builtin, after checking that the collective and its
+/// symbolic verification stay a reasonable size (a reduction's
+/// postcondition lists every rank's value for every output chunk, so it
+/// grows as ranks^2 x chunk factor).
+Expected<Collective> makeCollective(CollectiveKind kind, int ranks,
+                                    int chunkFactor, bool inPlace, int root);
+
+/// The pipelining depth asked for, or `fallback` when the options leave it
+/// to the baseline.
+inline int pipelineOr(const BaselineOptions &options, int fallback) {
+  return options.pipeline > 0 ? options.pipeline : fallback;
+}
+
+/// Builders of each family, for a collective the family supports on the
+/// topology (makeBaseline has checked the options).
+Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
+                                    const BaselineOptions &options);
+Expected<Schedule> makeTreeBaseline(CollectiveKind kind, const Topology &topo,
+                                    const BaselineOptions &options);
+Expected<Schedule> makeDirectBaseline(CollectiveKind kind, const Topology &topo,
+                                      const BaselineOptions &options);
+Expected<Schedule> makeHierarchicalBaseline(CollectiveKind kind,
+                                            const Topology &topo,
+                                            const BaselineOptions &options);
+
+/// "ring-allreduce".
+std::string baselineName(BaselineKind kind, CollectiveKind collective);
+
+} // namespace ccsynth::baseline

@@ -1,0 +1,152 @@
+//===- Baselines.cpp - Choosing and checking baseline schedules -----------===//
+//
+// The families themselves live in BaselineRing/Tree/Direct/Hierarchical.cpp;
+// this file names them, says which collectives each implements, validates
+// the options and dispatches.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/Core/Baselines.h"
+
+#include "BaselineBuilder.h"
+
+namespace ccsynth {
+
+namespace {
+
+struct KindName {
+  BaselineKind kind;
+  const char *name;
+};
+constexpr KindName kKinds[] = {
+    {BaselineKind::Ring, "ring"},
+    {BaselineKind::Tree, "tree"},
+    {BaselineKind::Direct, "direct"},
+    {BaselineKind::Hierarchical, "hierarchical"},
+};
+
+/// Largest pipelining depth accepted: beyond it schedules get huge without
+/// modelling anything new.
+constexpr int kMaxPipeline = 1024;
+
+bool isRooted(CollectiveKind kind) {
+  return kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce ||
+         kind == CollectiveKind::Gather || kind == CollectiveKind::Scatter;
+}
+
+bool uniformNodes(const Topology &topo) {
+  std::vector<int> sizes(topo.numNodes(), 0);
+  for (int node : topo.nodeOf)
+    ++sizes[node];
+  for (int s : sizes)
+    if (s != sizes[0])
+      return false;
+  return true;
+}
+
+/// The collectives a family implements, ignoring the topology.
+std::vector<CollectiveKind> familyCollectives(BaselineKind kind) {
+  using C = CollectiveKind;
+  switch (kind) {
+  case BaselineKind::Ring:
+    return {C::AllGather, C::ReduceScatter, C::AllReduce, C::Broadcast,
+            C::Reduce};
+  case BaselineKind::Tree:
+    return {C::AllReduce, C::Broadcast, C::Reduce};
+  case BaselineKind::Direct:
+    return {C::AllGather, C::ReduceScatter, C::AllReduce, C::Broadcast,
+            C::Reduce,    C::Gather,        C::Scatter,   C::AllToAll};
+  case BaselineKind::Hierarchical:
+    return {C::AllGather, C::ReduceScatter, C::AllReduce, C::AllToAll};
+  }
+  return {};
+}
+
+std::string joinNames(const std::vector<CollectiveKind> &kinds) {
+  std::string out;
+  for (CollectiveKind k : kinds)
+    out += std::string(out.empty() ? "" : ", ") + toString(k);
+  return out;
+}
+
+} // namespace
+
+const char *toString(BaselineKind kind) {
+  for (const KindName &k : kKinds)
+    if (k.kind == kind)
+      return k.name;
+  return "?";
+}
+
+std::optional<BaselineKind> parseBaselineKind(const std::string &s) {
+  for (const KindName &k : kKinds)
+    if (s == k.name)
+      return k.kind;
+  if (s == "allpairs" || s == "all-pairs")
+    return BaselineKind::Direct;
+  if (s == "hier")
+    return BaselineKind::Hierarchical;
+  return std::nullopt;
+}
+
+bool baselineSupports(BaselineKind kind, CollectiveKind collective,
+                      const Topology &topology) {
+  if (topology.numRanks() < 1)
+    return false;
+  if (kind == BaselineKind::Hierarchical &&
+      (topology.numNodes() < 2 || !uniformNodes(topology)))
+    return false;
+  for (CollectiveKind c : familyCollectives(kind))
+    if (c == collective)
+      return true;
+  return false;
+}
+
+Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
+                                const Topology &topology,
+                                const BaselineOptions &options) {
+  std::string what = std::string("the ") + toString(kind) + " baseline";
+  int n = topology.numRanks();
+  if (n < 1)
+    return Error(what + " needs a topology with ranks; '" + topology.name +
+                 "' has none");
+  if (Status s = topology.validate(); !s)
+    return s.error();
+  if (kind == BaselineKind::Hierarchical && topology.numNodes() < 2)
+    return Error(what + " needs more than one node; '" + topology.name +
+                 "' has one (use ring, tree or direct)");
+  if (kind == BaselineKind::Hierarchical && !uniformNodes(topology))
+    return Error(what + " needs the same number of ranks in every node of '" +
+                 topology.name + "'");
+  if (!baselineSupports(kind, collective, topology))
+    return Error(what + " does not implement " + toString(collective), {},
+                 "it implements: " + joinNames(familyCollectives(kind)));
+  if (options.pipeline < 0 || options.pipeline > kMaxPipeline)
+    return Error("pipeline depth " + std::to_string(options.pipeline) +
+                 " is out of range (0 = default, or 1.." +
+                 std::to_string(kMaxPipeline) + ")");
+  if (isRooted(collective) && (options.root < 0 || options.root >= n))
+    return Error("root " + std::to_string(options.root) +
+                 " is not a rank of '" + topology.name + "' (0.." +
+                 std::to_string(n - 1) + ")");
+  switch (kind) {
+  case BaselineKind::Ring:
+    return baseline::makeRingBaseline(collective, topology, options);
+  case BaselineKind::Tree:
+    return baseline::makeTreeBaseline(collective, topology, options);
+  case BaselineKind::Direct:
+    return baseline::makeDirectBaseline(collective, topology, options);
+  case BaselineKind::Hierarchical:
+    return baseline::makeHierarchicalBaseline(collective, topology, options);
+  }
+  return Error(what + " is unknown");
+}
+
+namespace baseline {
+
+std::string baselineName(BaselineKind kind, CollectiveKind collective) {
+  return std::string(toString(kind)) + "-" + toString(collective);
+}
+
+} // namespace baseline
+
+} // namespace ccsynth

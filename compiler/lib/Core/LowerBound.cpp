@@ -1,0 +1,482 @@
+//===- LowerBound.cpp - Cut-based lower bounds on collective time ---------===//
+//
+// Everything is derived from the collective's pre/postconditions, so custom
+// collectives get bounds too. The unit of demand is a distinct output set W
+// (the values one output chunk must hold): data "for W" is any chunk whose
+// values all belong to W, because values only accumulate (a chunk that
+// ends in an output of W cannot hold a value outside W). Demands are taken
+// from a family of pairwise-disjoint sets W, so that no single chunk can
+// serve two of them; built-in collectives' sets are disjoint already, and
+// for custom ones a greedy disjoint subfamily keeps the bound valid.
+//
+// Cut bound: for a cut (S, T), every W needed in T with a value from S needs
+// one chunk to cross S -> T. The time is that data over an upper bound of
+// the cut's capacity.
+//
+// Total-traffic bound: W, with values originating at the ranks O and
+// needed at the ranks D, needs at least (|O| - 1 + [O and D disjoint]) +
+// (|D| - 1) chunk transfers in all: gathering W at the first rank x of D
+// that holds it connects O and x through transfers, and every other rank of
+// D needs its own completing transfer afterwards (one-way gossip). For an
+// AllReduce this is the classical 2(n-1)/n * M per rank. The time is that
+// traffic over an upper bound of what all links carry together.
+//
+// Capacities are upper bounds from link/resource covers: every link is
+// charged either its own bandwidth or one shared resource it crosses, a
+// resource counted once however many links it carries. The smallest of a
+// few covers (own bandwidths, first/last resources, a greedy cover) is used.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/Core/LowerBound.h"
+
+#include "ccsynth/Core/Plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <queue>
+
+namespace ccsynth {
+
+namespace {
+
+constexpr int kMaxRankSubsetRanks = 16;
+constexpr int kMaxNodeSubsetNodes = 12;
+
+/// One demand: a distinct output set W, the ranks its values start on and
+/// the ranks that need it.
+struct Demand {
+  std::vector<int> origins; ///< sorted, distinct
+  std::vector<int> dests;   ///< sorted, distinct
+};
+
+std::string formatSet(const std::vector<int> &items) {
+  std::string s;
+  for (size_t i = 0; i < items.size();) {
+    size_t j = i;
+    while (j + 1 < items.size() && items[j + 1] == items[j] + 1)
+      ++j;
+    if (!s.empty())
+      s += ",";
+    s += std::to_string(items[i]);
+    if (j > i) {
+      s += j == i + 1 ? ',' : '-';
+      s += std::to_string(items[j]);
+    }
+    i = j + 1;
+  }
+  s.insert(s.begin(), '{');
+  s += '}';
+  return s;
+}
+
+std::string formatGBps(double gbps) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4g GB/s", gbps);
+  return buf;
+}
+
+class BoundComputer {
+public:
+  BoundComputer(const Collective &c, const Topology &t, double b)
+      : col(c), topo(t), bytes(b) {}
+
+  LowerBound compute();
+
+private:
+  const Collective &col;
+  const Topology &topo;
+  double bytes;
+  int n = 0;
+  double chunkBytes = 0;
+  std::vector<Demand> demands;
+  /// Every distinct constrained output set with its needing ranks (for the
+  /// latency bound, which may use overlapping sets too).
+  std::vector<std::pair<std::vector<int>, std::vector<int>>> allSets;
+  std::vector<int> originRank; ///< per value id
+  std::vector<std::vector<int>> outLinks, inLinks;
+
+  LowerBound best;
+  double bestTime = -1;
+
+  // Scratch for capacity covers.
+  std::vector<uint32_t> resStamp, linkStamp, firstStamp, lastStamp;
+  uint32_t stamp = 0;
+  std::vector<int> touched;
+  std::vector<double> resLoad;
+  std::vector<std::vector<int>> resLinks;
+
+  void collectDemands();
+  double capacity(const std::vector<int> &links);
+  /// Records the cut if it binds; `describe` names it (called only then,
+  /// since most of the thousands of cuts tried do not bind).
+  template <typename Describe>
+  void consider(double chunks, const std::vector<int> &crossing,
+                Describe describe);
+  void crossingLinks(const std::vector<char> &inS, int sizeS,
+                     std::vector<int> &out) const;
+  void singleGroupCuts(const std::vector<int> &groupOf, int numGroups,
+                       const std::string &noun);
+  void subsetCuts(const std::vector<int> &groupOf, int numGroups,
+                  const std::string &noun);
+  void totalTraffic();
+  double latencyBound() const;
+};
+
+void BoundComputer::collectDemands() {
+  int numValues = 0;
+  for (int r = 0; r < n && r < (int)col.pre.size(); ++r)
+    for (int v : col.pre[r])
+      numValues = std::max(numValues, v + 1);
+  originRank.assign(numValues, -1);
+  for (int r = 0; r < n && r < (int)col.pre.size(); ++r)
+    for (int v : col.pre[r])
+      if (v >= 0 && originRank[v] < 0)
+        originRank[v] = r;
+
+  std::map<std::vector<int>, std::vector<int>> needers;
+  for (int r = 0; r < n && r < (int)col.post.size(); ++r)
+    for (const auto &want : col.post[r]) {
+      if (!want || want->empty())
+        continue;
+      auto &ranks = needers[*want];
+      if (ranks.empty() || ranks.back() != r)
+        ranks.push_back(r);
+    }
+  for (auto &[set, ranks] : needers) {
+    bool known = true;
+    for (int v : set)
+      known = known && v >= 0 && v < numValues && originRank[v] >= 0;
+    if (known)
+      allSets.push_back({set, ranks});
+  }
+
+  // A disjoint subfamily, smallest sets first: they add the most demands.
+  std::vector<int> order(allSets.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = (int)i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return allSets[a].first.size() < allSets[b].first.size();
+  });
+  std::vector<bool> used(numValues, false);
+  for (int i : order) {
+    const auto &[set, ranks] = allSets[i];
+    bool disjoint = true;
+    for (int v : set)
+      disjoint = disjoint && !used[v];
+    if (!disjoint)
+      continue;
+    Demand d;
+    for (int v : set) {
+      used[v] = true;
+      d.origins.push_back(originRank[v]);
+    }
+    std::sort(d.origins.begin(), d.origins.end());
+    d.origins.erase(std::unique(d.origins.begin(), d.origins.end()),
+                    d.origins.end());
+    d.dests = ranks;
+    demands.push_back(std::move(d));
+  }
+}
+
+double BoundComputer::capacity(const std::vector<int> &links) {
+  double own = 0, first = 0, last = 0;
+  // One mark per call tags what this call has seen in each scratch array.
+  uint32_t mark = ++stamp;
+  touched.clear();
+  for (int l : links) {
+    const Link &link = topo.links[l];
+    own += link.bandwidthGBps;
+    if (link.resources.empty()) {
+      first += link.bandwidthGBps;
+      last += link.bandwidthGBps;
+      continue;
+    }
+    int f = link.resources.front(), b = link.resources.back();
+    if (firstStamp[f] != mark) {
+      firstStamp[f] = mark;
+      first += topo.resources[f].bandwidthGBps;
+    }
+    if (lastStamp[b] != mark) {
+      lastStamp[b] = mark;
+      last += topo.resources[b].bandwidthGBps;
+    }
+    for (size_t i = 0; i < link.resources.size(); ++i) {
+      int r = link.resources[i];
+      // A resource named twice by one link still carries that link once.
+      if (std::find(link.resources.begin(), link.resources.begin() + i, r) !=
+          link.resources.begin() + i)
+        continue;
+      if (resStamp[r] != mark) {
+        resStamp[r] = mark;
+        resLoad[r] = 0;
+        resLinks[r].clear();
+        touched.push_back(r);
+      }
+      resLinks[r].push_back(l);
+      resLoad[r] += link.bandwidthGBps;
+    }
+  }
+
+  // Greedy cover: repeatedly charge the resource that saves the most over
+  // charging its (still unassigned) links their own bandwidth. Savings only
+  // shrink as links get assigned, so a lazy max-heap is enough.
+  double greedy = own;
+  std::priority_queue<std::pair<double, int>> heap;
+  for (int r : touched)
+    if (resLoad[r] > topo.resources[r].bandwidthGBps)
+      heap.push({resLoad[r] - topo.resources[r].bandwidthGBps, r});
+  while (!heap.empty()) {
+    auto [saving, r] = heap.top();
+    heap.pop();
+    double load = 0;
+    for (int l : resLinks[r])
+      if (linkStamp[l] != mark)
+        load += topo.links[l].bandwidthGBps;
+    double current = load - topo.resources[r].bandwidthGBps;
+    if (current <= 0)
+      continue;
+    if (current < saving * (1 - 1e-12) && !heap.empty() &&
+        current < heap.top().first) {
+      heap.push({current, r});
+      continue;
+    }
+    greedy -= current;
+    for (int l : resLinks[r])
+      linkStamp[l] = mark;
+  }
+  return std::min({own, first, last, greedy});
+}
+
+template <typename Describe>
+void BoundComputer::consider(double chunks, const std::vector<int> &crossing,
+                             Describe describe) {
+  if (chunks <= 0)
+    return;
+  double data = chunks * chunkBytes;
+  double cap = crossing.empty() ? 0 : capacity(crossing);
+  double time = cap > 0 ? data / (cap * 1e3)
+                        : std::numeric_limits<double>::infinity();
+  if (time <= bestTime)
+    return;
+  bestTime = time;
+  best.bandwidthUs = time;
+  std::string what = describe();
+  if (cap > 0)
+    best.bindingCut = what + ": " + formatBytes(data) + " must cross " +
+                      std::to_string(crossing.size()) + " link" +
+                      (crossing.size() == 1 ? "" : "s") + " carrying at most " +
+                      formatGBps(cap);
+  else
+    best.bindingCut = what + ": " + formatBytes(data) +
+                      " must cross, but no link does (the collective cannot "
+                      "complete on this topology)";
+}
+
+void BoundComputer::crossingLinks(const std::vector<char> &inS, int sizeS,
+                                  std::vector<int> &out) const {
+  out.clear();
+  if (sizeS <= n - sizeS) {
+    for (int r = 0; r < n; ++r)
+      if (inS[r])
+        for (int l : outLinks[r])
+          if (!inS[topo.links[l].dst])
+            out.push_back(l);
+  } else {
+    for (int r = 0; r < n; ++r)
+      if (!inS[r])
+        for (int l : inLinks[r])
+          if (inS[topo.links[l].src])
+            out.push_back(l);
+  }
+}
+
+/// Cuts that put one group (a rank or a node) on one side: demands are
+/// counted for all groups in one pass over the demands.
+void BoundComputer::singleGroupCuts(const std::vector<int> &groupOf,
+                                    int numGroups, const std::string &noun) {
+  std::vector<double> outOf(numGroups, 0), into(numGroups, 0);
+  std::vector<int> og, dg;
+  for (const Demand &d : demands) {
+    og.clear();
+    dg.clear();
+    for (int r : d.origins)
+      og.push_back(groupOf[r]);
+    for (int r : d.dests)
+      dg.push_back(groupOf[r]);
+    std::sort(og.begin(), og.end());
+    og.erase(std::unique(og.begin(), og.end()), og.end());
+    std::sort(dg.begin(), dg.end());
+    dg.erase(std::unique(dg.begin(), dg.end()), dg.end());
+    // S = {g}: W needs a chunk out of g when g holds a value of W and some
+    // other group needs W; symmetrically into g.
+    for (int g : og)
+      if (dg.size() > 1 || (dg.size() == 1 && dg[0] != g))
+        outOf[g] += 1;
+    for (int g : dg)
+      if (og.size() > 1 || (og.size() == 1 && og[0] != g))
+        into[g] += 1;
+  }
+  std::vector<char> inS(n);
+  std::vector<int> crossing;
+  for (int g = 0; g < numGroups; ++g) {
+    int size = 0;
+    for (int r = 0; r < n; ++r)
+      size += (inS[r] = groupOf[r] == g);
+    std::string name = noun + " " + std::to_string(g);
+    if (outOf[g] > 0) {
+      crossingLinks(inS, size, crossing);
+      consider(outOf[g], crossing,
+               [&] { return name + " -> the other " + noun + "s"; });
+    }
+    if (into[g] > 0) {
+      for (int r = 0; r < n; ++r)
+        inS[r] = !inS[r];
+      crossingLinks(inS, n - size, crossing);
+      consider(into[g], crossing,
+               [&] { return "the other " + noun + "s -> " + name; });
+    }
+  }
+}
+
+/// Every proper subset of groups (numGroups <= 16) as S.
+void BoundComputer::subsetCuts(const std::vector<int> &groupOf, int numGroups,
+                               const std::string &noun) {
+  // Demands grouped by (origin groups, destination groups) masks.
+  std::map<std::pair<uint32_t, uint32_t>, double> byMask;
+  for (const Demand &d : demands) {
+    uint32_t om = 0, dm = 0;
+    for (int r : d.origins)
+      om |= 1u << groupOf[r];
+    for (int r : d.dests)
+      dm |= 1u << groupOf[r];
+    byMask[{om, dm}] += 1;
+  }
+  std::vector<std::pair<std::pair<uint32_t, uint32_t>, double>> masks(
+      byMask.begin(), byMask.end());
+  uint32_t full = (1u << numGroups) - 1;
+  std::vector<char> inS(n);
+  std::vector<int> crossing;
+  for (uint32_t s = 1; s < full; ++s) {
+    double chunks = 0;
+    for (const auto &[m, count] : masks)
+      if ((m.first & s) && (m.second & ~s & full))
+        chunks += count;
+    if (chunks <= 0)
+      continue;
+    int size = 0;
+    for (int r = 0; r < n; ++r)
+      size += (inS[r] = (s >> groupOf[r]) & 1);
+    crossingLinks(inS, size, crossing);
+    consider(chunks, crossing, [&] {
+      std::vector<int> sSide, tSide;
+      for (int g = 0; g < numGroups; ++g)
+        ((s >> g) & 1 ? sSide : tSide).push_back(g);
+      return noun + "s " + formatSet(sSide) + " -> " + noun + "s " +
+             formatSet(tSide);
+    });
+  }
+}
+
+void BoundComputer::totalTraffic() {
+  double chunks = 0;
+  for (const Demand &d : demands) {
+    if (d.dests.empty())
+      continue;
+    std::vector<int> common;
+    std::set_intersection(d.origins.begin(), d.origins.end(), d.dests.begin(),
+                          d.dests.end(), std::back_inserter(common));
+    chunks += (double)d.origins.size() - 1 + (common.empty() ? 1 : 0) +
+              (double)d.dests.size() - 1;
+  }
+  std::vector<int> all(topo.links.size());
+  for (size_t l = 0; l < all.size(); ++l)
+    all[l] = (int)l;
+  consider(chunks, all, [] {
+    return std::string("all links together (every chunk transfer any "
+                       "correct schedule needs, summed over ranks)");
+  });
+}
+
+double BoundComputer::latencyBound() const {
+  auto dist = topo.shortestAlpha();
+  double worst = 0;
+  for (const auto &[set, ranks] : allSets) {
+    std::vector<int> origins;
+    for (int v : set)
+      origins.push_back(originRank[v]);
+    std::sort(origins.begin(), origins.end());
+    origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
+    for (int d : ranks)
+      for (int o : origins)
+        if (o != d)
+          worst = std::max(worst, dist[o][d]);
+  }
+  return worst;
+}
+
+LowerBound BoundComputer::compute() {
+  n = topo.numRanks();
+  if (col.numRanks != n) {
+    best.bindingCut = "no bound: the collective has " +
+                      std::to_string(col.numRanks) +
+                      " ranks but the topology has " + std::to_string(n);
+    return best;
+  }
+  if (Status s = topo.validate(); !s) {
+    best.bindingCut = "no bound: " + s.error().message;
+    return best;
+  }
+  if (!std::isfinite(bytes) || bytes < 0) {
+    best.bindingCut = "no bound: the size must be a non-negative number";
+    return best;
+  }
+  chunkBytes = bytes / col.sizeDivisor();
+  outLinks.assign(n, {});
+  inLinks.assign(n, {});
+  for (size_t l = 0; l < topo.links.size(); ++l) {
+    outLinks[topo.links[l].src].push_back((int)l);
+    inLinks[topo.links[l].dst].push_back((int)l);
+  }
+  resStamp.assign(topo.resources.size(), 0);
+  firstStamp.assign(topo.resources.size(), 0);
+  lastStamp.assign(topo.resources.size(), 0);
+  resLoad.assign(topo.resources.size(), 0);
+  resLinks.assign(topo.resources.size(), {});
+  linkStamp.assign(topo.links.size(), 0);
+
+  collectDemands();
+  best.bindingCut = "no data has to move between ranks";
+
+  std::vector<int> rankGroup(n);
+  for (int r = 0; r < n; ++r)
+    rankGroup[r] = r;
+  singleGroupCuts(rankGroup, n, "rank");
+  int nodes = topo.numNodes();
+  if (nodes > 1) {
+    if (nodes <= kMaxNodeSubsetNodes)
+      subsetCuts(topo.nodeOf, nodes, "node");
+    else
+      singleGroupCuts(topo.nodeOf, nodes, "node");
+  }
+  if (n > 2 && n <= kMaxRankSubsetRanks)
+    subsetCuts(rankGroup, n, "rank");
+  totalTraffic();
+  if (bestTime < 0)
+    best.bandwidthUs = 0;
+  best.latencyUs = latencyBound();
+  return best;
+}
+
+} // namespace
+
+LowerBound lowerBound(const Collective &collective, const Topology &topology,
+                      double bytes) {
+  BoundComputer computer(collective, topology, bytes);
+  return computer.compute();
+}
+
+} // namespace ccsynth

@@ -1,0 +1,395 @@
+//===- AST.h - Syntax tree of .ccl collective programs --------------------===//
+//
+// The parser builds this tree; Sema checks names, types and statement
+// contexts on it; Lowering evaluates it into a chunk-level Schedule. Every
+// node carries the SourceLoc of its first token so that each later stage can
+// point at the offending text.
+//
+// Nodes use a kind tag and `isa`/`cast`/`dynCast` helpers in the LLVM style
+// (no RTTI needed), and own their children through std::unique_ptr. The
+// parser bounds the tree's height, so recursive walks cannot overflow the
+// stack.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Collective.h"
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Schedule.h"
+
+#include <algorithm>
+#include <cassert>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ccsynth::dsl {
+
+/// LLVM-style checked casts over nodes with a static `classof`.
+template <typename To, typename From> bool isa(const From *node) {
+  return node && To::classof(node);
+}
+template <typename To, typename From> To *cast(From *node) {
+  assert(isa<To>(node) && "cast to the wrong node kind");
+  return static_cast<To *>(node);
+}
+template <typename To, typename From> const To *cast(const From *node) {
+  assert(isa<To>(node) && "cast to the wrong node kind");
+  return static_cast<const To *>(node);
+}
+template <typename To, typename From> To *dynCast(From *node) {
+  return isa<To>(node) ? static_cast<To *>(node) : nullptr;
+}
+template <typename To, typename From> const To *dynCast(const From *node) {
+  return isa<To>(node) ? static_cast<const To *>(node) : nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+class Expr {
+public:
+  enum class Kind {
+    IntLiteral,
+    BoolLiteral,
+    Name,
+    Unary,
+    Binary,
+    Call,
+    BufferName,
+    InputValue,
+    Sum,
+  };
+
+  virtual ~Expr() = default;
+  Kind getKind() const { return kind; }
+  /// Location of the expression's first token (for a binary expression:
+  /// its operator, which is where a type or arithmetic error belongs).
+  SourceLoc loc;
+  /// Height of the subtree (a leaf is 1); the parser rejects tall trees.
+  int height = 1;
+
+protected:
+  Expr(Kind k, SourceLoc l) : loc(std::move(l)), kind(k) {}
+
+private:
+  Kind kind;
+};
+
+using ExprPtr = std::unique_ptr<Expr>;
+
+/// `42`
+class IntLiteral : public Expr {
+public:
+  IntLiteral(SourceLoc l, long long v) : Expr(Kind::IntLiteral, l), value(v) {}
+  long long value;
+  static bool classof(const Expr *e) { return e->getKind() == Kind::IntLiteral; }
+};
+
+/// `true` / `false`
+class BoolLiteral : public Expr {
+public:
+  BoolLiteral(SourceLoc l, bool v) : Expr(Kind::BoolLiteral, l), value(v) {}
+  bool value;
+  static bool classof(const Expr *e) {
+    return e->getKind() == Kind::BoolLiteral;
+  }
+};
+
+/// A reference to a parameter, `let` binding or loop variable.
+class NameExpr : public Expr {
+public:
+  NameExpr(SourceLoc l, std::string n) : Expr(Kind::Name, l), name(std::move(n)) {}
+  std::string name;
+  static bool classof(const Expr *e) { return e->getKind() == Kind::Name; }
+};
+
+enum class UnaryOp { Neg, Not };
+enum class BinaryOp { Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+const char *spelling(UnaryOp op);
+const char *spelling(BinaryOp op);
+
+class UnaryExpr : public Expr {
+public:
+  UnaryExpr(SourceLoc l, UnaryOp o, ExprPtr e)
+      : Expr(Kind::Unary, l), op(o), operand(std::move(e)) {
+    height = operand->height + 1;
+  }
+  UnaryOp op;
+  ExprPtr operand;
+  static bool classof(const Expr *e) { return e->getKind() == Kind::Unary; }
+};
+
+class BinaryExpr : public Expr {
+public:
+  BinaryExpr(SourceLoc opLoc, BinaryOp o, ExprPtr l, ExprPtr r)
+      : Expr(Kind::Binary, opLoc), op(o), lhs(std::move(l)), rhs(std::move(r)) {
+    height = std::max(lhs->height, rhs->height) + 1;
+  }
+  BinaryOp op;
+  ExprPtr lhs, rhs;
+  static bool classof(const Expr *e) { return e->getKind() == Kind::Binary; }
+};
+
+/// A call of a built-in function: `chunk(r, input, i)`, `min(a, b)`, ...
+class CallExpr : public Expr {
+public:
+  CallExpr(SourceLoc l, std::string c, std::vector<ExprPtr> a)
+      : Expr(Kind::Call, l), callee(std::move(c)), args(std::move(a)) {
+    for (const ExprPtr &arg : args)
+      height = std::max(height, arg->height + 1);
+  }
+  std::string callee;
+  std::vector<ExprPtr> args;
+  static bool classof(const Expr *e) { return e->getKind() == Kind::Call; }
+};
+
+/// `input`, `output` or `scratch` used as chunk()'s buffer argument.
+class BufferNameExpr : public Expr {
+public:
+  BufferNameExpr(SourceLoc l, BufferKind b) : Expr(Kind::BufferName, l), buffer(b) {}
+  BufferKind buffer;
+  static bool classof(const Expr *e) {
+    return e->getKind() == Kind::BufferName;
+  }
+};
+
+/// `input(rank, index)` in a postcondition: the value that input chunk
+/// `index` of `rank` held before the collective ran.
+class InputValueExpr : public Expr {
+public:
+  InputValueExpr(SourceLoc l, ExprPtr r, ExprPtr i)
+      : Expr(Kind::InputValue, l), rank(std::move(r)), index(std::move(i)) {
+    height = std::max(rank->height, index->height) + 1;
+  }
+  ExprPtr rank, index;
+  static bool classof(const Expr *e) {
+    return e->getKind() == Kind::InputValue;
+  }
+};
+
+/// `lo..hi [by step]`: the half-open integer range lo, lo+step, ... < hi.
+struct Range {
+  SourceLoc loc;
+  ExprPtr lo, hi;
+  /// Null when no `by` clause (step 1).
+  ExprPtr by;
+  int height() const {
+    int h = std::max(lo->height, hi->height);
+    return by ? std::max(h, by->height) : h;
+  }
+};
+
+/// `sum(j in lo..hi : term)`: the reduction of the terms over the range.
+class SumExpr : public Expr {
+public:
+  SumExpr(SourceLoc l, std::string v, SourceLoc vl, Range r, ExprPtr b)
+      : Expr(Kind::Sum, l), var(std::move(v)), varLoc(std::move(vl)),
+        range(std::move(r)), body(std::move(b)) {
+    height = std::max(range.height(), body->height) + 1;
+  }
+  std::string var;
+  SourceLoc varLoc;
+  Range range;
+  ExprPtr body;
+  static bool classof(const Expr *e) { return e->getKind() == Kind::Sum; }
+};
+
+/// Where the text of `e` starts: its leftmost token (a binary expression's
+/// own location is its operator). Errors about an expression's value point
+/// here; errors about an operator point at the operator.
+inline const SourceLoc &beginLoc(const Expr &e) {
+  const Expr *cur = &e;
+  while (const auto *b = dynCast<BinaryExpr>(cur))
+    cur = b->lhs.get();
+  return cur->loc;
+}
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+class Stmt {
+public:
+  enum class Kind {
+    Param,
+    Collective,
+    Scratch,
+    Let,
+    For,
+    If,
+    Step,
+    Assert,
+    Transfer,
+    PreInput,
+    PostOutput,
+  };
+
+  virtual ~Stmt() = default;
+  Kind getKind() const { return kind; }
+  /// Location of the statement's first token (its keyword).
+  SourceLoc loc;
+
+protected:
+  Stmt(Kind k, SourceLoc l) : loc(std::move(l)), kind(k) {}
+
+private:
+  Kind kind;
+};
+
+using StmtPtr = std::unique_ptr<Stmt>;
+using Block = std::vector<StmtPtr>;
+
+/// `param name = default;` — an integer the command line may override.
+class ParamStmt : public Stmt {
+public:
+  ParamStmt(SourceLoc l) : Stmt(Kind::Param, l) {}
+  std::string name;
+  SourceLoc nameLoc;
+  ExprPtr init;
+  static bool classof(const Stmt *s) { return s->getKind() == Kind::Param; }
+};
+
+/// `name = expr` inside a collective header.
+struct NamedArg {
+  std::string name;
+  SourceLoc loc;
+  ExprPtr value;
+};
+
+/// `input chunks = E;` / `output chunks = E;` inside a custom collective.
+struct ChunkCountDecl {
+  SourceLoc loc;
+  ExprPtr value;
+};
+
+/// `collective kind(args) [inplace] [protocol P] [instances E] (; | {...})`.
+class CollectiveStmt : public Stmt {
+public:
+  CollectiveStmt(SourceLoc l) : Stmt(Kind::Collective, l) {}
+  std::string name;
+  SourceLoc nameLoc;
+  std::vector<NamedArg> args;
+  bool inPlace = false;
+  SourceLoc inPlaceLoc;
+  std::string protocol; ///< empty = not given
+  SourceLoc protocolLoc;
+  ExprPtr instances;    ///< null = not given
+  /// True when a `{ ... }` body makes this a custom collective.
+  bool custom = false;
+  ChunkCountDecl inputChunks;  ///< value null = not given
+  ChunkCountDecl outputChunks; ///< value null = not given
+  bool hasPre = false;
+  SourceLoc preLoc;
+  Block pre;
+  bool hasPost = false;
+  SourceLoc postLoc;
+  Block post;
+  static bool classof(const Stmt *s) {
+    return s->getKind() == Kind::Collective;
+  }
+};
+
+/// `scratch chunks = E;`
+class ScratchStmt : public Stmt {
+public:
+  ScratchStmt(SourceLoc l) : Stmt(Kind::Scratch, l) {}
+  ExprPtr chunks;
+  static bool classof(const Stmt *s) { return s->getKind() == Kind::Scratch; }
+};
+
+/// `let name = expr;`
+class LetStmt : public Stmt {
+public:
+  LetStmt(SourceLoc l) : Stmt(Kind::Let, l) {}
+  std::string name;
+  SourceLoc nameLoc;
+  ExprPtr init;
+  static bool classof(const Stmt *s) { return s->getKind() == Kind::Let; }
+};
+
+/// `for var in lo..hi [by s] { body }`
+class ForStmt : public Stmt {
+public:
+  ForStmt(SourceLoc l) : Stmt(Kind::For, l) {}
+  std::string var;
+  SourceLoc varLoc;
+  Range range;
+  Block body;
+  static bool classof(const Stmt *s) { return s->getKind() == Kind::For; }
+};
+
+/// `if cond { then } [else { otherwise } | else if ...]`
+class IfStmt : public Stmt {
+public:
+  IfStmt(SourceLoc l) : Stmt(Kind::If, l) {}
+  ExprPtr cond;
+  Block thenBody;
+  /// `else if` is an else body holding one IfStmt.
+  Block elseBody;
+  static bool classof(const Stmt *s) { return s->getKind() == Kind::If; }
+};
+
+/// `step { body }`: every transfer of the body runs in one step and sees the
+/// buffers as they were before the step.
+class StepStmt : public Stmt {
+public:
+  StepStmt(SourceLoc l) : Stmt(Kind::Step, l) {}
+  Block body;
+  static bool classof(const Stmt *s) { return s->getKind() == Kind::Step; }
+};
+
+/// `assert(cond[, "message"]);`
+class AssertStmt : public Stmt {
+public:
+  AssertStmt(SourceLoc l) : Stmt(Kind::Assert, l) {}
+  ExprPtr cond;
+  std::string message; ///< empty = none given
+  static bool classof(const Stmt *s) { return s->getKind() == Kind::Assert; }
+};
+
+/// A `tb = N` / `ch = N` lowering hint of a transfer.
+struct TransferHint {
+  std::string name;
+  SourceLoc loc;
+  ExprPtr value;
+};
+
+/// `copy(src -> dst[, hints]);` or `reduce(src -> dst[, hints]);`
+class TransferStmt : public Stmt {
+public:
+  TransferStmt(SourceLoc l) : Stmt(Kind::Transfer, l) {}
+  TransferOp op = TransferOp::Copy;
+  ExprPtr src, dst;
+  std::vector<TransferHint> hints;
+  static bool classof(const Stmt *s) { return s->getKind() == Kind::Transfer; }
+};
+
+/// `input(rank, index);` in a `pre` block: that input chunk holds data.
+class PreInputStmt : public Stmt {
+public:
+  PreInputStmt(SourceLoc l) : Stmt(Kind::PreInput, l) {}
+  ExprPtr rank, index;
+  static bool classof(const Stmt *s) { return s->getKind() == Kind::PreInput; }
+};
+
+/// `output(rank, index) = value;` in a `post` block.
+class PostOutputStmt : public Stmt {
+public:
+  PostOutputStmt(SourceLoc l) : Stmt(Kind::PostOutput, l) {}
+  ExprPtr rank, index, value;
+  static bool classof(const Stmt *s) {
+    return s->getKind() == Kind::PostOutput;
+  }
+};
+
+/// A parsed .ccl file: its top-level statements and its text (kept so that
+/// later stages can print caret lines).
+struct Program {
+  std::string file;
+  std::string text;
+  Block items;
+};
+
+} // namespace ccsynth::dsl

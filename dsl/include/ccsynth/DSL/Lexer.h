@@ -1,0 +1,88 @@
+//===- Lexer.h - Tokens of .ccl collective programs -----------------------===//
+//
+// The lexer turns a whole file into a token vector ending in Eof. Comments
+// are `// ...` to the end of the line and `/* ... */`. Integers are decimal
+// and must fit in 64 bits; strings are double-quoted on one line with `\"`
+// and `\\` escapes. Anything else is a located error.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Diagnostic.h"
+
+#include <string>
+#include <vector>
+
+namespace ccsynth::dsl {
+
+enum class TokenKind {
+  Eof,
+  Identifier,
+  Integer,
+  String,
+  // Keywords.
+  KwParam,
+  KwCollective,
+  KwScratch,
+  KwLet,
+  KwFor,
+  KwIn,
+  KwBy,
+  KwIf,
+  KwElse,
+  KwStep,
+  KwAssert,
+  KwInplace,
+  KwProtocol,
+  KwInstances,
+  KwInput,
+  KwOutput,
+  KwTrue,
+  KwFalse,
+  KwPre,
+  KwPost,
+  KwSum,
+  // Punctuation and operators.
+  LParen,
+  RParen,
+  LBrace,
+  RBrace,
+  Comma,
+  Semicolon,
+  Colon,
+  Assign,   // =
+  Arrow,    // ->
+  DotDot,   // ..
+  Plus,
+  Minus,
+  Star,
+  Slash,
+  Percent,
+  Less,
+  LessEq,
+  Greater,
+  GreaterEq,
+  EqEq,
+  NotEq,
+  AndAnd,
+  OrOr,
+  Bang,
+};
+
+/// How a token kind is written, for messages ("';'", "'collective'",
+/// "an identifier").
+std::string describe(TokenKind kind);
+
+struct Token {
+  TokenKind kind = TokenKind::Eof;
+  /// The token's text (for strings: the unescaped contents).
+  std::string text;
+  long long intValue = 0;
+  SourceLoc loc;
+};
+
+/// Splits `text` (the contents of `file`) into tokens; the last one is Eof.
+Expected<std::vector<Token>> lex(const std::string &file,
+                                 const std::string &text);
+
+} // namespace ccsynth::dsl

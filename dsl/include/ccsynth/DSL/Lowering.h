@@ -1,0 +1,75 @@
+//===- Lowering.h - Evaluate a .ccl program into a chunk-level schedule ---===//
+//
+// Lowering runs a checked program with concrete parameter values: it builds
+// the collective (a built-in one, or a custom one from its pre/post blocks),
+// executes loops and branches, and turns each executed copy/reduce into a
+// Transfer. It reports, at the offending expression, everything that needs
+// values: ranks and chunk indices outside the buffers, reading a chunk that
+// holds no data yet, reducing into an empty chunk, overlapping source and
+// destination, two writes of one chunk (or a read and a write) in one
+// `step` block, division by zero, integer overflow, failed assertions, and
+// programs that would run too long or build too large a collective.
+//
+// Steps. Outside `step` blocks each transfer gets the earliest step that
+// respects program order on the chunks it touches (MSCCLang-style):
+//   step = 1 + max(last step that wrote a source chunk,
+//                  last step that wrote or read a destination chunk)
+// so independent transfers share a step and the schedule computes exactly
+// what running the statements one by one would. All transfers of a `step`
+// block share one step, the earliest that respects their dependencies and
+// comes after the previous step block, and see the buffers as they were
+// before it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/DSL/AST.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ccsynth::dsl {
+
+struct LoweringOptions {
+  /// Parameter overrides (`-D name=value`); each must name a `param`.
+  std::map<std::string, long long> defines;
+  /// Total loop iterations (for loops and sums) before giving up.
+  long long maxIterations = 10'000'000;
+  /// Transfers the program may emit.
+  long long maxTransfers = 4'000'000;
+  /// Chunks all transfers together may move (a transfer of `count` chunks
+  /// moves `count`), which bounds the work of lowering and verifying.
+  long long maxChunkMoves = 1LL << 26;
+  /// Chunk slots over all ranks and buffers, and entries of a custom
+  /// collective's postcondition, the program may declare.
+  long long maxSlots = 1LL << 22;
+  /// Name of the schedule; empty = the file's stem.
+  std::string name;
+};
+
+/// A lowered program: its schedule and the parameter values it ran with.
+struct LoweredProgram {
+  Schedule schedule;
+  /// Every `param` with its final value, in declaration order.
+  std::vector<std::pair<std::string, long long>> params;
+  /// The `collective` declaration.
+  SourceLoc collectiveLoc;
+  /// For a custom collective: postLocs[r][i] is the `output(r, i) = ...`
+  /// statement that constrains output chunk i of rank r (unknown when
+  /// unconstrained); empty for built-in collectives.
+  std::vector<std::vector<SourceLoc>> postLocs;
+
+  /// Where the postcondition of output chunk `index` of `rank` is declared:
+  /// its `output(...) = ...` statement, or the collective declaration.
+  SourceLoc postconditionLoc(int rank, int index) const;
+};
+
+/// Checks (Sema) and evaluates `prog`; the first problem is returned,
+/// located in the program's text with a caret line.
+Expected<LoweredProgram> lowerProgram(const Program &prog,
+                                      const LoweringOptions &options = {});
+
+} // namespace ccsynth::dsl

@@ -85,5 +85,6 @@ void addCheckCommand(CLI::App &app, CommandContext &ctx);
 void addSimulateCommand(CLI::App &app, CommandContext &ctx);
 /// Only in builds with CCSYNTH_ENABLE_MLIR (CCSYNTH_HAVE_MLIR defined).
 void addCompileCommand(CLI::App &app, CommandContext &ctx);
+void addSynthCommand(CLI::App &app, CommandContext &ctx);
 
 } // namespace ccsynth::cli

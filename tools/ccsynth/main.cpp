@@ -23,6 +23,7 @@ int main(int argc, char **argv) {
   addVerifyCommand(app, ctx);
   addCheckCommand(app, ctx);
   addSimulateCommand(app, ctx);
+  addSynthCommand(app, ctx);
 #ifdef CCSYNTH_HAVE_MLIR
   addCompileCommand(app, ctx);
 #endif

@@ -1,0 +1,85 @@
+//===- Search.h - Finding route plans: heuristic, routing, exact ----------===//
+//
+// Three ways to obtain plans for a routing problem, from cheapest to most
+// precise:
+//  - heuristicPlan: greedy load-aware shortest-path trees (no solver); it
+//    always exists for a feasible sketch and is the fallback when the time
+//    limit leaves nothing else;
+//  - routingPlans (TACCL's routing stage, with Z3): hop-level encoding;
+//    minimizes the largest per-link / per-resource busy time at the target
+//    size by bisection over guarded pseudo-Boolean load bounds, then, at
+//    that bound, the depth, and the sketch's switch hyperedge strategies
+//    (uc-min / uc-max distinct peers) or, for bandwidth-bound sizes, the
+//    number of distinct links through the binding shared resources (few
+//    long FIFO streams pipeline better than many fair-shared ones);
+//  - exactPlan (SCCL / TE-CCL style, with Z3): a time-expanded encoding
+//    where a slot is the duration of the fastest transfer; the smallest
+//    satisfiable horizon is the optimum of that model.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Synth/Encoding.h"
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ccsynth::synth {
+
+/// Time of one transfer (one chunk) per link and per shared resource at
+/// the target size, µs.
+struct CostModel {
+  std::vector<double> link;     ///< alpha + chunk / link bandwidth
+  std::vector<double> resource; ///< chunk / resource bandwidth
+  double chunkBytes = 0;
+};
+CostModel makeCostModel(const Topology &topo, double chunkBytes);
+
+/// Shared state of one synthesis run: the deadline, the solver seed,
+/// progress reporting and accumulated statistics.
+struct SearchContext {
+  std::chrono::steady_clock::time_point deadline;
+  unsigned seed = 0;
+  std::function<void(const std::string &)> progress;
+  /// Largest encoding (variables) a search may build.
+  int maxVars = 150000;
+  /// Longest a single solver call may run, seconds (bisection treats a
+  /// call that runs out as unsatisfiable and moves on).
+  double maxCallSec = 1e9;
+  /// Set when a solver call stopped at its time limit.
+  bool cutShort = false;
+  /// Attach the SMT-LIB text of their encoding to solver-made plans.
+  bool keepSmt = false;
+  double secondsLeft() const;
+  void say(const std::string &msg) const {
+    if (progress)
+      progress(msg);
+  }
+};
+
+Plan heuristicPlan(const RoutingProblem &problem, const CostModel &cost);
+
+struct RoutingSearchOptions {
+  /// Hop levels beyond the minimal depth.
+  int slack = 2;
+  /// Also minimize distinct links through binding shared resources.
+  bool concentrate = false;
+  /// When > 0: at most this many distinct links through every shared
+  /// resource that inter-node links cross (NICs), as a hard constraint
+  /// (1 forces one ring or chain per NIC rail).
+  int nicLinks = 0;
+};
+std::vector<Plan> routingPlans(const RoutingProblem &problem,
+                               const CostModel &cost,
+                               const RoutingSearchOptions &options,
+                               SearchContext &ctx);
+
+/// The optimal plan of the slot model, when the encoding fits the budget
+/// and a horizon is found before the deadline.
+std::optional<Plan> exactPlan(const RoutingProblem &problem,
+                              const CostModel &cost, SearchContext &ctx);
+
+} // namespace ccsynth::synth

@@ -1,0 +1,98 @@
+//===- Synthesizer.h - Sketch-guided synthesis of collective schedules ----===//
+//
+// synthesize() searches, within a time limit, for the schedule of a
+// collective that the simulator predicts fastest at a target buffer size:
+// for each candidate chunk split it builds the sketch's routing problem,
+// finds route plans (heuristic, Z3 routing, Z3 exact slot model), lowers
+// them (reductions as exact inverses of their copy counterparts), orders
+// and times them with the list scheduler, merges contiguous transfers
+// where that pays, verifies every candidate and simulates it. The result is
+// the best verified schedule, with what was proven about it.
+//
+// Deterministic for a fixed seed as long as no solver call is cut short by
+// the time limit.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Collective.h"
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Synth/Sketch.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ccsynth::synth {
+
+struct SynthOptions {
+  CollectiveKind kind = CollectiveKind::AllGather;
+  int root = 0;
+  bool inPlace = false;
+  /// The collective when kind is Custom (copy collectives only; its chunking
+  /// is used as is).
+  std::optional<Collective> custom;
+  /// How many pieces each input chunk is split into; 0 = try candidates
+  /// (the sketch's chunkup_candidates, else divisors and multiples of
+  /// input_chunkup and small powers of two).
+  int chunkup = 0;
+  /// Buffer size (nccl-tests' meaning) the schedule is chosen for.
+  double targetBytes = 1024.0 * 1024 * 1024;
+  /// Wall-clock budget for the whole search.
+  double timeLimitSec = 60;
+  /// Stop trying further chunk splits once a schedule reaches this fraction
+  /// of the lower bound (1 = use the whole time limit unless the bound is
+  /// reached).
+  double goodEnough = 0.95;
+  unsigned seed = 0;
+  /// Keep the SMT-LIB text of the encoding behind the result.
+  bool keepSmt = false;
+  /// Receives progress lines (the tool prints them on stderr).
+  std::function<void(const std::string &)> progress;
+};
+
+struct StageTime {
+  std::string name;
+  double seconds = 0;
+};
+
+/// One evaluated candidate, for the report.
+struct CandidateReport {
+  std::string method;
+  int chunkup = 1;
+  int steps = 0;
+  double timeUs = 0;
+};
+
+struct SynthResult {
+  /// False when the sketch makes the collective impossible; `infeasibility`
+  /// then says which rank can never receive what, and why.
+  bool feasible = true;
+  Error infeasibility;
+
+  Schedule schedule;
+  std::string method;
+  int chunkup = 1;
+  /// Simulated time and lower bound at the target size, µs.
+  double timeUs = 0;
+  double lowerBoundUs = 0;
+  /// The solver proved the optimum of the model behind the chosen schedule
+  /// and the search finished before the time limit.
+  bool provenOptimal = false;
+  bool timeLimitHit = false;
+  std::vector<StageTime> stages;
+  std::vector<CandidateReport> candidates;
+  std::vector<std::string> notes;
+  std::string smt;
+};
+
+/// Synthesizes a schedule. Errors are bad input (sketch vs topology,
+/// unsupported collective); an infeasible sketch is a result with
+/// feasible == false.
+Expected<SynthResult> synthesize(const Topology &topo, const Sketch &sketch,
+                                 const SynthOptions &options);
+
+} // namespace ccsynth::synth

@@ -1,0 +1,448 @@
+//===- Lowering.cpp - From route plans to ordered transfer lists ----------===//
+#include "ccsynth/Synth/Lowering.h"
+
+#include <algorithm>
+#include <map>
+
+namespace ccsynth::synth {
+
+namespace {
+
+/// Output slots of each value, per rank (a copy collective may want a value
+/// in several slots of one rank).
+std::vector<std::map<int, std::vector<int>>>
+outputSlots(const Collective &c) {
+  std::vector<std::map<int, std::vector<int>>> out(c.numValues());
+  for (int r = 0; r < c.numRanks; ++r)
+    for (int i = 0; i < c.outputChunks; ++i)
+      if (c.post[r][i] && c.post[r][i]->size() == 1)
+        out[c.post[r][i]->front()][r].push_back(i);
+  return out;
+}
+
+Task makeTask(ChunkLoc src, ChunkLoc dst, TransferOp op, int link,
+              double prio) {
+  Task t;
+  t.tr.src = src;
+  t.tr.dst = dst;
+  t.tr.count = 1;
+  t.tr.op = op;
+  t.tr.link = link;
+  t.prio = prio;
+  return t;
+}
+
+/// Sends sorted so that every parent precedes its children.
+std::vector<int> bySlot(const Plan &plan) {
+  std::vector<int> order(plan.sends.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = (int)i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const PlanSend &x = plan.sends[a], &y = plan.sends[b];
+    if (x.slot != y.slot)
+      return x.slot < y.slot;
+    return x.value < y.value;
+  });
+  return order;
+}
+
+/// Appends the copy tasks that move every value of `plan` from `from(v)`
+/// (on its origin) to `to(v, r)` (on each destination), via scratch on
+/// relays. Fails when a plan send has an inconsistent parent.
+template <typename FromFn, typename ToFn>
+Status appendCopyTree(const RoutingProblem &p, const Plan &plan, FromFn from,
+                      ToFn to, double prioBase, TaskList &out) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  std::vector<ChunkLoc> dstLoc(plan.sends.size());
+  std::vector<int> scratchNext(n, out.scratchChunks);
+  // Scratch slots on relays, grouped by receiving link so that consecutive
+  // sends on a link land in consecutive slots (merge candidates).
+  std::vector<int> order(plan.sends.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = (int)i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const PlanSend &x = plan.sends[a], &y = plan.sends[b];
+    if (x.link != y.link)
+      return x.link < y.link;
+    if (x.slot != y.slot)
+      return x.slot < y.slot;
+    return x.value < y.value;
+  });
+  for (int i : order) {
+    const PlanSend &s = plan.sends[i];
+    int r = t.links[s.link].dst;
+    std::optional<ChunkLoc> d = to(s.value, r);
+    dstLoc[i] = d ? *d : ChunkLoc{r, BufferKind::Scratch, scratchNext[r]++};
+  }
+  for (int r = 0; r < n; ++r)
+    out.scratchChunks = std::max(out.scratchChunks, scratchNext[r]);
+  for (int i : bySlot(plan)) {
+    const PlanSend &s = plan.sends[i];
+    const Link &l = t.links[s.link];
+    ChunkLoc src;
+    if (s.parent < 0) {
+      if (l.src != p.values[s.value].origin)
+        return Error("internal: a plan send leaves rank " +
+                     std::to_string(l.src) + " which does not hold " +
+                     valueName(p.collective, s.value));
+      src = from(s.value);
+    } else {
+      src = dstLoc[s.parent];
+      if (src.rank != l.src)
+        return Error("internal: a plan send's parent delivers elsewhere");
+    }
+    out.tasks.push_back(makeTask(src, dstLoc[i], TransferOp::Copy, s.link,
+                                 prioBase + s.slot));
+  }
+  return Status::success();
+}
+
+/// Link from l's destination back to its source (same kind preferred, then
+/// the fastest), or -1.
+std::vector<int> reverseLinks(const Topology &t) {
+  std::map<std::pair<int, int>, std::vector<int>> byPair;
+  for (int l = 0; l < (int)t.links.size(); ++l)
+    byPair[{t.links[l].src, t.links[l].dst}].push_back(l);
+  std::vector<int> rev(t.links.size(), -1);
+  for (int l = 0; l < (int)t.links.size(); ++l) {
+    auto it = byPair.find({t.links[l].dst, t.links[l].src});
+    if (it == byPair.end())
+      continue;
+    int best = -1;
+    for (int c : it->second) {
+      auto key = [&](int x) {
+        return std::make_pair(t.links[x].kind == t.links[l].kind,
+                              t.effectiveBandwidth(x));
+      };
+      if (best < 0 || key(c) > key(best))
+        best = c;
+    }
+    rev[l] = best;
+  }
+  return rev;
+}
+
+/// Appends the reduction tasks of the inverse of `plan`: each value's tree
+/// is walked from the leaves to its origin (the root), accumulating into
+/// `result(v)` there. `contribution(v, r)` is rank r's input slot for v's
+/// reduction.
+template <typename ResultFn, typename ContribFn>
+Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
+                        const Collective &target, ResultFn result,
+                        ContribFn contribution, AccumulatorInit init,
+                        TaskList &out) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  std::vector<int> rev = reverseLinks(t);
+  int maxSlot = 0;
+  for (const PlanSend &s : plan.sends)
+    maxSlot = std::max(maxSlot, s.slot);
+  int nv = (int)p.values.size();
+  // Children count and accumulators per (value, rank).
+  std::vector<std::vector<int>> children(nv, std::vector<int>(n, 0));
+  for (const PlanSend &s : plan.sends)
+    ++children[s.value][t.links[s.link].src];
+  std::vector<std::map<int, ChunkLoc>> acc(nv);
+  std::vector<int> scratchNext(n, out.scratchChunks);
+  auto accOf = [&](int v, int r) -> ChunkLoc {
+    auto it = acc[v].find(r);
+    if (it != acc[v].end())
+      return it->second;
+    ChunkLoc loc = r == p.values[v].origin
+                       ? result(v)
+                       : ChunkLoc{r, BufferKind::Scratch, scratchNext[r]++};
+    acc[v][r] = loc;
+    return loc;
+  };
+  // Whether (v, r)'s accumulator already holds r's own contribution.
+  std::vector<std::vector<char>> primed(nv, std::vector<char>(n, 0));
+  for (int v = 0; v < nv; ++v) {
+    int root = p.values[v].origin;
+    primed[v][root] =
+        target.canonical(result(v)) == target.canonical(contribution(v, root));
+  }
+  std::vector<std::vector<char>> started(nv, std::vector<char>(n, 0));
+  if (init == AccumulatorInit::Early) {
+    // Every accumulator that children reduce into starts as a local copy of
+    // its rank's contribution, before anything arrives.
+    for (const PlanSend &s : plan.sends) {
+      int r = t.links[s.link].src;
+      if (primed[s.value][r])
+        continue;
+      out.tasks.push_back(makeTask(contribution(s.value, r), accOf(s.value, r),
+                                   TransferOp::Copy, -1, 0));
+      primed[s.value][r] = 1;
+      started[s.value][r] = 1;
+    }
+  }
+  std::vector<int> order = bySlot(plan);
+  std::reverse(order.begin(), order.end());
+  for (int i : order) {
+    const PlanSend &s = plan.sends[i];
+    int parent = t.links[s.link].src, child = t.links[s.link].dst;
+    int back = rev[s.link];
+    if (back < 0)
+      return Error("cannot invert the route: topology '" + t.name +
+                   "' has no link from rank " + std::to_string(child) +
+                   " back to rank " + std::to_string(parent));
+    ChunkLoc src = children[s.value][child] == 0 ? contribution(s.value, child)
+                                                 : accOf(s.value, child);
+    ChunkLoc acc = accOf(s.value, parent);
+    double prio = maxSlot - s.slot;
+    if (!started[s.value][parent]) {
+      // The first arrival lands in the accumulator itself: a copy, then
+      // the parent's own contribution; or a reduction when the
+      // accumulator already holds it (in-place roots).
+      started[s.value][parent] = 1;
+      bool init = !primed[s.value][parent];
+      out.tasks.push_back(makeTask(src, acc,
+                                   init ? TransferOp::Copy : TransferOp::Reduce,
+                                   back, prio));
+      if (init)
+        out.tasks.push_back(makeTask(contribution(s.value, parent), acc,
+                                     TransferOp::Reduce, -1, prio));
+      primed[s.value][parent] = 1;
+      continue;
+    }
+    // Later arrivals land in their own scratch slot, so that transfers from
+    // several children run at once, and are folded in by a local reduction
+    // (chaining network reductions on one slot would serialize them).
+    ChunkLoc landing{parent, BufferKind::Scratch, scratchNext[parent]++};
+    out.tasks.push_back(makeTask(src, landing, TransferOp::Copy, back, prio));
+    out.tasks.push_back(makeTask(landing, acc, TransferOp::Reduce, -1, prio));
+  }
+  // A root no send reached (a single rank) still needs its result.
+  for (int v = 0; v < nv; ++v) {
+    int root = p.values[v].origin;
+    if (!started[v][root] && !primed[v][root])
+      out.tasks.push_back(makeTask(contribution(v, root), result(v),
+                                   TransferOp::Copy, -1, 0));
+  }
+  for (int r = 0; r < n; ++r)
+    out.scratchChunks = std::max(out.scratchChunks, scratchNext[r]);
+  return Status::success();
+}
+
+/// For each value of the copy collective: the slot of `target` where its
+/// reduction ends (on the value's origin) and each rank's contributing
+/// input slot, derived from target's conditions.
+struct ReductionMap {
+  std::vector<ChunkLoc> result;
+  std::vector<std::vector<ChunkLoc>> contribution; ///< [v][rank]
+};
+
+Expected<ReductionMap> mapReduction(const RoutingProblem &p,
+                                    const Collective &target,
+                                    int (*resultIndex)(const Collective &,
+                                                       const RouteValue &)) {
+  int n = target.numRanks;
+  ReductionMap m;
+  std::vector<ChunkLoc> where(target.numValues());
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < target.inputChunks; ++i)
+      if (target.pre[r][i] >= 0)
+        where[target.pre[r][i]] = {r, BufferKind::Input, i};
+  for (const RouteValue &val : p.values) {
+    int idx = resultIndex(target, val);
+    if (idx < 0 || idx >= target.outputChunks ||
+        !target.post[val.origin][idx])
+      return Error("internal: the route's collective does not match " +
+                   target.describe());
+    const std::vector<int> &want = *target.post[val.origin][idx];
+    std::vector<ChunkLoc> contrib(n, ChunkLoc{-1, BufferKind::Input, -1});
+    for (int w : want)
+      contrib[where[w].rank] = where[w];
+    for (int r = 0; r < n; ++r)
+      if (contrib[r].rank < 0)
+        return Error("internal: rank " + std::to_string(r) +
+                     " contributes nothing to " + target.describe());
+    m.result.push_back({val.origin, BufferKind::Output, idx});
+    m.contribution.push_back(std::move(contrib));
+  }
+  return m;
+}
+
+} // namespace
+
+Expected<TaskList> lowerCopy(const RoutingProblem &p, const Plan &plan) {
+  const Collective &c = p.collective;
+  TaskList out;
+  out.collective = c;
+  auto slots = outputSlots(c);
+  // Origins keep their own output copies (out-of-place) first.
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const RouteValue &val = p.values[v];
+    ChunkLoc in{val.origin, BufferKind::Input, val.originIndex};
+    auto it = slots[v].find(val.origin);
+    if (it == slots[v].end())
+      continue;
+    for (int i : it->second) {
+      ChunkLoc o{val.origin, BufferKind::Output, i};
+      if (c.canonical(o) != c.canonical(in))
+        out.tasks.push_back(makeTask(in, o, TransferOp::Copy, -1, 0));
+    }
+  }
+  auto from = [&](int v) {
+    return ChunkLoc{p.values[v].origin, BufferKind::Input,
+                    p.values[v].originIndex};
+  };
+  auto to = [&](int v, int r) -> std::optional<ChunkLoc> {
+    auto it = slots[v].find(r);
+    if (it == slots[v].end())
+      return std::nullopt;
+    return ChunkLoc{r, BufferKind::Output, it->second.front()};
+  };
+  if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
+    return s.error();
+  // Extra output slots of one value on one rank.
+  for (size_t v = 0; v < p.values.size(); ++v)
+    for (auto &[r, list] : slots[v]) {
+      if (r == p.values[v].origin)
+        continue;
+      for (size_t k = 1; k < list.size(); ++k)
+        out.tasks.push_back(makeTask({r, BufferKind::Output, list[0]},
+                                     {r, BufferKind::Output, list[k]},
+                                     TransferOp::Copy, -1, 0));
+    }
+  return out;
+}
+
+Expected<TaskList> lowerInverse(const RoutingProblem &p, const Plan &plan,
+                                const Collective &target,
+                                AccumulatorInit init) {
+  auto map = mapReduction(p, target,
+                          [](const Collective &, const RouteValue &v) {
+                            return v.originIndex;
+                          });
+  if (!map)
+    return map.error();
+  TaskList out;
+  out.collective = target;
+  auto result = [&](int v) { return map->result[v]; };
+  auto contrib = [&](int v, int r) { return map->contribution[v][r]; };
+  if (Status s =
+          appendReduceTree(p, plan, target, result, contrib, init, out);
+      !s)
+    return s.error();
+  return out;
+}
+
+Expected<TaskList> lowerAllReduce(const RoutingProblem &p, const Plan &plan,
+                                  const Collective &target,
+                                  AccumulatorInit init) {
+  // AllGather value (j, k) owns AllReduce chunk j*c + k.
+  auto map = mapReduction(p, target,
+                          [](const Collective &t, const RouteValue &v) {
+                            int c = t.chunkFactor / t.numRanks;
+                            return v.origin * c + v.originIndex;
+                          });
+  if (!map)
+    return map.error();
+  TaskList out;
+  out.collective = target;
+  auto result = [&](int v) { return map->result[v]; };
+  auto contrib = [&](int v, int r) { return map->contribution[v][r]; };
+  if (Status s =
+          appendReduceTree(p, plan, target, result, contrib, init, out);
+      !s)
+    return s.error();
+  int maxSlot = 0;
+  for (const PlanSend &s : plan.sends)
+    maxSlot = std::max(maxSlot, s.slot);
+  auto to = [&](int v, int r) -> std::optional<ChunkLoc> {
+    return ChunkLoc{r, BufferKind::Output, map->result[v].index};
+  };
+  if (Status s = appendCopyTree(p, plan, result, to, maxSlot + 1, out); !s)
+    return s.error();
+  return out;
+}
+
+Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
+                                     const Collective &target) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  const Collective &route = p.collective;
+  if (route.numRanks != n || route.inputChunks != target.inputChunks)
+    return Error("internal: the gather route does not match " +
+                 target.describe());
+  // Result slot of every contribution (target value id).
+  std::vector<ChunkLoc> resultOf(target.numValues(),
+                                 ChunkLoc{-1, BufferKind::Output, -1});
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < target.outputChunks; ++i)
+      if (target.post[r][i])
+        for (int v : *target.post[r][i])
+          resultOf[v] = {r, BufferKind::Output, i};
+  TaskList out;
+  out.collective = target;
+  std::vector<int> scratchNext(n, 0);
+  // Each routed value carries one contribution to its owner.
+  std::vector<ChunkLoc> landing(p.values.size(),
+                                ChunkLoc{-1, BufferKind::Scratch, -1});
+  std::vector<std::vector<char>> initialized(n);
+  for (int r = 0; r < n; ++r)
+    initialized[r].assign(target.outputChunks, 0);
+  // Owners start from their own contribution (a local copy unless the
+  // result slot aliases it).
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < target.inputChunks; ++i) {
+      int v = target.pre[r][i];
+      if (v < 0 || resultOf[v].rank != r)
+        continue;
+      ChunkLoc in{r, BufferKind::Input, i};
+      if (target.canonical(in) != target.canonical(resultOf[v]))
+        out.tasks.push_back(makeTask(in, resultOf[v], TransferOp::Copy, -1, 0));
+      initialized[r][resultOf[v].index] = 1;
+    }
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const RouteValue &val = p.values[v];
+    if (val.dests.empty())
+      continue; // the owner's own contribution, copied above
+    int contrib = target.pre[val.origin][val.originIndex];
+    if (contrib < 0 || resultOf[contrib].rank < 0)
+      return Error("internal: a routed value is no contribution of " +
+                   target.describe());
+    if (val.dests.size() != 1 || val.dests[0] != resultOf[contrib].rank)
+      return Error("internal: a gather route goes elsewhere than the "
+                   "result's owner");
+    int owner = val.dests[0];
+    landing[v] = {owner, BufferKind::Scratch, scratchNext[owner]++};
+  }
+  out.scratchChunks = *std::max_element(scratchNext.begin(), scratchNext.end());
+  auto from = [&](int v) {
+    return ChunkLoc{p.values[v].origin, BufferKind::Input,
+                    p.values[v].originIndex};
+  };
+  auto to = [&](int v, int r) -> std::optional<ChunkLoc> {
+    if (r == landing[v].rank)
+      return landing[v];
+    return std::nullopt;
+  };
+  if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
+    return s.error();
+  // Fold each landing into its result in arrival order.
+  std::vector<int> arrival(p.values.size(), 0);
+  for (const PlanSend &s : plan.sends)
+    if (t.links[s.link].dst == landing[s.value].rank)
+      arrival[s.value] = s.slot;
+  std::vector<int> order(p.values.size());
+  for (size_t v = 0; v < order.size(); ++v)
+    order[v] = (int)v;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return arrival[a] < arrival[b]; });
+  for (int v : order) {
+    const RouteValue &val = p.values[v];
+    if (val.dests.empty())
+      continue;
+    ChunkLoc res = resultOf[target.pre[val.origin][val.originIndex]];
+    bool first = !initialized[res.rank][res.index];
+    initialized[res.rank][res.index] = 1;
+    out.tasks.push_back(makeTask(landing[v], res,
+                                 first ? TransferOp::Copy : TransferOp::Reduce,
+                                 -1, arrival[v] + 0.5));
+  }
+  return out;
+}
+
+} // namespace ccsynth::synth

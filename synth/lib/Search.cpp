@@ -1,0 +1,643 @@
+//===- Search.cpp - Finding route plans: heuristic, routing, exact --------===//
+#include "ccsynth/Synth/Search.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <queue>
+#include <set>
+#include <sstream>
+
+namespace ccsynth::synth {
+
+CostModel makeCostModel(const Topology &topo, double chunkBytes) {
+  CostModel c;
+  c.chunkBytes = chunkBytes;
+  for (const Link &l : topo.links)
+    c.link.push_back(l.alphaUs + chunkBytes / (l.bandwidthGBps * 1e3));
+  for (const Resource &r : topo.resources)
+    c.resource.push_back(chunkBytes / (r.bandwidthGBps * 1e3));
+  return c;
+}
+
+double SearchContext::secondsLeft() const {
+  return std::chrono::duration<double>(deadline -
+                                       std::chrono::steady_clock::now())
+      .count();
+}
+
+namespace {
+
+std::string fmt(double x, int prec = 2) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(prec);
+  os << x;
+  return os.str();
+}
+
+/// Largest per-link / per-resource busy time of a plan, µs.
+double maxLoad(const RoutingProblem &p, const Plan &plan,
+               const CostModel &cost) {
+  const Topology &t = *p.topo;
+  std::vector<double> link(t.links.size(), 0), res(t.resources.size(), 0);
+  for (const PlanSend &s : plan.sends) {
+    link[s.link] += cost.link[s.link];
+    for (int x : t.links[s.link].resources)
+      res[x] += cost.resource[x];
+  }
+  double m = 0;
+  for (double v : link)
+    m = std::max(m, v);
+  for (double v : res)
+    m = std::max(m, v);
+  return m;
+}
+
+/// Hop distance from each value's origin to its farthest destination.
+int minDepth(const RoutingProblem &p) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks(), depth = 0;
+  for (int v : p.reps) {
+    std::vector<int> d(n, -1);
+    std::deque<int> q{p.values[v].origin};
+    d[p.values[v].origin] = 0;
+    while (!q.empty()) {
+      int u = q.front();
+      q.pop_front();
+      for (int l : p.outLinks[u])
+        if (d[t.links[l].dst] < 0 && p.allowed(v, l)) {
+          d[t.links[l].dst] = d[u] + 1;
+          q.push_back(t.links[l].dst);
+        }
+    }
+    for (int dst : p.values[v].dests)
+      depth = std::max(depth, d[dst]);
+  }
+  return depth;
+}
+
+/// Upper estimate of send variables of an encoding with `horizon` slots.
+long long estimateVars(const RoutingProblem &p, int horizon) {
+  long long total = 0;
+  for (int v : p.reps) {
+    long long links = 0;
+    for (int l : p.usableLinks)
+      links += p.allowed(v, l);
+    total += links * horizon;
+  }
+  return total;
+}
+
+std::vector<int> linkCaps(const RoutingProblem &p, const CostModel &cost,
+                          double bound) {
+  std::vector<int> caps(p.topo->links.size(), -1);
+  for (int l : p.usableLinks)
+    caps[l] = (int)std::floor(bound / cost.link[l] + 1e-9);
+  return caps;
+}
+
+std::vector<int> resourceCaps(const RoutingProblem &p, const CostModel &cost,
+                              double bound) {
+  std::vector<int> caps(p.topo->resources.size(), -1);
+  for (size_t x = 0; x < caps.size(); ++x)
+    caps[x] = (int)std::floor(bound / cost.resource[x] + 1e-9);
+  return caps;
+}
+
+/// A lower bound on the load objective: every needed reception of a rank
+/// enters through its in-links, and every value a node needs from outside
+/// crosses the links (and the shared resources) entering that node; the
+/// same for values leaving their origin's node.
+double loadLowerBound(const RoutingProblem &p, const CostModel &cost) {
+  const Topology &t = *p.topo;
+  std::vector<int> need(t.numRanks(), 0);
+  for (const RouteValue &v : p.values)
+    for (int d : v.dests)
+      ++need[d];
+  double lb = 0;
+  for (int r = 0; r < t.numRanks(); ++r) {
+    double rate = 0;
+    for (int l : p.inLinks[r])
+      rate += 1.0 / cost.link[l];
+    if (rate > 0 && need[r] > 0)
+      lb = std::max(lb, need[r] / rate);
+  }
+  int nodes = t.numNodes();
+  if (nodes < 2)
+    return lb;
+  for (int dir = 0; dir < 2; ++dir) {
+    for (int b = 0; b < nodes; ++b) {
+      // Links crossing node b's boundary in this direction.
+      auto crossing = [&](int l) {
+        int ns = t.nodeOf[t.links[l].src], nd = t.nodeOf[t.links[l].dst];
+        return dir == 0 ? (nd == b && ns != b) : (ns == b && nd != b);
+      };
+      int count = 0;
+      for (const RouteValue &v : p.values) {
+        bool inside = t.nodeOf[v.origin] == b, other = false;
+        for (int d : v.dests)
+          other |= dir == 0 ? (t.nodeOf[d] == b) : (t.nodeOf[d] != b);
+        count += (dir == 0 ? !inside : inside) && other;
+      }
+      if (count == 0)
+        continue;
+      double linkRate = 0;
+      std::vector<char> exclusive(t.resources.size(), 1),
+          touched(t.resources.size(), 0);
+      for (int l : p.usableLinks)
+        for (int x : t.links[l].resources) {
+          if (crossing(l))
+            touched[x] = 1;
+          else
+            exclusive[x] = 0;
+        }
+      bool covered = true;
+      for (int l : p.usableLinks) {
+        if (!crossing(l))
+          continue;
+        linkRate += 1.0 / cost.link[l];
+        bool any = false;
+        for (int x : t.links[l].resources)
+          any |= exclusive[x] && touched[x];
+        covered &= any;
+      }
+      double rate = linkRate;
+      if (covered) {
+        double resRate = 0;
+        for (size_t x = 0; x < t.resources.size(); ++x)
+          if (exclusive[x] && touched[x])
+            resRate += 1.0 / cost.resource[x];
+        rate = std::min(rate, resRate);
+      }
+      if (rate > 0)
+        lb = std::max(lb, count / rate);
+    }
+  }
+  return lb;
+}
+
+std::string describePlan(const RoutingProblem &p, const Plan &plan,
+                         const CostModel &cost) {
+  int depth = 0;
+  for (const PlanSend &s : plan.sends)
+    depth = std::max(depth, s.slot);
+  return std::to_string(plan.sends.size()) + " transfers, max link/resource "
+         "busy " + fmt(maxLoad(p, plan, cost)) + " us, depth " +
+         std::to_string(depth);
+}
+
+/// Solves `query` (a base encoding plus query constraints) with a fresh
+/// solver within a fraction of the time left; keeps the solver in `out`
+/// for decoding and records timeouts.
+SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
+                        double fraction,
+                        std::unique_ptr<IncrementalSolver> &out) {
+  SolveOutcome o;
+  double left = ctx.secondsLeft();
+  if (left <= 0.01) {
+    ctx.cutShort = true;
+    o.reason = "time limit";
+    return o;
+  }
+  auto solver = std::make_unique<IncrementalSolver>(SolverOptions{ctx.seed});
+  if (Status s = solver->sync(query); !s) {
+    o.reason = s.error().message;
+    return o;
+  }
+  o = solver->solve({}, std::max(0.01, std::min(ctx.maxCallSec,
+                                                left * fraction)));
+  if (o.status == SolveStatus::Unknown)
+    ctx.cutShort = true;
+  out = std::move(solver);
+  return o;
+}
+
+} // namespace
+
+Plan heuristicPlan(const RoutingProblem &p, const CostModel &cost) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  std::vector<int> load(t.links.size(), 0);
+  std::vector<double> resLoad(t.resources.size(), 0);
+  Plan plan;
+  plan.method = "heuristic shortest-path trees";
+  std::vector<double> dist(n);
+  std::vector<int> via(n), hops(n);
+  // Trees are grown for orbit representatives, one destination at a time
+  // (so that a tree sees the load it adds itself: a value should cross a
+  // NIC once, not once per remote GPU); every image of a tree then adds its
+  // load before the next representative is routed.
+  for (int rep : p.reps) {
+    const RouteValue &val = p.values[rep];
+    std::vector<char> inTree(n, 0), wanted(n, 0);
+    inTree[val.origin] = 1;
+    std::vector<int> depthOf(n, 0), recvLink(n, -1);
+    int remaining = 0;
+    for (int d : val.dests)
+      if (!inTree[d]) {
+        wanted[d] = 1;
+        ++remaining;
+      }
+    while (remaining > 0) {
+      std::fill(dist.begin(), dist.end(),
+                std::numeric_limits<double>::infinity());
+      std::fill(via.begin(), via.end(), -1);
+      using Item = std::pair<double, int>;
+      std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
+      for (int r = 0; r < n; ++r)
+        if (inTree[r]) {
+          dist[r] = 0;
+          hops[r] = depthOf[r];
+          pq.push({0, r});
+        }
+      int target = -1;
+      while (!pq.empty()) {
+        auto [d, u] = pq.top();
+        pq.pop();
+        if (d > dist[u])
+          continue;
+        if (wanted[u] && !inTree[u]) {
+          target = u;
+          break;
+        }
+        for (int l : p.outLinks[u]) {
+          int dst = t.links[l].dst;
+          if (inTree[dst] || !p.allowed(rep, l))
+            continue;
+          // Shared resources (NICs, switch ports) count every transfer
+          // that crosses them, whichever link it takes.
+          double w = cost.link[l] * (1 + load[l]);
+          for (int x : t.links[l].resources)
+            w += cost.resource[x] * (1 + resLoad[x]);
+          if (d + w < dist[dst]) {
+            dist[dst] = d + w;
+            via[dst] = l;
+            hops[dst] = hops[u] + 1;
+            pq.push({dist[dst], dst});
+          }
+        }
+      }
+      if (target < 0)
+        break; // unreachable: explainInfeasible reports it
+      std::vector<int> path;
+      for (int r = target; !inTree[r]; r = t.links[via[r]].src)
+        path.push_back(r);
+      for (auto it = path.rbegin(); it != path.rend(); ++it) {
+        int r = *it;
+        inTree[r] = 1;
+        depthOf[r] = hops[r];
+        recvLink[r] = via[r];
+        remaining -= wanted[r];
+        ++load[via[r]];
+        for (int x : t.links[via[r]].resources)
+          resLoad[x] += 1;
+      }
+    }
+    // Images of the tree, parents first.
+    std::vector<int> order;
+    for (int r = 0; r < n; ++r)
+      if (recvLink[r] >= 0)
+        order.push_back(r);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return depthOf[a] != depthOf[b] ? depthOf[a] < depthOf[b] : a < b;
+    });
+    for (size_t v = 0; v < p.values.size(); ++v) {
+      if (p.repOf[v] != rep)
+        continue;
+      int g = p.elemOf[v];
+      std::vector<int> sendInto(n, -1);
+      for (int r : order) {
+        int l = p.group.link[g][recvLink[r]];
+        int src = t.links[l].src;
+        PlanSend s;
+        s.value = (int)v;
+        s.link = l;
+        s.slot = depthOf[r];
+        s.parent = src == p.values[v].origin ? -1 : sendInto[src];
+        sendInto[t.links[l].dst] = (int)plan.sends.size();
+        plan.sends.push_back(s);
+        if ((int)v != rep) {
+          ++load[l];
+          for (int x : t.links[l].resources)
+            resLoad[x] += 1;
+        }
+      }
+    }
+  }
+  return plan;
+}
+
+std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
+                               const RoutingSearchOptions &opts,
+                               SearchContext &ctx) {
+  std::vector<Plan> out;
+  int d0 = minDepth(p);
+  int slack = opts.slack;
+  while (slack > 0 && estimateVars(p, d0 + slack) > ctx.maxVars)
+    --slack;
+  int H = d0 + slack;
+  if (estimateVars(p, H) > ctx.maxVars) {
+    ctx.say("routing: skipped, the encoding would exceed " +
+            std::to_string(ctx.maxVars) + " variables");
+    return out;
+  }
+  EncodingOptions eo;
+  eo.horizon = H;
+  FlowEncoding enc(p, eo);
+  std::unique_ptr<IncrementalSolver> solver;
+  // Query models: the base encoding, the depth requirement, and bounds.
+  std::vector<int> nics;
+  if (opts.nicLinks > 0) {
+    const Topology &t = *p.topo;
+    std::set<int> xs;
+    for (int l : p.usableLinks)
+      if (!t.sameNode(t.links[l].src, t.links[l].dst))
+        for (int x : t.links[l].resources)
+          xs.insert(p.resourceOrbitRep[x]);
+    nics.assign(xs.begin(), xs.end());
+  }
+  auto query = [&](int depth) {
+    std::optional<BoolModel> q(enc.base());
+    if (!enc.reachBy(*q, depth))
+      q.reset();
+    else if (!nics.empty())
+      enc.distinctPerResource(*q, nics, opts.nicLinks);
+    return q;
+  };
+  ctx.say("routing: " + std::to_string(p.reps.size()) + " of " +
+          std::to_string(p.values.size()) + " values encoded (symmetry), " +
+          std::to_string(enc.numSendVars()) + " send variables, depth <= " +
+          std::to_string(H));
+  auto q0 = query(H);
+  if (!q0)
+    return out;
+  SolveOutcome o = solveFresh(*q0, ctx, 0.5, solver);
+  if (o.status != SolveStatus::Sat) {
+    ctx.say("routing: no route within depth " + std::to_string(H) + " (" +
+            toString(o.status) + (o.reason.empty() ? "" : ", " + o.reason) +
+            ")");
+    return out;
+  }
+  Plan best = enc.decode(*solver);
+  std::string bestSmt = ctx.keepSmt ? solver->toSmtLib2() : "";
+  double ub = maxLoad(p, best, cost);
+  // Candidate bounds: every achievable busy time up to the first route's.
+  std::vector<double> points;
+  double lb = loadLowerBound(p, cost);
+  for (int l : p.usableLinks)
+    if (p.linkOrbitRep[l] == l)
+      for (int k = 1; k * cost.link[l] <= ub * (1 + 1e-9) && k < 100000; ++k)
+        if (k * cost.link[l] >= lb * (1 - 1e-9))
+          points.push_back(k * cost.link[l]);
+  for (size_t x = 0; x < p.topo->resources.size(); ++x)
+    if (p.resourceOrbitRep[x] == (int)x)
+      for (int k = 1; k * cost.resource[x] <= ub * (1 + 1e-9) && k < 100000;
+           ++k)
+        if (k * cost.resource[x] >= lb * (1 - 1e-9))
+          points.push_back(k * cost.resource[x]);
+  std::sort(points.begin(), points.end());
+  std::vector<double> uniq;
+  for (double x : points)
+    if (uniq.empty() || x > uniq.back() * (1 + 1e-9))
+      uniq.push_back(x);
+  if (uniq.empty() || uniq.back() < ub * (1 - 1e-9))
+    uniq.push_back(ub);
+  size_t lo = 0, hi = uniq.size() - 1;
+  double bestBound = ub;
+  bool proven = true;
+  // Within 2% of the lower bound the list scheduler, not the routing,
+  // decides the makespan: stop bisecting there.
+  while (lo < hi && ctx.secondsLeft() > 0.01 && bestBound > lb * 1.02) {
+    size_t mid = (lo + hi) / 2;
+    double bound = uniq[mid];
+    BoolModel q = *q0;
+    enc.loadBound(q, linkCaps(p, cost, bound), resourceCaps(p, cost, bound));
+    SolveOutcome r = solveFresh(q, ctx, 0.25, solver);
+    ctx.say("routing: busy time <= " + fmt(bound) + " us: " +
+            toString(r.status) + " (" + fmt(r.seconds) + " s)");
+    if (r.status == SolveStatus::Sat) {
+      best = enc.decode(*solver);
+      if (ctx.keepSmt)
+        bestSmt = solver->toSmtLib2();
+      double got = maxLoad(p, best, cost);
+      bestBound = got;
+      hi = mid;
+      while (hi > lo && uniq[hi - 1] >= got * (1 - 1e-9))
+        --hi;
+    } else {
+      if (r.status == SolveStatus::Unknown)
+        proven = false;
+      lo = mid + 1;
+    }
+  }
+  best.method = "routing (min busy time)";
+  best.provenOptimal = proven && (lo == hi || bestBound <= lb * (1 + 1e-9));
+  if (ctx.keepSmt)
+    best.smt = "; ccsynth routing model with the smallest busy-time bound "
+               "found (" + fmt(bestBound) + " us)\n" + bestSmt;
+  ctx.say("routing: " + describePlan(p, best, cost));
+  out.push_back(best);
+  // Every later query keeps the best bound.
+  auto bounded = [&](int depth) {
+    auto q = query(depth);
+    if (q)
+      enc.loadBound(*q, linkCaps(p, cost, bestBound),
+                    resourceCaps(p, cost, bestBound));
+    return q;
+  };
+
+  // Shallowest routes at that bound (latency).
+  for (int d = d0; d < H && ctx.secondsLeft() > 0.01; ++d) {
+    auto q = bounded(d);
+    if (!q)
+      continue;
+    SolveOutcome r = solveFresh(*q, ctx, 0.25, solver);
+    if (r.status == SolveStatus::Sat) {
+      Plan shallow = enc.decode(*solver);
+      shallow.method = "routing (min busy time, depth " + std::to_string(d) +
+                       ")";
+      ctx.say("routing: depth " + std::to_string(d) + ": " +
+              describePlan(p, shallow, cost));
+      out.push_back(std::move(shallow));
+      break;
+    }
+  }
+
+  // Distinct-link objectives at the best bound.
+  auto distinct = [&](const std::vector<int> &links, bool atMost,
+                      const std::string &what) {
+    if (links.empty() || ctx.secondsLeft() <= 0.01)
+      return;
+    int total = 0;
+    for (int l : links)
+      total += p.linkOrbitSize[l];
+    int lo2 = 0, hi2 = total;
+    std::optional<Plan> found;
+    // atMost: smallest k that is satisfiable; else largest.
+    while (lo2 < hi2 && ctx.secondsLeft() > 0.01) {
+      int mid = atMost ? (lo2 + hi2) / 2 : (lo2 + hi2 + 1) / 2;
+      auto q = bounded(H);
+      if (!q)
+        return;
+      enc.distinctLinks(*q, links, mid, atMost);
+      SolveOutcome r = solveFresh(*q, ctx, 0.2, solver);
+      bool sat = r.status == SolveStatus::Sat;
+      if (sat)
+        found = enc.decode(*solver);
+      if (atMost) {
+        if (sat)
+          hi2 = mid;
+        else
+          lo2 = mid + 1;
+      } else {
+        if (sat)
+          lo2 = mid;
+        else
+          hi2 = mid - 1;
+      }
+    }
+    if (found) {
+      found->method = "routing (min busy time, " + what + ")";
+      ctx.say("routing: " + what + ": " + describePlan(p, *found, cost));
+      out.push_back(std::move(*found));
+    }
+  };
+  for (size_t s = 0; s < p.switchStrategy.size(); ++s) {
+    std::vector<int> links;
+    for (int l : p.usableLinks)
+      if (p.switchOfLink[l] == (int)s && p.linkOrbitRep[l] == l)
+        links.push_back(l);
+    bool min = p.switchStrategy[s] == HyperedgeStrategy::UcMin;
+    distinct(links, min,
+             std::string(min ? "uc-min" : "uc-max") + " on switch " +
+                 std::to_string(s));
+  }
+  if (opts.concentrate && opts.nicLinks == 0) {
+    // Resources loaded to within 10% of the bound decide the makespan.
+    const Topology &t = *p.topo;
+    std::vector<double> res(t.resources.size(), 0);
+    for (const PlanSend &s : out.front().sends)
+      for (int x : t.links[s.link].resources)
+        res[x] += cost.resource[x];
+    double top = maxLoad(p, out.front(), cost);
+    std::set<int> links;
+    for (int l : p.usableLinks)
+      for (int x : t.links[l].resources)
+        if (res[x] >= 0.9 * top)
+          links.insert(p.linkOrbitRep[l]);
+    distinct(std::vector<int>(links.begin(), links.end()), true,
+             "few links through binding resources");
+  }
+  return out;
+}
+
+std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
+                              SearchContext &ctx) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  double tau = std::numeric_limits<double>::infinity();
+  for (int l : p.usableLinks)
+    tau = std::min(tau, cost.link[l]);
+  if (!std::isfinite(tau))
+    return std::nullopt;
+  EncodingOptions eo;
+  eo.exclusiveLinks = true;
+  eo.duration.assign(t.links.size(), 1);
+  for (int l : p.usableLinks)
+    eo.duration[l] = std::max(1, (int)std::lround(cost.link[l] / tau));
+  eo.resourceCap.assign(t.resources.size(), 0);
+  {
+    std::vector<double> fastest(t.resources.size(), 0);
+    std::vector<int> count(t.resources.size(), 0);
+    for (int l : p.usableLinks)
+      for (int x : t.links[l].resources) {
+        fastest[x] = std::max(fastest[x], t.effectiveBandwidth(l));
+        ++count[x];
+      }
+    for (size_t x = 0; x < t.resources.size(); ++x)
+      if (count[x] > 1)
+        eo.resourceCap[x] = std::max(
+            1, (int)std::floor(t.resources[x].bandwidthGBps / fastest[x] +
+                               1e-9));
+  }
+  // Lower bound on the horizon: the slowest first arrival, and every
+  // rank's receptions over its in-links' capacity per slot.
+  int tlb = 1;
+  for (int v : p.reps) {
+    std::vector<int> e(n, INT_MAX);
+    e[p.values[v].origin] = 0;
+    using Item = std::pair<int, int>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
+    pq.push({0, p.values[v].origin});
+    while (!pq.empty()) {
+      auto [d, u] = pq.top();
+      pq.pop();
+      if (d > e[u])
+        continue;
+      for (int l : p.outLinks[u])
+        if (p.allowed(v, l) && d + eo.duration[l] < e[t.links[l].dst]) {
+          e[t.links[l].dst] = d + eo.duration[l];
+          pq.push({e[t.links[l].dst], t.links[l].dst});
+        }
+    }
+    for (int d : p.values[v].dests)
+      tlb = std::max(tlb, e[d]);
+  }
+  std::vector<int> need(n, 0);
+  for (const RouteValue &v : p.values)
+    for (int d : v.dests)
+      ++need[d];
+  for (int r = 0; r < n; ++r) {
+    double perSlot = 0;
+    for (int l : p.inLinks[r])
+      perSlot += 1.0 / eo.duration[l];
+    if (perSlot > 0)
+      tlb = std::max(tlb, (int)std::ceil(need[r] / perSlot - 1e-9));
+  }
+  int H = tlb + std::max(2, tlb / 3);
+  while (H > tlb && estimateVars(p, H) > ctx.maxVars)
+    --H;
+  if (estimateVars(p, H) > ctx.maxVars) {
+    ctx.say("exact: skipped, the slot model would exceed " +
+            std::to_string(ctx.maxVars) + " variables");
+    return std::nullopt;
+  }
+  eo.horizon = H;
+  FlowEncoding enc(p, eo);
+  std::unique_ptr<IncrementalSolver> solver;
+  ctx.say("exact: slot = " + fmt(tau) + " us, horizon " + std::to_string(tlb) +
+          ".." + std::to_string(H) + " slots, " +
+          std::to_string(enc.numSendVars()) + " send variables");
+  bool proven = true;
+  for (int T = tlb; T <= H; ++T) {
+    if (ctx.secondsLeft() <= 0.01) {
+      ctx.cutShort = true;
+      break;
+    }
+    BoolModel q = enc.base();
+    if (!enc.reachBy(q, T))
+      continue;
+    SolveOutcome r = solveFresh(q, ctx, 0.5, solver);
+    ctx.say("exact: " + std::to_string(T) + " slots: " + toString(r.status) +
+            " (" + fmt(r.seconds) + " s)");
+    if (r.status == SolveStatus::Sat) {
+      Plan plan = enc.decode(*solver);
+      if (ctx.keepSmt)
+        plan.smt = "; ccsynth exact slot model: satisfiable with horizon " +
+                   std::to_string(T) + "\n" + solver->toSmtLib2();
+      plan.method = "exact slot model (" + std::to_string(T) + " slots of " +
+                    fmt(tau) + " us)";
+      plan.provenOptimal = proven;
+      return plan;
+    }
+    if (r.status == SolveStatus::Unknown)
+      proven = false;
+  }
+  return std::nullopt;
+}
+
+} // namespace ccsynth::synth

@@ -1,0 +1,631 @@
+//===- Synthesizer.cpp - Sketch-guided synthesis of collective schedules --===//
+#include "ccsynth/Synth/Synthesizer.h"
+
+#include "ccsynth/Core/LowerBound.h"
+#include "ccsynth/Core/Simulator.h"
+#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Synth/ListScheduler.h"
+#include "ccsynth/Synth/Lowering.h"
+#include "ccsynth/Synth/Search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace ccsynth::synth {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string fmt(double x, int prec = 2) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(prec);
+  os << x;
+  return os.str();
+}
+
+/// Seconds spent per stage, in first-use order.
+class Stages {
+public:
+  void add(const std::string &name, double s) {
+    for (StageTime &st : list)
+      if (st.name == name) {
+        st.seconds += s;
+        return;
+      }
+    list.push_back({name, s});
+  }
+  std::vector<StageTime> list;
+};
+
+/// The copy collective whose routes a collective is built from.
+CollectiveKind routeKindOf(CollectiveKind k) {
+  switch (k) {
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::AllReduce:
+    return CollectiveKind::AllGather;
+  case CollectiveKind::Reduce:
+    return CollectiveKind::Broadcast;
+  default:
+    return k;
+  }
+}
+
+/// One way to build the collective: which copy collective's routes are
+/// searched, and how a route plan becomes the target's transfers.
+struct Setup {
+  enum class Lowering { Copy, Inverse, AllReduce, GatherReduce };
+  Collective route;  ///< routed copy collective
+  Collective target; ///< what the schedule implements
+  Lowering lowering = Lowering::Copy;
+  std::string label; ///< for reports ("" for the main family)
+};
+
+/// The families of routes for `o.kind` with chunk split k: the main one
+/// first (its feasibility decides the sketch's).
+Expected<std::vector<Setup>> makeSetups(const SynthOptions &o, int n, int k) {
+  std::vector<Setup> out;
+  if (o.kind == CollectiveKind::Custom) {
+    out.push_back({*o.custom, *o.custom, Setup::Lowering::Copy, ""});
+    return out;
+  }
+  auto target = Collective::builtin(
+      o.kind, n, o.kind == CollectiveKind::AllReduce ? n * k : k, o.inPlace,
+      o.root);
+  if (!target)
+    return target.error();
+  auto add = [&](CollectiveKind rk, Setup::Lowering how,
+                 const std::string &label) -> Status {
+    bool copy = how == Setup::Lowering::Copy;
+    auto route = Collective::builtin(rk, n, k, copy && o.inPlace, o.root);
+    if (!route)
+      return route.error();
+    out.push_back({route.take(), *target, how, label});
+    return Status::success();
+  };
+  Status st;
+  switch (o.kind) {
+  case CollectiveKind::ReduceScatter:
+    st = add(CollectiveKind::AllGather, Setup::Lowering::Inverse, "");
+    if (st)
+      st = add(CollectiveKind::AllToAll, Setup::Lowering::GatherReduce,
+               "reduce at owners");
+    break;
+  case CollectiveKind::Reduce:
+    st = add(CollectiveKind::Broadcast, Setup::Lowering::Inverse, "");
+    if (st)
+      st = add(CollectiveKind::Gather, Setup::Lowering::GatherReduce,
+               "reduce at root");
+    break;
+  case CollectiveKind::AllReduce:
+    st = add(CollectiveKind::AllGather, Setup::Lowering::AllReduce, "");
+    break;
+  default:
+    st = add(o.kind, Setup::Lowering::Copy, "");
+    break;
+  }
+  if (!st)
+    return st.error();
+  return out;
+}
+
+/// Chunk splits to try: the sketch's input_chunkup first, then finer
+/// splits (ascending), then coarser ones (descending). Each list is cut
+/// short by the driver once splitting further stops helping.
+std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
+                                       const SynthOptions &o,
+                                       const Collective &route1) {
+  if (o.kind == CollectiveKind::Custom)
+    return {{1}};
+  if (o.chunkup > 0)
+    return {{o.chunkup}};
+  if (!sk.chunkupCandidates.empty())
+    return {sk.chunkupCandidates};
+  // How many latencies one unsplit chunk's streaming is worth: splitting
+  // finer than that only adds latency.
+  double bw = 0, alpha = std::numeric_limits<double>::infinity();
+  for (int l = 0; l < (int)topo.links.size(); ++l) {
+    bw = std::max(bw, topo.effectiveBandwidth(l));
+    alpha = std::min(alpha, topo.links[l].alphaUs);
+  }
+  double chunk = o.targetBytes / route1.sizeDivisor();
+  double ratio = alpha > 0 ? chunk / (bw * 1e3) / alpha : 1e9;
+  int kMax = std::max(1, (int)std::floor(ratio));
+  int values = std::max(1, route1.numValues());
+  std::set<int> pool{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+  int c = sk.inputChunkup;
+  for (int m : {1, 2, 4})
+    pool.insert(c * m);
+  for (int d = 1; d <= c; ++d)
+    if (c % d == 0)
+      pool.insert(d);
+  auto ok = [&](int k) {
+    return k == 1 || (k <= kMax && (long long)values * k <= 8192);
+  };
+  int first = ok(c) ? c : 1;
+  std::vector<int> up{first}, down;
+  for (int k : pool)
+    if (k > first && ok(k))
+      up.push_back(k);
+  for (auto it = pool.rbegin(); it != pool.rend(); ++it)
+    if (*it < first && ok(*it))
+      down.push_back(*it);
+  return down.empty() ? std::vector<std::vector<int>>{up}
+                      : std::vector<std::vector<int>>{up, down};
+}
+
+struct Candidate {
+  Schedule schedule;
+  double timeUs = std::numeric_limits<double>::infinity();
+  std::string method;
+  int chunkup = 1;
+  bool proven = false;
+  std::string smt;
+};
+
+class Driver {
+public:
+  Driver(const Topology &t, const Sketch &s, const SynthOptions &o)
+      : topo(t), sketch(s), opts(o) {}
+
+  Expected<SynthResult> run();
+
+private:
+  const Topology &topo;
+  const Sketch &sketch;
+  const SynthOptions &opts;
+  Clock::time_point start = Clock::now();
+  Clock::time_point deadline;
+  Stages stages;
+  SynthResult result;
+  Candidate best;
+  double bound = 0;
+  std::string lastSmt;
+
+  void say(const std::string &m) const {
+    if (opts.progress)
+      opts.progress(m);
+  }
+  bool timeUp() const { return Clock::now() >= deadline; }
+  bool atBound() const { return bound > 0 && best.timeUs <= bound * 1.002; }
+
+  /// Lowers, orders, merges, verifies and simulates one plan; returns the
+  /// best simulated time among its variants.
+  double evaluate(const RoutingProblem &problem, const Setup &setup,
+                  const Plan &plan, int k);
+  Expected<TaskList> lower(const RoutingProblem &problem, const Setup &setup,
+                           const Plan &plan, AccumulatorInit init);
+  double evaluateList(TaskList list, const Plan &plan, const std::string &tag,
+                      int k);
+  /// Verifies and simulates; +inf when the candidate fails verification.
+  double measure(Schedule &s, const std::string &method, int k, bool proven,
+                 const std::string &smt);
+  void searchChunkup(int k, const Setup &setup, const RoutingProblem &problem,
+                     Clock::time_point until);
+};
+
+Expected<TaskList> Driver::lower(const RoutingProblem &problem,
+                                 const Setup &setup, const Plan &plan,
+                                 AccumulatorInit init) {
+  switch (setup.lowering) {
+  case Setup::Lowering::Inverse:
+    return lowerInverse(problem, plan, setup.target, init);
+  case Setup::Lowering::AllReduce:
+    return lowerAllReduce(problem, plan, setup.target, init);
+  case Setup::Lowering::GatherReduce:
+    return lowerGatherReduce(problem, plan, setup.target);
+  case Setup::Lowering::Copy:
+    break;
+  }
+  return lowerCopy(problem, plan);
+}
+
+double Driver::measure(Schedule &s, const std::string &method, int k,
+                       bool proven, const std::string &smt) {
+  auto t0 = Clock::now();
+  s.name = std::string(toString(opts.kind)) + "-" + topo.name + "-synth";
+  s.topology = topo.name;
+  s.origin = "synth";
+  VerifyOptions vo;
+  vo.topology = &topo;
+  VerifyResult vr = verifySchedule(s, vo);
+  if (!vr.ok()) {
+    // A bug in a lowering must not reach the user; record and skip.
+    result.notes.push_back("internal: a " + method +
+                           " candidate failed verification and was dropped: " +
+                           vr.issues.front().message);
+    stages.add("verify+simulate", since(t0));
+    return std::numeric_limits<double>::infinity();
+  }
+  SimOptions so;
+  so.bytes = opts.targetBytes;
+  auto sim = simulate(s, topo, so);
+  stages.add("verify+simulate", since(t0));
+  if (!sim) {
+    result.notes.push_back("internal: simulating a " + method +
+                           " candidate failed: " + sim.error().message);
+    return std::numeric_limits<double>::infinity();
+  }
+  double t = sim->timeUs;
+  result.candidates.push_back({method, k, s.numSteps(), t});
+  bool better = t < best.timeUs * (1 - 1e-9) ||
+                (proven && !best.proven && t <= best.timeUs * (1 + 1e-9));
+  if (better) {
+    best.schedule = s;
+    best.timeUs = t;
+    best.method = method;
+    best.chunkup = k;
+    best.proven = proven;
+    best.smt = smt;
+  }
+  return t;
+}
+
+double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
+                        const Plan &plan, int k) {
+  bool reduction = setup.lowering == Setup::Lowering::Inverse ||
+                   setup.lowering == Setup::Lowering::AllReduce;
+  double bestHere = std::numeric_limits<double>::infinity();
+  for (AccumulatorInit init :
+       {AccumulatorInit::AfterFirstArrival, AccumulatorInit::Early}) {
+    if (!reduction && init == AccumulatorInit::Early)
+      break;
+    auto list = lower(problem, setup, plan, init);
+    if (!list) {
+      result.notes.push_back("internal: lowering a " + plan.method +
+                             " plan failed: " + list.error().message);
+      return bestHere;
+    }
+    std::string tag =
+        (setup.label.empty() ? "" : ", " + setup.label) +
+        (init == AccumulatorInit::Early ? ", accumulators initialized early"
+                                        : "");
+    bestHere = std::min(bestHere, evaluateList(list.take(), plan, tag, k));
+  }
+  return bestHere;
+}
+
+double Driver::evaluateList(TaskList taskList, const Plan &plan,
+                            const std::string &tag, int k) {
+  auto list = &taskList;
+  if (sketch.enforceOrdering) {
+    // A sender's own chunks go over the network before those it relays.
+    for (Task &t : list->tasks) {
+      const Transfer &tr = t.tr;
+      if (tr.src.rank != tr.dst.rank &&
+          !topo.sameNode(tr.src.rank, tr.dst.rank) &&
+          tr.src.buffer == BufferKind::Input)
+        t.prio -= 1e6;
+    }
+  }
+  ListScheduleOptions lo;
+  lo.bytes = opts.targetBytes;
+  double bestHere = std::numeric_limits<double>::infinity();
+  // Two dispatch rules: the plan's slot order, and critical path first.
+  std::optional<TimedTasks> timed;
+  for (int rule = 0; rule < 2; ++rule) {
+    auto t1 = Clock::now();
+    TaskList variant = *list;
+    if (rule == 1)
+      prioritizeCriticalPath(variant, topo, lo);
+    auto tt = listSchedule(variant, topo, lo);
+    stages.add("schedule", since(t1));
+    if (!tt) {
+      result.notes.push_back("internal: scheduling a " + plan.method +
+                             " plan failed: " + tt.error().message);
+      return bestHere;
+    }
+    Schedule s = toSchedule(variant, *tt);
+    double t = measure(s,
+                       plan.method + tag + (rule ? ", critical path first" : ""),
+                       k, plan.provenOptimal, plan.smt);
+    if (t < bestHere) {
+      bestHere = t;
+      *list = std::move(variant);
+      timed = std::move(*tt);
+    }
+  }
+  if (!timed)
+    return bestHere;
+  // Fewer latencies: merge contiguous transfers where that is cheap, then
+  // wherever possible.
+  size_t lastSize = list->tasks.size();
+  for (double ratio : {1.0, 1e18}) {
+    if (timeUp() && best.timeUs < std::numeric_limits<double>::infinity())
+      break;
+    auto t1 = Clock::now();
+    TaskList merged = mergeContiguous(*list, *timed, topo, opts.targetBytes,
+                                      ratio);
+    if (merged.tasks.size() == list->tasks.size() ||
+        merged.tasks.size() == lastSize) {
+      stages.add("schedule", since(t1));
+      continue;
+    }
+    lastSize = merged.tasks.size();
+    auto mt = listSchedule(merged, topo, lo);
+    stages.add("schedule", since(t1));
+    if (!mt)
+      continue;
+    Schedule ms = toSchedule(merged, *mt);
+    bestHere = std::min(
+        bestHere, measure(ms, plan.method + tag + ", merged", k,
+                          plan.provenOptimal, plan.smt));
+  }
+  if (!plan.smt.empty())
+    lastSmt = plan.smt;
+  return bestHere;
+}
+
+void Driver::searchChunkup(int k, const Setup &setup,
+                           const RoutingProblem &problem,
+                           Clock::time_point until) {
+  auto report = [&](const std::string &what, double t) {
+    if (!std::isfinite(t))
+      return;
+    std::string pct =
+        bound > 0 ? " (" + fmt(100.0 * bound / t, 1) + "% of bound)" : "";
+    say("chunkup " + std::to_string(k) + ": " + what + ": " + fmt(t) + " us" +
+        pct);
+  };
+  double chunk = std::ceil(opts.targetBytes / setup.route.sizeDivisor());
+  CostModel cost = makeCostModel(topo, chunk);
+  SearchContext ctx;
+  ctx.deadline = std::min(until, deadline);
+  ctx.seed = opts.seed;
+  ctx.progress = [&](const std::string &m) {
+    say("chunkup " + std::to_string(k) + ": " + m);
+  };
+  ctx.keepSmt = opts.keepSmt;
+  // No single solver call may eat a split's whole budget.
+  ctx.maxCallSec = std::max(
+      0.25, std::chrono::duration<double>(ctx.deadline - Clock::now()).count() /
+                8);
+
+  auto t0 = Clock::now();
+  Plan h = heuristicPlan(problem, cost);
+  stages.add("heuristic routes", since(t0));
+  report("heuristic", evaluate(problem, setup, h, k));
+  if (atBound())
+    return;
+
+  // Bandwidth-bound sizes favour concentrating binding resources on few
+  // long FIFO streams.
+  double bw = 0, alpha = std::numeric_limits<double>::infinity();
+  for (int l : problem.usableLinks) {
+    bw = std::max(bw, topo.effectiveBandwidth(l));
+    alpha = std::min(alpha, topo.links[l].alphaUs);
+  }
+  bool bandwidthBound = chunk / (bw * 1e3) > 4 * alpha;
+  // Rail-only inter-node links (GPU i talks to GPU i of other nodes), with
+  // room for forwarding across nodes: rings per NIC rail pipeline well.
+  auto railRouting = [&] {
+  if (!atBound() && Clock::now() < ctx.deadline && topo.numNodes() > 1 &&
+      sketch.connKind != InternodeConnKind::DirectMap) {
+    bool rails = true, others = false;
+    for (int a = 0; a < problem.gpusPerNode; ++a)
+      for (int b = 0; b < problem.gpusPerNode; ++b) {
+        if (a == b)
+          rails &= (bool)problem.interConn[a][b];
+        else
+          others |= (bool)problem.interConn[a][b];
+      }
+    if (rails && others) {
+      Sketch railSketch = sketch;
+      railSketch.connKind = InternodeConnKind::DirectMap;
+      railSketch.conn.clear();
+      auto rail = buildRoutingProblem(topo, railSketch, setup.route);
+      if (rail) {
+        // Bandwidth-bound: one or two links per NIC (rings, bidirectional
+        // rings or chains per rail); otherwise shallow rail routes.
+        std::vector<RoutingSearchOptions> variants;
+        bool any = railSketch.hops == InternodeHops::Any;
+        int nodes = topo.numNodes();
+        if (bandwidthBound && any) {
+          RoutingSearchOptions one, two;
+          one.nicLinks = 1;
+          one.slack = nodes;
+          one.concentrate = true;
+          two.nicLinks = 2;
+          two.slack = nodes / 2 + 1;
+          two.concentrate = true;
+          variants = {one, two};
+        } else {
+          RoutingSearchOptions plain;
+          plain.concentrate = bandwidthBound;
+          variants = {plain};
+        }
+        for (const RoutingSearchOptions &ro : variants) {
+          if (atBound() || Clock::now() >= ctx.deadline)
+            break;
+          auto t1 = Clock::now();
+          ctx.maxVars = 150000;
+          std::string tag = ro.nicLinks
+                                ? "rails, " + std::to_string(ro.nicLinks) +
+                                      " link(s) per NIC"
+                                : "rails only";
+          ctx.progress = [&](const std::string &m) {
+            say("chunkup " + std::to_string(k) + ": " + tag + ": " + m);
+          };
+          auto plans = routingPlans(*rail, cost, ro, ctx);
+          stages.add("routing (Z3)", since(t1));
+          for (Plan &p : plans) {
+            // The first plan is always evaluated (cheap next to solving).
+            if (&p != &plans.front() && timeUp() &&
+                std::isfinite(best.timeUs))
+              break;
+            p.method += " on " + tag;
+            report(p.method, evaluate(*rail, setup, p, k));
+          }
+        }
+        ctx.progress = [&](const std::string &m) {
+          say("chunkup " + std::to_string(k) + ": " + m);
+        };
+      }
+    }
+  }
+  };
+  // Multi-node bandwidth-bound sizes: try rails first, they are likely to
+  // win and the full sketch's encoding is the larger one.
+  if (bandwidthBound)
+    railRouting();
+  if (Clock::now() < ctx.deadline) {
+    auto t1 = Clock::now();
+    ctx.maxVars = 150000;
+    RoutingSearchOptions ro;
+    ro.concentrate = bandwidthBound;
+    auto plans = routingPlans(problem, cost, ro, ctx);
+    stages.add("routing (Z3)", since(t1));
+    for (const Plan &p : plans) {
+      if (&p != &plans.front() && timeUp() && std::isfinite(best.timeUs))
+        break;
+      report(p.method, evaluate(problem, setup, p, k));
+    }
+  }
+  if (!bandwidthBound)
+    railRouting();
+  // The exact slot model is the most precise and the most expensive: only
+  // when routing left a gap to the bound.
+  if (!atBound() && Clock::now() < ctx.deadline) {
+    auto t1 = Clock::now();
+    ctx.maxVars = 40000;
+    auto exact = exactPlan(problem, cost, ctx);
+    stages.add("exact slot model (Z3)", since(t1));
+    if (exact)
+      report(exact->method, evaluate(problem, setup, *exact, k));
+  }
+  result.timeLimitHit |= ctx.cutShort;
+}
+
+Expected<SynthResult> Driver::run() {
+  deadline = start + std::chrono::microseconds(
+                         (long long)(std::max(0.0, opts.timeLimitSec) * 1e6));
+  int n = topo.numRanks();
+  if (opts.kind == CollectiveKind::Custom) {
+    if (!opts.custom)
+      return Error("a custom collective needs its conditions");
+    if (opts.custom->isReduction())
+      return Error("synthesis of custom collectives with reductions is not "
+                   "supported (only copy collectives; reductions are "
+                   "synthesized for the built-in reducescatter, reduce and "
+                   "allreduce)");
+    if (opts.custom->numRanks != n)
+      return Error("the custom collective has " +
+                   std::to_string(opts.custom->numRanks) +
+                   " ranks but topology '" + topo.name + "' has " +
+                   std::to_string(n));
+  }
+  auto bases = makeSetups(opts, n, 1);
+  if (!bases)
+    return bases.error();
+  const Setup *base = &bases->front();
+  std::vector<std::vector<int>> phases =
+      chunkups(topo, sketch, opts, base->route);
+  size_t remainingKs = 0;
+  for (auto &ph : phases)
+    remainingKs += ph.size();
+  say("synthesizing " + base->target.describe() + " on " + topo.name +
+      " for " + fmt(opts.targetBytes / 1024.0, 0) + " KiB; chunk splits to "
+      "try: " + [&] {
+        std::string s;
+        for (auto &ph : phases)
+          for (int k : ph)
+            s += (s.empty() ? "" : ", ") + std::to_string(k);
+        return s;
+      }());
+  bool first = true, done = false;
+  for (const std::vector<int> &ks : phases) {
+    int misses = 0;
+    double bestBefore = best.timeUs;
+    for (size_t i = 0; i < ks.size() && !done; ++i, --remainingKs) {
+      int k = ks[i];
+      if (timeUp() && std::isfinite(best.timeUs)) {
+        done = true;
+        break;
+      }
+      auto setups = makeSetups(opts, n, k);
+      if (!setups)
+        return setups.error();
+      // Earlier splits get more of the remaining time.
+      double left =
+          std::chrono::duration<double>(deadline - Clock::now()).count();
+      int rest = (int)std::min<size_t>(remainingKs, 3);
+      auto until = Clock::now() + std::chrono::microseconds((long long)(
+                                      std::max(0.0, left) / rest * 1e6));
+      for (size_t f = 0; f < setups->size(); ++f) {
+        const Setup &setup = (*setups)[f];
+        auto t0 = Clock::now();
+        auto problem = buildRoutingProblem(topo, sketch, setup.route);
+        if (!problem)
+          return problem.error();
+        stages.add("problem", since(t0));
+        if (first) {
+          first = false;
+          if (auto why = explainInfeasible(*problem, sketch)) {
+            result.feasible = false;
+            result.infeasibility = *why;
+            result.stages = stages.list;
+            return std::move(result);
+          }
+          for (const std::string &note : problem->notes)
+            result.notes.push_back(note);
+        }
+        double lb = lowerBound(setup.target, topo, opts.targetBytes).timeUs();
+        bound = std::max(bound, lb);
+        if (f > 0 && (atBound() || Clock::now() >= until ||
+                      explainInfeasible(*problem, sketch)))
+          break;
+        // The main family gets most of this split's time.
+        auto familyUntil =
+            f + 1 < setups->size()
+                ? Clock::now() + (until - Clock::now()) * 2 / 3
+                : until;
+        searchChunkup(k, setup, *problem, familyUntil);
+      }
+      if (atBound() || best.timeUs * opts.goodEnough <= bound) {
+        done = true;
+        break;
+      }
+      // Stop going this way once two splits in a row did not help.
+      misses = best.timeUs < bestBefore * 0.99 ? 0 : misses + 1;
+      bestBefore = std::min(bestBefore, best.timeUs);
+      if (misses >= 2)
+        break;
+    }
+    if (done)
+      break;
+  }
+  if (!std::isfinite(best.timeUs))
+    return Error("no verified schedule was found (see the notes above)");
+  result.timeLimitHit |= timeUp();
+  result.schedule = best.schedule;
+  result.method = best.method;
+  result.chunkup = best.chunkup;
+  result.timeUs = best.timeUs;
+  result.lowerBoundUs = bound;
+  result.provenOptimal = best.proven && !result.timeLimitHit;
+  result.smt = best.smt.empty() ? lastSmt : best.smt;
+  result.stages = stages.list;
+  return std::move(result);
+}
+
+} // namespace
+
+Expected<SynthResult> synthesize(const Topology &topo, const Sketch &sketch,
+                                 const SynthOptions &options) {
+  if (Status s = topo.validate(); !s)
+    return s.error();
+  Driver d(topo, sketch, options);
+  return d.run();
+}
+
+} // namespace ccsynth::synth

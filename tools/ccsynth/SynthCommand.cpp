@@ -1,0 +1,263 @@
+//===- SynthCommand.cpp - `ccsynth synth` ---------------------------------===//
+#include "Command.h"
+
+#include "ccsynth/Core/LowerBound.h"
+#include "ccsynth/Core/Plot.h"
+#include "ccsynth/Core/Simulator.h"
+#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Synth/Synthesizer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace ccsynth::cli {
+
+namespace {
+
+struct SynthCliOptions {
+  std::string topo;
+  std::string sketch;
+  std::string collective;
+  std::string output;
+  std::string dumpSmt;
+  std::string size = "1G";
+  int chunks = 0;
+  double timeLimit = 60;
+  unsigned seed = 0;
+  int root = 0;
+  bool inPlace = false;
+  double stopAt = 95;
+  bool quiet = false;
+};
+
+/// Progress lines go to stderr, but only once the run has lasted a second:
+/// quick runs stay quiet, long ones show what they are doing.
+class Progress {
+public:
+  explicit Progress(bool quiet) : quiet(quiet) {}
+  void operator()(const std::string &line) {
+    if (quiet)
+      return;
+    double t = std::chrono::duration<double>(Clock::now() - start).count();
+    char stamp[32];
+    std::snprintf(stamp, sizeof stamp, "[%6.1fs] ", t);
+    std::string text = std::string("synth: ") + stamp + line + "\n";
+    if (t < 1.0) {
+      held += text;
+      return;
+    }
+    std::cerr << held << text;
+    held.clear();
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+  bool quiet;
+  Clock::time_point start = Clock::now();
+  std::string held;
+};
+
+int runSynth(const SynthCliOptions &o) {
+  auto topo = loadTopology(o.topo);
+  if (!topo)
+    return fail(topo.error());
+  synth::Sketch sketch;
+  if (o.sketch.empty()) {
+    sketch = synth::defaultSketch(topo->numNodes());
+  } else {
+    auto sk = synth::loadSketch(o.sketch);
+    if (!sk)
+      return fail(sk.error());
+    sketch = sk.take();
+  }
+  auto sizes = parseSizes(o.size);
+  if (!sizes)
+    return fail(sizes.error());
+  if (sizes->size() != 1)
+    return fail(Error("--size takes one buffer size (e.g. 1G)"));
+  if (!(o.timeLimit >= 0))
+    return fail(Error("--time-limit must be a non-negative number of "
+                      "seconds"));
+  if (o.chunks < 0 || o.chunks > 1024)
+    return fail(Error("--chunks must be between 1 and 1024"));
+  if (!(o.stopAt > 0 && o.stopAt <= 100))
+    return fail(Error("--stop-at must be a percentage in (0, 100]"));
+
+  synth::SynthOptions so;
+  if (auto kind = parseCollectiveKind(o.collective);
+      kind && *kind != CollectiveKind::Custom) {
+    so.kind = *kind;
+  } else {
+    // A schedule file whose collective is used (e.g. a custom one).
+    auto doc = loadScheduleJson(o.collective);
+    if (!doc)
+      return fail(kind ? Error("a custom collective is given as a schedule "
+                               "JSON file whose 'collective' holds its "
+                               "pre/postconditions")
+                       : Error("unknown collective '" + o.collective +
+                               "' (expected one of: " + collectiveKindNames() +
+                               ", or a schedule JSON file naming a custom "
+                               "collective)",
+                               {}, "reading it as a file: " +
+                                       doc.error().format()));
+    if (doc->collective.kind == CollectiveKind::Custom) {
+      so.kind = CollectiveKind::Custom;
+      so.custom = doc->collective;
+    } else {
+      so.kind = doc->collective.kind;
+      so.root = doc->collective.root;
+      so.inPlace = doc->collective.inPlace;
+    }
+  }
+  if (so.kind != CollectiveKind::Custom) {
+    so.root = o.root;
+    so.inPlace = o.inPlace;
+    if (o.root < 0 || o.root >= topo->numRanks())
+      return fail(Error("--root " + std::to_string(o.root) +
+                        " is not a rank of '" + topo->name + "' (0.." +
+                        std::to_string(topo->numRanks() - 1) + ")"));
+  }
+  so.chunkup = o.chunks;
+  so.targetBytes = sizes->front();
+  so.timeLimitSec = o.timeLimit;
+  so.seed = o.seed;
+  so.goodEnough = o.stopAt / 100.0;
+  so.keepSmt = !o.dumpSmt.empty();
+  auto progress = std::make_shared<Progress>(o.quiet);
+  so.progress = [progress](const std::string &line) { (*progress)(line); };
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto result = synth::synthesize(*topo, sketch, so);
+  double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  if (!result)
+    return fail(result.error());
+  if (!result->feasible) {
+    fail(result->infeasibility);
+    std::cerr << "ccsynth: no schedule exists under this sketch; relax the "
+                 "sketch where the message points\n";
+    return kExitInfeasible;
+  }
+  Schedule &sched = result->schedule;
+  // The topology field lets `ccsynth verify/simulate` find the machine.
+  sched.topology = o.topo;
+  VerifyOptions vo;
+  vo.topology = &*topo;
+  VerifyResult vr = verifySchedule(sched, vo);
+  if (!vr.ok())
+    return fail(Error("internal error: the synthesized schedule does not "
+                      "verify: " +
+                      vr.issues.front().message),
+                kExitVerifyFailed);
+  if (Status s = writeOutput(o.output, scheduleToJson(sched)); !s)
+    return fail(s.error());
+  if (!o.dumpSmt.empty()) {
+    std::string smt = result->smt.empty()
+                          ? "; no solver encoding produced this schedule (the "
+                            "heuristic route was best)\n"
+                          : result->smt;
+    if (Status s = writeOutput(o.dumpSmt, smt); !s)
+      return fail(s.error());
+  }
+
+  // The summary goes to stdout unless the schedule itself does.
+  FILE *out = o.output == "-" ? stderr : stdout;
+  std::fprintf(out, "synth: %s on %s: %zu transfers in %d steps\n",
+               sched.collective.describe().c_str(), topo->name.c_str(),
+               sched.transfers.size(), sched.numSteps());
+  std::fprintf(out, "  method: %s (chunk split %d), chosen for %s\n",
+               result->method.c_str(), result->chunkup,
+               formatBytes(so.targetBytes).c_str());
+  std::fprintf(out, "  %s\n",
+               result->provenOptimal
+                   ? "proven optimal by Z3 in the model that produced it"
+                   : result->timeLimitHit
+                         ? "NOT proven optimal: the time limit cut the "
+                           "search short (best verified schedule so far)"
+                         : "not proven optimal (heuristic or unfinished "
+                           "bisection); see %bound");
+  std::fprintf(out, "  %10s %12s %12s %12s %8s\n", "size", "time(us)",
+               "busbw(GB/s)", "bound(us)", "%bound");
+  for (double bytes : {1024.0, 1024.0 * 1024, 1024.0 * 1024 * 1024}) {
+    SimOptions sim;
+    sim.bytes = bytes;
+    auto r = simulate(sched, *topo, sim);
+    if (!r)
+      return fail(r.error());
+    double lb = lowerBound(sched.collective, *topo, bytes).timeUs();
+    std::fprintf(out, "  %10s %12.2f %12.2f %12.2f %7.1f%%\n",
+                 formatBytes(bytes).c_str(), r->timeUs, r->busbwGBps, lb,
+                 r->timeUs > 0 ? 100 * lb / r->timeUs : 100.0);
+  }
+  std::string stages;
+  for (const synth::StageTime &st : result->stages) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s %.2fs", stages.empty() ? "" : ", ",
+                  st.name.c_str(), st.seconds);
+    stages += buf;
+  }
+  std::fprintf(out, "  solve time: %.2fs (%s)\n", total, stages.c_str());
+  for (const std::string &note : result->notes)
+    std::fprintf(out, "  note: %s\n", note.c_str());
+  if (o.output != "-")
+    std::fprintf(out, "  wrote %s (verified)\n", o.output.c_str());
+  return kExitOk;
+}
+
+} // namespace
+
+void addSynthCommand(CLI::App &app, CommandContext &ctx) {
+  auto opts = std::make_shared<SynthCliOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "synth",
+      "Synthesize a schedule for a collective on a topology, guided by a "
+      "TACCL-style communication sketch, with Z3. The schedule is chosen for "
+      "one buffer size (--size) and verified before it is written; the "
+      "summary gives its predicted time and % of the lower bound at 1K, 1M "
+      "and 1G and the solve time per stage.");
+  cmd->footer(
+      "Exit codes: 0 written, 1 bad input, 2 usage, 4 the sketch makes the "
+      "collective impossible (the message names a rank that can never "
+      "receive a chunk, and what in the sketch prevents it). Progress goes "
+      "to stderr once a run lasts more than a second. With a time limit the "
+      "best verified schedule found so far is written and the summary says "
+      "it is not proven optimal. Results are deterministic for a fixed "
+      "--seed unless the time limit cuts a solver call short.");
+  cmd->add_option("-t,--topo", opts->topo,
+                  "Topology: a built-in name (ccsynth topo list) or a file")
+      ->required();
+  cmd->add_option("-k,--sketch", opts->sketch,
+                  "Communication sketch JSON (default: every link usable, no "
+                  "symmetry)");
+  cmd->add_option("-c,--collective", opts->collective,
+                  "allgather, reducescatter, allreduce, broadcast, reduce, "
+                  "gather, scatter, alltoall, or a schedule JSON file whose "
+                  "collective (e.g. a custom one) is used")
+      ->required();
+  cmd->add_option("-o,--output", opts->output,
+                  "Output schedule JSON ('-' = stdout)")
+      ->required();
+  cmd->add_option("--chunks", opts->chunks,
+                  "Split every input chunk into this many pieces (default: "
+                  "search the sketch's candidates)");
+  cmd->add_option("--size", opts->size,
+                  "Buffer size the schedule is chosen for (default 1G)");
+  cmd->add_option("--time-limit", opts->timeLimit,
+                  "Seconds for the whole search (default 60)");
+  cmd->add_option("--seed", opts->seed, "Z3 random seed (default 0)");
+  cmd->add_option("--root", opts->root,
+                  "Root rank of broadcast/reduce/gather/scatter (default 0)");
+  cmd->add_flag("--inplace", opts->inPlace, "In-place collective (NCCL layout)");
+  cmd->add_option("--stop-at", opts->stopAt,
+                  "Stop trying further chunk splits once a schedule reaches "
+                  "this % of the lower bound (default 95)");
+  cmd->add_option("--dump-smt", opts->dumpSmt,
+                  "Write the SMT-LIB 2 encoding behind the result");
+  cmd->add_flag("-q,--quiet", opts->quiet, "No progress on stderr");
+  cmd->callback([opts, &ctx] { ctx.exitCode = runSynth(*opts); });
+}
+
+} // namespace ccsynth::cli

@@ -199,7 +199,7 @@ SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
   SolveOutcome o;
   double left = ctx.secondsLeft();
   if (left <= 0.01) {
-    ctx.cutShort = true;
+    ctx.cutShort = ctx.deadlineHit = true;
     o.reason = "time limit";
     return o;
   }
@@ -208,10 +208,11 @@ SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
     o.reason = s.error().message;
     return o;
   }
-  o = solver->solve({}, std::max(0.01, std::min(ctx.maxCallSec,
-                                                left * fraction)));
-  if (o.status == SolveStatus::Unknown)
+  o = solver->solve({}, std::max(0.01, left * fraction), ctx.callConflicts);
+  if (o.status == SolveStatus::Unknown) {
     ctx.cutShort = true;
+    ctx.deadlineHit |= ctx.secondsLeft() <= 0.05;
+  }
   out = std::move(solver);
   return o;
 }
@@ -331,6 +332,65 @@ Plan heuristicPlan(const RoutingProblem &p, const CostModel &cost) {
   return plan;
 }
 
+Plan minHopPlan(const RoutingProblem &p, const CostModel &cost) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  Plan plan;
+  plan.method = "minimum-hop routes";
+  for (int v = 0; v < (int)p.values.size(); ++v) {
+    const RouteValue &val = p.values[v];
+    // Lexicographic (hops, cost) Dijkstra from the origin.
+    using Key = std::pair<int, double>;
+    std::vector<Key> dist(n, {INT_MAX, 0});
+    std::vector<int> via(n, -1);
+    dist[val.origin] = {0, 0};
+    using Item = std::pair<Key, int>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
+    pq.push({dist[val.origin], val.origin});
+    while (!pq.empty()) {
+      auto [d, u] = pq.top();
+      pq.pop();
+      if (d > dist[u])
+        continue;
+      for (int l : p.outLinks[u]) {
+        if (!p.allowed(v, l))
+          continue;
+        int w = t.links[l].dst;
+        Key nd{d.first + 1, d.second + cost.link[l]};
+        if (nd < dist[w]) {
+          dist[w] = nd;
+          via[w] = l;
+          pq.push({nd, w});
+        }
+      }
+    }
+    std::vector<char> need(n, 0);
+    for (int d : val.dests)
+      for (int r = d; r != val.origin && via[r] >= 0 && !need[r];
+           r = t.links[via[r]].src)
+        need[r] = 1;
+    std::vector<int> ranks;
+    for (int r = 0; r < n; ++r)
+      if (need[r])
+        ranks.push_back(r);
+    std::sort(ranks.begin(), ranks.end(), [&](int a, int b) {
+      return dist[a] != dist[b] ? dist[a] < dist[b] : a < b;
+    });
+    std::vector<int> sendInto(n, -1);
+    for (int r : ranks) {
+      int l = via[r], src = t.links[l].src;
+      PlanSend s;
+      s.value = v;
+      s.link = l;
+      s.slot = dist[r].first;
+      s.parent = src == val.origin ? -1 : sendInto[src];
+      sendInto[r] = (int)plan.sends.size();
+      plan.sends.push_back(s);
+    }
+  }
+  return plan;
+}
+
 std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
                                const RoutingSearchOptions &opts,
                                SearchContext &ctx) {
@@ -372,11 +432,21 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
           std::to_string(p.values.size()) + " values encoded (symmetry), " +
           std::to_string(enc.numSendVars()) + " send variables, depth <= " +
           std::to_string(H));
-  auto q0 = query(H);
-  if (!q0)
-    return out;
-  SolveOutcome o = solveFresh(*q0, ctx, 0.5, solver);
-  if (o.status != SolveStatus::Sat) {
+  // Depth-first: the smallest depth with any route, then bisection there.
+  int depth = H;
+  std::optional<BoolModel> q0;
+  SolveOutcome o;
+  for (int d = opts.depthFirst ? d0 : H; d <= H; ++d) {
+    q0 = query(d);
+    if (!q0)
+      continue;
+    o = solveFresh(*q0, ctx, 0.5, solver);
+    if (o.status == SolveStatus::Sat) {
+      depth = d;
+      break;
+    }
+  }
+  if (!q0 || o.status != SolveStatus::Sat) {
     ctx.say("routing: no route within depth " + std::to_string(H) + " (" +
             toString(o.status) + (o.reason.empty() ? "" : ", " + o.reason) +
             ")");
@@ -434,7 +504,9 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
       lo = mid + 1;
     }
   }
-  best.method = "routing (min busy time)";
+  best.method = depth < H ? "routing (depth " + std::to_string(depth) +
+                                ", then min busy time)"
+                          : "routing (min busy time)";
   best.provenOptimal = proven && (lo == hi || bestBound <= lb * (1 + 1e-9));
   if (ctx.keepSmt)
     best.smt = "; ccsynth routing model with the smallest busy-time bound "
@@ -451,7 +523,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   };
 
   // Shallowest routes at that bound (latency).
-  for (int d = d0; d < H && ctx.secondsLeft() > 0.01; ++d) {
+  for (int d = d0; d < depth && ctx.secondsLeft() > 0.01; ++d) {
     auto q = bounded(d);
     if (!q)
       continue;
@@ -480,7 +552,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     // atMost: smallest k that is satisfiable; else largest.
     while (lo2 < hi2 && ctx.secondsLeft() > 0.01) {
       int mid = atMost ? (lo2 + hi2) / 2 : (lo2 + hi2 + 1) / 2;
-      auto q = bounded(H);
+      auto q = bounded(depth);
       if (!q)
         return;
       enc.distinctLinks(*q, links, mid, atMost);
@@ -615,7 +687,7 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
   bool proven = true;
   for (int T = tlb; T <= H; ++T) {
     if (ctx.secondsLeft() <= 0.01) {
-      ctx.cutShort = true;
+      ctx.cutShort = ctx.deadlineHit = true;
       break;
     }
     BoolModel q = enc.base();

@@ -8,6 +8,7 @@
 #include "ccsynth/Synth/Synthesizer.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -192,6 +193,12 @@ int runSynth(const SynthCliOptions &o) {
                  formatBytes(bytes).c_str(), r->timeUs, r->busbwGBps, lb,
                  r->timeUs > 0 ? 100 * lb / r->timeUs : 100.0);
   }
+  if (std::isfinite(result->baselineUs) && result->baselineUs > 0)
+    std::fprintf(out, "  best baseline at %s: %s, %.2f us (synthesized: %.2f "
+                      "us, %.3fx)\n",
+                 formatBytes(so.targetBytes).c_str(),
+                 result->baselineName.c_str(), result->baselineUs,
+                 result->timeUs, result->baselineUs / result->timeUs);
   std::string stages;
   for (const synth::StageTime &st : result->stages) {
     char buf[96];

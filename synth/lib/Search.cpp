@@ -685,7 +685,8 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
           ".." + std::to_string(H) + " slots, " +
           std::to_string(enc.numSendVars()) + " send variables");
   bool proven = true;
-  for (int T = tlb; T <= H; ++T) {
+  int unknowns = 0;
+  for (int T = tlb; T <= H && unknowns < 2; ++T) {
     if (ctx.secondsLeft() <= 0.01) {
       ctx.cutShort = ctx.deadlineHit = true;
       break;
@@ -706,8 +707,10 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
       plan.provenOptimal = proven;
       return plan;
     }
-    if (r.status == SolveStatus::Unknown)
+    if (r.status == SolveStatus::Unknown) {
       proven = false;
+      ++unknowns;
+    }
   }
   return std::nullopt;
 }

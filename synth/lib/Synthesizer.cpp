@@ -519,7 +519,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
     railRouting();
   // The exact slot model is the most precise and the most expensive: only
   // when routing left a gap to the bound.
-  if (!atBound() && Clock::now() < ctx.deadline) {
+  if (!atBound() && Clock::now() < ctx.deadline &&
+      setup.lowering != Setup::Lowering::GatherReduce) {
     auto t1 = Clock::now();
     ctx.maxVars = 40000;
     auto exact = exactPlan(problem, cost, ctx);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <queue>
 #include <set>
@@ -146,31 +147,41 @@ double loadLowerBound(const RoutingProblem &p, const CostModel &cost) {
       if (count == 0)
         continue;
       double linkRate = 0;
-      std::vector<char> exclusive(t.resources.size(), 1),
-          touched(t.resources.size(), 0);
-      for (int l : p.usableLinks)
-        for (int x : t.links[l].resources) {
-          if (crossing(l))
-            touched[x] = 1;
-          else
-            exclusive[x] = 0;
-        }
-      bool covered = true;
+      std::vector<char> exclusive(t.resources.size(), 1);
+      std::vector<int> cut;
+      size_t width = 0;
       for (int l : p.usableLinks) {
-        if (!crossing(l))
-          continue;
-        linkRate += 1.0 / cost.link[l];
-        bool any = false;
+        bool in = crossing(l);
         for (int x : t.links[l].resources)
-          any |= exclusive[x] && touched[x];
-        covered &= any;
+          if (!in)
+            exclusive[x] = 0;
+        if (in) {
+          cut.push_back(l);
+          linkRate += 1.0 / cost.link[l];
+          width = std::max(width, t.links[l].resources.size());
+        }
       }
+      // Any set of resources every crossing link uses one of caps the rate
+      // (a cover). Links list their resources in a fixed role order (e.g.
+      // the source's NIC, then the destination's): the j-th resources of
+      // all crossing links form a cover when each has one.
       double rate = linkRate;
-      if (covered) {
+      for (size_t j = 0; j < width; ++j) {
+        std::set<int> cover;
+        bool ok = true;
+        for (int l : cut) {
+          const auto &rs = t.links[l].resources;
+          if (j >= rs.size() || !exclusive[rs[j]]) {
+            ok = false;
+            break;
+          }
+          cover.insert(rs[j]);
+        }
+        if (!ok)
+          continue;
         double resRate = 0;
-        for (size_t x = 0; x < t.resources.size(); ++x)
-          if (exclusive[x] && touched[x])
-            resRate += 1.0 / cost.resource[x];
+        for (int x : cover)
+          resRate += 1.0 / cost.resource[x];
         rate = std::min(rate, resRate);
       }
       if (rate > 0)
@@ -670,6 +681,65 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
     if (perSlot > 0)
       tlb = std::max(tlb, (int)std::ceil(need[r] / perSlot - 1e-9));
   }
+  // Node cuts: the values a node needs from outside (or sends out) cross
+  // its boundary links, at most one transfer per link per duration, and at
+  // most `cap` at a time through a covering set of shared resources.
+  for (int dir = 0; dir < 2 && t.numNodes() > 1; ++dir)
+    for (int b = 0; b < t.numNodes(); ++b) {
+      auto crossing = [&](int l) {
+        int ns = t.nodeOf[t.links[l].src], nd = t.nodeOf[t.links[l].dst];
+        return dir == 0 ? (nd == b && ns != b) : (ns == b && nd != b);
+      };
+      int count = 0;
+      for (const RouteValue &v : p.values) {
+        bool inside = t.nodeOf[v.origin] == b, other = false;
+        for (int d : v.dests)
+          other |= dir == 0 ? (t.nodeOf[d] == b) : (t.nodeOf[d] != b);
+        count += (dir == 0 ? !inside : inside) && other;
+      }
+      if (count == 0)
+        continue;
+      std::vector<char> exclusive(t.resources.size(), 1);
+      std::vector<int> cut;
+      size_t width = 0;
+      double rate = 0;
+      for (int l : p.usableLinks) {
+        bool in = crossing(l);
+        for (int x : t.links[l].resources)
+          if (!in)
+            exclusive[x] = 0;
+        if (in) {
+          cut.push_back(l);
+          rate += 1.0 / eo.duration[l];
+          width = std::max(width, t.links[l].resources.size());
+        }
+      }
+      for (size_t j = 0; j < width; ++j) {
+        std::map<int, int> cover; // resource -> shortest duration through it
+        bool ok = true;
+        for (int l : cut) {
+          const auto &rs = t.links[l].resources;
+          if (j >= rs.size() || !exclusive[rs[j]] ||
+              eo.resourceCap[rs[j]] <= 0) {
+            ok = false;
+            break;
+          }
+          auto it = cover.find(rs[j]);
+          if (it == cover.end())
+            cover[rs[j]] = eo.duration[l];
+          else
+            it->second = std::min(it->second, eo.duration[l]);
+        }
+        if (!ok)
+          continue;
+        double resRate = 0;
+        for (auto [x, d] : cover)
+          resRate += (double)eo.resourceCap[x] / d;
+        rate = std::min(rate, resRate);
+      }
+      if (rate > 0)
+        tlb = std::max(tlb, (int)std::ceil(count / rate - 1e-9));
+    }
   int H = tlb + std::max(2, tlb / 3);
   while (H > tlb && estimateVars(p, H) > ctx.maxVars)
     --H;

@@ -82,7 +82,7 @@ int runSynth(const SynthCliOptions &o) {
     return fail(Error("--time-limit must be a non-negative number of "
                       "seconds"));
   if (o.chunks < 0 || o.chunks > 1024)
-    return fail(Error("--chunks must be between 1 and 1024"));
+    return fail(Error("--chunks must be between 1 and 1024 (0 = search)"));
   if (!(o.stopAt > 0 && o.stopAt <= 100))
     return fail(Error("--stop-at must be a percentage in (0, 100]"));
 

@@ -180,7 +180,7 @@ void FlowEncoding::encodeRep(int ri) {
   // With connected nodes a value enters each node at most once (a second
   // entry can always be replaced by forwarding inside the node); stated
   // directly, it makes NIC load bounds easy to satisfy exactly.
-  if (p.nodesConnected && t.numNodes() > 1) {
+  if (opts.enterNodesOnce && p.nodesConnected && t.numNodes() > 1) {
     std::vector<std::vector<int>> entering(t.numNodes());
     for (int l : p.usableLinks) {
       int nb = t.nodeOf[t.links[l].dst];

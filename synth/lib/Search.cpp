@@ -6,6 +6,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <memory>
 #include <queue>
 #include <set>
@@ -146,31 +147,41 @@ double loadLowerBound(const RoutingProblem &p, const CostModel &cost) {
       if (count == 0)
         continue;
       double linkRate = 0;
-      std::vector<char> exclusive(t.resources.size(), 1),
-          touched(t.resources.size(), 0);
-      for (int l : p.usableLinks)
-        for (int x : t.links[l].resources) {
-          if (crossing(l))
-            touched[x] = 1;
-          else
-            exclusive[x] = 0;
-        }
-      bool covered = true;
+      std::vector<char> exclusive(t.resources.size(), 1);
+      std::vector<int> cut;
+      size_t width = 0;
       for (int l : p.usableLinks) {
-        if (!crossing(l))
-          continue;
-        linkRate += 1.0 / cost.link[l];
-        bool any = false;
+        bool in = crossing(l);
         for (int x : t.links[l].resources)
-          any |= exclusive[x] && touched[x];
-        covered &= any;
+          if (!in)
+            exclusive[x] = 0;
+        if (in) {
+          cut.push_back(l);
+          linkRate += 1.0 / cost.link[l];
+          width = std::max(width, t.links[l].resources.size());
+        }
       }
+      // Any set of resources every crossing link uses one of caps the rate
+      // (a cover). Links list their resources in a fixed role order (e.g.
+      // the source's NIC, then the destination's): the j-th resources of
+      // all crossing links form a cover when each has one.
       double rate = linkRate;
-      if (covered) {
+      for (size_t j = 0; j < width; ++j) {
+        std::set<int> cover;
+        bool ok = true;
+        for (int l : cut) {
+          const auto &rs = t.links[l].resources;
+          if (j >= rs.size() || !exclusive[rs[j]]) {
+            ok = false;
+            break;
+          }
+          cover.insert(rs[j]);
+        }
+        if (!ok)
+          continue;
         double resRate = 0;
-        for (size_t x = 0; x < t.resources.size(); ++x)
-          if (exclusive[x] && touched[x])
-            resRate += 1.0 / cost.resource[x];
+        for (int x : cover)
+          resRate += 1.0 / cost.resource[x];
         rate = std::min(rate, resRate);
       }
       if (rate > 0)
@@ -199,7 +210,7 @@ SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
   SolveOutcome o;
   double left = ctx.secondsLeft();
   if (left <= 0.01) {
-    ctx.cutShort = true;
+    ctx.cutShort = ctx.deadlineHit = true;
     o.reason = "time limit";
     return o;
   }
@@ -208,10 +219,11 @@ SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
     o.reason = s.error().message;
     return o;
   }
-  o = solver->solve({}, std::max(0.01, std::min(ctx.maxCallSec,
-                                                left * fraction)));
-  if (o.status == SolveStatus::Unknown)
+  o = solver->solve({}, std::max(0.01, left * fraction), ctx.callConflicts);
+  if (o.status == SolveStatus::Unknown) {
     ctx.cutShort = true;
+    ctx.deadlineHit |= ctx.secondsLeft() <= 0.05;
+  }
   out = std::move(solver);
   return o;
 }
@@ -331,6 +343,65 @@ Plan heuristicPlan(const RoutingProblem &p, const CostModel &cost) {
   return plan;
 }
 
+Plan minHopPlan(const RoutingProblem &p, const CostModel &cost) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  Plan plan;
+  plan.method = "minimum-hop routes";
+  for (int v = 0; v < (int)p.values.size(); ++v) {
+    const RouteValue &val = p.values[v];
+    // Lexicographic (hops, cost) Dijkstra from the origin.
+    using Key = std::pair<int, double>;
+    std::vector<Key> dist(n, {INT_MAX, 0});
+    std::vector<int> via(n, -1);
+    dist[val.origin] = {0, 0};
+    using Item = std::pair<Key, int>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
+    pq.push({dist[val.origin], val.origin});
+    while (!pq.empty()) {
+      auto [d, u] = pq.top();
+      pq.pop();
+      if (d > dist[u])
+        continue;
+      for (int l : p.outLinks[u]) {
+        if (!p.allowed(v, l))
+          continue;
+        int w = t.links[l].dst;
+        Key nd{d.first + 1, d.second + cost.link[l]};
+        if (nd < dist[w]) {
+          dist[w] = nd;
+          via[w] = l;
+          pq.push({nd, w});
+        }
+      }
+    }
+    std::vector<char> need(n, 0);
+    for (int d : val.dests)
+      for (int r = d; r != val.origin && via[r] >= 0 && !need[r];
+           r = t.links[via[r]].src)
+        need[r] = 1;
+    std::vector<int> ranks;
+    for (int r = 0; r < n; ++r)
+      if (need[r])
+        ranks.push_back(r);
+    std::sort(ranks.begin(), ranks.end(), [&](int a, int b) {
+      return dist[a] != dist[b] ? dist[a] < dist[b] : a < b;
+    });
+    std::vector<int> sendInto(n, -1);
+    for (int r : ranks) {
+      int l = via[r], src = t.links[l].src;
+      PlanSend s;
+      s.value = v;
+      s.link = l;
+      s.slot = dist[r].first;
+      s.parent = src == val.origin ? -1 : sendInto[src];
+      sendInto[r] = (int)plan.sends.size();
+      plan.sends.push_back(s);
+    }
+  }
+  return plan;
+}
+
 std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
                                const RoutingSearchOptions &opts,
                                SearchContext &ctx) {
@@ -372,11 +443,21 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
           std::to_string(p.values.size()) + " values encoded (symmetry), " +
           std::to_string(enc.numSendVars()) + " send variables, depth <= " +
           std::to_string(H));
-  auto q0 = query(H);
-  if (!q0)
-    return out;
-  SolveOutcome o = solveFresh(*q0, ctx, 0.5, solver);
-  if (o.status != SolveStatus::Sat) {
+  // Depth-first: the smallest depth with any route, then bisection there.
+  int depth = H;
+  std::optional<BoolModel> q0;
+  SolveOutcome o;
+  for (int d = opts.depthFirst ? d0 : H; d <= H; ++d) {
+    q0 = query(d);
+    if (!q0)
+      continue;
+    o = solveFresh(*q0, ctx, 0.5, solver);
+    if (o.status == SolveStatus::Sat) {
+      depth = d;
+      break;
+    }
+  }
+  if (!q0 || o.status != SolveStatus::Sat) {
     ctx.say("routing: no route within depth " + std::to_string(H) + " (" +
             toString(o.status) + (o.reason.empty() ? "" : ", " + o.reason) +
             ")");
@@ -434,7 +515,9 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
       lo = mid + 1;
     }
   }
-  best.method = "routing (min busy time)";
+  best.method = depth < H ? "routing (depth " + std::to_string(depth) +
+                                ", then min busy time)"
+                          : "routing (min busy time)";
   best.provenOptimal = proven && (lo == hi || bestBound <= lb * (1 + 1e-9));
   if (ctx.keepSmt)
     best.smt = "; ccsynth routing model with the smallest busy-time bound "
@@ -451,7 +534,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   };
 
   // Shallowest routes at that bound (latency).
-  for (int d = d0; d < H && ctx.secondsLeft() > 0.01; ++d) {
+  for (int d = d0; d < depth && ctx.secondsLeft() > 0.01; ++d) {
     auto q = bounded(d);
     if (!q)
       continue;
@@ -480,7 +563,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     // atMost: smallest k that is satisfiable; else largest.
     while (lo2 < hi2 && ctx.secondsLeft() > 0.01) {
       int mid = atMost ? (lo2 + hi2) / 2 : (lo2 + hi2 + 1) / 2;
-      auto q = bounded(H);
+      auto q = bounded(depth);
       if (!q)
         return;
       enc.distinctLinks(*q, links, mid, atMost);
@@ -598,6 +681,65 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
     if (perSlot > 0)
       tlb = std::max(tlb, (int)std::ceil(need[r] / perSlot - 1e-9));
   }
+  // Node cuts: the values a node needs from outside (or sends out) cross
+  // its boundary links, at most one transfer per link per duration, and at
+  // most `cap` at a time through a covering set of shared resources.
+  for (int dir = 0; dir < 2 && t.numNodes() > 1; ++dir)
+    for (int b = 0; b < t.numNodes(); ++b) {
+      auto crossing = [&](int l) {
+        int ns = t.nodeOf[t.links[l].src], nd = t.nodeOf[t.links[l].dst];
+        return dir == 0 ? (nd == b && ns != b) : (ns == b && nd != b);
+      };
+      int count = 0;
+      for (const RouteValue &v : p.values) {
+        bool inside = t.nodeOf[v.origin] == b, other = false;
+        for (int d : v.dests)
+          other |= dir == 0 ? (t.nodeOf[d] == b) : (t.nodeOf[d] != b);
+        count += (dir == 0 ? !inside : inside) && other;
+      }
+      if (count == 0)
+        continue;
+      std::vector<char> exclusive(t.resources.size(), 1);
+      std::vector<int> cut;
+      size_t width = 0;
+      double rate = 0;
+      for (int l : p.usableLinks) {
+        bool in = crossing(l);
+        for (int x : t.links[l].resources)
+          if (!in)
+            exclusive[x] = 0;
+        if (in) {
+          cut.push_back(l);
+          rate += 1.0 / eo.duration[l];
+          width = std::max(width, t.links[l].resources.size());
+        }
+      }
+      for (size_t j = 0; j < width; ++j) {
+        std::map<int, int> cover; // resource -> shortest duration through it
+        bool ok = true;
+        for (int l : cut) {
+          const auto &rs = t.links[l].resources;
+          if (j >= rs.size() || !exclusive[rs[j]] ||
+              eo.resourceCap[rs[j]] <= 0) {
+            ok = false;
+            break;
+          }
+          auto it = cover.find(rs[j]);
+          if (it == cover.end())
+            cover[rs[j]] = eo.duration[l];
+          else
+            it->second = std::min(it->second, eo.duration[l]);
+        }
+        if (!ok)
+          continue;
+        double resRate = 0;
+        for (auto [x, d] : cover)
+          resRate += (double)eo.resourceCap[x] / d;
+        rate = std::min(rate, resRate);
+      }
+      if (rate > 0)
+        tlb = std::max(tlb, (int)std::ceil(count / rate - 1e-9));
+    }
   int H = tlb + std::max(2, tlb / 3);
   while (H > tlb && estimateVars(p, H) > ctx.maxVars)
     --H;
@@ -613,9 +755,10 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
           ".." + std::to_string(H) + " slots, " +
           std::to_string(enc.numSendVars()) + " send variables");
   bool proven = true;
-  for (int T = tlb; T <= H; ++T) {
+  int unknowns = 0;
+  for (int T = tlb; T <= H && unknowns < 2; ++T) {
     if (ctx.secondsLeft() <= 0.01) {
-      ctx.cutShort = true;
+      ctx.cutShort = ctx.deadlineHit = true;
       break;
     }
     BoolModel q = enc.base();
@@ -634,8 +777,10 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
       plan.provenOptimal = proven;
       return plan;
     }
-    if (r.status == SolveStatus::Unknown)
+    if (r.status == SolveStatus::Unknown) {
       proven = false;
+      ++unknowns;
+    }
   }
   return std::nullopt;
 }

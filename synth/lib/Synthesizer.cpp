@@ -1,6 +1,7 @@
 //===- Synthesizer.cpp - Sketch-guided synthesis of collective schedules --===//
 #include "ccsynth/Synth/Synthesizer.h"
 
+#include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/LowerBound.h"
 #include "ccsynth/Core/Simulator.h"
 #include "ccsynth/Core/Verifier.h"
@@ -197,7 +198,18 @@ private:
       opts.progress(m);
   }
   bool timeUp() const { return Clock::now() >= deadline; }
-  bool atBound() const { return bound > 0 && best.timeUs <= bound * 1.002; }
+  /// Nothing left to gain: within 0.2% of the lower bound and no slower
+  /// than any baseline (a baseline that is faster means the search is not
+  /// done yet).
+  bool atBound() const {
+    return bound > 0 && best.timeUs <= bound * 1.002 && beatsBaselines();
+  }
+  bool beatsBaselines() const {
+    return best.timeUs <= baselineUs * (1 + 1e-12);
+  }
+  double baselineUs = std::numeric_limits<double>::infinity();
+  std::string baselineName;
+  void measureBaselines();
 
   /// Lowers, orders, merges, verifies and simulates one plan; returns the
   /// best simulated time among its variants.
@@ -386,15 +398,22 @@ void Driver::searchChunkup(int k, const Setup &setup,
     say("chunkup " + std::to_string(k) + ": " + m);
   };
   ctx.keepSmt = opts.keepSmt;
-  // No single solver call may eat a split's whole budget.
-  ctx.maxCallSec = std::max(
-      0.25, std::chrono::duration<double>(ctx.deadline - Clock::now()).count() /
-                8);
+  // No single solver call may eat the budget. The cap counts SAT
+  // conflicts (deterministic), derived from the time limit alone, so that
+  // runs with one seed agree.
+  ctx.callConflicts =
+      (unsigned)std::clamp(opts.timeLimitSec * 100, 1000.0, 20000.0);
 
   auto t0 = Clock::now();
   Plan h = heuristicPlan(problem, cost);
   stages.add("heuristic routes", since(t0));
   report("heuristic", evaluate(problem, setup, h, k));
+  if (atBound())
+    return;
+  auto t2 = Clock::now();
+  Plan direct = minHopPlan(problem, cost);
+  stages.add("heuristic routes", since(t2));
+  report("minimum-hop routes", evaluate(problem, setup, direct, k));
   if (atBound())
     return;
 
@@ -433,6 +452,7 @@ void Driver::searchChunkup(int k, const Setup &setup,
         if (bandwidthBound && any) {
           RoutingSearchOptions one, two;
           one.nicLinks = 1;
+          one.enterNodesOnce = two.enterNodesOnce = true;
           one.slack = nodes;
           one.concentrate = true;
           two.nicLinks = 2;
@@ -442,6 +462,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
         } else {
           RoutingSearchOptions plain;
           plain.concentrate = bandwidthBound;
+          plain.depthFirst = !bandwidthBound;
+          plain.enterNodesOnce = bandwidthBound;
           variants = {plain};
         }
         for (const RoutingSearchOptions &ro : variants) {
@@ -483,6 +505,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
     ctx.maxVars = 150000;
     RoutingSearchOptions ro;
     ro.concentrate = bandwidthBound;
+    ro.depthFirst = !bandwidthBound;
+    ro.enterNodesOnce = bandwidthBound;
     auto plans = routingPlans(problem, cost, ro, ctx);
     stages.add("routing (Z3)", since(t1));
     for (const Plan &p : plans) {
@@ -495,7 +519,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
     railRouting();
   // The exact slot model is the most precise and the most expensive: only
   // when routing left a gap to the bound.
-  if (!atBound() && Clock::now() < ctx.deadline) {
+  if (!atBound() && Clock::now() < ctx.deadline &&
+      setup.lowering != Setup::Lowering::GatherReduce) {
     auto t1 = Clock::now();
     ctx.maxVars = 40000;
     auto exact = exactPlan(problem, cost, ctx);
@@ -503,7 +528,37 @@ void Driver::searchChunkup(int k, const Setup &setup,
     if (exact)
       report(exact->method, evaluate(problem, setup, *exact, k));
   }
-  result.timeLimitHit |= ctx.cutShort;
+  // Only the overall deadline (not a call's work budget) counts as the
+  // time limit; the latter shows in the plans' own proofs.
+  result.timeLimitHit |= ctx.deadlineHit && timeUp();
+}
+
+void Driver::measureBaselines() {
+  if (opts.kind == CollectiveKind::Custom)
+    return;
+  auto t0 = Clock::now();
+  BaselineOptions bo;
+  bo.inPlace = opts.inPlace;
+  bo.root = opts.root;
+  for (BaselineKind kind : {BaselineKind::Ring, BaselineKind::Tree,
+                            BaselineKind::Direct, BaselineKind::Hierarchical}) {
+    if (!baselineSupports(kind, opts.kind, topo))
+      continue;
+    auto b = makeBaseline(kind, opts.kind, topo, bo);
+    if (!b)
+      continue;
+    SimOptions so;
+    so.bytes = opts.targetBytes;
+    auto sim = simulate(*b, topo, so);
+    if (sim && sim->timeUs < baselineUs) {
+      baselineUs = sim->timeUs;
+      baselineName = toString(kind);
+    }
+  }
+  stages.add("baselines", since(t0));
+  if (std::isfinite(baselineUs))
+    say("best baseline at this size: " + baselineName + ", " +
+        fmt(baselineUs) + " us (the search goes on while it is faster)");
 }
 
 Expected<SynthResult> Driver::run() {
@@ -542,6 +597,7 @@ Expected<SynthResult> Driver::run() {
             s += (s.empty() ? "" : ", ") + std::to_string(k);
         return s;
       }());
+  measureBaselines();
   bool first = true, done = false;
   for (const std::vector<int> &ks : phases) {
     int misses = 0;
@@ -591,7 +647,8 @@ Expected<SynthResult> Driver::run() {
                 : until;
         searchChunkup(k, setup, *problem, familyUntil);
       }
-      if (atBound() || best.timeUs * opts.goodEnough <= bound) {
+      if (atBound() ||
+          (best.timeUs * opts.goodEnough <= bound && beatsBaselines())) {
         done = true;
         break;
       }
@@ -612,6 +669,8 @@ Expected<SynthResult> Driver::run() {
   result.chunkup = best.chunkup;
   result.timeUs = best.timeUs;
   result.lowerBoundUs = bound;
+  result.baselineUs = baselineUs;
+  result.baselineName = baselineName;
   result.provenOptimal = best.proven && !result.timeLimitHit;
   result.smt = best.smt.empty() ? lastSmt : best.smt;
   result.stages = stages.list;

@@ -110,7 +110,8 @@ Status IncrementalSolver::sync(const BoolModel &model) {
 }
 
 SolveOutcome IncrementalSolver::solve(const std::vector<int> &assumptions,
-                                      double timeLimitSec) {
+                                      double timeLimitSec,
+                                      unsigned conflicts) {
   SolveOutcome out;
   if (!impl) {
     out.reason = "no Z3 context";
@@ -136,6 +137,8 @@ SolveOutcome IncrementalSolver::solve(const std::vector<int> &assumptions,
     }
     double ms = std::max(1.0, std::min(timeLimitSec * 1000.0, 4.0e9));
     p.set("timeout", (unsigned)ms);
+    if (impl->satEngine && conflicts > 0)
+      p.set("sat.max_conflicts", conflicts);
     impl->solver.set(p);
     z3::expr_vector as(impl->ctx);
     for (int l : assumptions)

@@ -8,6 +8,7 @@
 #include "ccsynth/Synth/Synthesizer.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -81,7 +82,7 @@ int runSynth(const SynthCliOptions &o) {
     return fail(Error("--time-limit must be a non-negative number of "
                       "seconds"));
   if (o.chunks < 0 || o.chunks > 1024)
-    return fail(Error("--chunks must be between 1 and 1024"));
+    return fail(Error("--chunks must be between 1 and 1024 (0 = search)"));
   if (!(o.stopAt > 0 && o.stopAt <= 100))
     return fail(Error("--stop-at must be a percentage in (0, 100]"));
 
@@ -192,6 +193,12 @@ int runSynth(const SynthCliOptions &o) {
                  formatBytes(bytes).c_str(), r->timeUs, r->busbwGBps, lb,
                  r->timeUs > 0 ? 100 * lb / r->timeUs : 100.0);
   }
+  if (std::isfinite(result->baselineUs) && result->baselineUs > 0)
+    std::fprintf(out, "  best baseline at %s: %s, %.2f us (synthesized: %.2f "
+                      "us, %.3fx)\n",
+                 formatBytes(so.targetBytes).c_str(),
+                 result->baselineName.c_str(), result->baselineUs,
+                 result->timeUs, result->baselineUs / result->timeUs);
   std::string stages;
   for (const synth::StageTime &st : result->stages) {
     char buf[96];

@@ -56,6 +56,10 @@ struct EncodingOptions {
   /// resourceCap[x] at a time through resource x (0 = unlimited).
   bool exclusiveLinks = false;
   std::vector<int> resourceCap;
+  /// Each value enters each node at most once (when the problem's nodes
+  /// are connected). Right for bandwidth, wrong for latency: parallel
+  /// entries into one node shorten the depth.
+  bool enterNodesOnce = false;
 };
 
 /// Builds the base encoding; queries (horizon, load bounds, distinct-link

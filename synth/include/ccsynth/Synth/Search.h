@@ -46,11 +46,14 @@ struct SearchContext {
   std::function<void(const std::string &)> progress;
   /// Largest encoding (variables) a search may build.
   int maxVars = 150000;
-  /// Longest a single solver call may run, seconds (bisection treats a
-  /// call that runs out as unsatisfiable and moves on).
-  double maxCallSec = 1e9;
-  /// Set when a solver call stopped at its time limit.
+  /// Budget of a single solver call in SAT conflicts (deterministic; 0 =
+  /// none). Bisection treats a call that runs out as unsatisfiable and
+  /// moves on. The wall-clock deadline still applies.
+  unsigned callConflicts = 0;
+  /// Set when a solver call stopped at its work budget or the deadline,
+  /// and when the deadline stopped a search.
   bool cutShort = false;
+  bool deadlineHit = false;
   /// Attach the SMT-LIB text of their encoding to solver-made plans.
   bool keepSmt = false;
   double secondsLeft() const;
@@ -62,11 +65,20 @@ struct SearchContext {
 
 Plan heuristicPlan(const RoutingProblem &problem, const CostModel &cost);
 
+/// Minimum-hop trees (fewest hops, then smallest latency), ignoring load:
+/// the routes of a direct all-pairs exchange where the sketch allows them.
+Plan minHopPlan(const RoutingProblem &problem, const CostModel &cost);
+
 struct RoutingSearchOptions {
   /// Hop levels beyond the minimal depth.
   int slack = 2;
   /// Also minimize distinct links through binding shared resources.
   bool concentrate = false;
+  /// Forbid a value entering a node twice (bandwidth-bound sizes).
+  bool enterNodesOnce = false;
+  /// Latency-bound sizes: first the smallest depth, then the smallest busy
+  /// time at that depth (instead of busy time first).
+  bool depthFirst = false;
   /// When > 0: at most this many distinct links through every shared
   /// resource that inter-node links cross (NICs), as a hard constraint
   /// (1 forces one ring or chain per NIC rail).

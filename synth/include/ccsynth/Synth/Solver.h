@@ -92,8 +92,11 @@ public:
   /// Adds the constraints of `model` not sent yet (the model only grows).
   Status sync(const BoolModel &model);
   /// Checks satisfiability under the assumption literals, for at most
-  /// `timeLimitSec` seconds of wall time.
-  SolveOutcome solve(const std::vector<int> &assumptions, double timeLimitSec);
+  /// `timeLimitSec` seconds of wall time and, when non-zero, `conflicts`
+  /// conflicts of the SAT search: a call stopped by the latter gives the
+  /// same answer on every run.
+  SolveOutcome solve(const std::vector<int> &assumptions, double timeLimitSec,
+                     unsigned conflicts = 0);
   /// Value of a variable in the last satisfying assignment (false when the
   /// last answer was not Sat or the variable is unconstrained).
   bool value(int var) const;

@@ -79,9 +79,17 @@ struct SynthResult {
   /// Simulated time and lower bound at the target size, µs.
   double timeUs = 0;
   double lowerBoundUs = 0;
+  /// The fastest baseline (ring, tree, direct, hierarchical) at the target
+  /// size, which the search treats as a floor to beat; +inf when none
+  /// applies (custom collectives).
+  double baselineUs = 0;
+  std::string baselineName;
   /// The solver proved the optimum of the model behind the chosen schedule
-  /// and the search finished before the time limit.
+  /// (every solver call of its search finished) and the search finished
+  /// before the time limit.
   bool provenOptimal = false;
+  /// The time limit stopped the search early: the schedule is the best
+  /// verified one found so far.
   bool timeLimitHit = false;
   std::vector<StageTime> stages;
   std::vector<CandidateReport> candidates;

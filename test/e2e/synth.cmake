@@ -1,0 +1,48 @@
+# End-to-end tests of `ccsynth synth` (ccsynth_expect is defined in
+# core.cmake).
+set(SK ${CCSYNTH_SOURCE_DIR}/sketches)
+set(IN ${CMAKE_CURRENT_SOURCE_DIR}/inputs)
+
+# dgx1 AllGather at 1 KB: the diameter's two steps, proven optimal; the
+# written schedule verifies.
+ccsynth_expect(synth-dgx1-allgather-1k RC 0 FILE synth-ag-dgx1.json
+  MATCH "allgather\\(ranks=8, chunks=1\\) on dgx1: [0-9]+ transfers in 2 steps"
+        "proven optimal" "1K +1\\.4[0-9] " "solve time"
+  CMD ${CC} synth --topo dgx1 --sketch ${SK}/dgx1.json --collective allgather
+      --size 1K -q -o ${E2E_OUT}/synth-ag-dgx1.json)
+ccsynth_expect(synth-dgx1-allgather-verify RC 0 MATCH "OK: allgather"
+  CMD ${CC} verify ${E2E_OUT}/synth-ag-dgx1.json)
+set_tests_properties(e2e:synth-dgx1-allgather-verify PROPERTIES
+  DEPENDS e2e:synth-dgx1-allgather-1k)
+
+# A reduction on two nodes, with the SMT-LIB dump.
+ccsynth_expect(synth-ndv2x2-allreduce RC 0 FILE synth-ar-ndv2x2.smt2
+  MATCH "allreduce\\(ranks=16" "best baseline at 1M"
+  CMD ${CC} synth --topo ndv2x2 --sketch ${SK}/ndv2x2.json --collective
+      allreduce --size 1M --time-limit 30 -q --dump-smt
+      ${E2E_OUT}/synth-ar-ndv2x2.smt2 -o ${E2E_OUT}/synth-ar-ndv2x2.json)
+ccsynth_expect(synth-ndv2x2-allreduce-verify RC 0 MATCH "OK: allreduce"
+  CMD ${CC} verify ${E2E_OUT}/synth-ar-ndv2x2.json)
+set_tests_properties(e2e:synth-ndv2x2-allreduce-verify PROPERTIES
+  DEPENDS e2e:synth-ndv2x2-allreduce)
+
+# An infeasible sketch: exit code 4, the rank and chunk that can never be
+# delivered and the field to change; no output file.
+ccsynth_expect(synth-infeasible RC 4
+  MATCH "infeasible-sketch.json:3:[0-9]+: error: rank [0-9]+ \\(node 1, GPU 0\\) can never receive in\\[3\\]\\[0\\]"
+        "add 3 to the list"
+  CMD ${CC} synth --topo ndv2x2 --sketch ${IN}/infeasible-sketch.json
+      --collective allgather -o ${E2E_OUT}/never-written-synth.json)
+
+# A malformed sketch: located error, exit code 1.
+ccsynth_expect(synth-bad-sketch RC 1
+  MATCH "bad-sketch.json:3:[0-9]+: error: unknown intranode strategy 'ring'"
+  CMD ${CC} synth --topo dgx1 --sketch ${IN}/bad-sketch.json
+      --collective allgather -o ${E2E_OUT}/never-written-synth.json)
+ccsynth_expect(synth-sketch-topology-mismatch RC 1
+  MATCH "ndv2x2.json:[0-9]+:[0-9]+: error: the sketch is for 2 nodes but topology 'dgx1' has 1"
+  CMD ${CC} synth --topo dgx1 --sketch ${SK}/ndv2x2.json
+      --collective allgather -o ${E2E_OUT}/never-written-synth.json)
+ccsynth_expect(synth-unknown-collective RC 1 MATCH "unknown collective 'allgahter'"
+  CMD ${CC} synth --topo dgx1 --collective allgahter
+      -o ${E2E_OUT}/never-written-synth.json)

@@ -41,8 +41,10 @@ std::string fmt(double x, int prec = 2) {
 }
 
 /// Largest per-link / per-resource busy time of a plan, µs.
-double maxLoad(const RoutingProblem &p, const Plan &plan,
-               const CostModel &cost) {
+} // namespace
+
+double busyTime(const RoutingProblem &p, const Plan &plan,
+                const CostModel &cost) {
   const Topology &t = *p.topo;
   std::vector<double> link(t.links.size(), 0), res(t.resources.size(), 0);
   for (const PlanSend &s : plan.sends) {
@@ -57,6 +59,8 @@ double maxLoad(const RoutingProblem &p, const Plan &plan,
     m = std::max(m, v);
   return m;
 }
+
+namespace {
 
 /// Hop distance from each value's origin to its farthest destination.
 int minDepth(const RoutingProblem &p) {
@@ -197,7 +201,7 @@ std::string describePlan(const RoutingProblem &p, const Plan &plan,
   for (const PlanSend &s : plan.sends)
     depth = std::max(depth, s.slot);
   return std::to_string(plan.sends.size()) + " transfers, max link/resource "
-         "busy " + fmt(maxLoad(p, plan, cost)) + " us, depth " +
+         "busy " + fmt(busyTime(p, plan, cost)) + " us, depth " +
          std::to_string(depth);
 }
 
@@ -206,7 +210,8 @@ std::string describePlan(const RoutingProblem &p, const Plan &plan,
 /// for decoding and records timeouts.
 SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
                         double fraction,
-                        std::unique_ptr<IncrementalSolver> &out) {
+                        std::unique_ptr<IncrementalSolver> &out,
+                        bool budgeted = true) {
   SolveOutcome o;
   double left = ctx.secondsLeft();
   if (left <= 0.01) {
@@ -219,7 +224,8 @@ SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
     o.reason = s.error().message;
     return o;
   }
-  o = solver->solve({}, std::max(0.01, left * fraction), ctx.callConflicts);
+  o = solver->solve({}, std::max(0.01, left * fraction),
+                    budgeted ? ctx.callConflicts : 0);
   if (o.status == SolveStatus::Unknown) {
     ctx.cutShort = true;
     ctx.deadlineHit |= ctx.secondsLeft() <= 0.05;
@@ -447,11 +453,23 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   int depth = H;
   std::optional<BoolModel> q0;
   SolveOutcome o;
+  // The first route is worth its time (only the deadline bounds it): a
+  // hint bound (the heuristic's busy time) steers it to good routes.
   for (int d = opts.depthFirst ? d0 : H; d <= H; ++d) {
     q0 = query(d);
     if (!q0)
       continue;
-    o = solveFresh(*q0, ctx, 0.5, solver);
+    if (opts.hintBound > 0) {
+      BoolModel hinted = *q0;
+      enc.loadBound(hinted, linkCaps(p, cost, opts.hintBound),
+                    resourceCaps(p, cost, opts.hintBound));
+      o = solveFresh(hinted, ctx, 0.25, solver, /*budgeted=*/false);
+      if (o.status == SolveStatus::Sat) {
+        depth = d;
+        break;
+      }
+    }
+    o = solveFresh(*q0, ctx, 0.25, solver, /*budgeted=*/false);
     if (o.status == SolveStatus::Sat) {
       depth = d;
       break;
@@ -465,7 +483,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   }
   Plan best = enc.decode(*solver);
   std::string bestSmt = ctx.keepSmt ? solver->toSmtLib2() : "";
-  double ub = maxLoad(p, best, cost);
+  double ub = busyTime(p, best, cost);
   // Candidate bounds: every achievable busy time up to the first route's.
   std::vector<double> points;
   double lb = loadLowerBound(p, cost);
@@ -504,7 +522,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
       best = enc.decode(*solver);
       if (ctx.keepSmt)
         bestSmt = solver->toSmtLib2();
-      double got = maxLoad(p, best, cost);
+      double got = busyTime(p, best, cost);
       bestBound = got;
       hi = mid;
       while (hi > lo && uniq[hi - 1] >= got * (1 - 1e-9))
@@ -606,7 +624,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     for (const PlanSend &s : out.front().sends)
       for (int x : t.links[s.link].resources)
         res[x] += cost.resource[x];
-    double top = maxLoad(p, out.front(), cost);
+    double top = busyTime(p, out.front(), cost);
     std::set<int> links;
     for (int l : p.usableLinks)
       for (int x : t.links[l].resources)

@@ -322,6 +322,12 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
   }
   ListScheduleOptions lo;
   lo.bytes = opts.targetBytes;
+  // One replay may take at most a twentieth of the time limit (at least
+  // two seconds): very concurrent candidates are not worth more.
+  lo.deadline = std::min(
+      deadline + std::chrono::seconds(2),
+      Clock::now() + std::chrono::microseconds((long long)(
+                         std::max(2.0, opts.timeLimitSec / 20) * 1e6)));
   double bestHere = std::numeric_limits<double>::infinity();
   // Two dispatch rules: the plan's slot order, and critical path first.
   std::optional<TimedTasks> timed;
@@ -332,9 +338,11 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
       prioritizeCriticalPath(variant, topo, lo);
     auto tt = listSchedule(variant, topo, lo);
     stages.add("schedule", since(t1));
+    if (since(t1) > 1.0)
+      say("list scheduling " + std::to_string(variant.tasks.size()) +
+          " transfers took " + fmt(since(t1)) + " s");
     if (!tt) {
-      result.notes.push_back("internal: scheduling a " + plan.method +
-                             " plan failed: " + tt.error().message);
+      say("skipped a " + plan.method + " candidate: " + tt.error().message);
       return bestHere;
     }
     Schedule s = toSchedule(variant, *tt);
@@ -366,6 +374,9 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
     lastSize = merged.tasks.size();
     auto mt = listSchedule(merged, topo, lo);
     stages.add("schedule", since(t1));
+    if (since(t1) > 1.0)
+      say("list scheduling " + std::to_string(merged.tasks.size()) +
+          " merged transfers took " + fmt(since(t1)) + " s");
     if (!mt)
       continue;
     Schedule ms = toSchedule(merged, *mt);
@@ -444,6 +455,13 @@ void Driver::searchChunkup(int k, const Setup &setup,
       railSketch.conn.clear();
       auto rail = buildRoutingProblem(topo, railSketch, setup.route);
       if (rail) {
+        auto th = Clock::now();
+        Plan railHeuristic = heuristicPlan(*rail, cost);
+        stages.add("heuristic routes", since(th));
+        railHeuristic.method += " on rails";
+        report(railHeuristic.method,
+               evaluate(*rail, setup, railHeuristic, k));
+        double railHint = busyTime(*rail, railHeuristic, cost);
         // Bandwidth-bound: one or two links per NIC (rings, bidirectional
         // rings or chains per rail); otherwise shallow rail routes.
         std::vector<RoutingSearchOptions> variants;
@@ -466,9 +484,10 @@ void Driver::searchChunkup(int k, const Setup &setup,
           plain.enterNodesOnce = bandwidthBound;
           variants = {plain};
         }
-        for (const RoutingSearchOptions &ro : variants) {
+        for (RoutingSearchOptions &ro : variants) {
           if (atBound() || Clock::now() >= ctx.deadline)
             break;
+          ro.hintBound = railHint;
           auto t1 = Clock::now();
           ctx.maxVars = 150000;
           std::string tag = ro.nicLinks
@@ -507,6 +526,7 @@ void Driver::searchChunkup(int k, const Setup &setup,
     ro.concentrate = bandwidthBound;
     ro.depthFirst = !bandwidthBound;
     ro.enterNodesOnce = bandwidthBound;
+    ro.hintBound = busyTime(problem, h, cost);
     auto plans = routingPlans(problem, cost, ro, ctx);
     stages.add("routing (Z3)", since(t1));
     for (const Plan &p : plans) {

@@ -29,7 +29,7 @@ struct SynthCliOptions {
   unsigned seed = 0;
   int root = 0;
   bool inPlace = false;
-  double stopAt = 95;
+  double stopAt = 90;
   bool quiet = false;
 };
 
@@ -260,7 +260,7 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_flag("--inplace", opts->inPlace, "In-place collective (NCCL layout)");
   cmd->add_option("--stop-at", opts->stopAt,
                   "Stop trying further chunk splits once a schedule reaches "
-                  "this % of the lower bound (default 95)");
+                  "this % of the lower bound (default 90)");
   cmd->add_option("--dump-smt", opts->dumpSmt,
                   "Write the SMT-LIB 2 encoding behind the result");
   cmd->add_flag("-q,--quiet", opts->quiet, "No progress on stderr");

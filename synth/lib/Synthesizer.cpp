@@ -154,6 +154,16 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
     return k == 1 || (k <= kMax && (long long)values * k <= 8192);
   };
   int first = ok(c) ? c : 1;
+  // Bandwidth-bound sizes need enough values to keep every link busy
+  // while pipelining (a broadcast has one value per split): start at the
+  // first split giving four values per rank, when that is finer.
+  if (ratio > 4)
+    for (int k : pool)
+      if (k > first && ok(k) && (long long)values * first < 4LL * route1.numRanks) {
+        first = k;
+        if ((long long)values * k >= 4LL * route1.numRanks)
+          break;
+      }
   std::vector<int> up{first}, down;
   for (int k : pool)
     if (k > first && ok(k))

@@ -83,8 +83,7 @@ namespace {
 /// components; completion events carry a version to skip stale ones.
 class Dispatcher {
 public:
-  Dispatcher(const TaskList &l, const Topology &t,
-             const ListScheduleOptions &o)
+  Dispatcher(const TaskList &l, const Topology &t, const ListScheduleOptions &o)
       : list(l), topo(t), opts(o) {}
 
   Expected<TimedTasks> run();
@@ -109,8 +108,8 @@ private:
       return prio != o.prio ? prio > o.prio : task > o.task;
     }
   };
-  std::vector<std::priority_queue<ReadyItem, std::vector<ReadyItem>,
-                                  std::greater<>>>
+  std::vector<
+      std::priority_queue<ReadyItem, std::vector<ReadyItem>, std::greater<>>>
       linkReady;
   std::vector<char> linkBusy;
 
@@ -152,7 +151,8 @@ private:
   void endStream(int t);
   void finish(int t);
   void advance(int t) {
-    remaining[t] = std::max(0.0, remaining[t] - rate[t] * (now - lastUpdate[t]));
+    remaining[t] =
+        std::max(0.0, remaining[t] - rate[t] * (now - lastUpdate[t]));
     lastUpdate[t] = now;
   }
   void setRate(int t, double r) {
@@ -495,9 +495,8 @@ Schedule toSchedule(const TaskList &list, const TimedTasks &timed) {
     }
     step[t] = s;
   }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return step[a] < step[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return step[a] < step[b]; });
   Schedule sched;
   sched.collective = list.collective;
   sched.scratchChunks = list.scratchChunks;
@@ -541,11 +540,10 @@ TaskList mergeContiguous(const TaskList &list, const TimedTasks &timed,
       if (run >= 0) {
         const Transfer &a = merged[run].tr;
         const Transfer &b = list.tasks[t].tr;
-        bool contiguous =
-            a.op == b.op && a.src.buffer == b.src.buffer &&
-            a.dst.buffer == b.dst.buffer &&
-            b.src.index == a.src.index + a.count &&
-            b.dst.index == a.dst.index + a.count;
+        bool contiguous = a.op == b.op && a.src.buffer == b.src.buffer &&
+                          a.dst.buffer == b.dst.buffer &&
+                          b.src.index == a.src.index + a.count &&
+                          b.dst.index == a.dst.index + a.count;
         bool readyInTime = timed.ready[t] <= timed.start[run] + 1e-9;
         bool cheap = perChunkUs * b.count <= maxDelayRatio * link.alphaUs;
         if (contiguous && readyInTime && cheap) {

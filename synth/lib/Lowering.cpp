@@ -10,8 +10,7 @@ namespace {
 
 /// Output slots of each value, per rank (a copy collective may want a value
 /// in several slots of one rank).
-std::vector<std::map<int, std::vector<int>>>
-outputSlots(const Collective &c) {
+std::vector<std::map<int, std::vector<int>>> outputSlots(const Collective &c) {
   std::vector<std::map<int, std::vector<int>>> out(c.numValues());
   for (int r = 0; r < c.numRanks; ++r)
     for (int i = 0; i < c.outputChunks; ++i)
@@ -92,8 +91,8 @@ Status appendCopyTree(const RoutingProblem &p, const Plan &plan, FromFn from,
       if (src.rank != l.src)
         return Error("internal: a plan send's parent delivers elsewhere");
     }
-    out.tasks.push_back(makeTask(src, dstLoc[i], TransferOp::Copy, s.link,
-                                 prioBase + s.slot));
+    out.tasks.push_back(
+        makeTask(src, dstLoc[i], TransferOp::Copy, s.link, prioBase + s.slot));
   }
   return Status::success();
 }
@@ -196,9 +195,8 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
       // accumulator already holds it (in-place roots).
       started[s.value][parent] = 1;
       bool init = !primed[s.value][parent];
-      out.tasks.push_back(makeTask(src, acc,
-                                   init ? TransferOp::Copy : TransferOp::Reduce,
-                                   back, prio));
+      out.tasks.push_back(makeTask(
+          src, acc, init ? TransferOp::Copy : TransferOp::Reduce, back, prio));
       if (init)
         out.tasks.push_back(makeTask(contribution(s.value, parent), acc,
                                      TransferOp::Reduce, -1, prio));
@@ -216,8 +214,8 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
   for (int v = 0; v < nv; ++v) {
     int root = p.values[v].origin;
     if (!started[v][root] && !primed[v][root])
-      out.tasks.push_back(makeTask(contribution(v, root), result(v),
-                                   TransferOp::Copy, -1, 0));
+      out.tasks.push_back(
+          makeTask(contribution(v, root), result(v), TransferOp::Copy, -1, 0));
   }
   for (int r = 0; r < n; ++r)
     out.scratchChunks = std::max(out.scratchChunks, scratchNext[r]);
@@ -232,10 +230,9 @@ struct ReductionMap {
   std::vector<std::vector<ChunkLoc>> contribution; ///< [v][rank]
 };
 
-Expected<ReductionMap> mapReduction(const RoutingProblem &p,
-                                    const Collective &target,
-                                    int (*resultIndex)(const Collective &,
-                                                       const RouteValue &)) {
+Expected<ReductionMap>
+mapReduction(const RoutingProblem &p, const Collective &target,
+             int (*resultIndex)(const Collective &, const RouteValue &)) {
   int n = target.numRanks;
   ReductionMap m;
   std::vector<ChunkLoc> where(target.numValues());
@@ -245,8 +242,7 @@ Expected<ReductionMap> mapReduction(const RoutingProblem &p,
         where[target.pre[r][i]] = {r, BufferKind::Input, i};
   for (const RouteValue &val : p.values) {
     int idx = resultIndex(target, val);
-    if (idx < 0 || idx >= target.outputChunks ||
-        !target.post[val.origin][idx])
+    if (idx < 0 || idx >= target.outputChunks || !target.post[val.origin][idx])
       return Error("internal: the route's collective does not match " +
                    target.describe());
     const std::vector<int> &want = *target.post[val.origin][idx];
@@ -311,18 +307,17 @@ Expected<TaskList> lowerCopy(const RoutingProblem &p, const Plan &plan) {
 Expected<TaskList> lowerInverse(const RoutingProblem &p, const Plan &plan,
                                 const Collective &target,
                                 AccumulatorInit init) {
-  auto map = mapReduction(p, target,
-                          [](const Collective &, const RouteValue &v) {
-                            return v.originIndex;
-                          });
+  auto map =
+      mapReduction(p, target, [](const Collective &, const RouteValue &v) {
+        return v.originIndex;
+      });
   if (!map)
     return map.error();
   TaskList out;
   out.collective = target;
   auto result = [&](int v) { return map->result[v]; };
   auto contrib = [&](int v, int r) { return map->contribution[v][r]; };
-  if (Status s =
-          appendReduceTree(p, plan, target, result, contrib, init, out);
+  if (Status s = appendReduceTree(p, plan, target, result, contrib, init, out);
       !s)
     return s.error();
   return out;
@@ -332,19 +327,18 @@ Expected<TaskList> lowerAllReduce(const RoutingProblem &p, const Plan &plan,
                                   const Collective &target,
                                   AccumulatorInit init) {
   // AllGather value (j, k) owns AllReduce chunk j*c + k.
-  auto map = mapReduction(p, target,
-                          [](const Collective &t, const RouteValue &v) {
-                            int c = t.chunkFactor / t.numRanks;
-                            return v.origin * c + v.originIndex;
-                          });
+  auto map =
+      mapReduction(p, target, [](const Collective &t, const RouteValue &v) {
+        int c = t.chunkFactor / t.numRanks;
+        return v.origin * c + v.originIndex;
+      });
   if (!map)
     return map.error();
   TaskList out;
   out.collective = target;
   auto result = [&](int v) { return map->result[v]; };
   auto contrib = [&](int v, int r) { return map->contribution[v][r]; };
-  if (Status s =
-          appendReduceTree(p, plan, target, result, contrib, init, out);
+  if (Status s = appendReduceTree(p, plan, target, result, contrib, init, out);
       !s)
     return s.error();
   int maxSlot = 0;

@@ -200,9 +200,10 @@ std::string describePlan(const RoutingProblem &p, const Plan &plan,
   int depth = 0;
   for (const PlanSend &s : plan.sends)
     depth = std::max(depth, s.slot);
-  return std::to_string(plan.sends.size()) + " transfers, max link/resource "
-         "busy " + fmt(busyTime(p, plan, cost)) + " us, depth " +
-         std::to_string(depth);
+  return std::to_string(plan.sends.size()) +
+         " transfers, max link/resource "
+         "busy " +
+         fmt(busyTime(p, plan, cost)) + " us, depth " + std::to_string(depth);
 }
 
 /// Solves `query` (a base encoding plus query constraints) with a fresh
@@ -447,8 +448,8 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   };
   ctx.say("routing: " + std::to_string(p.reps.size()) + " of " +
           std::to_string(p.values.size()) + " values encoded (symmetry), " +
-          std::to_string(enc.numSendVars()) + " send variables, depth <= " +
-          std::to_string(H));
+          std::to_string(enc.numSendVars()) +
+          " send variables, depth <= " + std::to_string(H));
   // Depth-first: the smallest depth with any route, then bisection there.
   int depth = H;
   std::optional<BoolModel> q0;
@@ -516,8 +517,8 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     BoolModel q = *q0;
     enc.loadBound(q, linkCaps(p, cost, bound), resourceCaps(p, cost, bound));
     SolveOutcome r = solveFresh(q, ctx, 0.25, solver);
-    ctx.say("routing: busy time <= " + fmt(bound) + " us: " +
-            toString(r.status) + " (" + fmt(r.seconds) + " s)");
+    ctx.say("routing: busy time <= " + fmt(bound) +
+            " us: " + toString(r.status) + " (" + fmt(r.seconds) + " s)");
     if (r.status == SolveStatus::Sat) {
       best = enc.decode(*solver);
       if (ctx.keepSmt)
@@ -539,7 +540,8 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   best.provenOptimal = proven && (lo == hi || bestBound <= lb * (1 + 1e-9));
   if (ctx.keepSmt)
     best.smt = "; ccsynth routing model with the smallest busy-time bound "
-               "found (" + fmt(bestBound) + " us)\n" + bestSmt;
+               "found (" +
+               fmt(bestBound) + " us)\n" + bestSmt;
   ctx.say("routing: " + describePlan(p, best, cost));
   out.push_back(best);
   // Every later query keeps the best bound.
@@ -559,8 +561,8 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     SolveOutcome r = solveFresh(*q, ctx, 0.25, solver);
     if (r.status == SolveStatus::Sat) {
       Plan shallow = enc.decode(*solver);
-      shallow.method = "routing (min busy time, depth " + std::to_string(d) +
-                       ")";
+      shallow.method =
+          "routing (min busy time, depth " + std::to_string(d) + ")";
       ctx.say("routing: depth " + std::to_string(d) + ": " +
               describePlan(p, shallow, cost));
       out.push_back(std::move(shallow));
@@ -662,8 +664,8 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
     for (size_t x = 0; x < t.resources.size(); ++x)
       if (count[x] > 1)
         eo.resourceCap[x] = std::max(
-            1, (int)std::floor(t.resources[x].bandwidthGBps / fastest[x] +
-                               1e-9));
+            1,
+            (int)std::floor(t.resources[x].bandwidthGBps / fastest[x] + 1e-9));
   }
   // Lower bound on the horizon: the slowest first arrival, and every
   // rank's receptions over its in-links' capacity per slot.

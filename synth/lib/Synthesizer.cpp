@@ -159,7 +159,8 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
   // first split giving four values per rank, when that is finer.
   if (ratio > 4)
     for (int k : pool)
-      if (k > first && ok(k) && (long long)values * first < 4LL * route1.numRanks) {
+      if (k > first && ok(k) &&
+          (long long)values * first < 4LL * route1.numRanks) {
         first = k;
         if ((long long)values * k >= 4LL * route1.numRanks)
           break;
@@ -336,8 +337,9 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
   // two seconds): very concurrent candidates are not worth more.
   lo.deadline = std::min(
       deadline + std::chrono::seconds(2),
-      Clock::now() + std::chrono::microseconds((long long)(
-                         std::max(2.0, opts.timeLimitSec / 20) * 1e6)));
+      Clock::now() +
+          std::chrono::microseconds(
+              (long long)(std::max(2.0, opts.timeLimitSec / 20) * 1e6)));
   double bestHere = std::numeric_limits<double>::infinity();
   // Two dispatch rules: the plan's slot order, and critical path first.
   std::optional<TimedTasks> timed;
@@ -356,9 +358,9 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
       return bestHere;
     }
     Schedule s = toSchedule(variant, *tt);
-    double t = measure(s,
-                       plan.method + tag + (rule ? ", critical path first" : ""),
-                       k, plan.provenOptimal, plan.smt);
+    double t =
+        measure(s, plan.method + tag + (rule ? ", critical path first" : ""), k,
+                plan.provenOptimal, plan.smt);
     if (t < bestHere) {
       bestHere = t;
       *list = std::move(variant);
@@ -374,8 +376,8 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
     if (timeUp() && best.timeUs < std::numeric_limits<double>::infinity())
       break;
     auto t1 = Clock::now();
-    TaskList merged = mergeContiguous(*list, *timed, topo, opts.targetBytes,
-                                      ratio);
+    TaskList merged =
+        mergeContiguous(*list, *timed, topo, opts.targetBytes, ratio);
     if (merged.tasks.size() == list->tasks.size() ||
         merged.tasks.size() == lastSize) {
       stages.add("schedule", since(t1));
@@ -390,9 +392,8 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
     if (!mt)
       continue;
     Schedule ms = toSchedule(merged, *mt);
-    bestHere = std::min(
-        bestHere, measure(ms, plan.method + tag + ", merged", k,
-                          plan.provenOptimal, plan.smt));
+    bestHere = std::min(bestHere, measure(ms, plan.method + tag + ", merged", k,
+                                          plan.provenOptimal, plan.smt));
   }
   if (!plan.smt.empty())
     lastSmt = plan.smt;
@@ -449,81 +450,81 @@ void Driver::searchChunkup(int k, const Setup &setup,
   // Rail-only inter-node links (GPU i talks to GPU i of other nodes), with
   // room for forwarding across nodes: rings per NIC rail pipeline well.
   auto railRouting = [&] {
-  if (!atBound() && Clock::now() < ctx.deadline && topo.numNodes() > 1 &&
-      sketch.connKind != InternodeConnKind::DirectMap) {
-    bool rails = true, others = false;
-    for (int a = 0; a < problem.gpusPerNode; ++a)
-      for (int b = 0; b < problem.gpusPerNode; ++b) {
-        if (a == b)
-          rails &= (bool)problem.interConn[a][b];
-        else
-          others |= (bool)problem.interConn[a][b];
-      }
-    if (rails && others) {
-      Sketch railSketch = sketch;
-      railSketch.connKind = InternodeConnKind::DirectMap;
-      railSketch.conn.clear();
-      auto rail = buildRoutingProblem(topo, railSketch, setup.route);
-      if (rail) {
-        auto th = Clock::now();
-        Plan railHeuristic = heuristicPlan(*rail, cost);
-        stages.add("heuristic routes", since(th));
-        railHeuristic.method += " on rails";
-        report(railHeuristic.method,
-               evaluate(*rail, setup, railHeuristic, k));
-        double railHint = busyTime(*rail, railHeuristic, cost);
-        // Bandwidth-bound: one or two links per NIC (rings, bidirectional
-        // rings or chains per rail); otherwise shallow rail routes.
-        std::vector<RoutingSearchOptions> variants;
-        bool any = railSketch.hops == InternodeHops::Any;
-        int nodes = topo.numNodes();
-        if (bandwidthBound && any) {
-          RoutingSearchOptions one, two;
-          one.nicLinks = 1;
-          one.enterNodesOnce = two.enterNodesOnce = true;
-          one.slack = nodes;
-          one.concentrate = true;
-          two.nicLinks = 2;
-          two.slack = nodes / 2 + 1;
-          two.concentrate = true;
-          variants = {one, two};
-        } else {
-          RoutingSearchOptions plain;
-          plain.concentrate = bandwidthBound;
-          plain.depthFirst = !bandwidthBound;
-          plain.enterNodesOnce = bandwidthBound;
-          variants = {plain};
+    if (!atBound() && Clock::now() < ctx.deadline && topo.numNodes() > 1 &&
+        sketch.connKind != InternodeConnKind::DirectMap) {
+      bool rails = true, others = false;
+      for (int a = 0; a < problem.gpusPerNode; ++a)
+        for (int b = 0; b < problem.gpusPerNode; ++b) {
+          if (a == b)
+            rails &= (bool)problem.interConn[a][b];
+          else
+            others |= (bool)problem.interConn[a][b];
         }
-        for (RoutingSearchOptions &ro : variants) {
-          if (atBound() || Clock::now() >= ctx.deadline)
-            break;
-          ro.hintBound = railHint;
-          auto t1 = Clock::now();
-          ctx.maxVars = 150000;
-          std::string tag = ro.nicLinks
-                                ? "rails, " + std::to_string(ro.nicLinks) +
-                                      " link(s) per NIC"
-                                : "rails only";
-          ctx.progress = [&](const std::string &m) {
-            say("chunkup " + std::to_string(k) + ": " + tag + ": " + m);
-          };
-          auto plans = routingPlans(*rail, cost, ro, ctx);
-          stages.add("routing (Z3)", since(t1));
-          for (Plan &p : plans) {
-            // The first plan is always evaluated (cheap next to solving).
-            if (&p != &plans.front() && timeUp() &&
-                std::isfinite(best.timeUs))
-              break;
-            p.method += " on " + tag;
-            report(p.method, evaluate(*rail, setup, p, k));
+      if (rails && others) {
+        Sketch railSketch = sketch;
+        railSketch.connKind = InternodeConnKind::DirectMap;
+        railSketch.conn.clear();
+        auto rail = buildRoutingProblem(topo, railSketch, setup.route);
+        if (rail) {
+          auto th = Clock::now();
+          Plan railHeuristic = heuristicPlan(*rail, cost);
+          stages.add("heuristic routes", since(th));
+          railHeuristic.method += " on rails";
+          report(railHeuristic.method,
+                 evaluate(*rail, setup, railHeuristic, k));
+          double railHint = busyTime(*rail, railHeuristic, cost);
+          // Bandwidth-bound: one or two links per NIC (rings, bidirectional
+          // rings or chains per rail); otherwise shallow rail routes.
+          std::vector<RoutingSearchOptions> variants;
+          bool any = railSketch.hops == InternodeHops::Any;
+          int nodes = topo.numNodes();
+          if (bandwidthBound && any) {
+            RoutingSearchOptions one, two;
+            one.nicLinks = 1;
+            one.enterNodesOnce = two.enterNodesOnce = true;
+            one.slack = nodes;
+            one.concentrate = true;
+            two.nicLinks = 2;
+            two.slack = nodes / 2 + 1;
+            two.concentrate = true;
+            variants = {one, two};
+          } else {
+            RoutingSearchOptions plain;
+            plain.concentrate = bandwidthBound;
+            plain.depthFirst = !bandwidthBound;
+            plain.enterNodesOnce = bandwidthBound;
+            variants = {plain};
           }
+          for (RoutingSearchOptions &ro : variants) {
+            if (atBound() || Clock::now() >= ctx.deadline)
+              break;
+            ro.hintBound = railHint;
+            auto t1 = Clock::now();
+            ctx.maxVars = 150000;
+            std::string tag = ro.nicLinks
+                                  ? "rails, " + std::to_string(ro.nicLinks) +
+                                        " link(s) per NIC"
+                                  : "rails only";
+            ctx.progress = [&](const std::string &m) {
+              say("chunkup " + std::to_string(k) + ": " + tag + ": " + m);
+            };
+            auto plans = routingPlans(*rail, cost, ro, ctx);
+            stages.add("routing (Z3)", since(t1));
+            for (Plan &p : plans) {
+              // The first plan is always evaluated (cheap next to solving).
+              if (&p != &plans.front() && timeUp() &&
+                  std::isfinite(best.timeUs))
+                break;
+              p.method += " on " + tag;
+              report(p.method, evaluate(*rail, setup, p, k));
+            }
+          }
+          ctx.progress = [&](const std::string &m) {
+            say("chunkup " + std::to_string(k) + ": " + m);
+          };
         }
-        ctx.progress = [&](const std::string &m) {
-          say("chunkup " + std::to_string(k) + ": " + m);
-        };
       }
     }
-  }
   };
   // Multi-node bandwidth-bound sizes: try rails first, they are likely to
   // win and the full sketch's encoding is the larger one.
@@ -587,8 +588,8 @@ void Driver::measureBaselines() {
   }
   stages.add("baselines", since(t0));
   if (std::isfinite(baselineUs))
-    say("best baseline at this size: " + baselineName + ", " +
-        fmt(baselineUs) + " us (the search goes on while it is faster)");
+    say("best baseline at this size: " + baselineName + ", " + fmt(baselineUs) +
+        " us (the search goes on while it is faster)");
 }
 
 Expected<SynthResult> Driver::run() {
@@ -604,10 +605,9 @@ Expected<SynthResult> Driver::run() {
                    "synthesized for the built-in reducescatter, reduce and "
                    "allreduce)");
     if (opts.custom->numRanks != n)
-      return Error("the custom collective has " +
-                   std::to_string(opts.custom->numRanks) +
-                   " ranks but topology '" + topo.name + "' has " +
-                   std::to_string(n));
+      return Error(
+          "the custom collective has " + std::to_string(opts.custom->numRanks) +
+          " ranks but topology '" + topo.name + "' has " + std::to_string(n));
   }
   auto bases = makeSetups(opts, n, 1);
   if (!bases)
@@ -618,9 +618,11 @@ Expected<SynthResult> Driver::run() {
   size_t remainingKs = 0;
   for (auto &ph : phases)
     remainingKs += ph.size();
-  say("synthesizing " + base->target.describe() + " on " + topo.name +
-      " for " + fmt(opts.targetBytes / 1024.0, 0) + " KiB; chunk splits to "
-      "try: " + [&] {
+  say("synthesizing " + base->target.describe() + " on " + topo.name + " for " +
+      fmt(opts.targetBytes / 1024.0, 0) +
+      " KiB; chunk splits to "
+      "try: " +
+      [&] {
         std::string s;
         for (auto &ph : phases)
           for (int k : ph)
@@ -645,8 +647,9 @@ Expected<SynthResult> Driver::run() {
       double left =
           std::chrono::duration<double>(deadline - Clock::now()).count();
       int rest = (int)std::min<size_t>(remainingKs, 3);
-      auto until = Clock::now() + std::chrono::microseconds((long long)(
-                                      std::max(0.0, left) / rest * 1e6));
+      auto until =
+          Clock::now() + std::chrono::microseconds(
+                             (long long)(std::max(0.0, left) / rest * 1e6));
       for (size_t f = 0; f < setups->size(); ++f) {
         const Setup &setup = (*setups)[f];
         auto t0 = Clock::now();
@@ -671,10 +674,9 @@ Expected<SynthResult> Driver::run() {
                       explainInfeasible(*problem, sketch)))
           break;
         // The main family gets most of this split's time.
-        auto familyUntil =
-            f + 1 < setups->size()
-                ? Clock::now() + (until - Clock::now()) * 2 / 3
-                : until;
+        auto familyUntil = f + 1 < setups->size()
+                               ? Clock::now() + (until - Clock::now()) * 2 / 3
+                               : until;
         searchChunkup(k, setup, *problem, familyUntil);
       }
       if (atBound() ||

@@ -53,8 +53,7 @@ enum class AccumulatorInit { Early, AfterFirstArrival };
 /// Reduce) plan; `target` is the reduction collective (same ranks, chunk
 /// factor and root as the plan's collective).
 Expected<TaskList> lowerInverse(const RoutingProblem &problem, const Plan &plan,
-                                const Collective &target,
-                                AccumulatorInit init);
+                                const Collective &target, AccumulatorInit init);
 
 /// Lowers AllReduce `target` (chunk factor n*c) from an AllGather plan with
 /// chunk factor c: reduce-scatter by the inverse plan, then all-gather.

@@ -439,4 +439,111 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
   return out;
 }
 
+Expected<TaskList> lowerAllReduceGather(const RoutingProblem &p,
+                                        const Plan &plan,
+                                        const Collective &target) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  if (target.kind != CollectiveKind::AllReduce || target.chunkFactor % n != 0 ||
+      p.collective.inputChunks != target.inputChunks)
+    return Error("internal: the route does not match " + target.describe());
+  int c = target.chunkFactor / n;
+  TaskList out;
+  out.collective = target;
+  std::vector<int> scratchNext(n, 0);
+  // Owners start from their own contribution.
+  for (int x = 0; x < target.inputChunks; ++x) {
+    int owner = x / c;
+    ChunkLoc in{owner, BufferKind::Input, x}, res{owner, BufferKind::Output, x};
+    if (target.canonical(in) != target.canonical(res))
+      out.tasks.push_back(makeTask(in, res, TransferOp::Copy, -1, 0));
+  }
+  std::vector<ChunkLoc> landing(p.values.size(),
+                                ChunkLoc{-1, BufferKind::Scratch, -1});
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const RouteValue &val = p.values[v];
+    if (val.dests.empty())
+      continue;
+    if (val.dests.size() != 1 || val.dests[0] != val.originIndex / c)
+      return Error("internal: a gather route goes elsewhere than the "
+                   "chunk's owner");
+    int owner = val.dests[0];
+    landing[v] = {owner, BufferKind::Scratch, scratchNext[owner]++};
+  }
+  out.scratchChunks = *std::max_element(scratchNext.begin(), scratchNext.end());
+  auto from = [&](int v) {
+    return ChunkLoc{p.values[v].origin, BufferKind::Input,
+                    p.values[v].originIndex};
+  };
+  auto to = [&](int v, int r) -> std::optional<ChunkLoc> {
+    if (r == landing[v].rank)
+      return landing[v];
+    return std::nullopt;
+  };
+  if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
+    return s.error();
+  int maxSlot = 0;
+  std::vector<int> arrival(p.values.size(), 0);
+  for (const PlanSend &s : plan.sends) {
+    maxSlot = std::max(maxSlot, s.slot);
+    if (t.links[s.link].dst == landing[s.value].rank)
+      arrival[s.value] = s.slot;
+  }
+  std::vector<int> order(p.values.size());
+  for (size_t v = 0; v < order.size(); ++v)
+    order[v] = (int)v;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return arrival[a] < arrival[b]; });
+  for (int v : order) {
+    if (p.values[v].dests.empty())
+      continue;
+    const RouteValue &val = p.values[v];
+    ChunkLoc res{val.dests[0], BufferKind::Output, val.originIndex};
+    out.tasks.push_back(
+        makeTask(landing[v], res, TransferOp::Reduce, -1, arrival[v] + 0.5));
+  }
+  // All-gather each result along the union of its contributions' routes,
+  // reversed: a breadth-first tree from the owner.
+  std::vector<int> rev = reverseLinks(t);
+  std::vector<std::vector<int>> edges(target.inputChunks);
+  for (const PlanSend &s : plan.sends) {
+    int back = rev[s.link];
+    if (back < 0)
+      return Error("cannot invert the route: topology '" + t.name +
+                   "' has no link from rank " +
+                   std::to_string(t.links[s.link].dst) + " back to rank " +
+                   std::to_string(t.links[s.link].src));
+    edges[p.values[s.value].originIndex].push_back(back);
+  }
+  for (int x = 0; x < target.inputChunks; ++x) {
+    int owner = x / c;
+    std::vector<int> depth(n, -1);
+    depth[owner] = 0;
+    std::vector<int> frontier{owner};
+    std::sort(edges[x].begin(), edges[x].end());
+    edges[x].erase(std::unique(edges[x].begin(), edges[x].end()),
+                   edges[x].end());
+    while (!frontier.empty()) {
+      std::vector<int> next;
+      for (int u : frontier)
+        for (int l : edges[x])
+          if (t.links[l].src == u && depth[t.links[l].dst] < 0) {
+            int w = t.links[l].dst;
+            depth[w] = depth[u] + 1;
+            out.tasks.push_back(
+                makeTask({u, BufferKind::Output, x}, {w, BufferKind::Output, x},
+                         TransferOp::Copy, l, maxSlot + 1 + depth[w]));
+            next.push_back(w);
+          }
+      frontier = std::move(next);
+    }
+    for (int r = 0; r < n; ++r)
+      if (depth[r] < 0)
+        return Error("internal: the reversed routes of chunk " +
+                     std::to_string(x) + " do not reach rank " +
+                     std::to_string(r));
+  }
+  return out;
+}
+
 } // namespace ccsynth::synth

@@ -65,7 +65,13 @@ CollectiveKind routeKindOf(CollectiveKind k) {
 /// One way to build the collective: which copy collective's routes are
 /// searched, and how a route plan becomes the target's transfers.
 struct Setup {
-  enum class Lowering { Copy, Inverse, AllReduce, GatherReduce };
+  enum class Lowering {
+    Copy,
+    Inverse,
+    AllReduce,
+    GatherReduce,
+    AllReduceGather
+  };
   Collective route;  ///< routed copy collective
   Collective target; ///< what the schedule implements
   Lowering lowering = Lowering::Copy;
@@ -110,6 +116,9 @@ Expected<std::vector<Setup>> makeSetups(const SynthOptions &o, int n, int k) {
     break;
   case CollectiveKind::AllReduce:
     st = add(CollectiveKind::AllGather, Setup::Lowering::AllReduce, "");
+    if (st)
+      st = add(CollectiveKind::AllToAll, Setup::Lowering::AllReduceGather,
+               "reduce at owners");
     break;
   default:
     st = add(o.kind, Setup::Lowering::Copy, "");
@@ -247,6 +256,8 @@ Expected<TaskList> Driver::lower(const RoutingProblem &problem,
     return lowerAllReduce(problem, plan, setup.target, init);
   case Setup::Lowering::GatherReduce:
     return lowerGatherReduce(problem, plan, setup.target);
+  case Setup::Lowering::AllReduceGather:
+    return lowerAllReduceGather(problem, plan, setup.target);
   case Setup::Lowering::Copy:
     break;
   }
@@ -408,8 +419,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
       return;
     std::string pct =
         bound > 0 ? " (" + fmt(100.0 * bound / t, 1) + "% of bound)" : "";
-    say("chunkup " + std::to_string(k) + ": " + what + ": " + fmt(t) + " us" +
-        pct);
+    say("chunkup " + std::to_string(k) + ": " + what + ": " +
+        fmt(t, t < 100 ? 4 : 2) + " us" + pct);
   };
   double chunk = std::ceil(opts.targetBytes / setup.route.sizeDivisor());
   CostModel cost = makeCostModel(topo, chunk);
@@ -551,7 +562,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
   // The exact slot model is the most precise and the most expensive: only
   // when routing left a gap to the bound.
   if (!atBound() && Clock::now() < ctx.deadline &&
-      setup.lowering != Setup::Lowering::GatherReduce) {
+      setup.lowering != Setup::Lowering::GatherReduce &&
+      setup.lowering != Setup::Lowering::AllReduceGather) {
     auto t1 = Clock::now();
     ctx.maxVars = 40000;
     auto exact = exactPlan(problem, cost, ctx);

@@ -70,4 +70,12 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &problem,
                                      const Plan &plan,
                                      const Collective &target);
 
+/// Lowers AllReduce `target` (chunk factor n*c) from an AllToAll plan with
+/// chunk factor c: every contribution moves unreduced to the chunk's owner,
+/// which reduces locally, then the owner's result travels back along the
+/// reversed routes (their union, as a tree) to every rank.
+Expected<TaskList> lowerAllReduceGather(const RoutingProblem &problem,
+                                        const Plan &plan,
+                                        const Collective &target);
+
 } // namespace ccsynth::synth

@@ -97,6 +97,22 @@ Status appendCopyTree(const RoutingProblem &p, const Plan &plan, FromFn from,
   return Status::success();
 }
 
+/// Per value, the summed link latency (plus a hop term for ties) of its
+/// route to the rank holding `landing[v]`; 0 for values that do not move.
+std::vector<double> routeLatency(const RoutingProblem &p, const Plan &plan,
+                                 const std::vector<ChunkLoc> &landing) {
+  const Topology &t = *p.topo;
+  std::vector<double> at(plan.sends.size(), 0), out(p.values.size(), 0);
+  for (int i : bySlot(plan)) {
+    const PlanSend &s = plan.sends[i];
+    double before = s.parent >= 0 ? at[s.parent] : 0;
+    at[i] = before + t.links[s.link].alphaUs + 1e-6;
+    if (t.links[s.link].dst == landing[s.value].rank)
+      out[s.value] = at[i];
+  }
+  return out;
+}
+
 /// Link from l's destination back to its source (same kind preferred, then
 /// the fastest), or -1.
 std::vector<int> reverseLinks(const Topology &t) {
@@ -415,11 +431,9 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
   };
   if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
     return s.error();
-  // Fold each landing into its result in arrival order.
-  std::vector<int> arrival(p.values.size(), 0);
-  for (const PlanSend &s : plan.sends)
-    if (t.links[s.link].dst == landing[s.value].rank)
-      arrival[s.value] = s.slot;
+  // Fold each landing into its result in (estimated) arrival order: the
+  // latency of its route, hops as tie-break.
+  std::vector<double> arrival = routeLatency(p, plan, landing);
   std::vector<int> order(p.values.size());
   for (size_t v = 0; v < order.size(); ++v)
     order[v] = (int)v;
@@ -483,12 +497,9 @@ Expected<TaskList> lowerAllReduceGather(const RoutingProblem &p,
   if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
     return s.error();
   int maxSlot = 0;
-  std::vector<int> arrival(p.values.size(), 0);
-  for (const PlanSend &s : plan.sends) {
+  for (const PlanSend &s : plan.sends)
     maxSlot = std::max(maxSlot, s.slot);
-    if (t.links[s.link].dst == landing[s.value].rank)
-      arrival[s.value] = s.slot;
-  }
+  std::vector<double> arrival = routeLatency(p, plan, landing);
   std::vector<int> order(p.values.size());
   for (size_t v = 0; v < order.size(); ++v)
     order[v] = (int)v;

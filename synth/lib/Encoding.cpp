@@ -53,9 +53,7 @@ FlowEncoding::FlowEncoding(const RoutingProblem &problem,
     encodeExclusive();
 }
 
-int FlowEncoding::dur(int l) const {
-  return std::max(1, opts.duration[l]);
-}
+int FlowEncoding::dur(int l) const { return std::max(1, opts.duration[l]); }
 
 void FlowEncoding::encodeRep(int ri) {
   const Topology &t = *p.topo;
@@ -416,6 +414,5 @@ Plan FlowEncoding::decode(const IncrementalSolver &solver) const {
   }
   return plan;
 }
-
 
 } // namespace ccsynth::synth

@@ -76,11 +76,14 @@ std::vector<std::vector<int>> taskDependencies(const TaskList &list) {
 
 namespace {
 
-/// The event-driven replay with dynamic dispatch.
+/// The event-driven replay with dynamic dispatch. Streaming flows progress
+/// lazily (remaining bytes at their last rate change); a start or end only
+/// recomputes the max-min fair rates of the flows connected to it through
+/// shared constraints, since the allocation decomposes over connected
+/// components; completion events carry a version to skip stale ones.
 class Dispatcher {
 public:
-  Dispatcher(const TaskList &l, const Topology &t,
-             const ListScheduleOptions &o)
+  Dispatcher(const TaskList &l, const Topology &t, const ListScheduleOptions &o)
       : list(l), topo(t), opts(o) {}
 
   Expected<TimedTasks> run();
@@ -105,30 +108,61 @@ private:
       return prio != o.prio ? prio > o.prio : task > o.task;
     }
   };
-  std::vector<std::priority_queue<ReadyItem, std::vector<ReadyItem>,
-                                  std::greater<>>>
+  std::vector<
+      std::priority_queue<ReadyItem, std::vector<ReadyItem>, std::greater<>>>
       linkReady;
   std::vector<char> linkBusy;
 
-  using Timed = std::pair<double, int>;
-  std::priority_queue<Timed, std::vector<Timed>, std::greater<>> latency;
-  std::vector<int> active;
-  std::vector<double> remaining, rate;
-  bool dirty = false;
+  /// time, task, version (0 = end of the latency phase).
+  struct Event {
+    double time;
+    int task;
+    unsigned version;
+    bool operator>(const Event &o) const {
+      if (time != o.time)
+        return time > o.time;
+      return task > o.task;
+    }
+  };
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
+  std::vector<double> remaining, rate, lastUpdate;
+  std::vector<unsigned> version;
+  std::vector<char> streaming;
   double now = 0;
   TimedTasks out;
 
-  // Rate computation scratch.
+  // Flows on each constraint, with each flow's position for O(1) removal.
   std::vector<std::vector<int>> flowsOn;
+  std::vector<std::vector<int>> posOn;
+  std::vector<int> dirtyCons, dirtyFlows;
+  // Rate computation scratch, stamped to avoid clearing.
+  std::vector<unsigned> consStamp, flowStamp;
+  unsigned stamp = 0;
   std::vector<double> remCap;
   std::vector<int> unfrozen;
   std::vector<char> frozen;
+  std::vector<std::pair<double, int>> heapStore;
+  std::vector<int> groupCons, groupFlows, work;
 
   void makeReady(int t);
   void dispatch(int link);
   void start(int t);
   void beginStream(int t);
+  void endStream(int t);
   void finish(int t);
+  void advance(int t) {
+    remaining[t] =
+        std::max(0.0, remaining[t] - rate[t] * (now - lastUpdate[t]));
+    lastUpdate[t] = now;
+  }
+  void setRate(int t, double r) {
+    advance(t);
+    if (r == rate[t] && version[t] > 0)
+      return; // its completion event stays valid
+    rate[t] = r;
+    ++version[t];
+    events.push({now + remaining[t] / r, t, version[t]});
+  }
   void recomputeRates();
 };
 
@@ -154,18 +188,47 @@ void Dispatcher::dispatch(int link) {
 void Dispatcher::start(int t) {
   out.start[t] = now;
   if (alpha[t] > 0)
-    latency.push({now + alpha[t], t});
+    events.push({now + alpha[t], t, 0});
   else
     beginStream(t);
 }
 
 void Dispatcher::beginStream(int t) {
+  streaming[t] = 1;
   remaining[t] = bytes[t];
-  active.push_back(t);
-  dirty = true;
+  lastUpdate[t] = now;
+  if (cons[t].empty()) {
+    setRate(t, cap[t]);
+    return;
+  }
+  posOn[t].resize(cons[t].size());
+  for (size_t i = 0; i < cons[t].size(); ++i) {
+    int c = cons[t][i];
+    posOn[t][i] = (int)flowsOn[c].size();
+    flowsOn[c].push_back(t);
+    dirtyCons.push_back(c);
+  }
+  dirtyFlows.push_back(t);
+}
+
+void Dispatcher::endStream(int t) {
+  streaming[t] = 0;
+  for (size_t i = 0; i < cons[t].size(); ++i) {
+    int c = cons[t][i];
+    auto &list = flowsOn[c];
+    int pos = posOn[t][i], moved = list.back();
+    list[pos] = moved;
+    list.pop_back();
+    if (moved != t)
+      for (size_t j = 0; j < cons[moved].size(); ++j)
+        if (cons[moved][j] == c)
+          posOn[moved][j] = pos;
+    dirtyCons.push_back(c);
+  }
 }
 
 void Dispatcher::finish(int t) {
+  endStream(t);
   out.end[t] = now;
   if (linkOf[t] >= 0) {
     linkBusy[linkOf[t]] = 0;
@@ -177,60 +240,86 @@ void Dispatcher::finish(int t) {
 }
 
 void Dispatcher::recomputeRates() {
-  dirty = false;
-  std::vector<int> touched;
-  for (int f : active)
-    for (int c : cons[f]) {
-      if (flowsOn[c].empty())
-        touched.push_back(c);
-      flowsOn[c].push_back(f);
-    }
-  struct Level {
-    double level;
-    int id;
-    bool operator>(const Level &o) const {
-      return level != o.level ? level > o.level : id > o.id;
+  if (dirtyCons.empty() && dirtyFlows.empty())
+    return;
+  // The connected group of flows reachable from what changed.
+  ++stamp;
+  groupCons.clear();
+  groupFlows.clear();
+  work.clear();
+  auto visitCons = [&](int c) {
+    if (consStamp[c] != stamp) {
+      consStamp[c] = stamp;
+      groupCons.push_back(c);
+      work.push_back(c);
     }
   };
-  std::priority_queue<Level, std::vector<Level>, std::greater<>> heap;
-  for (int c : touched) {
+  for (int c : dirtyCons)
+    visitCons(c);
+  for (int f : dirtyFlows)
+    if (streaming[f] && flowStamp[f] != stamp) {
+      flowStamp[f] = stamp;
+      groupFlows.push_back(f);
+      for (int c : cons[f])
+        visitCons(c);
+    }
+  while (!work.empty()) {
+    int c = work.back();
+    work.pop_back();
+    for (int f : flowsOn[c])
+      if (flowStamp[f] != stamp) {
+        flowStamp[f] = stamp;
+        groupFlows.push_back(f);
+        for (int d : cons[f])
+          visitCons(d);
+      }
+  }
+  dirtyCons.clear();
+  dirtyFlows.clear();
+  // Progressive filling with a lazy min-heap of fair shares: freezing a
+  // flow at a level no higher than a constraint's share can only raise it.
+  heapStore.clear();
+  auto push = [&](double level, int id) {
+    heapStore.push_back({level, id});
+    std::push_heap(heapStore.begin(), heapStore.end(), std::greater<>());
+  };
+  for (int c : groupCons) {
     remCap[c] = consCap[c];
     unfrozen[c] = (int)flowsOn[c].size();
-    heap.push({remCap[c] / unfrozen[c], c});
+    if (unfrozen[c] > 0)
+      push(remCap[c] / unfrozen[c], c);
   }
-  for (int f : active) {
+  for (int f : groupFlows) {
     frozen[f] = 0;
-    heap.push({cap[f], ~f});
+    push(cap[f], ~f);
   }
   auto freeze = [&](int f, double level) {
     frozen[f] = 1;
-    rate[f] = level;
+    setRate(f, level);
     for (int c : cons[f]) {
       remCap[c] = std::max(0.0, remCap[c] - level);
       if (--unfrozen[c] > 0)
-        heap.push({remCap[c] / unfrozen[c], c});
+        push(remCap[c] / unfrozen[c], c);
     }
   };
-  while (!heap.empty()) {
-    Level top = heap.top();
-    heap.pop();
-    if (top.id < 0) {
-      if (!frozen[~top.id])
-        freeze(~top.id, top.level);
+  while (!heapStore.empty()) {
+    std::pop_heap(heapStore.begin(), heapStore.end(), std::greater<>());
+    auto [level, id] = heapStore.back();
+    heapStore.pop_back();
+    if (id < 0) {
+      if (!frozen[~id])
+        freeze(~id, level);
       continue;
     }
-    int c = top.id;
-    if (unfrozen[c] <= 0)
+    if (unfrozen[id] <= 0)
       continue;
-    double share = remCap[c] / unfrozen[c];
-    if (share > top.level * (1 + 1e-12))
-      continue;
-    for (int f : flowsOn[c])
+    double share = remCap[id] / unfrozen[id];
+    if (share > level * (1 + 1e-12))
+      continue; // stale: a newer entry carries the current share
+    for (int f : flowsOn[id])
       if (!frozen[f])
         freeze(f, share);
   }
-  for (int c : touched)
-    flowsOn[c].clear();
 }
 
 Expected<TimedTasks> Dispatcher::run() {
@@ -238,7 +327,8 @@ Expected<TimedTasks> Dispatcher::run() {
   double chunk = chunkBytesOf(list.collective, opts.bytes);
   int nres = (int)topo.resources.size();
   int n = topo.numRanks();
-  consCap.assign(nres + n, 0);
+  int ncons = nres + n;
+  consCap.assign(ncons, 0);
   for (int x = 0; x < nres; ++x)
     consCap[x] = topo.resources[x].bandwidthGBps * 1e3;
   for (int r = 0; r < n; ++r)
@@ -283,9 +373,15 @@ Expected<TimedTasks> Dispatcher::run() {
   linkBusy.assign(topo.links.size(), 0);
   remaining.assign(numTasks, 0);
   rate.assign(numTasks, 0);
-  flowsOn.assign(nres + n, {});
-  remCap.assign(nres + n, 0);
-  unfrozen.assign(nres + n, 0);
+  lastUpdate.assign(numTasks, 0);
+  version.assign(numTasks, 0);
+  streaming.assign(numTasks, 0);
+  flowsOn.assign(ncons, {});
+  posOn.assign(numTasks, {});
+  consStamp.assign(ncons, 0);
+  flowStamp.assign(numTasks, 0);
+  remCap.assign(ncons, 0);
+  unfrozen.assign(ncons, 0);
   frozen.assign(numTasks, 0);
   out.ready.assign(numTasks, 0);
   out.start.assign(numTasks, 0);
@@ -295,39 +391,36 @@ Expected<TimedTasks> Dispatcher::run() {
     if (pending[t] == 0)
       makeReady(t);
   int finished = 0;
-  while (true) {
-    if (dirty)
-      recomputeRates();
-    double next = latency.empty() ? INFINITY : latency.top().first;
-    for (int f : active)
-      next = std::min(next, now + remaining[f] / rate[f]);
-    if (!std::isfinite(next))
+  std::vector<int> streams, done;
+  for (long long step = 0;; ++step) {
+    if (opts.deadline && (step & 255) == 0 &&
+        std::chrono::steady_clock::now() > *opts.deadline)
+      return Error("list scheduling stopped at its time limit");
+    recomputeRates();
+    // Skip stale completion events.
+    while (!events.empty() && events.top().version != 0 &&
+           (!streaming[events.top().task] ||
+            events.top().version != version[events.top().task]))
+      events.pop();
+    if (events.empty())
       break;
-    double dt = next - now;
-    now = next;
+    now = events.top().time;
     double horizon = now + 1e-9 + std::abs(now) * 1e-12;
-    std::vector<int> done;
-    for (size_t i = 0; i < active.size();) {
-      int f = active[i];
-      remaining[f] -= rate[f] * dt;
-      if (now + remaining[f] / rate[f] <= horizon) {
-        done.push_back(f);
-        active[i] = active.back();
-        active.pop_back();
-        dirty = true;
-      } else {
-        ++i;
-      }
-    }
-    std::vector<int> streams;
-    while (!latency.empty() && latency.top().first <= horizon) {
-      streams.push_back(latency.top().second);
-      latency.pop();
+    streams.clear();
+    done.clear();
+    while (!events.empty() && events.top().time <= horizon) {
+      Event e = events.top();
+      events.pop();
+      if (e.version == 0)
+        streams.push_back(e.task);
+      else if (streaming[e.task] && e.version == version[e.task])
+        done.push_back(e.task);
     }
     std::sort(done.begin(), done.end());
     for (int t : streams)
       beginStream(t);
     for (int t : done) {
+      advance(t);
       finish(t);
       ++finished;
     }
@@ -402,9 +495,8 @@ Schedule toSchedule(const TaskList &list, const TimedTasks &timed) {
     }
     step[t] = s;
   }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return step[a] < step[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return step[a] < step[b]; });
   Schedule sched;
   sched.collective = list.collective;
   sched.scratchChunks = list.scratchChunks;
@@ -448,11 +540,10 @@ TaskList mergeContiguous(const TaskList &list, const TimedTasks &timed,
       if (run >= 0) {
         const Transfer &a = merged[run].tr;
         const Transfer &b = list.tasks[t].tr;
-        bool contiguous =
-            a.op == b.op && a.src.buffer == b.src.buffer &&
-            a.dst.buffer == b.dst.buffer &&
-            b.src.index == a.src.index + a.count &&
-            b.dst.index == a.dst.index + a.count;
+        bool contiguous = a.op == b.op && a.src.buffer == b.src.buffer &&
+                          a.dst.buffer == b.dst.buffer &&
+                          b.src.index == a.src.index + a.count &&
+                          b.dst.index == a.dst.index + a.count;
         bool readyInTime = timed.ready[t] <= timed.start[run] + 1e-9;
         bool cheap = perChunkUs * b.count <= maxDelayRatio * link.alphaUs;
         if (contiguous && readyInTime && cheap) {

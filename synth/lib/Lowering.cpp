@@ -10,8 +10,7 @@ namespace {
 
 /// Output slots of each value, per rank (a copy collective may want a value
 /// in several slots of one rank).
-std::vector<std::map<int, std::vector<int>>>
-outputSlots(const Collective &c) {
+std::vector<std::map<int, std::vector<int>>> outputSlots(const Collective &c) {
   std::vector<std::map<int, std::vector<int>>> out(c.numValues());
   for (int r = 0; r < c.numRanks; ++r)
     for (int i = 0; i < c.outputChunks; ++i)
@@ -92,10 +91,26 @@ Status appendCopyTree(const RoutingProblem &p, const Plan &plan, FromFn from,
       if (src.rank != l.src)
         return Error("internal: a plan send's parent delivers elsewhere");
     }
-    out.tasks.push_back(makeTask(src, dstLoc[i], TransferOp::Copy, s.link,
-                                 prioBase + s.slot));
+    out.tasks.push_back(
+        makeTask(src, dstLoc[i], TransferOp::Copy, s.link, prioBase + s.slot));
   }
   return Status::success();
+}
+
+/// Per value, the summed link latency (plus a hop term for ties) of its
+/// route to the rank holding `landing[v]`; 0 for values that do not move.
+std::vector<double> routeLatency(const RoutingProblem &p, const Plan &plan,
+                                 const std::vector<ChunkLoc> &landing) {
+  const Topology &t = *p.topo;
+  std::vector<double> at(plan.sends.size(), 0), out(p.values.size(), 0);
+  for (int i : bySlot(plan)) {
+    const PlanSend &s = plan.sends[i];
+    double before = s.parent >= 0 ? at[s.parent] : 0;
+    at[i] = before + t.links[s.link].alphaUs + 1e-6;
+    if (t.links[s.link].dst == landing[s.value].rank)
+      out[s.value] = at[i];
+  }
+  return out;
 }
 
 /// Link from l's destination back to its source (same kind preferred, then
@@ -196,9 +211,8 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
       // accumulator already holds it (in-place roots).
       started[s.value][parent] = 1;
       bool init = !primed[s.value][parent];
-      out.tasks.push_back(makeTask(src, acc,
-                                   init ? TransferOp::Copy : TransferOp::Reduce,
-                                   back, prio));
+      out.tasks.push_back(makeTask(
+          src, acc, init ? TransferOp::Copy : TransferOp::Reduce, back, prio));
       if (init)
         out.tasks.push_back(makeTask(contribution(s.value, parent), acc,
                                      TransferOp::Reduce, -1, prio));
@@ -216,8 +230,8 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
   for (int v = 0; v < nv; ++v) {
     int root = p.values[v].origin;
     if (!started[v][root] && !primed[v][root])
-      out.tasks.push_back(makeTask(contribution(v, root), result(v),
-                                   TransferOp::Copy, -1, 0));
+      out.tasks.push_back(
+          makeTask(contribution(v, root), result(v), TransferOp::Copy, -1, 0));
   }
   for (int r = 0; r < n; ++r)
     out.scratchChunks = std::max(out.scratchChunks, scratchNext[r]);
@@ -232,10 +246,9 @@ struct ReductionMap {
   std::vector<std::vector<ChunkLoc>> contribution; ///< [v][rank]
 };
 
-Expected<ReductionMap> mapReduction(const RoutingProblem &p,
-                                    const Collective &target,
-                                    int (*resultIndex)(const Collective &,
-                                                       const RouteValue &)) {
+Expected<ReductionMap>
+mapReduction(const RoutingProblem &p, const Collective &target,
+             int (*resultIndex)(const Collective &, const RouteValue &)) {
   int n = target.numRanks;
   ReductionMap m;
   std::vector<ChunkLoc> where(target.numValues());
@@ -245,8 +258,7 @@ Expected<ReductionMap> mapReduction(const RoutingProblem &p,
         where[target.pre[r][i]] = {r, BufferKind::Input, i};
   for (const RouteValue &val : p.values) {
     int idx = resultIndex(target, val);
-    if (idx < 0 || idx >= target.outputChunks ||
-        !target.post[val.origin][idx])
+    if (idx < 0 || idx >= target.outputChunks || !target.post[val.origin][idx])
       return Error("internal: the route's collective does not match " +
                    target.describe());
     const std::vector<int> &want = *target.post[val.origin][idx];
@@ -311,18 +323,17 @@ Expected<TaskList> lowerCopy(const RoutingProblem &p, const Plan &plan) {
 Expected<TaskList> lowerInverse(const RoutingProblem &p, const Plan &plan,
                                 const Collective &target,
                                 AccumulatorInit init) {
-  auto map = mapReduction(p, target,
-                          [](const Collective &, const RouteValue &v) {
-                            return v.originIndex;
-                          });
+  auto map =
+      mapReduction(p, target, [](const Collective &, const RouteValue &v) {
+        return v.originIndex;
+      });
   if (!map)
     return map.error();
   TaskList out;
   out.collective = target;
   auto result = [&](int v) { return map->result[v]; };
   auto contrib = [&](int v, int r) { return map->contribution[v][r]; };
-  if (Status s =
-          appendReduceTree(p, plan, target, result, contrib, init, out);
+  if (Status s = appendReduceTree(p, plan, target, result, contrib, init, out);
       !s)
     return s.error();
   return out;
@@ -332,19 +343,18 @@ Expected<TaskList> lowerAllReduce(const RoutingProblem &p, const Plan &plan,
                                   const Collective &target,
                                   AccumulatorInit init) {
   // AllGather value (j, k) owns AllReduce chunk j*c + k.
-  auto map = mapReduction(p, target,
-                          [](const Collective &t, const RouteValue &v) {
-                            int c = t.chunkFactor / t.numRanks;
-                            return v.origin * c + v.originIndex;
-                          });
+  auto map =
+      mapReduction(p, target, [](const Collective &t, const RouteValue &v) {
+        int c = t.chunkFactor / t.numRanks;
+        return v.origin * c + v.originIndex;
+      });
   if (!map)
     return map.error();
   TaskList out;
   out.collective = target;
   auto result = [&](int v) { return map->result[v]; };
   auto contrib = [&](int v, int r) { return map->contribution[v][r]; };
-  if (Status s =
-          appendReduceTree(p, plan, target, result, contrib, init, out);
+  if (Status s = appendReduceTree(p, plan, target, result, contrib, init, out);
       !s)
     return s.error();
   int maxSlot = 0;
@@ -421,11 +431,9 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
   };
   if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
     return s.error();
-  // Fold each landing into its result in arrival order.
-  std::vector<int> arrival(p.values.size(), 0);
-  for (const PlanSend &s : plan.sends)
-    if (t.links[s.link].dst == landing[s.value].rank)
-      arrival[s.value] = s.slot;
+  // Fold each landing into its result in (estimated) arrival order: the
+  // latency of its route, hops as tie-break.
+  std::vector<double> arrival = routeLatency(p, plan, landing);
   std::vector<int> order(p.values.size());
   for (size_t v = 0; v < order.size(); ++v)
     order[v] = (int)v;
@@ -441,6 +449,110 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
     out.tasks.push_back(makeTask(landing[v], res,
                                  first ? TransferOp::Copy : TransferOp::Reduce,
                                  -1, arrival[v] + 0.5));
+  }
+  return out;
+}
+
+Expected<TaskList> lowerAllReduceGather(const RoutingProblem &p,
+                                        const Plan &plan,
+                                        const Collective &target) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  if (target.kind != CollectiveKind::AllReduce || target.chunkFactor % n != 0 ||
+      p.collective.inputChunks != target.inputChunks)
+    return Error("internal: the route does not match " + target.describe());
+  int c = target.chunkFactor / n;
+  TaskList out;
+  out.collective = target;
+  std::vector<int> scratchNext(n, 0);
+  // Owners start from their own contribution.
+  for (int x = 0; x < target.inputChunks; ++x) {
+    int owner = x / c;
+    ChunkLoc in{owner, BufferKind::Input, x}, res{owner, BufferKind::Output, x};
+    if (target.canonical(in) != target.canonical(res))
+      out.tasks.push_back(makeTask(in, res, TransferOp::Copy, -1, 0));
+  }
+  std::vector<ChunkLoc> landing(p.values.size(),
+                                ChunkLoc{-1, BufferKind::Scratch, -1});
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const RouteValue &val = p.values[v];
+    if (val.dests.empty())
+      continue;
+    if (val.dests.size() != 1 || val.dests[0] != val.originIndex / c)
+      return Error("internal: a gather route goes elsewhere than the "
+                   "chunk's owner");
+    int owner = val.dests[0];
+    landing[v] = {owner, BufferKind::Scratch, scratchNext[owner]++};
+  }
+  out.scratchChunks = *std::max_element(scratchNext.begin(), scratchNext.end());
+  auto from = [&](int v) {
+    return ChunkLoc{p.values[v].origin, BufferKind::Input,
+                    p.values[v].originIndex};
+  };
+  auto to = [&](int v, int r) -> std::optional<ChunkLoc> {
+    if (r == landing[v].rank)
+      return landing[v];
+    return std::nullopt;
+  };
+  if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
+    return s.error();
+  int maxSlot = 0;
+  for (const PlanSend &s : plan.sends)
+    maxSlot = std::max(maxSlot, s.slot);
+  std::vector<double> arrival = routeLatency(p, plan, landing);
+  std::vector<int> order(p.values.size());
+  for (size_t v = 0; v < order.size(); ++v)
+    order[v] = (int)v;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return arrival[a] < arrival[b]; });
+  for (int v : order) {
+    if (p.values[v].dests.empty())
+      continue;
+    const RouteValue &val = p.values[v];
+    ChunkLoc res{val.dests[0], BufferKind::Output, val.originIndex};
+    out.tasks.push_back(
+        makeTask(landing[v], res, TransferOp::Reduce, -1, arrival[v] + 0.5));
+  }
+  // All-gather each result along the union of its contributions' routes,
+  // reversed: a breadth-first tree from the owner.
+  std::vector<int> rev = reverseLinks(t);
+  std::vector<std::vector<int>> edges(target.inputChunks);
+  for (const PlanSend &s : plan.sends) {
+    int back = rev[s.link];
+    if (back < 0)
+      return Error("cannot invert the route: topology '" + t.name +
+                   "' has no link from rank " +
+                   std::to_string(t.links[s.link].dst) + " back to rank " +
+                   std::to_string(t.links[s.link].src));
+    edges[p.values[s.value].originIndex].push_back(back);
+  }
+  for (int x = 0; x < target.inputChunks; ++x) {
+    int owner = x / c;
+    std::vector<int> depth(n, -1);
+    depth[owner] = 0;
+    std::vector<int> frontier{owner};
+    std::sort(edges[x].begin(), edges[x].end());
+    edges[x].erase(std::unique(edges[x].begin(), edges[x].end()),
+                   edges[x].end());
+    while (!frontier.empty()) {
+      std::vector<int> next;
+      for (int u : frontier)
+        for (int l : edges[x])
+          if (t.links[l].src == u && depth[t.links[l].dst] < 0) {
+            int w = t.links[l].dst;
+            depth[w] = depth[u] + 1;
+            out.tasks.push_back(
+                makeTask({u, BufferKind::Output, x}, {w, BufferKind::Output, x},
+                         TransferOp::Copy, l, maxSlot + 1 + depth[w]));
+            next.push_back(w);
+          }
+      frontier = std::move(next);
+    }
+    for (int r = 0; r < n; ++r)
+      if (depth[r] < 0)
+        return Error("internal: the reversed routes of chunk " +
+                     std::to_string(x) + " do not reach rank " +
+                     std::to_string(r));
   }
   return out;
 }

@@ -73,8 +73,7 @@ Status mapLinks(const RoutingProblem &p, const std::vector<int> &perm,
           }
       std::string what = "link " + std::to_string(a.src) + "->" +
                          std::to_string(a.dst) + " (" + toString(a.kind) +
-                         ", " + std::to_string((int)a.bandwidthGBps) +
-                         " GB/s)";
+                         ", " + std::to_string((int)a.bandwidthGBps) + " GB/s)";
       if (found < 0)
         return Error(what + " maps to " + std::to_string(perm[a.src]) + "->" +
                      std::to_string(perm[a.dst]) +
@@ -189,8 +188,8 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
     if (id < 0 || id >= g)
       return sketchError(loc,
                          what + " names GPU " + std::to_string(id) +
-                             ", but nodes of '" + topo.name + "' have GPUs 0.." +
-                             std::to_string(g - 1),
+                             ", but nodes of '" + topo.name +
+                             "' have GPUs 0.." + std::to_string(g - 1),
                          sk);
     return Status::success();
   };
@@ -328,9 +327,8 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
   // Symmetry: generators from the sketch, checked against the topology.
   std::vector<std::vector<int>> genRank, genLink, genRes;
   for (const SymmetryOffset &so : sk.symmetry) {
-    std::string entry = "symmetry_offsets entry [" +
-                        std::to_string(so.offset) + ", " +
-                        std::to_string(so.size) + "]";
+    std::string entry = "symmetry_offsets entry [" + std::to_string(so.offset) +
+                        ", " + std::to_string(so.size) + "]";
     if (n % so.size != 0)
       return sketchError(so.loc,
                          entry + ": the group size must divide the " +
@@ -402,9 +400,8 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
   }
   if (p.group.size() < all.rank.size())
     p.notes.push_back(
-        "the collective is invariant under " +
-        std::to_string(p.group.size()) + " of the " +
-        std::to_string(all.rank.size()) +
+        "the collective is invariant under " + std::to_string(p.group.size()) +
+        " of the " + std::to_string(all.rank.size()) +
         " symmetries the sketch's symmetry_offsets generate; only those are "
         "used");
   // Closedness of what remains (it is a subgroup unless the value matching
@@ -465,10 +462,10 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
         return sketchError(
             sk.symmetry.empty() ? sk.connLoc : sk.symmetry.front().loc,
             "symmetry_offsets contradict the internode sketch: " +
-                valueName(col, rep) + " may use link " +
-                std::to_string(a.src) + "->" + std::to_string(a.dst) +
-                " but its image " + valueName(col, v) + " may not use " +
-                std::to_string(b.src) + "->" + std::to_string(b.dst),
+                valueName(col, rep) + " may use link " + std::to_string(a.src) +
+                "->" + std::to_string(a.dst) + " but its image " +
+                valueName(col, v) + " may not use " + std::to_string(b.src) +
+                "->" + std::to_string(b.dst),
             sk);
       }
   }
@@ -550,16 +547,14 @@ std::optional<Error> explainInfeasible(const RoutingProblem &p,
           why = "internode_conn senders are GPUs " + listInts(senders) +
                 ", but gpus_to_sender_rev_map lets none of them relay chunks "
                 "of GPU " +
-                std::to_string(lo) +
-                "; add " + std::to_string(lo) +
+                std::to_string(lo) + "; add " + std::to_string(lo) +
                 " to the list of one of those senders";
           loc = sk.revMapLoc;
         } else {
           std::vector<int> reachedSenders;
           for (int r : t.ranksOfNode(no))
-            if (seen[r] &&
-                std::find(relayers.begin(), relayers.end(), p.localOf[r]) !=
-                    relayers.end())
+            if (seen[r] && std::find(relayers.begin(), relayers.end(),
+                                     p.localOf[r]) != relayers.end())
               reachedSenders.push_back(p.localOf[r]);
           if (reachedSenders.empty()) {
             why = "the chunk may cross nodes only from GPUs " +
@@ -580,7 +575,8 @@ std::optional<Error> explainInfeasible(const RoutingProblem &p,
                                 : "");
           }
         }
-        first = Error(head + ": " + why, loc.known() ? loc : SourceLoc{sk.file});
+        first =
+            Error(head + ": " + why, loc.known() ? loc : SourceLoc{sk.file});
       } else {
         std::string why =
             "within node " + std::to_string(nd) + " it reaches GPUs " +
@@ -591,7 +587,8 @@ std::optional<Error> explainInfeasible(const RoutingProblem &p,
           why += " (put GPU " + std::to_string(p.localOf[d]) +
                  " in a switch with one of them)";
         SourceLoc loc = sk.intraLoc;
-        first = Error(head + ": " + why, loc.known() ? loc : SourceLoc{sk.file});
+        first =
+            Error(head + ": " + why, loc.known() ? loc : SourceLoc{sk.file});
       }
     }
   }

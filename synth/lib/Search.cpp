@@ -41,8 +41,10 @@ std::string fmt(double x, int prec = 2) {
 }
 
 /// Largest per-link / per-resource busy time of a plan, µs.
-double maxLoad(const RoutingProblem &p, const Plan &plan,
-               const CostModel &cost) {
+} // namespace
+
+double busyTime(const RoutingProblem &p, const Plan &plan,
+                const CostModel &cost) {
   const Topology &t = *p.topo;
   std::vector<double> link(t.links.size(), 0), res(t.resources.size(), 0);
   for (const PlanSend &s : plan.sends) {
@@ -57,6 +59,8 @@ double maxLoad(const RoutingProblem &p, const Plan &plan,
     m = std::max(m, v);
   return m;
 }
+
+namespace {
 
 /// Hop distance from each value's origin to its farthest destination.
 int minDepth(const RoutingProblem &p) {
@@ -196,9 +200,10 @@ std::string describePlan(const RoutingProblem &p, const Plan &plan,
   int depth = 0;
   for (const PlanSend &s : plan.sends)
     depth = std::max(depth, s.slot);
-  return std::to_string(plan.sends.size()) + " transfers, max link/resource "
-         "busy " + fmt(maxLoad(p, plan, cost)) + " us, depth " +
-         std::to_string(depth);
+  return std::to_string(plan.sends.size()) +
+         " transfers, max link/resource "
+         "busy " +
+         fmt(busyTime(p, plan, cost)) + " us, depth " + std::to_string(depth);
 }
 
 /// Solves `query` (a base encoding plus query constraints) with a fresh
@@ -206,7 +211,8 @@ std::string describePlan(const RoutingProblem &p, const Plan &plan,
 /// for decoding and records timeouts.
 SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
                         double fraction,
-                        std::unique_ptr<IncrementalSolver> &out) {
+                        std::unique_ptr<IncrementalSolver> &out,
+                        bool budgeted = true) {
   SolveOutcome o;
   double left = ctx.secondsLeft();
   if (left <= 0.01) {
@@ -219,7 +225,8 @@ SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
     o.reason = s.error().message;
     return o;
   }
-  o = solver->solve({}, std::max(0.01, left * fraction), ctx.callConflicts);
+  o = solver->solve({}, std::max(0.01, left * fraction),
+                    budgeted ? ctx.callConflicts : 0);
   if (o.status == SolveStatus::Unknown) {
     ctx.cutShort = true;
     ctx.deadlineHit |= ctx.secondsLeft() <= 0.05;
@@ -441,17 +448,29 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   };
   ctx.say("routing: " + std::to_string(p.reps.size()) + " of " +
           std::to_string(p.values.size()) + " values encoded (symmetry), " +
-          std::to_string(enc.numSendVars()) + " send variables, depth <= " +
-          std::to_string(H));
+          std::to_string(enc.numSendVars()) +
+          " send variables, depth <= " + std::to_string(H));
   // Depth-first: the smallest depth with any route, then bisection there.
   int depth = H;
   std::optional<BoolModel> q0;
   SolveOutcome o;
+  // The first route is worth its time (only the deadline bounds it): a
+  // hint bound (the heuristic's busy time) steers it to good routes.
   for (int d = opts.depthFirst ? d0 : H; d <= H; ++d) {
     q0 = query(d);
     if (!q0)
       continue;
-    o = solveFresh(*q0, ctx, 0.5, solver);
+    if (opts.hintBound > 0) {
+      BoolModel hinted = *q0;
+      enc.loadBound(hinted, linkCaps(p, cost, opts.hintBound),
+                    resourceCaps(p, cost, opts.hintBound));
+      o = solveFresh(hinted, ctx, 0.25, solver, /*budgeted=*/false);
+      if (o.status == SolveStatus::Sat) {
+        depth = d;
+        break;
+      }
+    }
+    o = solveFresh(*q0, ctx, 0.25, solver, /*budgeted=*/false);
     if (o.status == SolveStatus::Sat) {
       depth = d;
       break;
@@ -465,7 +484,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   }
   Plan best = enc.decode(*solver);
   std::string bestSmt = ctx.keepSmt ? solver->toSmtLib2() : "";
-  double ub = maxLoad(p, best, cost);
+  double ub = busyTime(p, best, cost);
   // Candidate bounds: every achievable busy time up to the first route's.
   std::vector<double> points;
   double lb = loadLowerBound(p, cost);
@@ -498,13 +517,13 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     BoolModel q = *q0;
     enc.loadBound(q, linkCaps(p, cost, bound), resourceCaps(p, cost, bound));
     SolveOutcome r = solveFresh(q, ctx, 0.25, solver);
-    ctx.say("routing: busy time <= " + fmt(bound) + " us: " +
-            toString(r.status) + " (" + fmt(r.seconds) + " s)");
+    ctx.say("routing: busy time <= " + fmt(bound) +
+            " us: " + toString(r.status) + " (" + fmt(r.seconds) + " s)");
     if (r.status == SolveStatus::Sat) {
       best = enc.decode(*solver);
       if (ctx.keepSmt)
         bestSmt = solver->toSmtLib2();
-      double got = maxLoad(p, best, cost);
+      double got = busyTime(p, best, cost);
       bestBound = got;
       hi = mid;
       while (hi > lo && uniq[hi - 1] >= got * (1 - 1e-9))
@@ -521,7 +540,8 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   best.provenOptimal = proven && (lo == hi || bestBound <= lb * (1 + 1e-9));
   if (ctx.keepSmt)
     best.smt = "; ccsynth routing model with the smallest busy-time bound "
-               "found (" + fmt(bestBound) + " us)\n" + bestSmt;
+               "found (" +
+               fmt(bestBound) + " us)\n" + bestSmt;
   ctx.say("routing: " + describePlan(p, best, cost));
   out.push_back(best);
   // Every later query keeps the best bound.
@@ -541,8 +561,8 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     SolveOutcome r = solveFresh(*q, ctx, 0.25, solver);
     if (r.status == SolveStatus::Sat) {
       Plan shallow = enc.decode(*solver);
-      shallow.method = "routing (min busy time, depth " + std::to_string(d) +
-                       ")";
+      shallow.method =
+          "routing (min busy time, depth " + std::to_string(d) + ")";
       ctx.say("routing: depth " + std::to_string(d) + ": " +
               describePlan(p, shallow, cost));
       out.push_back(std::move(shallow));
@@ -606,7 +626,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     for (const PlanSend &s : out.front().sends)
       for (int x : t.links[s.link].resources)
         res[x] += cost.resource[x];
-    double top = maxLoad(p, out.front(), cost);
+    double top = busyTime(p, out.front(), cost);
     std::set<int> links;
     for (int l : p.usableLinks)
       for (int x : t.links[l].resources)
@@ -644,8 +664,8 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
     for (size_t x = 0; x < t.resources.size(); ++x)
       if (count[x] > 1)
         eo.resourceCap[x] = std::max(
-            1, (int)std::floor(t.resources[x].bandwidthGBps / fastest[x] +
-                               1e-9));
+            1,
+            (int)std::floor(t.resources[x].bandwidthGBps / fastest[x] + 1e-9));
   }
   // Lower bound on the horizon: the slowest first arrival, and every
   // rank's receptions over its in-links' capacity per slot.

@@ -50,8 +50,7 @@ private:
                                                const std::string &what);
 };
 
-Expected<std::vector<int>> SketchReader::intList(const std::string &ptr,
-                                                 int lo,
+Expected<std::vector<int>> SketchReader::intList(const std::string &ptr, int lo,
                                                  const std::string &what) {
   if (Status s = in.array(ptr); !s)
     return s.error();
@@ -112,8 +111,8 @@ Status SketchReader::readIntranode() {
   const std::string p = "/intranode_sketch";
   if (Status s = in.object(p); !s)
     return s;
-  if (Status s = in.onlyKeys(p, {"strategy", "switches",
-                                 "switch_hyperedge_strategy"});
+  if (Status s =
+          in.onlyKeys(p, {"strategy", "switches", "switch_hyperedge_strategy"});
       !s)
     return s;
   sk.intraLoc = doc.locate(p);

@@ -65,7 +65,13 @@ CollectiveKind routeKindOf(CollectiveKind k) {
 /// One way to build the collective: which copy collective's routes are
 /// searched, and how a route plan becomes the target's transfers.
 struct Setup {
-  enum class Lowering { Copy, Inverse, AllReduce, GatherReduce };
+  enum class Lowering {
+    Copy,
+    Inverse,
+    AllReduce,
+    GatherReduce,
+    AllReduceGather
+  };
   Collective route;  ///< routed copy collective
   Collective target; ///< what the schedule implements
   Lowering lowering = Lowering::Copy;
@@ -110,6 +116,9 @@ Expected<std::vector<Setup>> makeSetups(const SynthOptions &o, int n, int k) {
     break;
   case CollectiveKind::AllReduce:
     st = add(CollectiveKind::AllGather, Setup::Lowering::AllReduce, "");
+    if (st)
+      st = add(CollectiveKind::AllToAll, Setup::Lowering::AllReduceGather,
+               "reduce at owners");
     break;
   default:
     st = add(o.kind, Setup::Lowering::Copy, "");
@@ -154,6 +163,17 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
     return k == 1 || (k <= kMax && (long long)values * k <= 8192);
   };
   int first = ok(c) ? c : 1;
+  // Bandwidth-bound sizes need enough values to keep every link busy
+  // while pipelining (a broadcast has one value per split): start at the
+  // first split giving four values per rank, when that is finer.
+  if (ratio > 4)
+    for (int k : pool)
+      if (k > first && ok(k) &&
+          (long long)values * first < 4LL * route1.numRanks) {
+        first = k;
+        if ((long long)values * k >= 4LL * route1.numRanks)
+          break;
+      }
   std::vector<int> up{first}, down;
   for (int k : pool)
     if (k > first && ok(k))
@@ -236,6 +256,8 @@ Expected<TaskList> Driver::lower(const RoutingProblem &problem,
     return lowerAllReduce(problem, plan, setup.target, init);
   case Setup::Lowering::GatherReduce:
     return lowerGatherReduce(problem, plan, setup.target);
+  case Setup::Lowering::AllReduceGather:
+    return lowerAllReduceGather(problem, plan, setup.target);
   case Setup::Lowering::Copy:
     break;
   }
@@ -322,6 +344,13 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
   }
   ListScheduleOptions lo;
   lo.bytes = opts.targetBytes;
+  // One replay may take at most a twentieth of the time limit (at least
+  // two seconds): very concurrent candidates are not worth more.
+  lo.deadline = std::min(
+      deadline + std::chrono::seconds(2),
+      Clock::now() +
+          std::chrono::microseconds(
+              (long long)(std::max(2.0, opts.timeLimitSec / 20) * 1e6)));
   double bestHere = std::numeric_limits<double>::infinity();
   // Two dispatch rules: the plan's slot order, and critical path first.
   std::optional<TimedTasks> timed;
@@ -332,15 +361,17 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
       prioritizeCriticalPath(variant, topo, lo);
     auto tt = listSchedule(variant, topo, lo);
     stages.add("schedule", since(t1));
+    if (since(t1) > 1.0)
+      say("list scheduling " + std::to_string(variant.tasks.size()) +
+          " transfers took " + fmt(since(t1)) + " s");
     if (!tt) {
-      result.notes.push_back("internal: scheduling a " + plan.method +
-                             " plan failed: " + tt.error().message);
+      say("skipped a " + plan.method + " candidate: " + tt.error().message);
       return bestHere;
     }
     Schedule s = toSchedule(variant, *tt);
-    double t = measure(s,
-                       plan.method + tag + (rule ? ", critical path first" : ""),
-                       k, plan.provenOptimal, plan.smt);
+    double t =
+        measure(s, plan.method + tag + (rule ? ", critical path first" : ""), k,
+                plan.provenOptimal, plan.smt);
     if (t < bestHere) {
       bestHere = t;
       *list = std::move(variant);
@@ -356,8 +387,8 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
     if (timeUp() && best.timeUs < std::numeric_limits<double>::infinity())
       break;
     auto t1 = Clock::now();
-    TaskList merged = mergeContiguous(*list, *timed, topo, opts.targetBytes,
-                                      ratio);
+    TaskList merged =
+        mergeContiguous(*list, *timed, topo, opts.targetBytes, ratio);
     if (merged.tasks.size() == list->tasks.size() ||
         merged.tasks.size() == lastSize) {
       stages.add("schedule", since(t1));
@@ -366,12 +397,14 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
     lastSize = merged.tasks.size();
     auto mt = listSchedule(merged, topo, lo);
     stages.add("schedule", since(t1));
+    if (since(t1) > 1.0)
+      say("list scheduling " + std::to_string(merged.tasks.size()) +
+          " merged transfers took " + fmt(since(t1)) + " s");
     if (!mt)
       continue;
     Schedule ms = toSchedule(merged, *mt);
-    bestHere = std::min(
-        bestHere, measure(ms, plan.method + tag + ", merged", k,
-                          plan.provenOptimal, plan.smt));
+    bestHere = std::min(bestHere, measure(ms, plan.method + tag + ", merged", k,
+                                          plan.provenOptimal, plan.smt));
   }
   if (!plan.smt.empty())
     lastSmt = plan.smt;
@@ -386,8 +419,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
       return;
     std::string pct =
         bound > 0 ? " (" + fmt(100.0 * bound / t, 1) + "% of bound)" : "";
-    say("chunkup " + std::to_string(k) + ": " + what + ": " + fmt(t) + " us" +
-        pct);
+    say("chunkup " + std::to_string(k) + ": " + what + ": " +
+        fmt(t, t < 100 ? 4 : 2) + " us" + pct);
   };
   double chunk = std::ceil(opts.targetBytes / setup.route.sizeDivisor());
   CostModel cost = makeCostModel(topo, chunk);
@@ -428,73 +461,81 @@ void Driver::searchChunkup(int k, const Setup &setup,
   // Rail-only inter-node links (GPU i talks to GPU i of other nodes), with
   // room for forwarding across nodes: rings per NIC rail pipeline well.
   auto railRouting = [&] {
-  if (!atBound() && Clock::now() < ctx.deadline && topo.numNodes() > 1 &&
-      sketch.connKind != InternodeConnKind::DirectMap) {
-    bool rails = true, others = false;
-    for (int a = 0; a < problem.gpusPerNode; ++a)
-      for (int b = 0; b < problem.gpusPerNode; ++b) {
-        if (a == b)
-          rails &= (bool)problem.interConn[a][b];
-        else
-          others |= (bool)problem.interConn[a][b];
-      }
-    if (rails && others) {
-      Sketch railSketch = sketch;
-      railSketch.connKind = InternodeConnKind::DirectMap;
-      railSketch.conn.clear();
-      auto rail = buildRoutingProblem(topo, railSketch, setup.route);
-      if (rail) {
-        // Bandwidth-bound: one or two links per NIC (rings, bidirectional
-        // rings or chains per rail); otherwise shallow rail routes.
-        std::vector<RoutingSearchOptions> variants;
-        bool any = railSketch.hops == InternodeHops::Any;
-        int nodes = topo.numNodes();
-        if (bandwidthBound && any) {
-          RoutingSearchOptions one, two;
-          one.nicLinks = 1;
-          one.enterNodesOnce = two.enterNodesOnce = true;
-          one.slack = nodes;
-          one.concentrate = true;
-          two.nicLinks = 2;
-          two.slack = nodes / 2 + 1;
-          two.concentrate = true;
-          variants = {one, two};
-        } else {
-          RoutingSearchOptions plain;
-          plain.concentrate = bandwidthBound;
-          plain.depthFirst = !bandwidthBound;
-          plain.enterNodesOnce = bandwidthBound;
-          variants = {plain};
+    if (!atBound() && Clock::now() < ctx.deadline && topo.numNodes() > 1 &&
+        sketch.connKind != InternodeConnKind::DirectMap) {
+      bool rails = true, others = false;
+      for (int a = 0; a < problem.gpusPerNode; ++a)
+        for (int b = 0; b < problem.gpusPerNode; ++b) {
+          if (a == b)
+            rails &= (bool)problem.interConn[a][b];
+          else
+            others |= (bool)problem.interConn[a][b];
         }
-        for (const RoutingSearchOptions &ro : variants) {
-          if (atBound() || Clock::now() >= ctx.deadline)
-            break;
-          auto t1 = Clock::now();
-          ctx.maxVars = 150000;
-          std::string tag = ro.nicLinks
-                                ? "rails, " + std::to_string(ro.nicLinks) +
-                                      " link(s) per NIC"
-                                : "rails only";
-          ctx.progress = [&](const std::string &m) {
-            say("chunkup " + std::to_string(k) + ": " + tag + ": " + m);
-          };
-          auto plans = routingPlans(*rail, cost, ro, ctx);
-          stages.add("routing (Z3)", since(t1));
-          for (Plan &p : plans) {
-            // The first plan is always evaluated (cheap next to solving).
-            if (&p != &plans.front() && timeUp() &&
-                std::isfinite(best.timeUs))
-              break;
-            p.method += " on " + tag;
-            report(p.method, evaluate(*rail, setup, p, k));
+      if (rails && others) {
+        Sketch railSketch = sketch;
+        railSketch.connKind = InternodeConnKind::DirectMap;
+        railSketch.conn.clear();
+        auto rail = buildRoutingProblem(topo, railSketch, setup.route);
+        if (rail) {
+          auto th = Clock::now();
+          Plan railHeuristic = heuristicPlan(*rail, cost);
+          stages.add("heuristic routes", since(th));
+          railHeuristic.method += " on rails";
+          report(railHeuristic.method,
+                 evaluate(*rail, setup, railHeuristic, k));
+          double railHint = busyTime(*rail, railHeuristic, cost);
+          // Bandwidth-bound: one or two links per NIC (rings, bidirectional
+          // rings or chains per rail); otherwise shallow rail routes.
+          std::vector<RoutingSearchOptions> variants;
+          bool any = railSketch.hops == InternodeHops::Any;
+          int nodes = topo.numNodes();
+          if (bandwidthBound && any) {
+            RoutingSearchOptions one, two;
+            one.nicLinks = 1;
+            one.enterNodesOnce = two.enterNodesOnce = true;
+            one.slack = nodes;
+            one.concentrate = true;
+            two.nicLinks = 2;
+            two.slack = nodes / 2 + 1;
+            two.concentrate = true;
+            variants = {one, two};
+          } else {
+            RoutingSearchOptions plain;
+            plain.concentrate = bandwidthBound;
+            plain.depthFirst = !bandwidthBound;
+            plain.enterNodesOnce = bandwidthBound;
+            variants = {plain};
           }
+          for (RoutingSearchOptions &ro : variants) {
+            if (atBound() || Clock::now() >= ctx.deadline)
+              break;
+            ro.hintBound = railHint;
+            auto t1 = Clock::now();
+            ctx.maxVars = 150000;
+            std::string tag = ro.nicLinks
+                                  ? "rails, " + std::to_string(ro.nicLinks) +
+                                        " link(s) per NIC"
+                                  : "rails only";
+            ctx.progress = [&](const std::string &m) {
+              say("chunkup " + std::to_string(k) + ": " + tag + ": " + m);
+            };
+            auto plans = routingPlans(*rail, cost, ro, ctx);
+            stages.add("routing (Z3)", since(t1));
+            for (Plan &p : plans) {
+              // The first plan is always evaluated (cheap next to solving).
+              if (&p != &plans.front() && timeUp() &&
+                  std::isfinite(best.timeUs))
+                break;
+              p.method += " on " + tag;
+              report(p.method, evaluate(*rail, setup, p, k));
+            }
+          }
+          ctx.progress = [&](const std::string &m) {
+            say("chunkup " + std::to_string(k) + ": " + m);
+          };
         }
-        ctx.progress = [&](const std::string &m) {
-          say("chunkup " + std::to_string(k) + ": " + m);
-        };
       }
     }
-  }
   };
   // Multi-node bandwidth-bound sizes: try rails first, they are likely to
   // win and the full sketch's encoding is the larger one.
@@ -507,6 +548,7 @@ void Driver::searchChunkup(int k, const Setup &setup,
     ro.concentrate = bandwidthBound;
     ro.depthFirst = !bandwidthBound;
     ro.enterNodesOnce = bandwidthBound;
+    ro.hintBound = busyTime(problem, h, cost);
     auto plans = routingPlans(problem, cost, ro, ctx);
     stages.add("routing (Z3)", since(t1));
     for (const Plan &p : plans) {
@@ -520,7 +562,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
   // The exact slot model is the most precise and the most expensive: only
   // when routing left a gap to the bound.
   if (!atBound() && Clock::now() < ctx.deadline &&
-      setup.lowering != Setup::Lowering::GatherReduce) {
+      setup.lowering != Setup::Lowering::GatherReduce &&
+      setup.lowering != Setup::Lowering::AllReduceGather) {
     auto t1 = Clock::now();
     ctx.maxVars = 40000;
     auto exact = exactPlan(problem, cost, ctx);
@@ -557,8 +600,8 @@ void Driver::measureBaselines() {
   }
   stages.add("baselines", since(t0));
   if (std::isfinite(baselineUs))
-    say("best baseline at this size: " + baselineName + ", " +
-        fmt(baselineUs) + " us (the search goes on while it is faster)");
+    say("best baseline at this size: " + baselineName + ", " + fmt(baselineUs) +
+        " us (the search goes on while it is faster)");
 }
 
 Expected<SynthResult> Driver::run() {
@@ -574,10 +617,9 @@ Expected<SynthResult> Driver::run() {
                    "synthesized for the built-in reducescatter, reduce and "
                    "allreduce)");
     if (opts.custom->numRanks != n)
-      return Error("the custom collective has " +
-                   std::to_string(opts.custom->numRanks) +
-                   " ranks but topology '" + topo.name + "' has " +
-                   std::to_string(n));
+      return Error(
+          "the custom collective has " + std::to_string(opts.custom->numRanks) +
+          " ranks but topology '" + topo.name + "' has " + std::to_string(n));
   }
   auto bases = makeSetups(opts, n, 1);
   if (!bases)
@@ -588,9 +630,11 @@ Expected<SynthResult> Driver::run() {
   size_t remainingKs = 0;
   for (auto &ph : phases)
     remainingKs += ph.size();
-  say("synthesizing " + base->target.describe() + " on " + topo.name +
-      " for " + fmt(opts.targetBytes / 1024.0, 0) + " KiB; chunk splits to "
-      "try: " + [&] {
+  say("synthesizing " + base->target.describe() + " on " + topo.name + " for " +
+      fmt(opts.targetBytes / 1024.0, 0) +
+      " KiB; chunk splits to "
+      "try: " +
+      [&] {
         std::string s;
         for (auto &ph : phases)
           for (int k : ph)
@@ -615,8 +659,9 @@ Expected<SynthResult> Driver::run() {
       double left =
           std::chrono::duration<double>(deadline - Clock::now()).count();
       int rest = (int)std::min<size_t>(remainingKs, 3);
-      auto until = Clock::now() + std::chrono::microseconds((long long)(
-                                      std::max(0.0, left) / rest * 1e6));
+      auto until =
+          Clock::now() + std::chrono::microseconds(
+                             (long long)(std::max(0.0, left) / rest * 1e6));
       for (size_t f = 0; f < setups->size(); ++f) {
         const Setup &setup = (*setups)[f];
         auto t0 = Clock::now();
@@ -641,10 +686,9 @@ Expected<SynthResult> Driver::run() {
                       explainInfeasible(*problem, sketch)))
           break;
         // The main family gets most of this split's time.
-        auto familyUntil =
-            f + 1 < setups->size()
-                ? Clock::now() + (until - Clock::now()) * 2 / 3
-                : until;
+        auto familyUntil = f + 1 < setups->size()
+                               ? Clock::now() + (until - Clock::now()) * 2 / 3
+                               : until;
         searchChunkup(k, setup, *problem, familyUntil);
       }
       if (atBound() ||

@@ -51,7 +51,8 @@ struct IncrementalSolver::Impl {
   z3::expr lit(int l) {
     int v = std::abs(l);
     while ((int)vars.size() <= v)
-      vars.push_back(ctx.bool_const(("b" + std::to_string(vars.size())).c_str()));
+      vars.push_back(
+          ctx.bool_const(("b" + std::to_string(vars.size())).c_str()));
     return l > 0 ? vars[v] : !vars[v];
   }
 };
@@ -110,8 +111,7 @@ Status IncrementalSolver::sync(const BoolModel &model) {
 }
 
 SolveOutcome IncrementalSolver::solve(const std::vector<int> &assumptions,
-                                      double timeLimitSec,
-                                      unsigned conflicts) {
+                                      double timeLimitSec, unsigned conflicts) {
   SolveOutcome out;
   if (!impl) {
     out.reason = "no Z3 context";
@@ -130,7 +130,8 @@ SolveOutcome IncrementalSolver::solve(const std::vector<int> &assumptions,
     for (auto &[k, v] : impl->extra) {
       if (v == "true" || v == "false")
         p.set(k.c_str(), v == "true");
-      else if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos)
+      else if (!v.empty() &&
+               v.find_first_not_of("0123456789") == std::string::npos)
         p.set(k.c_str(), (unsigned)std::stoul(v));
       else
         p.set(k.c_str(), v.c_str());
@@ -192,9 +193,9 @@ SolveOutcome IncrementalSolver::solve(const std::vector<int> &assumptions,
     out.status = SolveStatus::Unknown;
     out.reason = std::string("Z3 error: ") + e.msg();
   }
-  out.seconds = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - t0)
-                    .count();
+  out.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   return out;
 }
 

@@ -29,7 +29,7 @@ struct SynthCliOptions {
   unsigned seed = 0;
   int root = 0;
   bool inPlace = false;
-  double stopAt = 95;
+  double stopAt = 90;
   bool quiet = false;
 };
 
@@ -94,15 +94,15 @@ int runSynth(const SynthCliOptions &o) {
     // A schedule file whose collective is used (e.g. a custom one).
     auto doc = loadScheduleJson(o.collective);
     if (!doc)
-      return fail(kind ? Error("a custom collective is given as a schedule "
-                               "JSON file whose 'collective' holds its "
-                               "pre/postconditions")
-                       : Error("unknown collective '" + o.collective +
-                               "' (expected one of: " + collectiveKindNames() +
-                               ", or a schedule JSON file naming a custom "
-                               "collective)",
-                               {}, "reading it as a file: " +
-                                       doc.error().format()));
+      return fail(
+          kind ? Error("a custom collective is given as a schedule "
+                       "JSON file whose 'collective' holds its "
+                       "pre/postconditions")
+               : Error("unknown collective '" + o.collective +
+                           "' (expected one of: " + collectiveKindNames() +
+                           ", or a schedule JSON file naming a custom "
+                           "collective)",
+                       {}, "reading it as a file: " + doc.error().format()));
     if (doc->collective.kind == CollectiveKind::Custom) {
       so.kind = CollectiveKind::Custom;
       so.custom = doc->collective;
@@ -175,11 +175,11 @@ int runSynth(const SynthCliOptions &o) {
   std::fprintf(out, "  %s\n",
                result->provenOptimal
                    ? "proven optimal by Z3 in the model that produced it"
-                   : result->timeLimitHit
-                         ? "NOT proven optimal: the time limit cut the "
-                           "search short (best verified schedule so far)"
-                         : "not proven optimal (heuristic or unfinished "
-                           "bisection); see %bound");
+               : result->timeLimitHit
+                   ? "NOT proven optimal: the time limit cut the "
+                     "search short (best verified schedule so far)"
+                   : "not proven optimal (heuristic or unfinished "
+                     "bisection); see %bound");
   std::fprintf(out, "  %10s %12s %12s %12s %8s\n", "size", "time(us)",
                "busbw(GB/s)", "bound(us)", "%bound");
   for (double bytes : {1024.0, 1024.0 * 1024, 1024.0 * 1024 * 1024}) {
@@ -194,8 +194,9 @@ int runSynth(const SynthCliOptions &o) {
                  r->timeUs > 0 ? 100 * lb / r->timeUs : 100.0);
   }
   if (std::isfinite(result->baselineUs) && result->baselineUs > 0)
-    std::fprintf(out, "  best baseline at %s: %s, %.2f us (synthesized: %.2f "
-                      "us, %.3fx)\n",
+    std::fprintf(out,
+                 "  best baseline at %s: %s, %.2f us (synthesized: %.2f "
+                 "us, %.3fx)\n",
                  formatBytes(so.targetBytes).c_str(),
                  result->baselineName.c_str(), result->baselineUs,
                  result->timeUs, result->baselineUs / result->timeUs);
@@ -257,10 +258,11 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--seed", opts->seed, "Z3 random seed (default 0)");
   cmd->add_option("--root", opts->root,
                   "Root rank of broadcast/reduce/gather/scatter (default 0)");
-  cmd->add_flag("--inplace", opts->inPlace, "In-place collective (NCCL layout)");
+  cmd->add_flag("--inplace", opts->inPlace,
+                "In-place collective (NCCL layout)");
   cmd->add_option("--stop-at", opts->stopAt,
                   "Stop trying further chunk splits once a schedule reaches "
-                  "this % of the lower bound (default 95)");
+                  "this % of the lower bound (default 90)");
   cmd->add_option("--dump-smt", opts->dumpSmt,
                   "Write the SMT-LIB 2 encoding behind the result");
   cmd->add_flag("-q,--quiet", opts->quiet, "No progress on stderr");

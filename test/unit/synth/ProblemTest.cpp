@@ -1,7 +1,7 @@
 // Unit tests of routing problems: sketch vs topology checks, symmetry, and
 // the explanations of infeasible sketches.
-#include "ccsynth/Core/Json.h"
 #include "ccsynth/Synth/Problem.h"
+#include "ccsynth/Core/Json.h"
 
 #include <catch2/catch.hpp>
 
@@ -35,7 +35,8 @@ Collective allgather(int ranks, int chunks = 1) {
 TEST_CASE("symmetry offsets shrink the problem to orbit representatives",
           "[problem]") {
   Topology t = topo("dgx1");
-  Sketch sk = sketchOf(R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
+  Sketch sk =
+      sketchOf(R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
     "symmetry_offsets": [[2, 4], [4, 8]]})");
   auto p = buildRoutingProblem(t, sk, allgather(8, 6));
   REQUIRE(p.ok());
@@ -58,7 +59,8 @@ TEST_CASE("a symmetry the topology lacks is rejected at the offset",
           "[problem]") {
   Topology t = topo("dgx1");
   // Rotating a DGX-1 by one GPU maps a 2-NVLink pair onto a 1-NVLink one.
-  Sketch sk = sketchOf(R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
+  Sketch sk =
+      sketchOf(R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
   "symmetry_offsets": [[1, 8]]})");
   auto p = buildRoutingProblem(t, sk, allgather(8));
   REQUIRE_FALSE(p.ok());
@@ -69,12 +71,14 @@ TEST_CASE("a symmetry the topology lacks is rejected at the offset",
 
 TEST_CASE("sketch and topology must agree", "[problem]") {
   Topology t = topo("ndv2x2");
-  Sketch one = sketchOf(R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"}})");
+  Sketch one =
+      sketchOf(R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"}})");
   auto p = buildRoutingProblem(t, one, allgather(16));
   REQUIRE_FALSE(p.ok());
   CHECK_THAT(p.error().message, Catch::Contains("for 1 node but topology"));
   CHECK(p.error().loc.line == 1);
-  Sketch far = sketchOf(R"({"nnodes": 2, "intranode_sketch": {"strategy": "none"},
+  Sketch far =
+      sketchOf(R"({"nnodes": 2, "intranode_sketch": {"strategy": "none"},
   "internode_sketch": {"strategy": "relay", "internode_conn": {"9": [0]}}})");
   auto q = buildRoutingProblem(t, far, allgather(16));
   REQUIRE_FALSE(q.ok());
@@ -87,7 +91,8 @@ TEST_CASE("an unreachable chunk is explained with the sketch's culprit",
   Topology t = topo("ndv2x2");
   // Only GPU 0 sends to remote GPU 1, and it relays only GPU 0's chunks:
   // chunks of GPU 3 can never leave their node.
-  Sketch sk = sketchOf(R"({"nnodes": 2, "intranode_sketch": {"strategy": "none"},
+  Sketch sk =
+      sketchOf(R"({"nnodes": 2, "intranode_sketch": {"strategy": "none"},
   "internode_sketch": {"strategy": "relay", "internode_conn": {"0": [1]},
     "gpus_to_sender_rev_map": {"0": [0, 1, 2]}}})");
   auto p = buildRoutingProblem(t, sk, allgather(16));
@@ -103,7 +108,8 @@ TEST_CASE("an unreachable chunk is explained with the sketch's culprit",
 
   // Inside a node: a GPU outside every switch group.
   Topology a100 = topo("dgx-a100");
-  Sketch sw = sketchOf(R"({"nnodes": 1, "intranode_sketch": {"strategy": "switch",
+  Sketch sw =
+      sketchOf(R"({"nnodes": 1, "intranode_sketch": {"strategy": "switch",
     "switches": [[0,1,2,3,4,5,6]], "switch_hyperedge_strategy": ["uc-max"]}})");
   auto q = buildRoutingProblem(a100, sw, allgather(8));
   REQUIRE(q.ok());
@@ -112,7 +118,8 @@ TEST_CASE("an unreachable chunk is explained with the sketch's culprit",
   CHECK_THAT(whyQ->message, Catch::Contains("put GPU 7 in a switch"));
 
   // A feasible sketch has no explanation.
-  Sketch ok = sketchOf(R"({"nnodes": 2, "intranode_sketch": {"strategy": "none"},
+  Sketch ok =
+      sketchOf(R"({"nnodes": 2, "intranode_sketch": {"strategy": "none"},
   "internode_sketch": {"strategy": "relay", "internode_conn": {"0": [1]}}})");
   auto r = buildRoutingProblem(t, ok, allgather(16));
   REQUIRE(r.ok());

@@ -1,7 +1,7 @@
 // Unit tests of the TACCL sketch reader: TACCL's own files read as they
 // are, and malformed sketches rejected with file:line:col errors.
-#include "ccsynth/Core/Json.h"
 #include "ccsynth/Synth/Sketch.h"
+#include "ccsynth/Core/Json.h"
 
 #include <catch2/catch.hpp>
 
@@ -82,8 +82,8 @@ TEST_CASE("TACCL's string internode connections and empty symmetry",
 TEST_CASE("every shipped sketch parses", "[sketch]") {
   for (const char *name : {"dgx1", "ndv2x2", "ndv2x4", "dgx2x2", "dgx-a100x2",
                            "dgx-a100x4", "dgx-h100x2", "dgx-h100x8"}) {
-    auto sk = loadSketch(std::string(CCSYNTH_SOURCE_DIR) + "/sketches/" +
-                         name + ".json");
+    auto sk = loadSketch(std::string(CCSYNTH_SOURCE_DIR) + "/sketches/" + name +
+                         ".json");
     INFO(name);
     REQUIRE(sk.ok());
   }
@@ -123,8 +123,8 @@ TEST_CASE("malformed sketches get located errors", "[sketch]") {
       {R"({"nnodes": 2, "intranode_sketch": {"strategy": "none"}})", 1, 1,
        "needs an 'internode_sketch'"},
       // Wrong types.
-      {R"({"nnodes": "two", "intranode_sketch": {"strategy": "none"}})", 1,
-       12, "must be an integer, found a string"},
+      {R"({"nnodes": "two", "intranode_sketch": {"strategy": "none"}})", 1, 12,
+       "must be an integer, found a string"},
       {R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
   "symmetry_offsets": [[1, 2, 3]]})",
        2, 24, "must be a pair"},
@@ -146,9 +146,8 @@ TEST_CASE("malformed sketches get located errors", "[sketch]") {
     CHECK(e.loc.col == c.col);
     CHECK_THAT(e.message, Catch::Contains(c.message));
     // Formatted the way compilers do.
-    CHECK_THAT(e.format(), Catch::StartsWith("sk.json:" +
-                                             std::to_string(c.line) + ":" +
-                                             std::to_string(c.col) +
-                                             ": error: "));
+    CHECK_THAT(e.format(),
+               Catch::StartsWith("sk.json:" + std::to_string(c.line) + ":" +
+                                 std::to_string(c.col) + ": error: "));
   }
 }

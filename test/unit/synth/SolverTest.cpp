@@ -1,8 +1,8 @@
 // Unit tests of the solver backend and the list scheduler's merging.
-#include "ccsynth/Synth/ListScheduler.h"
-#include "ccsynth/Synth/Search.h"
 #include "ccsynth/Synth/Solver.h"
 #include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Synth/ListScheduler.h"
+#include "ccsynth/Synth/Search.h"
 
 #include <catch2/catch.hpp>
 

@@ -61,8 +61,8 @@ TEST_CASE("every collective synthesizes and verifies on dgx1", "[synth]") {
   for (CollectiveKind kind :
        {CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
         CollectiveKind::AllReduce, CollectiveKind::Broadcast,
-        CollectiveKind::Reduce, CollectiveKind::Gather,
-        CollectiveKind::Scatter, CollectiveKind::AllToAll}) {
+        CollectiveKind::Reduce, CollectiveKind::Gather, CollectiveKind::Scatter,
+        CollectiveKind::AllToAll}) {
     INFO(toString(kind));
     SynthOptions o;
     o.kind = kind;
@@ -78,8 +78,7 @@ TEST_CASE("every collective synthesizes and verifies on dgx1", "[synth]") {
   }
 }
 
-TEST_CASE("dgx1 AllGather at 1 KB takes the diameter's two steps",
-          "[synth]") {
+TEST_CASE("dgx1 AllGather at 1 KB takes the diameter's two steps", "[synth]") {
   Topology t = topo("dgx1");
   SynthOptions o;
   o.targetBytes = 1024;
@@ -91,9 +90,9 @@ TEST_CASE("dgx1 AllGather at 1 KB takes the diameter's two steps",
 
 TEST_CASE("in-place variants and multi-node topologies verify", "[synth]") {
   Topology t = topo("ndv2x2");
-  for (CollectiveKind kind : {CollectiveKind::AllGather,
-                              CollectiveKind::ReduceScatter,
-                              CollectiveKind::AllReduce}) {
+  for (CollectiveKind kind :
+       {CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+        CollectiveKind::AllReduce}) {
     INFO(toString(kind));
     SynthOptions o;
     o.kind = kind;
@@ -108,7 +107,8 @@ TEST_CASE("in-place variants and multi-node topologies verify", "[synth]") {
 
 TEST_CASE("an infeasible sketch is reported, not synthesized", "[synth]") {
   Topology t = topo("ndv2x2");
-  Sketch sk = sketchOf(R"({"nnodes": 2, "intranode_sketch": {"strategy": "none"},
+  Sketch sk =
+      sketchOf(R"({"nnodes": 2, "intranode_sketch": {"strategy": "none"},
   "internode_sketch": {"strategy": "relay", "internode_conn": {"0": [1]},
     "gpus_to_sender_rev_map": {"0": [0]}}})");
   SynthOptions o;
@@ -124,7 +124,7 @@ TEST_CASE("an infeasible sketch is reported, not synthesized", "[synth]") {
 TEST_CASE("a fixed seed gives the same schedule", "[synth]") {
   Topology t = topo("dgx1");
   SynthOptions o;
-  o.kind = CollectiveKind::AllToAll;
+  o.kind = CollectiveKind::ReduceScatter;
   o.targetBytes = 1 << 20;
   o.seed = 7;
   o.timeLimitSec = 120;
@@ -152,7 +152,9 @@ TEST_CASE("custom copy collectives synthesize; custom reductions are refused",
   // Each rank's chunk goes to the rank two hops away (not adjacent).
   std::vector<std::vector<int>> pre{{0}, {1}, {2}, {3}};
   std::vector<std::vector<std::optional<std::vector<int>>>> post{
-      {std::vector<int>{2}}, {std::vector<int>{3}}, {std::vector<int>{0}},
+      {std::vector<int>{2}},
+      {std::vector<int>{3}},
+      {std::vector<int>{0}},
       {std::vector<int>{1}}};
   auto shift = Collective::custom("shift2", 4, 1, 1, pre, post);
   REQUIRE(shift.ok());
@@ -171,5 +173,6 @@ TEST_CASE("custom copy collectives synthesize; custom reductions are refused",
   o.custom = *red;
   auto bad = synthesize(t, defaultSketch(1), o);
   REQUIRE_FALSE(bad.ok());
-  CHECK_THAT(bad.error().message, Catch::Contains("reductions is not supported"));
+  CHECK_THAT(bad.error().message,
+             Catch::Contains("reductions is not supported"));
 }

@@ -15,6 +15,8 @@
 #include "ccsynth/Core/Topology.h"
 #include "ccsynth/Synth/Lowering.h"
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,9 @@ struct ListScheduleOptions {
   /// Buffer size in nccl-tests' meaning (see SimOptions::bytes).
   double bytes = 1 << 20;
   double localCopyGBps = 1000;
+  /// Give up (with an error) when the replay runs past this wall-clock
+  /// time: very concurrent schedules make max-min fair sharing expensive.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 struct TimedTasks {

@@ -53,8 +53,7 @@ enum class AccumulatorInit { Early, AfterFirstArrival };
 /// Reduce) plan; `target` is the reduction collective (same ranks, chunk
 /// factor and root as the plan's collective).
 Expected<TaskList> lowerInverse(const RoutingProblem &problem, const Plan &plan,
-                                const Collective &target,
-                                AccumulatorInit init);
+                                const Collective &target, AccumulatorInit init);
 
 /// Lowers AllReduce `target` (chunk factor n*c) from an AllGather plan with
 /// chunk factor c: reduce-scatter by the inverse plan, then all-gather.
@@ -70,5 +69,13 @@ Expected<TaskList> lowerAllReduce(const RoutingProblem &problem,
 Expected<TaskList> lowerGatherReduce(const RoutingProblem &problem,
                                      const Plan &plan,
                                      const Collective &target);
+
+/// Lowers AllReduce `target` (chunk factor n*c) from an AllToAll plan with
+/// chunk factor c: every contribution moves unreduced to the chunk's owner,
+/// which reduces locally, then the owner's result travels back along the
+/// reversed routes (their union, as a tree) to every rank.
+Expected<TaskList> lowerAllReduceGather(const RoutingProblem &problem,
+                                        const Plan &plan,
+                                        const Collective &target);
 
 } // namespace ccsynth::synth

@@ -65,6 +65,10 @@ struct SearchContext {
 
 Plan heuristicPlan(const RoutingProblem &problem, const CostModel &cost);
 
+/// The largest per-link / per-resource busy time of a plan, µs.
+double busyTime(const RoutingProblem &problem, const Plan &plan,
+                const CostModel &cost);
+
 /// Minimum-hop trees (fewest hops, then smallest latency), ignoring load:
 /// the routes of a direct all-pairs exchange where the sketch allows them.
 Plan minHopPlan(const RoutingProblem &problem, const CostModel &cost);
@@ -74,6 +78,9 @@ struct RoutingSearchOptions {
   int slack = 2;
   /// Also minimize distinct links through binding shared resources.
   bool concentrate = false;
+  /// When > 0, a busy time known to be achievable (a heuristic plan's):
+  /// the first route is searched under it.
+  double hintBound = 0;
   /// Forbid a value entering a node twice (bandwidth-bound sizes).
   bool enterNodesOnce = false;
   /// Latency-bound sizes: first the smallest depth, then the smallest busy

@@ -46,7 +46,7 @@ struct SynthOptions {
   /// Stop trying further chunk splits once a schedule reaches this fraction
   /// of the lower bound (1 = use the whole time limit unless the bound is
   /// reached).
-  double goodEnough = 0.95;
+  double goodEnough = 0.90;
   unsigned seed = 0;
   /// Keep the SMT-LIB text of the encoding behind the result.
   bool keepSmt = false;

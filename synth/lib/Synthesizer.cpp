@@ -165,13 +165,13 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
   int first = ok(c) ? c : 1;
   // Bandwidth-bound sizes need enough values to keep every link busy
   // while pipelining (a broadcast has one value per split): start at the
-  // first split giving four values per rank, when that is finer.
+  // first split giving two values per rank, when that is finer.
   if (ratio > 4)
     for (int k : pool)
       if (k > first && ok(k) &&
-          (long long)values * first < 4LL * route1.numRanks) {
+          (long long)values * first < 2LL * route1.numRanks) {
         first = k;
-        if ((long long)values * k >= 4LL * route1.numRanks)
+        if ((long long)values * k >= 2LL * route1.numRanks)
           break;
       }
   std::vector<int> up{first}, down;
@@ -229,6 +229,7 @@ private:
   }
   double baselineUs = std::numeric_limits<double>::infinity();
   std::string baselineName;
+  double minAlphaUs = 0, maxLinkGBps = 0;
   void measureBaselines();
 
   /// Lowers, orders, merges, verifies and simulates one plan; returns the
@@ -642,6 +643,11 @@ Expected<SynthResult> Driver::run() {
         return s;
       }());
   measureBaselines();
+  minAlphaUs = std::numeric_limits<double>::infinity();
+  for (int l = 0; l < (int)topo.links.size(); ++l) {
+    minAlphaUs = std::min(minAlphaUs, topo.links[l].alphaUs);
+    maxLinkGBps = std::max(maxLinkGBps, topo.effectiveBandwidth(l));
+  }
   bool first = true, done = false;
   for (const std::vector<int> &ks : phases) {
     int misses = 0;
@@ -658,7 +664,7 @@ Expected<SynthResult> Driver::run() {
       // Earlier splits get more of the remaining time.
       double left =
           std::chrono::duration<double>(deadline - Clock::now()).count();
-      int rest = (int)std::min<size_t>(remainingKs, 3);
+      int rest = (int)std::min<size_t>(remainingKs, 2);
       auto until =
           Clock::now() + std::chrono::microseconds(
                              (long long)(std::max(0.0, left) / rest * 1e6));
@@ -684,6 +690,12 @@ Expected<SynthResult> Driver::run() {
         bound = std::max(bound, lb);
         if (f > 0 && (atBound() || Clock::now() >= until ||
                       explainInfeasible(*problem, sketch)))
+          break;
+        // Moving contributions unreduced to their owner only pays when
+        // latency dominates; at bandwidth-bound sizes it multiplies the
+        // traffic into the owners.
+        if (f > 0 && opts.targetBytes / setup.route.sizeDivisor() >
+                         4 * 1e3 * minAlphaUs * maxLinkGBps)
           break;
         // The main family gets most of this split's time.
         auto familyUntil = f + 1 < setups->size()

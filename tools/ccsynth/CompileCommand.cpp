@@ -53,6 +53,8 @@ int runCompile(CompileCliOptions &o) {
       return fail(v.error());
     c.maxBytes = *v;
   }
+  if (!c.mscclColl.empty() && c.target != CompileTarget::MscclXml)
+    return fail(Error("--msccl-coll applies to --target msccl-xml only"));
   if (c.instances < 1 || c.pipeline < 1 || c.maxCount < 1 || c.maxTbSteps < 0 ||
       c.maxTbsPerChannel < 1 || c.maxChannels < 0)
     return fail(Error("--instances, --pipeline, --max-count and "
@@ -83,6 +85,12 @@ int runCompile(CompileCliOptions &o) {
                                           : kExitError);
   if (Status s = writeOutput(o.output, *result.output); !s)
     return fail(s.error());
+  if (!c.mscclColl.empty())
+    std::cerr << "ccsynth: note: MSCCL will run this program for every "
+              << c.mscclColl
+              << " call on as many ranks whose size is in the algorithm's "
+                 "minBytes..maxBytes; restrict that range with --min-bytes "
+                 "and --max-bytes\n";
   return kExitOk;
 }
 
@@ -124,6 +132,12 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--max-bytes", opts->maxBytes,
                   "Largest buffer size (0 = unbounded)");
   cmd->add_option("--name", opts->compile.name, "Algorithm name");
+  cmd->add_option("--msccl-coll", opts->compile.mscclColl,
+                  "MSCCL XML of a custom collective: the NCCL call that "
+                  "launches it (allgather, reducescatter, alltoall, "
+                  "allreduce, broadcast or reduce). MSCCL then runs it for "
+                  "every such call on as many ranks within "
+                  "--min-bytes/--max-bytes");
   cmd->add_flag("--no-fuse", opts->noFuse, "Do not fuse steps");
   cmd->add_flag("--check-roundtrip", opts->compile.checkRoundTrip,
                 "After writing MSCCL XML, read it back, check the runtime's "

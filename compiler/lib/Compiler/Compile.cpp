@@ -194,7 +194,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       work->print(os);
       break;
     case CompileTarget::MscclXml:
-      exported = ccl::exportMSCCLXml(*work, os);
+      exported = ccl::exportMSCCLXml(*work, os, {o.mscclColl});
       break;
     case CompileTarget::MscclppJson:
       exported = ccl::exportMSCCLPPPlan(*work, os);

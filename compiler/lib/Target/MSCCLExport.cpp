@@ -45,6 +45,61 @@ FailureOr<ProgramOp> findProgram(Operation *op) {
   return failure();
 }
 
+LogicalResult bindCollective(ProgramOp prog, msccl::Algo &algo,
+                             const MscclExportOptions &options) {
+  int in = (int)prog.getInputChunks(), out = (int)prog.getOutputChunks();
+  if (prog.getCollective() != "custom") {
+    if (!options.launchAs.empty() && options.launchAs != algo.coll) {
+      prog.emitError() << "the program implements " << algo.coll
+                       << "; only a custom collective can be launched as '"
+                       << options.launchAs << "'";
+      return failure();
+    }
+    return success();
+  }
+  std::string name = prog.getCollectiveName()
+                         ? prog.getCollectiveName()->str()
+                         : std::string("custom");
+  bool reduces = false;
+  for (const msccl::Gpu &g : algo.gpus)
+    for (const msccl::Threadblock &tb : g.tbs)
+      for (const msccl::Step &st : tb.steps)
+        reduces |= st.type == msccl::StepType::RecvReduceSend ||
+                   st.type == msccl::StepType::RecvReduceCopy ||
+                   st.type == msccl::StepType::RecvReduceCopySend ||
+                   st.type == msccl::StepType::Reduce;
+  if (options.launchAs.empty()) {
+    std::vector<std::string> fits =
+        msccl::customLaunchColls(algo.ngpus, in, out, reduces);
+    std::string list;
+    for (const std::string &c : fits)
+      list += (list.empty() ? "" : ", ") + c;
+    prog.emitError() << "MSCCL has no 'coll' for the custom collective '"
+                     << name
+                     << "': name the NCCL call that launches it with "
+                        "--msccl-coll (these fit its buffers: "
+                     << (list.empty() ? std::string("none") : list) << ")";
+    return failure();
+  }
+  if (prog.getInplace()) {
+    prog.emitError() << "the in-place custom collective '" << name
+                     << "' cannot be launched through an NCCL call: the "
+                        "call's aliasing of its buffers would have to match";
+    return failure();
+  }
+  auto launch = msccl::launchCustomAs(options.launchAs, algo.ngpus, in, out,
+                                      reduces);
+  if (!launch) {
+    prog.emitError() << "cannot launch the custom collective '" << name
+                     << "' as '" << options.launchAs
+                     << "': " << launch.error().message;
+    return failure();
+  }
+  algo.coll = launch->coll;
+  algo.nchunksperloop = launch->nchunksperloop;
+  return success();
+}
+
 FailureOr<msccl::Algo> programToMsccl(ProgramOp prog, StepOrigins *origins) {
   if (!prog.isAssigned()) {
     prog.emitError() << "the program's steps are not assigned to "
@@ -57,13 +112,13 @@ FailureOr<msccl::Algo> programToMsccl(ProgramOp prog, StepOrigins *origins) {
   algo.coll = prog.getCollective().str();
   if (algo.coll == "custom" && prog.getCollectiveName())
     algo.coll = prog.getCollectiveName()->str();
+  algo.nchunksperloop = (int)std::max<int64_t>(
+      1, std::max(prog.getInputChunks(), prog.getOutputChunks()));
   algo.ngpus = (int)prog.getRanks();
   algo.inplace = prog.getInplace() ? 1 : 0;
   algo.outofplace = prog.getInplace() ? 0 : 1;
   algo.minBytes = prog.getMinBytes();
   algo.maxBytes = prog.getMaxBytes();
-  algo.nchunksperloop = (int)std::max<int64_t>(
-      1, std::max(prog.getInputChunks(), prog.getOutputChunks()));
   int maxChannel = 0;
 
   SmallVector<GpuOp> gpus(prog.getBody().front().getOps<GpuOp>());
@@ -177,13 +232,14 @@ void emitIssues(ArrayRef<msccl::ProgramIssue> issues,
   }
 }
 
-LogicalResult exportMSCCLXml(Operation *op, llvm::raw_ostream &os) {
+LogicalResult exportMSCCLXml(Operation *op, llvm::raw_ostream &os,
+                             const MscclExportOptions &options) {
   FailureOr<ProgramOp> prog = findProgram(op);
   if (failed(prog))
     return failure();
   StepOrigins origins;
   FailureOr<msccl::Algo> algo = programToMsccl(*prog, &origins);
-  if (failed(algo))
+  if (failed(algo) || failed(bindCollective(*prog, *algo, options)))
     return failure();
   std::vector<msccl::ProgramIssue> issues = msccl::validateAlgo(*algo);
   if (!issues.empty()) {

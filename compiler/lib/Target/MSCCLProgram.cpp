@@ -85,6 +85,58 @@ const std::vector<std::string> &mscclCollNames() {
   return names;
 }
 
+std::optional<BufferCapacity> bufferCapacity(const std::string &coll,
+                                             int ngpus, int nchunksperloop) {
+  int p = nchunksperloop, n = std::max(1, ngpus);
+  if (coll == "allgather")
+    return BufferCapacity{p / n, p};
+  if (coll == "reducescatter")
+    return BufferCapacity{p, p / n};
+  if (coll == "alltoall" || coll == "allreduce" || coll == "broadcast" ||
+      coll == "reduce")
+    return BufferCapacity{p, p};
+  return std::nullopt;
+}
+
+bool collTakesRedOp(const std::string &coll) {
+  return coll == "allreduce" || coll == "reduce" || coll == "reducescatter";
+}
+
+Expected<CustomLaunch> launchCustomAs(const std::string &coll, int ngpus,
+                                      int inChunks, int outChunks,
+                                      bool reduces) {
+  const auto &colls = mscclCollNames();
+  if (std::find(colls.begin(), colls.end(), coll) == colls.end())
+    return Error("'" + coll + "' is not a collective MSCCL knows");
+  if (!bufferCapacity(coll, ngpus, 1))
+    return Error("the runtime does not size the buffers of '" + coll +
+                 "' from one count");
+  if (reduces && !collTakesRedOp(coll))
+    return Error("the program reduces, but the NCCL call behind '" + coll +
+                 "' passes no reduction operator (use allreduce, reduce or "
+                 "reducescatter)");
+  long long n = std::max(1, ngpus), in = std::max(0, inChunks),
+            out = std::max(0, outChunks), p = std::max(in, out);
+  if (coll == "allgather")
+    p = std::max(out, n * in);
+  else if (coll == "reducescatter")
+    p = std::max(in, n * out);
+  if (p > kMaxOffset)
+    return Error("launched as '" + coll + "', a loop would need " +
+                 std::to_string(p) + " chunks, more than the runtime's " +
+                 std::to_string(kMaxOffset));
+  return CustomLaunch{coll, (int)std::max(1LL, p)};
+}
+
+std::vector<std::string> customLaunchColls(int ngpus, int inChunks,
+                                           int outChunks, bool reduces) {
+  std::vector<std::string> out;
+  for (const std::string &c : mscclCollNames())
+    if (launchCustomAs(c, ngpus, inChunks, outChunks, reduces))
+      out.push_back(c);
+  return out;
+}
+
 namespace {
 
 /// Threadblocks of a gpu indexed by id (nullptr where an id is missing).
@@ -225,6 +277,14 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
           g.loc);
     if (g.iChunks < 0 || g.oChunks < 0 || g.sChunks < 0)
       add(gname + ": chunk counts must be non-negative", g.loc);
+    if (auto cap = bufferCapacity(algo.coll, algo.ngpus, algo.nchunksperloop);
+        cap && (g.iChunks > cap->input || g.oChunks > cap->output))
+      add(gname + ": i_chunks=" + str(g.iChunks) + " o_chunks=" +
+              str(g.oChunks) + " do not fit the buffers of " + algo.coll +
+              " with nchunksperloop=" + str(algo.nchunksperloop) + " (" +
+              str(cap->input) + " input and " + str(cap->output) +
+              " output chunks)",
+          g.loc);
     if ((int)g.tbs.size() > kMaxThreadblocks)
       add(gname + ": " + str(g.tbs.size()) + " threadblocks exceed " +
               str(kMaxThreadblocks),

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
@@ -69,11 +70,18 @@ importMscclXml(const std::shared_ptr<llvm::SourceMgr> &sm, MLIRContext *ctx) {
 } // namespace
 
 void registerTranslations() {
+  static llvm::cl::opt<std::string> mscclColl(
+      "msccl-coll",
+      llvm::cl::desc("--ccl-to-msccl-xml: the MSCCL coll (NCCL call) that "
+                     "launches a custom collective"),
+      llvm::cl::value_desc("coll"), llvm::cl::init(""));
   TranslateFromMLIRRegistration toXml(
       "ccl-to-msccl-xml",
       "Export a threadblock-assigned ccl.program as MSCCL XML",
       [](Operation *op, llvm::raw_ostream &os) {
-        return exportMSCCLXml(op, os);
+        MscclExportOptions options;
+        options.launchAs = mscclColl;
+        return exportMSCCLXml(op, os, options);
       },
       registerCCL);
   TranslateFromMLIRRegistration toPlan(

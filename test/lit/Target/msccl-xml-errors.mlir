@@ -16,7 +16,7 @@ ccl.program @p attributes {collective = "allreduce", ranks = 1, input_chunks = 1
 
 // -----
 
-// expected-error @+1 {{algo: coll 'shift' is not a collective MSCCL knows}}
+// expected-error @+1 {{MSCCL has no 'coll' for the custom collective 'shift': name the NCCL call that launches it with --msccl-coll (these fit its buffers: reduce, broadcast, allreduce, reducescatter, allgather, alltoall)}}
 ccl.program @p attributes {collective = "custom", collective_name = "shift",
     ranks = 1, input_chunks = 1, output_chunks = 1,
     precondition = [array<i64: 0>], postcondition = [[array<i64: 0>]]} {

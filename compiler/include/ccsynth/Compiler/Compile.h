@@ -46,6 +46,9 @@ struct CompileOptions {
   /// reader, check the runtime's rules, run it symbolically into a schedule
   /// and prove that schedule with the core verifier; fail otherwise.
   bool checkRoundTrip = false;
+  /// MSCCL XML of a custom collective: the MSCCL `coll` (NCCL call) that
+  /// launches it.
+  std::string mscclColl;
   long long minBytes = -1;
   long long maxBytes = -1;
   std::string name;

@@ -24,17 +24,33 @@ namespace ccsynth::ccl {
 /// a nop maps to the step whose dependency it carries.
 using StepOrigins = std::map<std::tuple<int, int, int>, mlir::Operation *>;
 
-/// Converts a threadblock-assigned program to MSCCL's model. Fails with a
-/// diagnostic when the program is not assigned yet.
+struct MscclExportOptions {
+  /// The MSCCL `coll` (the NCCL call) that launches a custom collective;
+  /// MSCCL has no `coll` of its own for one. Required for custom
+  /// collectives, refused for built-in ones.
+  std::string launchAs;
+};
+
+/// Converts a threadblock-assigned program to MSCCL's model (a custom
+/// collective keeps its own name as `coll`). Fails with a diagnostic when
+/// the program is not assigned yet.
 mlir::FailureOr<msccl::Algo> programToMsccl(ProgramOp prog,
                                             StepOrigins *origins = nullptr);
+
+/// Sets `algo.coll` and `nchunksperloop` for export: a built-in
+/// collective's own, or the NCCL call `options.launchAs` that launches a
+/// custom collective (failing, with the calls that would fit, when it is
+/// missing or the call's buffers cannot hold the collective's).
+mlir::LogicalResult bindCollective(ProgramOp prog, msccl::Algo &algo,
+                                   const MscclExportOptions &options);
 
 /// The single ccl.program in `op` (a module or a program itself), or a
 /// diagnostic.
 mlir::FailureOr<ProgramOp> findProgram(mlir::Operation *op);
 
 /// Writes the program in `op` as MSCCL XML.
-mlir::LogicalResult exportMSCCLXml(mlir::Operation *op, llvm::raw_ostream &os);
+mlir::LogicalResult exportMSCCLXml(mlir::Operation *op, llvm::raw_ostream &os,
+                                   const MscclExportOptions &options = {});
 
 /// Reports each issue as an error at the step it names (or at `fallback`).
 void emitIssues(llvm::ArrayRef<msccl::ProgramIssue> issues,

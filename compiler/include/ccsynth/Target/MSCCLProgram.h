@@ -114,6 +114,44 @@ struct Algo {
 /// The collective names MSCCL's `coll` attribute accepts.
 const std::vector<std::string> &mscclCollNames();
 
+/// The buffers, in chunks, that the NCCL call behind `coll` hands the
+/// runtime. MSCCL cuts count x sizeMultiplier elements (sizeMultiplier is
+/// ngpus for allgather, reducescatter and alltoall, else 1) into
+/// nchunksperloop chunks; the call's send and receive buffers hold:
+///   allgather      send count,     receive ngpus x count
+///   reducescatter  send ngpus x count, receive count
+///   alltoall       both ngpus x count
+///   allreduce, broadcast, reduce: both count.
+struct BufferCapacity {
+  int input = 0;
+  int output = 0;
+};
+/// nullopt for the calls whose buffer sizes the runtime does not derive
+/// from one count (gather, scatter, send, recv, alltoallv).
+std::optional<BufferCapacity> bufferCapacity(const std::string &coll,
+                                             int ngpus, int nchunksperloop);
+
+/// Whether the NCCL call behind `coll` takes a reduction operator.
+bool collTakesRedOp(const std::string &coll);
+
+/// How a custom collective is launched through an NCCL call: MSCCL selects
+/// algorithms by `coll`, so a collective of ccsynth's own must name the
+/// call whose buffers it runs on. nchunksperloop is the smallest for which
+/// the call's buffers hold the collective's input and output chunks (the
+/// rest of each buffer is left alone).
+struct CustomLaunch {
+  std::string coll;
+  int nchunksperloop = 1;
+};
+/// Fails with the reason when `coll` cannot carry a custom collective of
+/// `ngpus` ranks with these buffers (`reduces`: some step reduces).
+Expected<CustomLaunch> launchCustomAs(const std::string &coll, int ngpus,
+                                      int inChunks, int outChunks,
+                                      bool reduces);
+/// Every `coll` that can carry such a collective.
+std::vector<std::string> customLaunchColls(int ngpus, int inChunks,
+                                           int outChunks, bool reduces);
+
 /// A step named by rank, threadblock id and position in the threadblock.
 struct StepRef {
   int rank = 0;

@@ -10,29 +10,6 @@ namespace ccsynth::synth {
 
 namespace {
 
-/// Flat ids of canonical slots.
-class SlotIndex {
-public:
-  SlotIndex(const Collective &c, int scratch) : col(c) {
-    int n = c.numRanks;
-    base.assign(n * 3 + 1, 0);
-    for (int r = 0; r < n; ++r)
-      for (int b = 0; b < 3; ++b)
-        base[r * 3 + b + 1] =
-            base[r * 3 + b] +
-            (b == 2 ? scratch : c.bufferChunks((BufferKind)b));
-  }
-  size_t size() const { return base.back(); }
-  size_t operator()(ChunkLoc loc) const {
-    ChunkLoc c = col.canonical(loc);
-    return base[c.rank * 3 + (int)c.buffer] + c.index;
-  }
-
-private:
-  const Collective &col;
-  std::vector<size_t> base;
-};
-
 double chunkBytesOf(const Collective &c, double bytes) {
   return std::ceil(bytes / c.sizeDivisor());
 }
@@ -40,38 +17,11 @@ double chunkBytesOf(const Collective &c, double bytes) {
 } // namespace
 
 std::vector<std::vector<int>> taskDependencies(const TaskList &list) {
-  SlotIndex slot(list.collective, list.scratchChunks);
-  std::vector<int> lastWriter(slot.size(), -1);
-  std::vector<std::vector<int>> readers(slot.size());
-  std::vector<std::vector<int>> deps(list.tasks.size());
-  for (size_t t = 0; t < list.tasks.size(); ++t) {
-    const Transfer &tr = list.tasks[t].tr;
-    std::vector<int> &mine = deps[t];
-    for (int k = 0; k < tr.count; ++k) {
-      size_t s = slot({tr.src.rank, tr.src.buffer, tr.src.index + k});
-      if (lastWriter[s] >= 0)
-        mine.push_back(lastWriter[s]);
-    }
-    for (int k = 0; k < tr.count; ++k) {
-      size_t d = slot({tr.dst.rank, tr.dst.buffer, tr.dst.index + k});
-      if (lastWriter[d] >= 0)
-        mine.push_back(lastWriter[d]);
-      for (int r : readers[d])
-        mine.push_back(r);
-    }
-    std::sort(mine.begin(), mine.end());
-    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-    mine.erase(std::remove(mine.begin(), mine.end(), (int)t), mine.end());
-    for (int k = 0; k < tr.count; ++k)
-      readers[slot({tr.src.rank, tr.src.buffer, tr.src.index + k})].push_back(
-          (int)t);
-    for (int k = 0; k < tr.count; ++k) {
-      size_t d = slot({tr.dst.rank, tr.dst.buffer, tr.dst.index + k});
-      lastWriter[d] = (int)t;
-      readers[d].clear();
-    }
-  }
-  return deps;
+  std::vector<int> order(list.tasks.size());
+  std::iota(order.begin(), order.end(), 0);
+  return transferDependencies(
+      list.collective, list.scratchChunks, (int)list.tasks.size(),
+      [&](int t) -> const Transfer & { return list.tasks[t].tr; }, order);
 }
 
 namespace {

@@ -49,19 +49,6 @@ public:
   std::vector<StageTime> list;
 };
 
-/// The copy collective whose routes a collective is built from.
-CollectiveKind routeKindOf(CollectiveKind k) {
-  switch (k) {
-  case CollectiveKind::ReduceScatter:
-  case CollectiveKind::AllReduce:
-    return CollectiveKind::AllGather;
-  case CollectiveKind::Reduce:
-    return CollectiveKind::Broadcast;
-  default:
-    return k;
-  }
-}
-
 /// One way to build the collective: which copy collective's routes are
 /// searched, and how a route plan becomes the target's transfers.
 struct Setup {

@@ -353,4 +353,49 @@ Expected<Schedule> loadScheduleJson(const std::string &path) {
   return parseScheduleJson(*doc);
 }
 
+std::vector<std::vector<int>>
+transferDependencies(const Collective &col, int scratchChunks, int count,
+                     const std::function<const Transfer &(int)> &transferAt,
+                     const std::vector<int> &order) {
+  // Flat ids of canonical (rank, buffer, index) slots.
+  int n = col.numRanks;
+  std::vector<size_t> base(n * 3 + 1, 0);
+  for (int r = 0; r < n; ++r)
+    for (int b = 0; b < 3; ++b)
+      base[r * 3 + b + 1] =
+          base[r * 3 + b] +
+          (b == 2 ? scratchChunks : col.bufferChunks((BufferKind)b));
+  auto slotOf = [&](const ChunkLoc &at, int k) {
+    ChunkLoc c = col.canonical({at.rank, at.buffer, at.index + k});
+    return base[c.rank * 3 + (int)c.buffer] + c.index;
+  };
+  std::vector<int> lastWriter(base.back(), -1);
+  std::vector<std::vector<int>> readers(base.back());
+  std::vector<std::vector<int>> deps(count);
+  for (int t : order) {
+    const Transfer &tr = transferAt(t);
+    std::vector<int> &mine = deps[t];
+    for (int k = 0; k < tr.count; ++k)
+      if (int w = lastWriter[slotOf(tr.src, k)]; w >= 0)
+        mine.push_back(w);
+    for (int k = 0; k < tr.count; ++k) {
+      size_t d = slotOf(tr.dst, k);
+      if (lastWriter[d] >= 0)
+        mine.push_back(lastWriter[d]);
+      mine.insert(mine.end(), readers[d].begin(), readers[d].end());
+    }
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    mine.erase(std::remove(mine.begin(), mine.end(), t), mine.end());
+    for (int k = 0; k < tr.count; ++k)
+      readers[slotOf(tr.src, k)].push_back(t);
+    for (int k = 0; k < tr.count; ++k) {
+      size_t d = slotOf(tr.dst, k);
+      lastWriter[d] = t;
+      readers[d].clear();
+    }
+  }
+  return deps;
+}
+
 } // namespace ccsynth

@@ -315,62 +315,22 @@ Status Simulation::resolve() {
 }
 
 Status Simulation::buildDependencies() {
-  // Flat slot ids over canonical (rank, buffer, index).
-  int n = topo.numRanks();
-  std::vector<size_t> base(n * 3 + 1, 0);
-  for (int r = 0; r < n; ++r)
-    for (int b = 0; b < 3; ++b)
-      base[r * 3 + b + 1] =
-          base[r * 3 + b] + sched.bufferChunks((BufferKind)b);
-  auto slotOf = [&](ChunkLoc loc) {
-    ChunkLoc c = col.canonical(loc);
-    return base[c.rank * 3 + (int)c.buffer] + c.index;
-  };
-  size_t numSlots = base.back();
-  std::vector<int> lastWriter(numSlots, -1);
-  std::vector<std::vector<int>> readers(numSlots);
-
   std::vector<int> order(numTransfers);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return sched.transfers[a].step < sched.transfers[b].step;
   });
+  std::vector<std::vector<int>> waitsFor = transferDependencies(
+      col, sched.scratchChunks, numTransfers,
+      [&](int t) -> const Transfer & { return sched.transfers[t]; }, order);
 
-  // Edges as (from, to) pairs, deduplicated per transfer.
+  // Edges as (from, to) pairs; a link serves its transfers in step order.
   std::vector<std::pair<int, int>> edges;
-  std::vector<int> mine;
   pending.assign(numTransfers, 0);
   for (int t : order) {
-    const Transfer &tr = sched.transfers[t];
-    mine.clear();
-    for (int k = 0; k < tr.count; ++k) {
-      size_t s = slotOf({tr.src.rank, tr.src.buffer, tr.src.index + k});
-      if (lastWriter[s] >= 0)
-        mine.push_back(lastWriter[s]);
-    }
-    for (int k = 0; k < tr.count; ++k) {
-      size_t d = slotOf({tr.dst.rank, tr.dst.buffer, tr.dst.index + k});
-      // WAW, and for a reduce also RAW on the value it accumulates into.
-      if (lastWriter[d] >= 0)
-        mine.push_back(lastWriter[d]);
-      for (int r : readers[d])
-        mine.push_back(r);
-    }
-    std::sort(mine.begin(), mine.end());
-    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
-    for (int from : mine)
-      if (from != t) {
-        edges.push_back({from, t});
-        ++pending[t];
-      }
-    for (int k = 0; k < tr.count; ++k)
-      readers[slotOf({tr.src.rank, tr.src.buffer, tr.src.index + k})]
-          .push_back(t);
-    for (int k = 0; k < tr.count; ++k) {
-      size_t d = slotOf({tr.dst.rank, tr.dst.buffer, tr.dst.index + k});
-      lastWriter[d] = t;
-      readers[d].clear();
-    }
+    for (int from : waitsFor[t])
+      edges.push_back({from, t});
+    pending[t] = (int)waitsFor[t].size();
     if (linkOf[t] >= 0)
       linkQueue[linkOf[t]].push_back(t);
   }

@@ -13,6 +13,7 @@
 #include "ccsynth/Core/Collective.h"
 #include "ccsynth/Core/Diagnostic.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,19 @@ public:
                                     : collective.bufferChunks(b);
   }
 };
+
+/// The data dependencies among `count` transfers (`transferAt(i)`) run in
+/// `order`, a permutation of their indices: deps[t] lists, sorted and
+/// without t, the transfers before t in that order that t must wait for:
+/// the last writer of each chunk it reads (RAW), and the last writer of and
+/// the readers since that write of each chunk it writes (WAW, WAR; a reduce
+/// also accumulates into the last written value). Chunks are canonical (an
+/// in-place alias is one chunk); scratch holds `scratchChunks` per rank.
+std::vector<std::vector<int>>
+transferDependencies(const Collective &collective, int scratchChunks,
+                     int count,
+                     const std::function<const Transfer &(int)> &transferAt,
+                     const std::vector<int> &order);
 
 /// Serializes a schedule (one transfer per line, stable key order).
 std::string scheduleToJson(const Schedule &s);

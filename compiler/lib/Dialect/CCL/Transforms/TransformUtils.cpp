@@ -1,6 +1,8 @@
 //===- TransformUtils.cpp - Helpers shared by the ccl passes --------------===//
 #include "TransformUtils.h"
 
+#include "ccsynth/Import/ScheduleImport.h"
+
 #include <algorithm>
 #include <map>
 
@@ -39,6 +41,33 @@ Expected<Collective> refineCollective(const Collective &col, int factor) {
   return Collective::custom(col.name, col.numRanks, col.inputChunks * factor,
                             col.outputChunks * factor, std::move(pre),
                             std::move(post), col.inPlace);
+}
+
+LogicalResult
+refineAlgorithm(AlgorithmOp alg, int64_t factor, llvm::StringRef passName,
+                llvm::StringRef optionName,
+                llvm::function_ref<void(OpBuilder &, TransferOp)> split) {
+  if (factor < 1)
+    return alg.emitError() << passName << ": " << optionName
+                           << " must be at least 1 (got " << factor << ")";
+  if (factor == 1)
+    return success();
+  auto col = alg.buildCollective();
+  if (!col)
+    return alg.emitOpError() << col.error().message;
+  auto refined = refineCollective(*col, (int)factor);
+  if (!refined)
+    return alg.emitError() << passName << ": " << refined.error().message;
+  OpBuilder b(alg.getContext());
+  for (TransferOp t :
+       llvm::to_vector(alg.getBody().front().getOps<TransferOp>())) {
+    b.setInsertionPoint(t);
+    split(b, t);
+    t.erase();
+  }
+  setCollectiveAttrs(alg, *refined);
+  alg.setScratchChunks(alg.getScratchChunks() * factor);
+  return success();
 }
 
 Slot slotOf(const Collective &col, int rank, Buffer buffer, int64_t index) {

@@ -10,6 +10,7 @@
 #include "ccsynth/Core/Collective.h"
 #include "ccsynth/Dialect/CCL/IR/CCLOps.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
@@ -21,6 +22,16 @@ namespace ccsynth::ccl {
 /// x*factor .. x*factor+factor-1 and sub-chunk k carries part k of x's
 /// value. Built-ins stay built-ins (chunk factor times `factor`).
 Expected<Collective> refineCollective(const Collective &col, int factor);
+
+/// Refines every chunk of `alg` into `factor` parts (factor, the pass
+/// option `optionName` of `passName`, must be at least 1; 1 changes nothing): each transfer is replaced
+/// by what `split` inserts at the builder's point, and the collective and
+/// scratch sizes are scaled. Emits an error and fails when the collective
+/// cannot be refined.
+mlir::LogicalResult
+refineAlgorithm(AlgorithmOp alg, int64_t factor, llvm::StringRef passName,
+                llvm::StringRef optionName,
+                llvm::function_ref<void(mlir::OpBuilder &, TransferOp)> split);
 
 /// A chunk slot of one rank after in-place aliasing, packed as
 /// buffer << 32 | index.

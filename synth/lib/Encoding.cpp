@@ -361,6 +361,40 @@ void FlowEncoding::distinctLinks(BoolModel &q, const std::vector<int> &links,
   q.addPbLe(std::move(lits), std::move(coefs), atMost ? k : total - k);
 }
 
+void appendOrbitTrees(const RoutingProblem &p, int rep,
+                      const std::vector<int> &recvLink,
+                      const std::vector<int> &slot, Plan &plan,
+                      const std::function<void(int, int)> &onSend) {
+  const Topology &t = *p.topo;
+  int n = t.numRanks();
+  std::vector<int> order;
+  for (int r = 0; r < n; ++r)
+    if (recvLink[r] >= 0)
+      order.push_back(r);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return slot[a] != slot[b] ? slot[a] < slot[b] : a < b;
+  });
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    if (p.repOf[v] != rep)
+      continue;
+    int g = p.elemOf[v];
+    std::vector<int> sendInto(n, -1);
+    for (int r : order) {
+      int l = p.group.link[g][recvLink[r]];
+      int src = t.links[l].src;
+      PlanSend s;
+      s.value = (int)v;
+      s.link = l;
+      s.slot = slot[r];
+      s.parent = src == p.values[v].origin ? -1 : sendInto[src];
+      sendInto[t.links[l].dst] = (int)plan.sends.size();
+      plan.sends.push_back(s);
+      if (onSend)
+        onSend((int)v, l);
+    }
+  }
+}
+
 Plan FlowEncoding::decode(const IncrementalSolver &solver) const {
   const Topology &t = *p.topo;
   int n = t.numRanks();
@@ -385,32 +419,10 @@ Plan FlowEncoding::decode(const IncrementalSolver &solver) const {
       for (int r = d; r != val.origin && r >= 0 && !keep[r];
            r = recvLink[r] >= 0 ? t.links[recvLink[r]].src : -1)
         keep[r] = 1;
-    // Order kept ranks by slot so parents precede children.
-    std::vector<int> order;
     for (int r = 0; r < n; ++r)
-      if (keep[r] && recvLink[r] >= 0)
-        order.push_back(r);
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      return recvSlot[a] != recvSlot[b] ? recvSlot[a] < recvSlot[b] : a < b;
-    });
-    // Images for every value of the orbit.
-    for (size_t v = 0; v < p.values.size(); ++v) {
-      if (p.repOf[v] != rep)
-        continue;
-      int g = p.elemOf[v];
-      std::vector<int> sendInto(n, -1);
-      for (int r : order) {
-        int l = p.group.link[g][recvLink[r]];
-        int src = t.links[l].src;
-        PlanSend s;
-        s.value = (int)v;
-        s.link = l;
-        s.slot = recvSlot[r];
-        s.parent = src == p.values[v].origin ? -1 : sendInto[src];
-        sendInto[t.links[l].dst] = (int)plan.sends.size();
-        plan.sends.push_back(s);
-      }
-    }
+      if (!keep[r])
+        recvLink[r] = -1;
+    appendOrbitTrees(p, rep, recvLink, recvSlot, plan);
   }
   return plan;
 }

@@ -317,35 +317,13 @@ Plan heuristicPlan(const RoutingProblem &p, const CostModel &cost) {
       }
     }
     // Images of the tree, parents first.
-    std::vector<int> order;
-    for (int r = 0; r < n; ++r)
-      if (recvLink[r] >= 0)
-        order.push_back(r);
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      return depthOf[a] != depthOf[b] ? depthOf[a] < depthOf[b] : a < b;
-    });
-    for (size_t v = 0; v < p.values.size(); ++v) {
-      if (p.repOf[v] != rep)
-        continue;
-      int g = p.elemOf[v];
-      std::vector<int> sendInto(n, -1);
-      for (int r : order) {
-        int l = p.group.link[g][recvLink[r]];
-        int src = t.links[l].src;
-        PlanSend s;
-        s.value = (int)v;
-        s.link = l;
-        s.slot = depthOf[r];
-        s.parent = src == p.values[v].origin ? -1 : sendInto[src];
-        sendInto[t.links[l].dst] = (int)plan.sends.size();
-        plan.sends.push_back(s);
-        if ((int)v != rep) {
-          ++load[l];
-          for (int x : t.links[l].resources)
-            resLoad[x] += 1;
-        }
+    appendOrbitTrees(p, rep, recvLink, depthOf, plan, [&](int v, int l) {
+      if (v != rep) {
+        ++load[l];
+        for (int x : t.links[l].resources)
+          resLoad[x] += 1;
       }
-    }
+    });
   }
   return plan;
 }

@@ -20,6 +20,7 @@
 #include "ccsynth/Synth/Problem.h"
 #include "ccsynth/Synth/Solver.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,6 +47,17 @@ struct Plan {
   /// SMT-LIB text of the encoding that produced it (when requested).
   std::string smt;
 };
+
+/// Appends to `plan` the route tree of orbit representative `rep` and its
+/// images under the sketch's symmetry (one tree per value of the orbit).
+/// recvLink[r] is the link over which rank r receives the value (-1: r is
+/// not on the tree) and slot[r] the slot (or level) of that reception;
+/// sends are appended parents first. `onSend(value, link)` is called for
+/// each appended send.
+void appendOrbitTrees(const RoutingProblem &p, int rep,
+                      const std::vector<int> &recvLink,
+                      const std::vector<int> &slot, Plan &plan,
+                      const std::function<void(int, int)> &onSend = {});
 
 struct EncodingOptions {
   /// Number of slots (exact) or levels (routing).

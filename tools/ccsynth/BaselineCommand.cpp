@@ -57,7 +57,7 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
                   "hierarchical).");
   cmd->footer(
       "Kinds: ring (NCCL-style, as many edge-disjoint rings as the topology "
-      "has), tree (double binary tree for allreduce; binary tree for "
+      "has; alltoall relays every chunk along the ring), tree (double binary tree for allreduce; binary tree for "
       "broadcast/reduce), direct (all-pairs), hierarchical (intra-node then "
       "inter-node; multi-node topologies only). Where ranks are not adjacent "
       "the chunks are forwarded along the shortest route.");

@@ -5,7 +5,11 @@
 // its channels. AllGather passes every rank's chunk n-1 hops along the
 // ring; ReduceScatter accumulates each rank's chunk over the n-1 hops that
 // end at it; AllReduce is ReduceScatter then AllGather on n blocks per ring;
-// Broadcast and Reduce pipeline chunks along the ring opened at the root.
+// Broadcast and Reduce pipeline chunks along the ring opened at the root;
+// AllToAll relays every chunk along the ring from its source to its
+// destination through scratch (the ring all-to-all of MPI libraries: each
+// link carries n(n-1)/2 chunks per ring, so it only pays on machines
+// without direct paths).
 //
 //===----------------------------------------------------------------------===//
 #include "BaselineBuilder.h"
@@ -115,6 +119,36 @@ Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
         reduceChain(
             b, path, [&](int i) { return b.input(path[i], k); },
             [&](int i) { return acc[i]; });
+        break;
+      }
+      case CollectiveKind::AllToAll: {
+        int k = q * pipeline + p;
+        for (int src = 0; src < n; ++src)
+          b.copyLocal(b.input(src, src * c + k), b.output(src, src * c + k));
+        // In place a chunk arriving at its destination would overwrite one
+        // that rank has yet to send: it lands in scratch and is copied into
+        // place after every send.
+        std::vector<std::pair<ChunkLoc, ChunkLoc>> landed;
+        // Nearest destinations first: every hop of a step then uses a
+        // different link.
+        for (int dist = 1; dist < n; ++dist)
+          for (int src = 0; src < n; ++src) {
+            std::vector<int> path = rotated(ring, position[q][src]);
+            int dst = path[dist];
+            ChunkLoc at = b.input(src, dst * c + k);
+            ChunkLoc out = b.output(dst, src * c + k);
+            for (int i = 1; i <= dist; ++i) {
+              ChunkLoc next = i == dist && !options.inPlace
+                                  ? out
+                                  : b.scratch(path[i]);
+              b.copy(at, next);
+              at = next;
+            }
+            if (options.inPlace)
+              landed.push_back({at, out});
+          }
+        for (auto [from, to] : landed)
+          b.copyLocal(from, to);
         break;
       }
       default:

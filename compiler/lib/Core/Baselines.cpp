@@ -49,7 +49,7 @@ std::vector<CollectiveKind> familyCollectives(BaselineKind kind) {
   switch (kind) {
   case BaselineKind::Ring:
     return {C::AllGather, C::ReduceScatter, C::AllReduce, C::Broadcast,
-            C::Reduce};
+            C::Reduce,    C::AllToAll};
   case BaselineKind::Tree:
     return {C::AllReduce, C::Broadcast, C::Reduce};
   case BaselineKind::Direct:

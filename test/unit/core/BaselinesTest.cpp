@@ -222,9 +222,9 @@ TEST_CASE("every supported baseline verifies on every test topology",
         }
       }
   }
-  // 9 topologies x (5 ring + 3 tree + 8 direct) + 3 multi-node x 4
+  // 9 topologies x (6 ring + 3 tree + 8 direct) + 3 multi-node x 4
   // hierarchical, each out of and in place.
-  CHECK(built == 2 * (9 * 16 + 3 * 4));
+  CHECK(built == 2 * (9 * 17 + 3 * 4));
 }
 
 TEST_CASE("baselines build quickly on 64 ranks", "[baselines]") {
@@ -238,6 +238,7 @@ TEST_CASE("baselines build quickly on 64 ranks", "[baselines]") {
       {BaselineKind::Ring, CollectiveKind::AllReduce, false},
       {BaselineKind::Ring, CollectiveKind::ReduceScatter, true},
       {BaselineKind::Ring, CollectiveKind::Broadcast, false},
+      {BaselineKind::Ring, CollectiveKind::AllToAll, true},
       {BaselineKind::Tree, CollectiveKind::AllReduce, true},
       {BaselineKind::Tree, CollectiveKind::Reduce, false},
       {BaselineKind::Direct, CollectiveKind::AllToAll, true},

@@ -93,6 +93,7 @@ Status appendCopyTree(const RoutingProblem &p, const Plan &plan, FromFn from,
     }
     out.tasks.push_back(
         makeTask(src, dstLoc[i], TransferOp::Copy, s.link, prioBase + s.slot));
+    out.tasks.back().planSend = i;
   }
   return Status::success();
 }
@@ -178,7 +179,11 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
         target.canonical(result(v)) == target.canonical(contribution(v, root));
   }
   std::vector<std::vector<char>> started(nv, std::vector<char>(n, 0));
-  if (init == AccumulatorInit::Early) {
+  bool reduceOnArrival =
+      init == AccumulatorInit::EarlyReduceOnArrival ||
+      init == AccumulatorInit::AfterFirstArrivalReduceOnArrival;
+  if (init == AccumulatorInit::Early ||
+      init == AccumulatorInit::EarlyReduceOnArrival) {
     // Every accumulator that children reduce into starts as a local copy of
     // its rank's contribution, before anything arrives.
     for (const PlanSend &s : plan.sends) {
@@ -195,6 +200,19 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
   std::reverse(order.begin(), order.end());
   for (int i : order) {
     const PlanSend &s = plan.sends[i];
+    size_t firstTask = out.tasks.size();
+    // Marks the tasks this reversed send appended (on every path out).
+    struct Mark {
+      TaskList &out;
+      size_t from;
+      int send;
+      ~Mark() {
+        for (size_t k = from; k < out.tasks.size(); ++k) {
+          out.tasks[k].planSend = send;
+          out.tasks[k].reversed = true;
+        }
+      }
+    } mark{out, firstTask, i};
     int parent = t.links[s.link].src, child = t.links[s.link].dst;
     int back = rev[s.link];
     if (back < 0)
@@ -217,6 +235,10 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
         out.tasks.push_back(makeTask(contribution(s.value, parent), acc,
                                      TransferOp::Reduce, -1, prio));
       primed[s.value][parent] = 1;
+      continue;
+    }
+    if (reduceOnArrival) {
+      out.tasks.push_back(makeTask(src, acc, TransferOp::Reduce, back, prio));
       continue;
     }
     // Later arrivals land in their own scratch slot, so that transfers from

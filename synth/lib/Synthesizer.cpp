@@ -217,6 +217,12 @@ private:
   double baselineUs = std::numeric_limits<double>::infinity();
   std::string baselineName;
   double minAlphaUs = 0, maxLinkGBps = 0;
+  /// A chunk of the setup's route streams for longer than four of the
+  /// fastest latencies on the fastest link.
+  bool bandwidthBound(const Setup &setup) const {
+    return opts.targetBytes / setup.route.sizeDivisor() >
+           4 * 1e3 * minAlphaUs * maxLinkGBps;
+  }
   void measureBaselines();
 
   /// Lowers, orders, merges, verifies and simulates one plan; returns the
@@ -227,12 +233,38 @@ private:
                            const Plan &plan, AccumulatorInit init);
   double evaluateList(TaskList list, const Plan &plan, const std::string &tag,
                       int k);
+  ListScheduleOptions scheduleOptions() const;
+  /// When each plan send ends in the list schedule of the plan's copy
+  /// collective (empty when that fails).
+  std::vector<double> forwardEnds(const RoutingProblem &problem,
+                                  const Plan &plan);
   /// Verifies and simulates; +inf when the candidate fails verification.
   double measure(Schedule &s, const std::string &method, int k, bool proven,
                  const std::string &smt);
+  /// In a quick first pass only the heuristic plans are evaluated; the
+  /// splits it covered skip them later.
+  bool heuristicsOnly = false;
+  std::set<int> heuristicsDone;
   void searchChunkup(int k, const Setup &setup, const RoutingProblem &problem,
                      Clock::time_point until);
 };
+
+/// Priorities that dispatch a reduction tree's transfers in the reverse
+/// order of their forward sends' ends (`ends`, per plan send).
+void mirrorPriorities(TaskList &list, const std::vector<double> &ends,
+                      const Plan &plan) {
+  double last = 0;
+  int maxSlot = 0;
+  for (double e : ends)
+    last = std::max(last, e);
+  for (const PlanSend &s : plan.sends)
+    maxSlot = std::max(maxSlot, s.slot);
+  if (last <= 0)
+    return;
+  for (Task &t : list.tasks)
+    if (t.reversed && t.planSend >= 0)
+      t.prio = maxSlot * (1 - ends[t.planSend] / last);
+}
 
 Expected<TaskList> Driver::lower(const RoutingProblem &problem,
                                  const Setup &setup, const Plan &plan,
@@ -279,6 +311,8 @@ double Driver::measure(Schedule &s, const std::string &method, int k,
     return std::numeric_limits<double>::infinity();
   }
   double t = sim->timeUs;
+  if (getenv("CCSYNTH_DEBUG_CANDIDATES"))
+    say("candidate " + method + ": " + fmt(t, 2) + " us");
   result.candidates.push_back({method, k, s.numSteps(), t});
   bool better = t < best.timeUs * (1 - 1e-9) ||
                 (proven && !best.proven && t <= best.timeUs * (1 + 1e-9));
@@ -298,9 +332,21 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
   bool reduction = setup.lowering == Setup::Lowering::Inverse ||
                    setup.lowering == Setup::Lowering::AllReduce;
   double bestHere = std::numeric_limits<double>::infinity();
+  // A reduction tree replayed as the mirror image in time of the copy
+  // tree's schedule: on symmetric links that is a schedule of the same
+  // length.
+  std::vector<double> ends;
+  if (reduction)
+    ends = forwardEnds(problem, plan);
   for (AccumulatorInit init :
-       {AccumulatorInit::AfterFirstArrival, AccumulatorInit::Early}) {
-    if (!reduction && init == AccumulatorInit::Early)
+       {AccumulatorInit::AfterFirstArrival,
+        AccumulatorInit::AfterFirstArrivalReduceOnArrival,
+        AccumulatorInit::Early}) {
+    if (!reduction && init != AccumulatorInit::AfterFirstArrival)
+      break;
+    // Early copies of every accumulator cost local bandwidth that only
+    // pays off when latency dominates.
+    if (init == AccumulatorInit::Early && bandwidthBound(setup))
       break;
     auto list = lower(problem, setup, plan, init);
     if (!list) {
@@ -311,10 +357,49 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
     std::string tag =
         (setup.label.empty() ? "" : ", " + setup.label) +
         (init == AccumulatorInit::Early ? ", accumulators initialized early"
-                                        : "");
+         : init == AccumulatorInit::EarlyReduceOnArrival
+             ? ", accumulators initialized early, reducing on arrival"
+         : init == AccumulatorInit::AfterFirstArrivalReduceOnArrival
+             ? ", reducing on arrival"
+             : "");
+    if (!ends.empty()) {
+      mirrorPriorities(*list, ends, plan);
+      tag += ", mirrored";
+    }
     bestHere = std::min(bestHere, evaluateList(list.take(), plan, tag, k));
   }
   return bestHere;
+}
+
+ListScheduleOptions Driver::scheduleOptions() const {
+  ListScheduleOptions lo;
+  lo.bytes = opts.targetBytes;
+  // One replay may take at most a twentieth of the time limit (at least
+  // two seconds): very concurrent candidates are not worth more.
+  lo.deadline = std::min(
+      deadline + std::chrono::seconds(2),
+      Clock::now() +
+          std::chrono::microseconds(
+              (long long)(std::max(2.0, opts.timeLimitSec / 20) * 1e6)));
+  return lo;
+}
+
+std::vector<double> Driver::forwardEnds(const RoutingProblem &problem,
+                                        const Plan &plan) {
+  auto t0 = Clock::now();
+  std::vector<double> ends;
+  auto fwd = lowerCopy(problem, plan);
+  if (fwd) {
+    auto timed = listSchedule(*fwd, topo, scheduleOptions());
+    if (timed) {
+      ends.assign(plan.sends.size(), 0);
+      for (size_t i = 0; i < fwd->tasks.size(); ++i)
+        if (fwd->tasks[i].planSend >= 0)
+          ends[fwd->tasks[i].planSend] = timed->end[i];
+    }
+  }
+  stages.add("schedule", since(t0));
+  return ends;
 }
 
 double Driver::evaluateList(TaskList taskList, const Plan &plan,
@@ -330,15 +415,7 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
         t.prio -= 1e6;
     }
   }
-  ListScheduleOptions lo;
-  lo.bytes = opts.targetBytes;
-  // One replay may take at most a twentieth of the time limit (at least
-  // two seconds): very concurrent candidates are not worth more.
-  lo.deadline = std::min(
-      deadline + std::chrono::seconds(2),
-      Clock::now() +
-          std::chrono::microseconds(
-              (long long)(std::max(2.0, opts.timeLimitSec / 20) * 1e6)));
+  ListScheduleOptions lo = scheduleOptions();
   double bestHere = std::numeric_limits<double>::infinity();
   // Two dispatch rules: the plan's slot order, and critical path first.
   std::optional<TimedTasks> timed;
@@ -425,18 +502,23 @@ void Driver::searchChunkup(int k, const Setup &setup,
   ctx.callConflicts =
       (unsigned)std::clamp(opts.timeLimitSec * 100, 1000.0, 20000.0);
 
+  // Heuristic plans are evaluated once per split (the quick pass may have
+  // done it already).
+  bool heuristics = heuristicsDone.insert(k).second;
   auto t0 = Clock::now();
   Plan h = heuristicPlan(problem, cost);
   stages.add("heuristic routes", since(t0));
-  report("heuristic", evaluate(problem, setup, h, k));
-  if (atBound())
-    return;
-  auto t2 = Clock::now();
-  Plan direct = minHopPlan(problem, cost);
-  stages.add("heuristic routes", since(t2));
-  report("minimum-hop routes", evaluate(problem, setup, direct, k));
-  if (atBound())
-    return;
+  if (heuristics && !heuristicsOnly) {
+    report("heuristic", evaluate(problem, setup, h, k));
+    if (atBound())
+      return;
+    auto t2 = Clock::now();
+    Plan direct = minHopPlan(problem, cost);
+    stages.add("heuristic routes", since(t2));
+    report("minimum-hop routes", evaluate(problem, setup, direct, k));
+    if (atBound())
+      return;
+  }
 
   // Bandwidth-bound sizes favour concentrating binding resources on few
   // long FIFO streams.
@@ -448,6 +530,7 @@ void Driver::searchChunkup(int k, const Setup &setup,
   bool bandwidthBound = chunk / (bw * 1e3) > 4 * alpha;
   // Rail-only inter-node links (GPU i talks to GPU i of other nodes), with
   // room for forwarding across nodes: rings per NIC rail pipeline well.
+  bool railsTried = false;
   auto railRouting = [&] {
     if (!atBound() && Clock::now() < ctx.deadline && topo.numNodes() > 1 &&
         sketch.connKind != InternodeConnKind::DirectMap) {
@@ -469,8 +552,12 @@ void Driver::searchChunkup(int k, const Setup &setup,
           Plan railHeuristic = heuristicPlan(*rail, cost);
           stages.add("heuristic routes", since(th));
           railHeuristic.method += " on rails";
-          report(railHeuristic.method,
-                 evaluate(*rail, setup, railHeuristic, k));
+          if (heuristics)
+            report(railHeuristic.method,
+                   evaluate(*rail, setup, railHeuristic, k));
+          railsTried = true;
+          if (heuristicsOnly)
+            return;
           double railHint = busyTime(*rail, railHeuristic, cost);
           // Bandwidth-bound: one or two links per NIC (rings, bidirectional
           // rings or chains per rail); otherwise shallow rail routes.
@@ -527,8 +614,17 @@ void Driver::searchChunkup(int k, const Setup &setup,
   };
   // Multi-node bandwidth-bound sizes: try rails first, they are likely to
   // win and the full sketch's encoding is the larger one.
-  if (bandwidthBound)
+  if (bandwidthBound || heuristicsOnly)
     railRouting();
+  if (heuristicsOnly) {
+    // Without rails, the quick pass tries the plain heuristic trees, and
+    // the later pass the rest.
+    if (!railsTried) {
+      report("heuristic", evaluate(problem, setup, h, k));
+      heuristicsDone.erase(k);
+    }
+    return;
+  }
   if (Clock::now() < ctx.deadline) {
     auto t1 = Clock::now();
     ctx.maxVars = 150000;
@@ -647,6 +743,55 @@ Expected<SynthResult> Driver::run() {
     maxLinkGBps = std::max(maxLinkGBps, topo.effectiveBandwidth(l));
   }
   bool first = true, done = false;
+  // Builds the routing problem of one split; the first one also decides
+  // feasibility.
+  auto prepare = [&](const Setup &setup) -> Expected<RoutingProblem> {
+    auto t0 = Clock::now();
+    auto problem = buildRoutingProblem(topo, sketch, setup.route);
+    stages.add("problem", since(t0));
+    if (problem && first) {
+      first = false;
+      if (auto why = explainInfeasible(*problem, sketch)) {
+        result.feasible = false;
+        result.infeasibility = *why;
+      }
+      for (const std::string &note : problem->notes)
+        result.notes.push_back(note);
+    }
+    return problem;
+  };
+  // Large machines at bandwidth-bound sizes: Z3 routing of one split can
+  // take most of the time limit, while the heuristic trees of the next
+  // splits are cheap and often better. A quick pass evaluates those first
+  // (at most a third of the time).
+  if (n >= 32 && bandwidthBound(*base) && !phases.empty()) {
+    heuristicsOnly = true;
+    auto until = Clock::now() + (deadline - Clock::now()) / 3;
+    for (size_t i = 0; i < phases.front().size() && i < 3; ++i) {
+      if (Clock::now() >= until && std::isfinite(best.timeUs))
+        break;
+      int k = phases.front()[i];
+      auto setups = makeSetups(opts, n, k);
+      if (!setups)
+        return setups.error();
+      const Setup &setup = setups->front();
+      auto problem = prepare(setup);
+      if (!problem)
+        return problem.error();
+      if (!result.feasible) {
+        result.stages = stages.list;
+        return std::move(result);
+      }
+      bound = std::max(
+          bound, lowerBound(setup.target, topo, opts.targetBytes).timeUs());
+      say("chunkup " + std::to_string(k) + ": quick pass (heuristic trees)");
+      searchChunkup(k, setup, *problem, until);
+      if (atBound())
+        break;
+    }
+    heuristicsOnly = false;
+    done = atBound();
+  }
   for (const std::vector<int> &ks : phases) {
     int misses = 0;
     double bestBefore = best.timeUs;
@@ -668,21 +813,12 @@ Expected<SynthResult> Driver::run() {
                              (long long)(std::max(0.0, left) / rest * 1e6));
       for (size_t f = 0; f < setups->size(); ++f) {
         const Setup &setup = (*setups)[f];
-        auto t0 = Clock::now();
-        auto problem = buildRoutingProblem(topo, sketch, setup.route);
+        auto problem = prepare(setup);
         if (!problem)
           return problem.error();
-        stages.add("problem", since(t0));
-        if (first) {
-          first = false;
-          if (auto why = explainInfeasible(*problem, sketch)) {
-            result.feasible = false;
-            result.infeasibility = *why;
-            result.stages = stages.list;
-            return std::move(result);
-          }
-          for (const std::string &note : problem->notes)
-            result.notes.push_back(note);
+        if (!result.feasible) {
+          result.stages = stages.list;
+          return std::move(result);
         }
         double lb = lowerBound(setup.target, topo, opts.targetBytes).timeUs();
         bound = std::max(bound, lb);
@@ -692,8 +828,7 @@ Expected<SynthResult> Driver::run() {
         // Moving contributions unreduced to their owner only pays when
         // latency dominates; at bandwidth-bound sizes it multiplies the
         // traffic into the owners.
-        if (f > 0 && opts.targetBytes / setup.route.sizeDivisor() >
-                         4 * 1e3 * minAlphaUs * maxLinkGBps)
+        if (f > 0 && bandwidthBound(setup))
           break;
         // The main family gets most of this split's time.
         auto familyUntil = f + 1 < setups->size()

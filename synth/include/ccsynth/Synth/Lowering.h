@@ -32,6 +32,10 @@ struct Task {
   Transfer tr; ///< count, op, link; step is assigned by the scheduler
   /// Dispatch priority among ready transfers of one link (smaller first).
   double prio = 0;
+  /// The plan send this task carries out (copy trees), or whose reverse
+  /// it carries out or folds in (reduction trees); -1 otherwise.
+  int planSend = -1;
+  bool reversed = false;
 };
 
 struct TaskList {
@@ -46,8 +50,19 @@ Expected<TaskList> lowerCopy(const RoutingProblem &problem, const Plan &plan);
 /// How a rank's accumulator gets its own contribution: by a local copy at
 /// the start (off the critical path when latency dominates), or by a local
 /// reduction right after the first arrival (which then lands in the
-/// accumulator itself, saving the start-up copies' bandwidth).
-enum class AccumulatorInit { Early, AfterFirstArrival };
+/// accumulator itself, saving the start-up copies' bandwidth). With Early
+/// and AfterFirstArrival, later arrivals land in scratch and are folded in
+/// by local reductions, so children's transfers overlap;
+/// the ...ReduceOnArrival variants start the same way but reduce every
+/// later arrival into the accumulator as it lands (no local folds: the
+/// rank's copy engine stays free, but its children's transfers into one
+/// accumulator take turns).
+enum class AccumulatorInit {
+  Early,
+  AfterFirstArrival,
+  EarlyReduceOnArrival,
+  AfterFirstArrivalReduceOnArrival
+};
 
 /// Lowers the inverse of an AllGather (to ReduceScatter) or Broadcast (to
 /// Reduce) plan; `target` is the reduction collective (same ranks, chunk

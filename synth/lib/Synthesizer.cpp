@@ -139,7 +139,7 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
   double ratio = alpha > 0 ? chunk / (bw * 1e3) / alpha : 1e9;
   int kMax = std::max(1, (int)std::floor(ratio));
   int values = std::max(1, route1.numValues());
-  std::set<int> pool{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+  std::set<int> pool{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
   int c = sk.inputChunkup;
   for (int m : {1, 2, 4})
     pool.insert(c * m);
@@ -244,7 +244,7 @@ private:
   /// In a quick first pass only the heuristic plans are evaluated; the
   /// splits it covered skip them later.
   bool heuristicsOnly = false;
-  std::set<int> heuristicsDone;
+  std::set<int> heuristicsDone, quickSplits;
   void searchChunkup(int k, const Setup &setup, const RoutingProblem &problem,
                      Clock::time_point until);
 };
@@ -785,6 +785,7 @@ Expected<SynthResult> Driver::run() {
       bound = std::max(
           bound, lowerBound(setup.target, topo, opts.targetBytes).timeUs());
       say("chunkup " + std::to_string(k) + ": quick pass (heuristic trees)");
+      quickSplits.insert(k);
       searchChunkup(k, setup, *problem, until);
       if (atBound())
         break;
@@ -841,8 +842,10 @@ Expected<SynthResult> Driver::run() {
         done = true;
         break;
       }
-      // Stop going this way once two splits in a row did not help.
-      misses = best.timeUs < bestBefore * 0.99 ? 0 : misses + 1;
+      // Stop going this way once two splits in a row did not help (the
+      // quick pass's splits, whose best trees came first, do not count).
+      if (!quickSplits.count(k))
+        misses = best.timeUs < bestBefore * 0.99 ? 0 : misses + 1;
       bestBefore = std::min(bestBefore, best.timeUs);
       if (misses >= 2)
         break;

@@ -244,7 +244,7 @@ private:
   /// In a quick first pass only the heuristic plans are evaluated; the
   /// splits it covered skip them later.
   bool heuristicsOnly = false;
-  std::set<int> heuristicsDone, quickSplits;
+  std::set<int> plainHeuristicsDone, railHeuristicsDone, quickSplits;
   void searchChunkup(int k, const Setup &setup, const RoutingProblem &problem,
                      Clock::time_point until);
 };
@@ -344,6 +344,8 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
         AccumulatorInit::Early}) {
     if (!reduction && init != AccumulatorInit::AfterFirstArrival)
       break;
+    if (timeUp() && std::isfinite(best.timeUs))
+      break;
     // Early copies of every accumulator cost local bandwidth that only
     // pays off when latency dominates.
     if (init == AccumulatorInit::Early && bandwidthBound(setup))
@@ -420,6 +422,9 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
   // Two dispatch rules: the plan's slot order, and critical path first.
   std::optional<TimedTasks> timed;
   for (int rule = 0; rule < 2; ++rule) {
+    // Past the time limit, one verified schedule is enough.
+    if (rule > 0 && timeUp() && std::isfinite(best.timeUs))
+      break;
     auto t1 = Clock::now();
     TaskList variant = *list;
     if (rule == 1)
@@ -504,12 +509,12 @@ void Driver::searchChunkup(int k, const Setup &setup,
 
   // Heuristic plans are evaluated once per split (the quick pass may have
   // done it already).
-  bool heuristics = heuristicsDone.insert(k).second;
   auto t0 = Clock::now();
   Plan h = heuristicPlan(problem, cost);
   stages.add("heuristic routes", since(t0));
-  if (heuristics && !heuristicsOnly) {
-    report("heuristic", evaluate(problem, setup, h, k));
+  if (!heuristicsOnly) {
+    if (plainHeuristicsDone.insert(k).second)
+      report("heuristic", evaluate(problem, setup, h, k));
     if (atBound())
       return;
     auto t2 = Clock::now();
@@ -552,7 +557,7 @@ void Driver::searchChunkup(int k, const Setup &setup,
           Plan railHeuristic = heuristicPlan(*rail, cost);
           stages.add("heuristic routes", since(th));
           railHeuristic.method += " on rails";
-          if (heuristics)
+          if (railHeuristicsDone.insert(k).second)
             report(railHeuristic.method,
                    evaluate(*rail, setup, railHeuristic, k));
           railsTried = true;
@@ -619,10 +624,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
   if (heuristicsOnly) {
     // Without rails, the quick pass tries the plain heuristic trees, and
     // the later pass the rest.
-    if (!railsTried) {
+    if (!railsTried && plainHeuristicsDone.insert(k).second)
       report("heuristic", evaluate(problem, setup, h, k));
-      heuristicsDone.erase(k);
-    }
     return;
   }
   if (Clock::now() < ctx.deadline) {

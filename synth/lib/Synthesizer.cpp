@@ -332,6 +332,9 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
   bool reduction = setup.lowering == Setup::Lowering::Inverse ||
                    setup.lowering == Setup::Lowering::AllReduce;
   double bestHere = std::numeric_limits<double>::infinity();
+  // Past the time limit, one verified schedule is enough.
+  if (timeUp() && std::isfinite(best.timeUs))
+    return bestHere;
   // A reduction tree replayed as the mirror image in time of the copy
   // tree's schedule: on symmetric links that is a schedule of the same
   // length.
@@ -378,8 +381,10 @@ ListScheduleOptions Driver::scheduleOptions() const {
   lo.bytes = opts.targetBytes;
   // One replay may take at most a twentieth of the time limit (at least
   // two seconds): very concurrent candidates are not worth more.
+  // Past the time limit only the first schedule may still be completed.
   lo.deadline = std::min(
-      deadline + std::chrono::seconds(2),
+      std::isfinite(best.timeUs) ? deadline
+                                 : deadline + std::chrono::seconds(2),
       Clock::now() +
           std::chrono::microseconds(
               (long long)(std::max(2.0, opts.timeLimitSec / 20) * 1e6)));
@@ -817,6 +822,11 @@ Expected<SynthResult> Driver::run() {
                              (long long)(std::max(0.0, left) / rest * 1e6));
       for (size_t f = 0; f < setups->size(); ++f) {
         const Setup &setup = (*setups)[f];
+        // Other families only while this split has time (building their
+        // problem can take seconds on large machines).
+        if (f > 0 && (atBound() || Clock::now() >= until ||
+                      bandwidthBound(setup)))
+          break;
         auto problem = prepare(setup);
         if (!problem)
           return problem.error();
@@ -826,13 +836,10 @@ Expected<SynthResult> Driver::run() {
         }
         double lb = lowerBound(setup.target, topo, opts.targetBytes).timeUs();
         bound = std::max(bound, lb);
-        if (f > 0 && (atBound() || Clock::now() >= until ||
-                      explainInfeasible(*problem, sketch)))
-          break;
         // Moving contributions unreduced to their owner only pays when
-        // latency dominates; at bandwidth-bound sizes it multiplies the
-        // traffic into the owners.
-        if (f > 0 && bandwidthBound(setup))
+        // latency dominates (checked above: at bandwidth-bound sizes it
+        // multiplies the traffic into the owners).
+        if (f > 0 && explainInfeasible(*problem, sketch))
           break;
         // The main family gets most of this split's time.
         auto familyUntil = f + 1 < setups->size()

@@ -114,6 +114,57 @@ std::vector<double> routeLatency(const RoutingProblem &p, const Plan &plan,
   return out;
 }
 
+/// Moves every routed value, unreduced, to a fresh scratch slot on its
+/// only destination and folds it there into result(v), in estimated arrival
+/// order (its route's latency, hops as tie-break). A fold into a result
+/// slot not yet `initialized` copies, later ones reduce. The caller has
+/// checked that each routed value has exactly one destination, the rank of
+/// result(v).
+template <typename ResultFn>
+Status landAndFold(const RoutingProblem &p, const Plan &plan, ResultFn result,
+                   std::vector<std::vector<char>> &initialized, TaskList &out) {
+  int n = p.topo->numRanks();
+  std::vector<int> scratchNext(n, 0);
+  std::vector<ChunkLoc> landing(p.values.size(),
+                                ChunkLoc{-1, BufferKind::Scratch, -1});
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const RouteValue &val = p.values[v];
+    if (val.dests.empty())
+      continue;
+    int owner = val.dests[0];
+    landing[v] = {owner, BufferKind::Scratch, scratchNext[owner]++};
+  }
+  out.scratchChunks = *std::max_element(scratchNext.begin(), scratchNext.end());
+  auto from = [&](int v) {
+    return ChunkLoc{p.values[v].origin, BufferKind::Input,
+                    p.values[v].originIndex};
+  };
+  auto to = [&](int v, int r) -> std::optional<ChunkLoc> {
+    if (r == landing[v].rank)
+      return landing[v];
+    return std::nullopt;
+  };
+  if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
+    return s;
+  std::vector<double> arrival = routeLatency(p, plan, landing);
+  std::vector<int> order(p.values.size());
+  for (size_t v = 0; v < order.size(); ++v)
+    order[v] = (int)v;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return arrival[a] < arrival[b]; });
+  for (int v : order) {
+    if (p.values[v].dests.empty())
+      continue;
+    ChunkLoc res = result(v);
+    bool first = !initialized[res.rank][res.index];
+    initialized[res.rank][res.index] = 1;
+    out.tasks.push_back(makeTask(landing[v], res,
+                                 first ? TransferOp::Copy : TransferOp::Reduce,
+                                 -1, arrival[v] + 0.5));
+  }
+  return Status::success();
+}
+
 /// Link from l's destination back to its source (same kind preferred, then
 /// the fastest), or -1.
 std::vector<int> reverseLinks(const Topology &t) {
@@ -408,10 +459,6 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
           resultOf[v] = {r, BufferKind::Output, i};
   TaskList out;
   out.collective = target;
-  std::vector<int> scratchNext(n, 0);
-  // Each routed value carries one contribution to its owner.
-  std::vector<ChunkLoc> landing(p.values.size(),
-                                ChunkLoc{-1, BufferKind::Scratch, -1});
   std::vector<std::vector<char>> initialized(n);
   for (int r = 0; r < n; ++r)
     initialized[r].assign(target.outputChunks, 0);
@@ -427,8 +474,8 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
         out.tasks.push_back(makeTask(in, resultOf[v], TransferOp::Copy, -1, 0));
       initialized[r][resultOf[v].index] = 1;
     }
-  for (size_t v = 0; v < p.values.size(); ++v) {
-    const RouteValue &val = p.values[v];
+  // Each routed value carries one contribution to its owner.
+  for (const RouteValue &val : p.values) {
     if (val.dests.empty())
       continue; // the owner's own contribution, copied above
     int contrib = target.pre[val.origin][val.originIndex];
@@ -438,40 +485,13 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
     if (val.dests.size() != 1 || val.dests[0] != resultOf[contrib].rank)
       return Error("internal: a gather route goes elsewhere than the "
                    "result's owner");
-    int owner = val.dests[0];
-    landing[v] = {owner, BufferKind::Scratch, scratchNext[owner]++};
   }
-  out.scratchChunks = *std::max_element(scratchNext.begin(), scratchNext.end());
-  auto from = [&](int v) {
-    return ChunkLoc{p.values[v].origin, BufferKind::Input,
-                    p.values[v].originIndex};
-  };
-  auto to = [&](int v, int r) -> std::optional<ChunkLoc> {
-    if (r == landing[v].rank)
-      return landing[v];
-    return std::nullopt;
-  };
-  if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
-    return s.error();
-  // Fold each landing into its result in (estimated) arrival order: the
-  // latency of its route, hops as tie-break.
-  std::vector<double> arrival = routeLatency(p, plan, landing);
-  std::vector<int> order(p.values.size());
-  for (size_t v = 0; v < order.size(); ++v)
-    order[v] = (int)v;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return arrival[a] < arrival[b]; });
-  for (int v : order) {
+  auto result = [&](int v) {
     const RouteValue &val = p.values[v];
-    if (val.dests.empty())
-      continue;
-    ChunkLoc res = resultOf[target.pre[val.origin][val.originIndex]];
-    bool first = !initialized[res.rank][res.index];
-    initialized[res.rank][res.index] = 1;
-    out.tasks.push_back(makeTask(landing[v], res,
-                                 first ? TransferOp::Copy : TransferOp::Reduce,
-                                 -1, arrival[v] + 0.5));
-  }
+    return resultOf[target.pre[val.origin][val.originIndex]];
+  };
+  if (Status s = landAndFold(p, plan, result, initialized, out); !s)
+    return s.error();
   return out;
 }
 
@@ -486,55 +506,32 @@ Expected<TaskList> lowerAllReduceGather(const RoutingProblem &p,
   int c = target.chunkFactor / n;
   TaskList out;
   out.collective = target;
-  std::vector<int> scratchNext(n, 0);
-  // Owners start from their own contribution.
+  // Owners start from their own contribution: every result slot is
+  // initialized, so every fold reduces.
+  std::vector<std::vector<char>> initialized(n);
+  for (int r = 0; r < n; ++r)
+    initialized[r].assign(target.outputChunks, 0);
   for (int x = 0; x < target.inputChunks; ++x) {
     int owner = x / c;
     ChunkLoc in{owner, BufferKind::Input, x}, res{owner, BufferKind::Output, x};
     if (target.canonical(in) != target.canonical(res))
       out.tasks.push_back(makeTask(in, res, TransferOp::Copy, -1, 0));
+    initialized[owner][x] = 1;
   }
-  std::vector<ChunkLoc> landing(p.values.size(),
-                                ChunkLoc{-1, BufferKind::Scratch, -1});
-  for (size_t v = 0; v < p.values.size(); ++v) {
-    const RouteValue &val = p.values[v];
-    if (val.dests.empty())
-      continue;
-    if (val.dests.size() != 1 || val.dests[0] != val.originIndex / c)
+  for (const RouteValue &val : p.values)
+    if (!val.dests.empty() &&
+        (val.dests.size() != 1 || val.dests[0] != val.originIndex / c))
       return Error("internal: a gather route goes elsewhere than the "
                    "chunk's owner");
-    int owner = val.dests[0];
-    landing[v] = {owner, BufferKind::Scratch, scratchNext[owner]++};
-  }
-  out.scratchChunks = *std::max_element(scratchNext.begin(), scratchNext.end());
-  auto from = [&](int v) {
-    return ChunkLoc{p.values[v].origin, BufferKind::Input,
-                    p.values[v].originIndex};
+  auto result = [&](int v) {
+    const RouteValue &val = p.values[v];
+    return ChunkLoc{val.dests[0], BufferKind::Output, val.originIndex};
   };
-  auto to = [&](int v, int r) -> std::optional<ChunkLoc> {
-    if (r == landing[v].rank)
-      return landing[v];
-    return std::nullopt;
-  };
-  if (Status s = appendCopyTree(p, plan, from, to, 0, out); !s)
+  if (Status s = landAndFold(p, plan, result, initialized, out); !s)
     return s.error();
   int maxSlot = 0;
   for (const PlanSend &s : plan.sends)
     maxSlot = std::max(maxSlot, s.slot);
-  std::vector<double> arrival = routeLatency(p, plan, landing);
-  std::vector<int> order(p.values.size());
-  for (size_t v = 0; v < order.size(); ++v)
-    order[v] = (int)v;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return arrival[a] < arrival[b]; });
-  for (int v : order) {
-    if (p.values[v].dests.empty())
-      continue;
-    const RouteValue &val = p.values[v];
-    ChunkLoc res{val.dests[0], BufferKind::Output, val.originIndex};
-    out.tasks.push_back(
-        makeTask(landing[v], res, TransferOp::Reduce, -1, arrival[v] + 0.5));
-  }
   // All-gather each result along the union of its contributions' routes,
   // reversed: a breadth-first tree from the owner.
   std::vector<int> rev = reverseLinks(t);

@@ -251,19 +251,13 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
   std::reverse(order.begin(), order.end());
   for (int i : order) {
     const PlanSend &s = plan.sends[i];
-    size_t firstTask = out.tasks.size();
-    // Marks the tasks this reversed send appended (on every path out).
-    struct Mark {
-      TaskList &out;
-      size_t from;
-      int send;
-      ~Mark() {
-        for (size_t k = from; k < out.tasks.size(); ++k) {
-          out.tasks[k].planSend = send;
-          out.tasks[k].reversed = true;
-        }
-      }
-    } mark{out, firstTask, i};
+    // Every task of this reversed send records it.
+    auto emit = [&](ChunkLoc from, ChunkLoc to, TransferOp op, int link,
+                    double prio) {
+      out.tasks.push_back(makeTask(from, to, op, link, prio));
+      out.tasks.back().planSend = i;
+      out.tasks.back().reversed = true;
+    };
     int parent = t.links[s.link].src, child = t.links[s.link].dst;
     int back = rev[s.link];
     if (back < 0)
@@ -280,24 +274,23 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
       // accumulator already holds it (in-place roots).
       started[s.value][parent] = 1;
       bool init = !primed[s.value][parent];
-      out.tasks.push_back(makeTask(
-          src, acc, init ? TransferOp::Copy : TransferOp::Reduce, back, prio));
+      emit(src, acc, init ? TransferOp::Copy : TransferOp::Reduce, back,
+           prio);
       if (init)
-        out.tasks.push_back(makeTask(contribution(s.value, parent), acc,
-                                     TransferOp::Reduce, -1, prio));
+        emit(contribution(s.value, parent), acc, TransferOp::Reduce, -1, prio);
       primed[s.value][parent] = 1;
       continue;
     }
     if (reduceOnArrival) {
-      out.tasks.push_back(makeTask(src, acc, TransferOp::Reduce, back, prio));
+      emit(src, acc, TransferOp::Reduce, back, prio);
       continue;
     }
     // Later arrivals land in their own scratch slot, so that transfers from
     // several children run at once, and are folded in by a local reduction
     // (chaining network reductions on one slot would serialize them).
     ChunkLoc landing{parent, BufferKind::Scratch, scratchNext[parent]++};
-    out.tasks.push_back(makeTask(src, landing, TransferOp::Copy, back, prio));
-    out.tasks.push_back(makeTask(landing, acc, TransferOp::Reduce, -1, prio));
+    emit(src, landing, TransferOp::Copy, back, prio);
+    emit(landing, acc, TransferOp::Reduce, -1, prio);
   }
   // A root no send reached (a single rank) still needs its result.
   for (int v = 0; v < nv; ++v) {

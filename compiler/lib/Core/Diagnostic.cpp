@@ -6,6 +6,9 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <climits>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ccsynth {
@@ -77,24 +80,89 @@ Expected<std::string> readFile(const std::string &path) {
   return ss.str();
 }
 
+namespace {
+
+Error writeError(const std::string &path, int err) {
+  return Error("cannot write '" + path + "': " + std::strerror(err));
+}
+
+/// Writes all of `contents` to `fd`; returns 0 or the errno of the failure.
+int writeAll(int fd, const std::string &contents) {
+  const char *p = contents.data();
+  size_t left = contents.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return errno;
+    }
+    p += n;
+    left -= (size_t)n;
+  }
+  return 0;
+}
+
+/// Follows `path` through symbolic links (also dangling ones) to the file
+/// that a write should change.
+Expected<std::string> resolveLinks(const std::string &path) {
+  std::string cur = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st;
+    if (::lstat(cur.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
+      return cur;
+    std::string target(PATH_MAX, '\0');
+    ssize_t n = ::readlink(cur.c_str(), target.data(), target.size());
+    if (n < 0)
+      return writeError(path, errno);
+    target.resize((size_t)n);
+    if (!target.empty() && target[0] != '/') {
+      size_t slash = cur.rfind('/');
+      if (slash != std::string::npos)
+        target = cur.substr(0, slash + 1) + target;
+    }
+    cur = target;
+  }
+  return writeError(path, ELOOP);
+}
+
+} // namespace
+
 Status writeFileAtomic(const std::string &path, const std::string &contents) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return Error("cannot write '" + path + "': " + std::strerror(errno));
-    out << contents;
-    out.flush();
-    if (!out) {
-      int saved = errno;
-      std::remove(tmp.c_str());
-      return Error("cannot write '" + path + "': " + std::strerror(saved));
+  auto resolved = resolveLinks(path);
+  if (!resolved)
+    return resolved.error();
+  const std::string &target = *resolved;
+  struct stat st;
+  if (::stat(target.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      return writeError(path, EISDIR);
+    if (!S_ISREG(st.st_mode)) {
+      // A device or FIFO is written in place: renaming over it would
+      // replace it with a regular file.
+      int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0)
+        return writeError(path, errno);
+      int err = writeAll(fd, contents);
+      if (::close(fd) != 0 && err == 0)
+        err = errno;
+      if (err != 0)
+        return writeError(path, err);
+      return Status::success();
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int saved = errno;
-    std::remove(tmp.c_str());
-    return Error("cannot write '" + path + "': " + std::strerror(saved));
+  std::string tmp = target + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return writeError(path, errno);
+  int err = writeAll(fd, contents);
+  if (::close(fd) != 0 && err == 0)
+    err = errno;
+  if (err == 0 && ::rename(tmp.c_str(), target.c_str()) != 0)
+    err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    return writeError(path, err);
   }
   return Status::success();
 }

@@ -101,8 +101,11 @@ std::string caretLine(const std::string &text, const SourceLoc &loc);
 /// Reads a whole file; the error names the file and the OS reason.
 Expected<std::string> readFile(const std::string &path);
 
-/// Writes `contents` to `path` atomically (temporary file + rename), so a
-/// failure never leaves a partial output file behind.
+/// Writes `contents` to `path`. A regular file (or a new path) is written
+/// atomically (temporary file beside it + rename), so a failure never leaves
+/// a partial output file behind; a symbolic link is followed to its target;
+/// a device or FIFO is written in place (never replaced), and its write
+/// errors (e.g. ENOSPC) are reported; a directory is an error.
 Status writeFileAtomic(const std::string &path, const std::string &contents);
 
 } // namespace ccsynth

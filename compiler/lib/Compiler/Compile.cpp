@@ -8,6 +8,7 @@
 #include "ccsynth/Dialect/CCL/IR/CCLDialect.h"
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
 #include "ccsynth/Import/ScheduleImport.h"
+#include "ccsynth/Target/CodeGenExport.h"
 #include "ccsynth/Target/MSCCLExport.h"
 #include "ccsynth/Target/MSCCLPPPlan.h"
 
@@ -32,6 +33,8 @@ std::optional<CompileTarget> parseCompileTarget(const std::string &name) {
     return CompileTarget::MscclXml;
   if (name == "mscclpp-json" || name == "mscclpp")
     return CompileTarget::MscclppJson;
+  if (name == "cuda")
+    return CompileTarget::Cuda;
   return std::nullopt;
 }
 
@@ -198,6 +201,9 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       break;
     case CompileTarget::MscclppJson:
       exported = ccl::exportMSCCLPPPlan(*work, os);
+      break;
+    case CompileTarget::Cuda:
+      exported = ccl::exportGeneratedCode(*work, os, {o.tileBytes, o.origin});
       break;
     }
     if (succeeded(exported)) {

@@ -3,6 +3,7 @@
 #include "ccsynth/Import/MSCCLToSchedule.h"
 #include "ccsynth/Import/ScheduleImport.h"
 #include "ccsynth/Import/ScheduleText.h"
+#include "ccsynth/Target/CodeGenExport.h"
 #include "ccsynth/Target/MSCCLExport.h"
 #include "ccsynth/Target/MSCCLPPPlan.h"
 #include "ccsynth/Target/MSCCLXml.h"
@@ -90,6 +91,20 @@ void registerTranslations() {
       "plan",
       [](Operation *op, llvm::raw_ostream &os) {
         return exportMSCCLPPPlan(op, os);
+      },
+      registerCCL);
+  static llvm::cl::opt<unsigned long long> tileBytes(
+      "tile-bytes",
+      llvm::cl::desc("--ccl-to-cuda: bytes per chunk slice per pass"),
+      llvm::cl::init(1 << 20));
+  TranslateFromMLIRRegistration toCuda(
+      "ccl-to-cuda",
+      "Generate interpreter-free code (CUDA and host C++) from a "
+      "threadblock-assigned ccl.program",
+      [](Operation *op, llvm::raw_ostream &os) {
+        CodeGenExportOptions options;
+        options.tileBytes = tileBytes;
+        return exportGeneratedCode(op, os, options);
       },
       registerCCL);
   TranslateToMLIRRegistration fromSchedule(

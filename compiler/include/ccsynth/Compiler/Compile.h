@@ -16,9 +16,10 @@
 
 namespace ccsynth {
 
-enum class CompileTarget { Mlir, MscclXml, MscclppJson };
+enum class CompileTarget { Mlir, MscclXml, MscclppJson, Cuda };
 
-/// "mlir", "msccl-xml" or "mscclpp-json".
+/// "mlir", "msccl-xml", "mscclpp-json" or "cuda" (generated code, which
+/// the host C++ compiler builds too).
 std::optional<CompileTarget> parseCompileTarget(const std::string &name);
 
 struct CompileOptions {
@@ -52,6 +53,10 @@ struct CompileOptions {
   long long minBytes = -1;
   long long maxBytes = -1;
   std::string name;
+  /// Generated code: bytes per chunk slice per pass.
+  unsigned long long tileBytes = 1 << 20;
+  /// Generated code: where the program came from (header comment).
+  std::string origin;
 };
 
 /// Why a compilation failed.

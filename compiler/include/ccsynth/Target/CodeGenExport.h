@@ -1,0 +1,33 @@
+//===- CodeGenExport.h - ccl.program to generated C++/CUDA ----------------===//
+//
+// `exportGeneratedCode(op, os)` plus the registered translation
+// `ccsynth-translate --ccl-to-cuda`: a threadblock-assigned program becomes
+// one source that nvcc and the host C++ compiler both build (see
+// CodeGen.h and docs/runtime.md).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Target/CodeGen.h"
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace ccsynth::ccl {
+
+struct CodeGenExportOptions {
+  /// Bytes per chunk slice per pass.
+  std::uint64_t tileBytes = 1 << 20;
+  /// Where the program came from, for the header comment.
+  std::string origin;
+};
+
+/// Writes the generated source of the program in `op`; `stats` (optional)
+/// receives its size figures.
+mlir::LogicalResult exportGeneratedCode(mlir::Operation *op,
+                                        llvm::raw_ostream &os,
+                                        const CodeGenExportOptions &options,
+                                        codegen::CodeGenStats *stats = nullptr);
+
+} // namespace ccsynth::ccl

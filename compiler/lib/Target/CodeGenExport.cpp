@@ -1,0 +1,74 @@
+//===- CodeGenExport.cpp - ccl.program to generated C++/CUDA --------------===//
+#include "ccsynth/Target/CodeGenExport.h"
+
+#include "ccsynth/Target/MSCCLExport.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace ccsynth::ccl {
+
+namespace {
+
+/// A C++ identifier from a symbol name.
+std::string identifierOf(llvm::StringRef name) {
+  std::string id;
+  for (char c : name)
+    id += std::isalnum((unsigned char)c) ? c : '_';
+  if (id.empty() || std::isdigit((unsigned char)id[0]))
+    id = "a_" + id;
+  return id;
+}
+
+} // namespace
+
+LogicalResult exportGeneratedCode(Operation *op, llvm::raw_ostream &os,
+                                  const CodeGenExportOptions &options,
+                                  codegen::CodeGenStats *stats) {
+  FailureOr<ProgramOp> prog = findProgram(op);
+  if (failed(prog))
+    return failure();
+  StepOrigins origins;
+  FailureOr<msccl::Algo> algo = programToMsccl(*prog, &origins);
+  if (failed(algo))
+    return failure();
+  auto col = prog->buildCollective();
+  if (!col)
+    return prog->emitError() << col.error().message;
+
+  codegen::CodeGenInput in;
+  in.algo = &*algo;
+  in.collective = &*col;
+  in.name = identifierOf(prog->getSymName());
+  in.collectiveName = prog->getCollectiveName()
+                          ? prog->getCollectiveName()->str()
+                          : prog->getCollective().str();
+  in.root = (int)prog->getRoot();
+  in.origin = options.origin;
+  if (in.origin.empty() && prog->getOrigin())
+    in.origin = prog->getOrigin()->str();
+  in.tileBytes = options.tileBytes;
+  std::string text;
+  llvm::raw_string_ostream ts(text);
+  prog->print(ts);
+  ts.flush();
+  in.irHash = codegen::hashText(text);
+  for (const auto &[key, origin] : origins)
+    if (auto step = origin->getAttrOfType<IntegerAttr>("step"))
+      in.scheduleSteps[key] = (int)step.getInt();
+    else if (origin != prog->getOperation())
+      in.scheduleSteps[key] = 0;
+  in.minBytes = (std::uint64_t)prog->getMinBytes();
+  in.maxBytes = (std::uint64_t)prog->getMaxBytes();
+
+  auto code = codegen::generateCode(in);
+  if (!code)
+    return prog->emitError() << code.error().message;
+  if (stats)
+    *stats = code->stats;
+  os << code->source;
+  return success();
+}
+
+} // namespace ccsynth::ccl

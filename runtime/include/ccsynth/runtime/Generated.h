@@ -1,0 +1,112 @@
+//===- Generated.h - What generated algorithm code includes ---------------===//
+//
+// Generated code (`ccsynth compile --target cuda`) is one source compiled
+// either by nvcc (the device twin of the primitives) or by the host C++
+// compiler (threads as threadblocks). It only names what is declared here:
+// the buffer ids, the algorithm's shape, and the primitive vocabulary of an
+// execution context `X` (see docs/runtime.md for its contract):
+//
+//   x.connect(peer)                 wait until `peer` entered this launch
+//   x.numPasses(), x.beginPass(p)   the tiling loop
+//   x.isRemainder(p)                the last pass of a ragged count
+//   x.put(peer, sb, sblk, spos, db, dblk, dpos, n)   write n chunk slices
+//                                   into the peer's buffer
+//   x.signal(peer, flag) / x.waitData(step, flag)    message arrived
+//   x.credit(peer, flag) / x.waitCredit(step, flag)  landing slot free
+//   x.done(step) / x.waitStep(step, tb, s)   same-rank order
+//   x.endPass(p)                    end of this threadblock's pass
+//   x.copy / x.reduce / x.reduce3   local data movement
+//   x.stageIn(b0, b1), x.publishStaged(p), x.awaitRankDone(step), x.stageOut
+//
+// Every wait returns false when it passed its deadline or the run was
+// aborted elsewhere; generated code then returns at once (CCSYNTH_TRY).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define CCSYNTH_HD __host__ __device__
+#define CCSYNTH_INLINE __device__ __forceinline__
+#else
+#define CCSYNTH_HD
+#define CCSYNTH_INLINE inline __attribute__((always_inline))
+#endif
+
+/// Returns from the generated function when a wait failed.
+#define CCSYNTH_TRY(expr)                                                      \
+  do {                                                                         \
+    if (!(expr))                                                               \
+      return false;                                                            \
+  } while (0)
+
+namespace ccsynth::rt {
+
+/// Buffers a step names. Landing is the part of scratch where messages
+/// that cannot be written straight into their destination arrive.
+enum Buf : int { In = 0, Out = 1, Scr = 2, Land = 3, NumBufs = 4 };
+
+enum class Coll : int {
+  AllGather,
+  ReduceScatter,
+  AllReduce,
+  Broadcast,
+  Reduce,
+  Gather,
+  Scatter,
+  AllToAll,
+  Custom
+};
+
+/// The constants of one generated algorithm. A buffer of the NCCL call is
+/// `blocks` blocks of `count` elements (count as NCCL defines it for the
+/// collective); each block holds `blockChunks` chunks. Scratch and landing
+/// hold one pass's slice per chunk.
+struct Shape {
+  const char *name;
+  const char *collective;
+  Coll coll;
+  int ranks;
+  int root;
+  bool inplace;
+  bool reduces;
+  int blockChunks;   ///< chunks per block (custom: 1)
+  int inBlocks;      ///< blocks of the input buffer
+  int outBlocks;     ///< blocks of the output buffer
+  int scratchChunks; ///< most schedule scratch chunks of a rank
+  int landingChunks; ///< most landing chunks of a rank
+  int dataFlags;     ///< most incoming messages of a rank
+  int creditFlags;   ///< most outgoing messages into landing of a rank
+  int maxTbs;        ///< most threadblocks of a rank
+  int maxSteps;      ///< most steps of a threadblock
+  bool usesScratch;  ///< schedule scratch: passes are separated per rank
+  /// Custom collectives: count must be a multiple of the input chunks.
+  int countMultiple;
+  const char *irHash;
+};
+
+/// Flag words of one rank: data flags, credit flags, per-threadblock
+/// progress, the staging flag.
+CCSYNTH_HD constexpr int flagWords(const Shape &s) {
+  return s.dataFlags + s.creditFlags + s.maxTbs + 1;
+}
+
+/// Progress of a threadblock after step `step` of pass p; the end of pass
+/// p is progressEnd(p). Steps of a pass lie strictly between the ends.
+CCSYNTH_HD constexpr std::uint64_t progressValue(const Shape &s, int p,
+                                                 int step) {
+  return std::uint64_t(p) * std::uint64_t(s.maxSteps + 1) +
+         std::uint64_t(step) + 1;
+}
+CCSYNTH_HD constexpr std::uint64_t progressEnd(const Shape &s, int p) {
+  return std::uint64_t(p + 1) * std::uint64_t(s.maxSteps + 1);
+}
+
+/// Flag values: the launch epoch in the high 32 bits, so flags grow across
+/// launches and never need a reset.
+CCSYNTH_HD constexpr std::uint64_t epochBase(std::uint64_t epoch) {
+  return epoch << 32;
+}
+
+} // namespace ccsynth::rt

@@ -1,0 +1,238 @@
+//===- HostContext.h - Generated code's primitives on the host ------------===//
+//
+// HostContext<T, Op> is the execution context `X` of generated code when it
+// is built by the host C++ compiler: one object per (rank, threadblock),
+// each run by its own thread. Data moves with memcpy and element loops;
+// flags are std::atomic_ref with release (signal) / acquire (wait), the
+// orders the device twin uses at system scope.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/runtime/Generated.h"
+#include "ccsynth/runtime/HostTypes.h"
+#include "ccsynth/runtime/HostWorld.h"
+#include "ccsynth/runtime/Layout.h"
+#include "ccsynth/runtime/Watchdog.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace ccsynth::rt {
+
+/// Per-launch state of one rank, shared by its threadblocks.
+struct HostRankLaunch {
+  HostWorld *world = nullptr;
+  const Shape *shape = nullptr;
+  int rank = 0;
+  int tbs = 0; ///< threadblocks of this rank
+  std::uint64_t epoch = 0;
+  Geometry geom;
+  Clock::duration timeout{};
+};
+
+template <class T, class Op> class HostContext {
+public:
+  HostContext(HostRankLaunch &launch, int tb)
+      : l(launch), tb(tb), self(launch.world->slot(launch.rank)) {}
+
+  int numPasses() const { return l.geom.passes; }
+  bool isRemainder(int p) const { return l.geom.isRemainder(p); }
+  bool hasRemainder() const { return l.geom.remainder > 0; }
+
+  /// Waits until `peer` entered this launch and learns its buffers.
+  bool connect(int peer) {
+    RankSlot &ps = l.world->slot(peer);
+    if (!waitFor(ps.entered, l.epoch, -1,
+                 [&] { return "rank " + std::to_string(peer) +
+                              " to enter the launch"; }))
+      return false;
+    peerRank = peer;
+    peerSend = static_cast<const char *>(ps.send);
+    peerRecv = static_cast<char *>(ps.recv);
+    peerScratch = static_cast<char *>(ps.scratch);
+    return true;
+  }
+
+  /// Starts pass p: separates passes that reuse schedule scratch, and waits
+  /// for the remainder's staging (done by threadblock 0).
+  bool beginPass(int p) {
+    pass = p;
+    if (l.shape->usesScratch && p > 0)
+      for (int t = 0; t < l.tbs; ++t)
+        if (t != tb && !waitProgress(-1, t, progressEnd(*l.shape, p - 1)))
+          return false;
+    if (isRemainder(p) && tb != 0 &&
+        !waitFor(flag(stagedIndex()).value, base() + std::uint64_t(p) + 1, -1,
+                 [&] { return std::string("threadblock 0 to stage the "
+                                          "remainder"); }))
+      return false;
+    return true;
+  }
+  void endPass(int p) {
+    storeRelease(flag(progressIndex(tb)).value,
+                 base() + progressEnd(*l.shape, p));
+  }
+
+  // --- data movement -----------------------------------------------------
+  void copy(int sb, int sblk, int spos, int db, int dblk, int dpos, int n) {
+    const Geometry &g = l.geom;
+    size_t len = g.sliceLen(pass) * sizeof(T);
+    for (int c = 0; c < n; ++c)
+      std::memcpy(local(db, dblk, dpos + c), local(sb, sblk, spos + c), len);
+  }
+  void reduce(int sb, int sblk, int spos, int db, int dblk, int dpos, int n) {
+    reduce3(db, dblk, dpos, sb, sblk, spos, db, dblk, dpos, n);
+  }
+  void reduce3(int ab, int ablk, int apos, int bb, int bblk, int bpos, int db,
+               int dblk, int dpos, int n) {
+    size_t len = l.geom.sliceLen(pass);
+    for (int c = 0; c < n; ++c) {
+      const T *a = reinterpret_cast<const T *>(local(ab, ablk, apos + c));
+      const T *b = reinterpret_cast<const T *>(local(bb, bblk, bpos + c));
+      T *d = reinterpret_cast<T *>(local(db, dblk, dpos + c));
+      for (size_t i = 0; i < len; ++i)
+        d[i] = combine<Op>(a[i], b[i]);
+    }
+  }
+  /// Writes n chunk slices into the connected peer's buffer.
+  void put(int peer, int sb, int sblk, int spos, int db, int dblk, int dpos,
+           int n) {
+    (void)peer;
+    size_t len = l.geom.sliceLen(pass) * sizeof(T);
+    for (int c = 0; c < n; ++c)
+      std::memcpy(remote(db, dblk, dpos + c), local(sb, sblk, spos + c), len);
+  }
+
+  // --- flags -------------------------------------------------------------
+  void signal(int peer, int dataFlag) {
+    storeRelease(peerFlag(peer, dataFlag).value, base() + pass + 1);
+  }
+  bool waitData(int step, int dataFlag) {
+    return waitFor(flag(dataFlag).value, base() + pass + 1, step, [&] {
+      return "data flag " + std::to_string(dataFlag) + " (pass " +
+             std::to_string(pass) + ")";
+    });
+  }
+  void credit(int peer, int creditFlag) {
+    storeRelease(peerFlag(peer, l.shape->dataFlags + creditFlag).value,
+                 base() + pass + 1);
+  }
+  bool waitCredit(int step, int creditFlag) {
+    if (pass == 0)
+      return true; // the receiver entered this launch: its landing is free
+    return waitFor(flag(l.shape->dataFlags + creditFlag).value, base() + pass, step,
+                   [&] {
+                     return "credit flag " + std::to_string(creditFlag) +
+                            " (landing slot of pass " +
+                            std::to_string(pass - 1) + " consumed)";
+                   });
+  }
+  void done(int step) {
+    storeRelease(flag(progressIndex(tb)).value,
+                 base() + progressValue(*l.shape, pass, step));
+  }
+  bool waitStep(int step, int otherTb, int otherStep) {
+    return waitProgress(step, otherTb,
+                        progressValue(*l.shape, pass, otherStep));
+  }
+
+  // --- the remainder of a ragged count ------------------------------------
+  void stageIn(int b0, int b1) {
+    const Geometry &g = l.geom;
+    for (int b = b0; b < b1; ++b) {
+      const char *src = g.userIn + (b * g.count + g.bodyElems()) * sizeof(T);
+      char *dst = g.stageIn + size_t(b) * g.blockChunks * sizeof(T);
+      std::memcpy(dst, src, g.remainder * sizeof(T));
+      std::memset(dst + g.remainder * sizeof(T), 0,
+                  (g.blockChunks - g.remainder) * sizeof(T));
+    }
+  }
+  void publishStaged(int p) {
+    storeRelease(flag(stagedIndex()).value, base() + std::uint64_t(p) + 1);
+  }
+  bool awaitRankDone(int step) {
+    int last = l.geom.passes - 1;
+    for (int t = 0; t < l.tbs; ++t)
+      if (t != tb && !waitProgress(step, t, progressEnd(*l.shape, last)))
+        return false;
+    return true;
+  }
+  void stageOut(int b0, int b1) {
+    const Geometry &g = l.geom;
+    for (int b = b0; b < b1; ++b)
+      std::memcpy(g.userOut + (b * g.count + g.bodyElems()) * sizeof(T),
+                  g.stageOut + size_t(b) * g.blockChunks * sizeof(T),
+                  g.remainder * sizeof(T));
+  }
+
+private:
+  HostRankLaunch &l;
+  int tb;
+  RankSlot &self;
+  int pass = 0;
+  int peerRank = -1;
+  const char *peerSend = nullptr;
+  char *peerRecv = nullptr;
+  char *peerScratch = nullptr;
+
+  std::uint64_t base() const { return epochBase(l.epoch); }
+  FlagWord &flag(int index) { return self.flags[index]; }
+  FlagWord &peerFlag(int peer, int index) {
+    return l.world->slot(peer).flags[index];
+  }
+  int progressIndex(int t) const {
+    return l.shape->dataFlags + l.shape->creditFlags + t;
+  }
+  int stagedIndex() const {
+    return l.shape->dataFlags + l.shape->creditFlags + l.shape->maxTbs;
+  }
+  bool waitProgress(int step, int otherTb, std::uint64_t value) {
+    return waitFor(flag(progressIndex(otherTb)).value, base() + value, step, [&] {
+      return "threadblock " + std::to_string(otherTb) + " progress >= " +
+             std::to_string(value);
+    });
+  }
+
+  char *local(int b, int blk, int pos) {
+    return l.geom.address(b, blk, pos, pass, sizeof(T));
+  }
+  char *remote(int b, int blk, int pos) {
+    return l.geom.peerAddress(peerRecv, peerScratch, b, blk, pos, pass,
+                              sizeof(T));
+  }
+
+  template <class Describe>
+  bool waitFor(std::uint64_t &w, std::uint64_t value, int step,
+               const Describe &describe) {
+    if (loadAcquire(w) >= value)
+      return true;
+    Backoff backoff(l.timeout);
+    for (;;) {
+      if (loadAcquire(w) >= value)
+        return true;
+      if (l.world->aborted())
+        return false;
+      if (!backoff.pause()) {
+        std::uint64_t seen = loadAcquire(w);
+        ccsynthError err{};
+        err.result = ccsynthTimeout;
+        err.rank = l.rank;
+        err.threadblock = tb;
+        err.step = step;
+        std::snprintf(err.message, sizeof(err.message),
+                      "rank %d threadblock %d step %d: timed out waiting for "
+                      "%s: expected >= %llu (epoch %llu), found %llu",
+                      l.rank, tb, step, describe().c_str(),
+                      (unsigned long long)(value & 0xffffffffu),
+                      (unsigned long long)l.epoch,
+                      (unsigned long long)(seen >= base() ? seen - base()
+                                                          : 0));
+        l.world->fail(err);
+        return false;
+      }
+    }
+  }
+};
+
+} // namespace ccsynth::rt

@@ -1,0 +1,61 @@
+//===- PluginEntry.h - The ABI descriptor of one generated algorithm ------===//
+//
+// Included at the end of a generated source when it is built as (part of)
+// a plugin (-DCCSYNTH_PLUGIN). CCSYNTH_DEFINE_ALGORITHM(Algo, name) defines
+// `ccsynthAlgorithm_<name>()`, returning the algorithm's descriptor; the
+// plugin's table (PluginTable.h) lists them. The dtypes and operators built
+// in are chosen with -DCCSYNTH_DTYPE_MASK / -DCCSYNTH_OP_MASK (bits as in
+// ccsynth_plugin.h; default: all).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/runtime/ccsynth_plugin.h"
+
+#ifndef CCSYNTH_DTYPE_MASK
+#define CCSYNTH_DTYPE_MASK 0x3ffu
+#endif
+#ifndef CCSYNTH_OP_MASK
+#define CCSYNTH_OP_MASK 0xfu
+#endif
+
+#if defined(__CUDACC__)
+#include "ccsynth/runtime/CudaLaunch.cuh"
+#define CCSYNTH_BACKEND_LAUNCH(A) ::ccsynth::rt::cudaLaunch<A>
+#define CCSYNTH_BACKEND ccsynthBackendCuda
+#define CCSYNTH_TRANSPORTS                                                     \
+  (ccsynthTransportCudaVirtual | ccsynthTransportNcclDevice)
+#define CCSYNTH_CAPTURE_SAFE 1
+#else
+#include "ccsynth/runtime/HostLaunch.h"
+#define CCSYNTH_BACKEND_LAUNCH(A) ::ccsynth::rt::hostLaunch<A>
+#define CCSYNTH_BACKEND ccsynthBackendHost
+#define CCSYNTH_TRANSPORTS ccsynthTransportHostThreads
+#define CCSYNTH_CAPTURE_SAFE 0
+#endif
+
+#define CCSYNTH_DEFINE_ALGORITHM(A, NAME)                                      \
+  extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_##NAME(void) {           \
+    static const ccsynthAlgorithm desc = {                                     \
+        sizeof(ccsynthAlgorithm),                                              \
+        A::shape.name,                                                         \
+        A::shape.collective,                                                   \
+        A::shape.ranks,                                                        \
+        A::shape.root,                                                         \
+        A::shape.inplace ? 1 : 0,                                              \
+        A::minBytes,                                                           \
+        A::maxBytes,                                                           \
+        A::shape.reduces ? (CCSYNTH_DTYPE_MASK) : 0x3ffu,                      \
+        A::shape.reduces ? (CCSYNTH_OP_MASK) : 0u,                             \
+        ::ccsynth::rt::scratchBytes(A::shape, A::tileBytes),                   \
+        (uint64_t)A::shape.countMultiple,                                      \
+        CCSYNTH_BACKEND,                                                       \
+        CCSYNTH_TRANSPORTS,                                                    \
+        CCSYNTH_CAPTURE_SAFE,                                                  \
+        A::shape.maxTbs,                                                       \
+        A::shape.maxSteps,                                                     \
+        (uint32_t)::ccsynth::rt::flagWords(A::shape),                          \
+        A::shape.irHash,                                                       \
+        CCSYNTH_BACKEND_LAUNCH(A)};                                            \
+    return &desc;                                                              \
+  }

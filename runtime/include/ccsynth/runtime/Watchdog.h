@@ -1,0 +1,61 @@
+//===- Watchdog.h - Deadlines and backoff for every wait on the host ------===//
+//
+// A wait spins briefly, then yields, then sleeps with a growing pause (so
+// that hundreds of waiting threads let the others run on a few cores), and
+// gives up at its deadline. Nothing waits without one.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+namespace ccsynth::rt {
+
+using Clock = std::chrono::steady_clock;
+
+/// Default deadline of one wait.
+inline constexpr double kDefaultTimeoutSeconds = 30.0;
+
+/// One wait's pacing: call `pause()` after every failed poll; it returns
+/// false once the deadline has passed.
+class Backoff {
+public:
+  /// The deadline is `timeout` after the first pause that yields, so a wait
+  /// that succeeds while spinning never reads the clock.
+  explicit Backoff(Clock::duration timeout) : timeout(timeout) {}
+
+  bool pause() {
+    ++polls;
+    if (polls < 64)
+      return true;
+    if (polls == 64)
+      deadline = Clock::now() + timeout;
+    if (polls < 256) {
+      std::this_thread::yield();
+      return true;
+    }
+    if ((polls & 15) == 0 && Clock::now() >= deadline)
+      return false;
+    if (sleepNs < 200000)
+      sleepNs = sleepNs ? sleepNs * 2 : 1000;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(sleepNs));
+    return true;
+  }
+
+private:
+  Clock::duration timeout;
+  Clock::time_point deadline;
+  std::uint64_t polls = 0;
+  std::int64_t sleepNs = 0;
+};
+
+inline Clock::duration timeoutOf(double seconds) {
+  if (!(seconds > 0))
+    seconds = kDefaultTimeoutSeconds;
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
+
+} // namespace ccsynth::rt

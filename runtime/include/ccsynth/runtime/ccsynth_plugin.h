@@ -1,0 +1,143 @@
+/*===- ccsynth_plugin.h - The public C ABI of ccsynth algorithm plugins ---===*
+ *
+ * A plugin is a shared library built by `ccsynth compile --target plugin`.
+ * It exports one symbol, `ccsynthPluginGet`, returning a table of the
+ * algorithms it holds. This is the only header an application (or the
+ * NCCL-API interposer) needs to load and launch them. Plain C, no
+ * dependency on LLVM, MLIR, Z3 or CUDA.
+ *
+ * Versioning: `abi_version` changes whenever any struct or the meaning of a
+ * field changes; loaders refuse other versions. Structs carry their size so
+ * a loader can check it reads what it expects.
+ *===----------------------------------------------------------------------===*/
+#ifndef CCSYNTH_RUNTIME_CCSYNTH_PLUGIN_H
+#define CCSYNTH_RUNTIME_CCSYNTH_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CCSYNTH_PLUGIN_ABI_VERSION 1
+#define CCSYNTH_PLUGIN_ENTRY "ccsynthPluginGet"
+
+/* Element types, numbered as NCCL's ncclDataType_t. */
+typedef enum {
+  ccsynthInt8 = 0,
+  ccsynthUint8 = 1,
+  ccsynthInt32 = 2,
+  ccsynthUint32 = 3,
+  ccsynthInt64 = 4,
+  ccsynthUint64 = 5,
+  ccsynthFloat16 = 6,
+  ccsynthFloat32 = 7,
+  ccsynthFloat64 = 8,
+  ccsynthBfloat16 = 9,
+  ccsynthNumTypes = 10
+} ccsynthDataType;
+
+/* Reduction operators, numbered as NCCL's ncclRedOp_t. */
+typedef enum {
+  ccsynthSum = 0,
+  ccsynthProd = 1,
+  ccsynthMax = 2,
+  ccsynthMin = 3,
+  ccsynthNumOps = 4
+} ccsynthRedOp;
+
+typedef enum {
+  ccsynthSuccess = 0,
+  ccsynthInvalidArgument = 1, /* refused before anything ran */
+  ccsynthUnsupported = 2,     /* dtype/op/transport not built in */
+  ccsynthTimeout = 3,         /* a wait passed its deadline; see error */
+  ccsynthAborted = 4,         /* another rank or threadblock failed */
+  ccsynthSystemError = 5      /* threads, memory, CUDA */
+} ccsynthResult;
+
+typedef enum {
+  ccsynthBackendHost = 1, /* threads as threadblocks, host memory */
+  ccsynthBackendCuda = 2
+} ccsynthBackend;
+
+/* Transports a launch may use (bit mask in the descriptor). */
+typedef enum {
+  ccsynthTransportHostThreads = 1, /* ranks as threads of one process */
+  ccsynthTransportHostShm = 2,     /* ranks as processes, shared memory */
+  ccsynthTransportCudaVirtual = 4, /* all ranks in one launch (one GPU or P2P) */
+  ccsynthTransportNcclDevice = 8   /* NCCL 2.28 device API: LSA + GIN */
+} ccsynthTransportKind;
+
+/* What a failed launch reports: the first wait that timed out (or the
+ * first refused argument), in words and as fields. */
+typedef struct {
+  int32_t result; /* ccsynthResult */
+  int32_t rank;   /* -1 when not tied to a rank */
+  int32_t threadblock;
+  int32_t step;
+  char message[512];
+} ccsynthError;
+
+/* One launch of one rank's part of an algorithm. `count` follows NCCL's
+ * convention for the collective (allgather: elements sent per rank;
+ * reducescatter: elements received per rank; alltoall: elements per peer;
+ * others: elements of the buffer). */
+typedef struct {
+  uint32_t struct_size; /* sizeof(ccsynthLaunchArgs) */
+  int32_t rank;
+  const void *sendbuff;
+  void *recvbuff;
+  size_t count;
+  int32_t dtype; /* ccsynthDataType */
+  int32_t op;    /* ccsynthRedOp; ignored when the algorithm does not reduce */
+  void *scratch; /* at least `scratch_bytes` of the descriptor, 16-aligned */
+  uint64_t scratch_bytes;
+  int32_t transport; /* ccsynthTransportKind */
+  void *comm;        /* the transport's communicator (see the transport) */
+  void *stream;      /* cudaStream_t for CUDA; unused on the host */
+  double timeout_seconds; /* per wait; <= 0 selects the default (30 s) */
+  ccsynthError *error;    /* optional: filled on failure */
+} ccsynthLaunchArgs;
+
+/* One algorithm of a plugin. */
+typedef struct {
+  uint32_t struct_size;   /* sizeof(ccsynthAlgorithm) */
+  const char *name;
+  const char *collective; /* allgather, reducescatter, allreduce, broadcast,
+                             reduce, gather, scatter, alltoall, or a custom
+                             collective's name */
+  int32_t ranks;
+  int32_t root;    /* rooted collectives */
+  int32_t inplace; /* 1: in-place only, 0: out-of-place only */
+  uint64_t min_bytes; /* size range the algorithm is meant for (bytes of */
+  uint64_t max_bytes; /* the larger buffer, as MSCCL); 0 = unbounded */
+  uint32_t dtype_mask; /* bit (1 << ccsynthDataType) per dtype built in */
+  uint32_t op_mask;    /* bit (1 << ccsynthRedOp) per op; 0: no reduction */
+  uint64_t scratch_bytes; /* per rank, for any count */
+  uint64_t count_multiple; /* count must be a multiple of this (custom) */
+  int32_t backend;         /* ccsynthBackend */
+  uint32_t transport_mask; /* ccsynthTransportKind bits */
+  int32_t capture_safe;    /* may be launched under CUDA graph capture */
+  int32_t threadblocks;    /* most threadblocks of one rank */
+  int32_t steps;           /* most steps of one threadblock */
+  uint32_t flag_words;     /* 64-bit flag words a rank's transport needs */
+  const char *ir_hash;     /* hash of the IR the code came from */
+  ccsynthResult (*launch)(const ccsynthLaunchArgs *args);
+} ccsynthAlgorithm;
+
+typedef struct {
+  uint32_t abi_version; /* CCSYNTH_PLUGIN_ABI_VERSION */
+  uint32_t struct_size; /* sizeof(ccsynthPlugin) */
+  const char *generator; /* "ccsynth <version>" */
+  int32_t num_algorithms;
+  const ccsynthAlgorithm *algorithms;
+} ccsynthPlugin;
+
+typedef const ccsynthPlugin *(*ccsynthPluginGetFn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CCSYNTH_RUNTIME_CCSYNTH_PLUGIN_H */

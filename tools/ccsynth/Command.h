@@ -86,5 +86,8 @@ void addSimulateCommand(CLI::App &app, CommandContext &ctx);
 /// Only in builds with CCSYNTH_ENABLE_MLIR (CCSYNTH_HAVE_MLIR defined).
 void addCompileCommand(CLI::App &app, CommandContext &ctx);
 void addSynthCommand(CLI::App &app, CommandContext &ctx);
+void addPluginCommand(CLI::App &app, CommandContext &ctx);
+/// Only in builds with CCSYNTH_ENABLE_MLIR.
+void addRunCommand(CLI::App &app, CommandContext &ctx);
 
 } // namespace ccsynth::cli

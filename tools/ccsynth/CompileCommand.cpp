@@ -1,6 +1,8 @@
 //===- CompileCommand.cpp - `ccsynth compile` -----------------------------===//
 #include "Command.h"
 
+#include "PluginBuild.h"
+
 #include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Import/ScheduleText.h"
 
@@ -12,7 +14,7 @@ namespace ccsynth::cli {
 namespace {
 
 struct CompileCliOptions {
-  std::string input;
+  std::vector<std::string> inputs;
   std::string output = "-";
   std::string target = "msccl-xml";
   std::vector<std::string> defines;
@@ -20,6 +22,10 @@ struct CompileCliOptions {
   std::string minBytes, maxBytes;
   bool noFuse = false;
   bool noVerify = false;
+  std::string tileBytes;
+  std::string dtypes = "all", ops = "all";
+  std::vector<std::string> cudaArchs;
+  PluginBuildOptions plugin;
 };
 
 Expected<long long> parseByteCount(const std::string &flag,
@@ -32,13 +38,73 @@ Expected<long long> parseByteCount(const std::string &flag,
   return (long long)sizes->front();
 }
 
+/// Compiles one input with `c`; on failure prints the error and returns
+/// the exit code.
+int compileOne(const std::string &input, CompileCliOptions &o,
+               const CompileOptions &c, std::string &out) {
+  CompileResult result;
+  if (input.ends_with(".mlir")) {
+    if (!o.defines.empty())
+      return fail(Error("-D definitions apply only to .ccl programs",
+                        SourceLoc{input}));
+    auto text = readFile(input);
+    if (!text)
+      return fail(text.error());
+    result = compileMlir(input, *text, c);
+  } else {
+    auto defs = parseDefines(o.defines);
+    if (!defs)
+      return fail(defs.error());
+    auto sched = loadScheduleInput(input, *defs);
+    if (!sched)
+      return fail(sched.error());
+    locateTransfers(*sched, input);
+    result = compileSchedule(*sched, c);
+  }
+  if (!result.ok())
+    return fail(result.failure.error, result.failure.verificationFailed
+                                          ? kExitVerifyFailed
+                                          : kExitError);
+  out = std::move(*result.output);
+  return kExitOk;
+}
+
 int runCompile(CompileCliOptions &o) {
-  auto target = parseCompileTarget(o.target);
+  bool plugin = o.target == "plugin";
+  auto target = plugin ? std::optional(CompileTarget::Cuda)
+                       : parseCompileTarget(o.target);
   if (!target)
     return fail(Error("unknown target '" + o.target +
-                      "' (expected mlir, msccl-xml or mscclpp-json)"));
+                      "' (expected mlir, msccl-xml, mscclpp-json, cuda or "
+                      "plugin)"));
+  if (o.inputs.size() > 1 && !plugin)
+    return fail(Error("several inputs make one plugin: use --target plugin"),
+                kExitUsage);
   CompileOptions &c = o.compile;
   c.target = *target;
+  c.tileBytes = plugin && o.plugin.backend == "host" ? 64 << 10 : 1 << 20;
+  if (!o.tileBytes.empty()) {
+    auto v = parseByteCount("--tile-bytes", o.tileBytes);
+    if (!v)
+      return fail(v.error());
+    if (*v < 16 || *v % 16 != 0)
+      return fail(Error("--tile-bytes must be a positive multiple of 16"));
+    c.tileBytes = (unsigned long long)*v;
+  }
+  if (o.plugin.backend != "host" && o.plugin.backend != "cuda")
+    return fail(Error("unknown backend '" + o.plugin.backend +
+                      "' (expected host or cuda)"),
+                kExitUsage);
+  auto dtypes = parseDtypeMask(o.dtypes);
+  if (!dtypes)
+    return fail(dtypes.error(), kExitUsage);
+  auto ops = parseOpMask(o.ops);
+  if (!ops)
+    return fail(ops.error(), kExitUsage);
+  o.plugin.dtypeMask = *dtypes;
+  o.plugin.opMask = *ops;
+  if (!o.cudaArchs.empty())
+    o.plugin.cudaArchs = o.cudaArchs;
   c.fuse = !o.noFuse;
   c.verify = !o.noVerify;
   if (!o.minBytes.empty()) {
@@ -60,30 +126,34 @@ int runCompile(CompileCliOptions &o) {
     return fail(Error("--instances, --pipeline, --max-count and "
                       "--max-tbs-per-channel must be at least 1"));
 
-  CompileResult result;
-  if (o.input.ends_with(".mlir")) {
-    if (!o.defines.empty())
-      return fail(Error("-D definitions apply only to .ccl programs",
-                        SourceLoc{o.input}));
-    auto text = readFile(o.input);
-    if (!text)
-      return fail(text.error());
-    result = compileMlir(o.input, *text, c);
-  } else {
-    auto defs = parseDefines(o.defines);
-    if (!defs)
-      return fail(defs.error());
-    auto sched = loadScheduleInput(o.input, *defs);
-    if (!sched)
-      return fail(sched.error());
-    locateTransfers(*sched, o.input);
-    result = compileSchedule(*sched, c);
+  if (plugin) {
+    if (o.output == "-")
+      return fail(Error("--target plugin writes a shared library: name it "
+                        "with -o"),
+                  kExitUsage);
+    std::vector<GeneratedSource> sources;
+    for (const std::string &input : o.inputs) {
+      std::string code;
+      c.origin = input;
+      if (int rc = compileOne(input, o, c, code); rc != kExitOk)
+        return rc;
+      auto name = generatedName(code);
+      if (!name)
+        return fail(name.error());
+      sources.push_back({*name, std::move(code)});
+    }
+    std::cerr << "ccsynth: building the " << o.plugin.backend << " plugin "
+              << o.output << " (" << sources.size() << " algorithm"
+              << (sources.size() == 1 ? "" : "s") << ")\n";
+    if (Status s = buildPlugin(sources, o.plugin, o.output); !s)
+      return fail(s.error());
+    return kExitOk;
   }
-  if (!result.ok())
-    return fail(result.failure.error, result.failure.verificationFailed
-                                          ? kExitVerifyFailed
-                                          : kExitError);
-  if (Status s = writeOutput(o.output, *result.output); !s)
+  std::string out;
+  c.origin = o.inputs.front();
+  if (int rc = compileOne(o.inputs.front(), o, c, out); rc != kExitOk)
+    return rc;
+  if (Status s = writeOutput(o.output, out); !s)
     return fail(s.error());
   if (!c.mscclColl.empty())
     std::cerr << "ccsynth: note: MSCCL will run this program for every "
@@ -106,11 +176,36 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
       "threadblocks and channels within the MSCCL runtime's limits, check "
       "for deadlocks, and export MSCCL XML, an MSCCL++ execution plan, or "
       "the final MLIR. Nothing is written when any check fails.");
-  cmd->add_option("INPUT", opts->input,
-                  "Schedule JSON, .ccl program or .mlir file")
+  cmd->add_option("INPUT", opts->inputs,
+                  "Schedule JSON, .ccl program or .mlir file (several for "
+                  "one plugin holding each)")
       ->required();
   cmd->add_option("--target,-t", opts->target,
-                  "mlir | msccl-xml | mscclpp-json (default msccl-xml)");
+                  "mlir | msccl-xml | mscclpp-json | cuda (generated code, "
+                  "built by nvcc or the host C++ compiler) | plugin (a "
+                  "shared library exporting the ccsynth plugin ABI); default "
+                  "msccl-xml");
+  cmd->add_option("--backend", opts->plugin.backend,
+                  "--target plugin: host (threads as threadblocks, built by "
+                  "the system C++ compiler) or cuda (nvcc); default host");
+  cmd->add_option("--dtypes", opts->dtypes,
+                  "--target plugin: data types built in, e.g. fp32,bf16 "
+                  "(default all)");
+  cmd->add_option("--ops", opts->ops,
+                  "--target plugin: reduction operators built in, e.g. "
+                  "sum,max (default all)");
+  cmd->add_option("--tile-bytes", opts->tileBytes,
+                  "Generated code: bytes per chunk slice per pass (default "
+                  "1M; 64K for host plugins)");
+  cmd->add_option("--cuda-arch", opts->cudaArchs,
+                  "--backend cuda: SM architectures (default 80 and 90)");
+  cmd->add_option("--cxx", opts->plugin.cxx,
+                  "--backend host: the C++ compiler (default $CXX or c++)");
+  cmd->add_option("--nvcc", opts->plugin.nvcc,
+                  "--backend cuda: nvcc (default: on PATH, else "
+                  "/usr/local/cuda/bin/nvcc)");
+  cmd->add_option("--plugin-flag", opts->plugin.flags,
+                  "--target plugin: an extra compiler flag (repeatable)");
   cmd->add_option("-o,--output", opts->output, "Output file (- = stdout)");
   cmd->add_option("--instances", opts->compile.instances,
                   "Replicate the algorithm across this many channels");

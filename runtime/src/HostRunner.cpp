@@ -1,0 +1,177 @@
+//===- HostRunner.cpp - Running a host plugin algorithm, ranks as threads -===//
+#include "ccsynth/runtime/HostRunner.h"
+
+#include "ccsynth/runtime/HostTypes.h"
+#include "ccsynth/runtime/HostWorld.h"
+
+#include <barrier>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace ccsynth::rt {
+
+namespace {
+
+struct AlignedFree {
+  void operator()(unsigned char *p) const { std::free(p); }
+};
+using Bytes = std::unique_ptr<unsigned char[], AlignedFree>;
+
+Bytes allocate(std::size_t bytes) {
+  std::size_t size = (bytes + 63) / 64 * 64;
+  return Bytes(static_cast<unsigned char *>(std::aligned_alloc(64, size ? size : 64)));
+}
+
+} // namespace
+
+HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
+                               const HostRunOptions &o) {
+  HostRunReport report;
+  int n = algo.ranks;
+  std::optional<ReferenceSpec> spec = o.reference;
+  if (!spec)
+    spec = builtinReference(algo.collective, n, algo.root);
+  if (!spec) {
+    report.error = std::string("no reference for collective '") +
+                   algo.collective + "': run it from its source";
+    return report;
+  }
+  int es = dtypeSize(o.dtype);
+  if (es == 0) {
+    report.error = "unknown data type " + std::to_string(o.dtype);
+    return report;
+  }
+  std::size_t unit = o.unitElems ? o.unitElems : o.count;
+  std::size_t inElems = unit * spec->inUnits, outElems = unit * spec->outUnits;
+  report.inBytes = inElems * es;
+  report.outBytes = outElems * es;
+
+  // Buffers: in place, the input is a block of the output (allgather,
+  // gather), the output a block of the input (reducescatter, scatter), or
+  // both are one buffer.
+  std::string coll = algo.collective;
+  bool inplace = algo.inplace != 0;
+  std::vector<Bytes> inStore(n), outStore(n), scratch(n);
+  std::vector<unsigned char *> send(n), recv(n);
+  std::vector<std::vector<unsigned char>> inputs(n);
+  for (int r = 0; r < n; ++r) {
+    inputs[r].resize(inElems * es);
+    fillRandom(inputs[r].data(), inElems, o.dtype, o.op, o.seed, r);
+    scratch[r] = allocate(algo.scratch_bytes);
+    if (!inplace) {
+      inStore[r] = allocate(inElems * es);
+      outStore[r] = allocate(outElems * es);
+      send[r] = inStore[r].get();
+      recv[r] = outStore[r].get();
+    } else if (spec->outUnits > spec->inUnits) {
+      outStore[r] = allocate(outElems * es);
+      recv[r] = outStore[r].get();
+      send[r] = recv[r] + std::size_t(r) * unit * es;
+    } else if (spec->inUnits > spec->outUnits) {
+      inStore[r] = allocate(inElems * es);
+      send[r] = inStore[r].get();
+      recv[r] = send[r] + std::size_t(r) * unit * es;
+    } else {
+      outStore[r] = allocate(outElems * es);
+      send[r] = recv[r] = outStore[r].get();
+    }
+    if (!scratch[r] || !send[r] || !recv[r]) {
+      report.error = "cannot allocate the buffers of rank " + std::to_string(r);
+      return report;
+    }
+  }
+  auto resetBuffers = [&] {
+    for (int r = 0; r < n; ++r) {
+      std::memset(recv[r], 0xa5, outElems * es);
+      std::memcpy(send[r], inputs[r].data(), inElems * es);
+    }
+  };
+
+  HostWorld world(n, algo.flag_words);
+  std::vector<ccsynthError> errors(n);
+  std::vector<ccsynthResult> results(n, ccsynthSuccess);
+  int total = o.warmup + o.iters;
+  std::barrier sync(n + 1);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      for (int it = 0; it < total; ++it) {
+        sync.arrive_and_wait(); // buffers are ready
+        ccsynthLaunchArgs a{};
+        a.struct_size = sizeof a;
+        a.rank = r;
+        a.sendbuff = send[r];
+        a.recvbuff = recv[r];
+        a.count = o.count;
+        a.dtype = o.dtype;
+        a.op = o.op;
+        a.scratch = scratch[r].get();
+        a.scratch_bytes = algo.scratch_bytes;
+        a.transport = ccsynthTransportHostThreads;
+        a.comm = &world;
+        a.timeout_seconds = o.timeoutSeconds;
+        a.error = &errors[r];
+        ccsynthResult res = algo.launch(&a);
+        if (res != ccsynthSuccess && results[r] == ccsynthSuccess)
+          results[r] = res;
+        sync.arrive_and_wait(); // every rank is done
+      }
+    });
+
+  auto check = [&]() -> bool {
+    for (int r = 0; r < n; ++r)
+      if (results[r] != ccsynthSuccess) {
+        // Prefer the rank that failed first over the ones it aborted.
+        int pick = r;
+        for (int q = 0; q < n; ++q)
+          if (results[q] != ccsynthSuccess && results[q] != ccsynthAborted) {
+            pick = q;
+            break;
+          }
+        report.launchError = errors[pick];
+        report.launchError->result = results[pick];
+        return false;
+      }
+    std::vector<const unsigned char *> outs(recv.begin(), recv.end());
+    report.mismatch = checkOutputs(*spec, inputs, outs, unit, o.dtype, o.op);
+    return !report.mismatch;
+  };
+
+  bool ok = true;
+  double timed = 0;
+  for (int it = 0; it < total && ok; ++it) {
+    resetBuffers();
+    sync.arrive_and_wait();
+    auto start = std::chrono::steady_clock::now();
+    sync.arrive_and_wait();
+    auto end = std::chrono::steady_clock::now();
+    if (it >= o.warmup)
+      timed += std::chrono::duration<double>(end - start).count();
+    if (it == 0 || it == total - 1)
+      ok = check();
+    else
+      for (int r = 0; r < n; ++r)
+        ok &= results[r] == ccsynthSuccess;
+    if (!ok && !report.launchError && !report.mismatch)
+      check();
+    if (!ok) {
+      // Let the rank threads run out the remaining iterations at once.
+      for (int rest = it + 1; rest < total; ++rest) {
+        sync.arrive_and_wait();
+        sync.arrive_and_wait();
+      }
+      break;
+    }
+  }
+  for (std::thread &t : threads)
+    t.join();
+  report.ok = ok;
+  report.secondsPerIter = o.iters > 0 ? timed / o.iters : 0;
+  return report;
+}
+
+} // namespace ccsynth::rt

@@ -1,0 +1,211 @@
+//===- PluginBuild.cpp - Building plugin libraries from generated code ----===//
+#include "PluginBuild.h"
+
+#include "ccsynth/runtime/PluginLoader.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace fs = std::filesystem;
+
+namespace ccsynth::cli {
+
+namespace {
+
+/// A private temporary directory, removed with everything in it.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ccsynth-plugin-XXXXXX");
+    if (::mkdtemp(tmpl.data()))
+      path = tmpl;
+  }
+  ~TempDir() {
+    if (!path.empty()) {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  }
+};
+
+/// Runs argv with stdout and stderr into `log`; returns the exit status or
+/// an error.
+Expected<int> runProcess(const std::vector<std::string> &argv,
+                         const std::string &log) {
+  std::vector<char *> args;
+  for (const std::string &a : argv)
+    args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0)
+    return Error("cannot run '" + argv[0] + "': " + std::strerror(rc));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return Error("waiting for '" + argv[0] + "': " + std::strerror(errno));
+  if (WIFSIGNALED(status))
+    return Error("'" + argv[0] + "' was killed by signal " +
+                 std::to_string(WTERMSIG(status)));
+  return WEXITSTATUS(status);
+}
+
+std::string findNvcc(const std::string &given) {
+  if (!given.empty())
+    return given;
+  if (const char *path = std::getenv("PATH")) {
+    std::string p = path;
+    size_t start = 0;
+    while (start <= p.size()) {
+      size_t end = p.find(':', start);
+      std::string dir = p.substr(start, end == std::string::npos
+                                            ? std::string::npos
+                                            : end - start);
+      if (!dir.empty() && ::access((dir + "/nvcc").c_str(), X_OK) == 0)
+        return dir + "/nvcc";
+      if (end == std::string::npos)
+        break;
+      start = end + 1;
+    }
+  }
+  return "/usr/local/cuda/bin/nvcc";
+}
+
+Expected<unsigned> parseMask(const std::string &list, bool dtypes) {
+  if (list == "all")
+    return dtypes ? 0x3ffu : 0xfu;
+  unsigned mask = 0;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    std::string item = list.substr(start, end == std::string::npos
+                                              ? std::string::npos
+                                              : end - start);
+    int v = dtypes ? rt::parseDtype(item) : rt::parseOp(item);
+    if (v < 0)
+      return Error("unknown " + std::string(dtypes ? "data type" : "operator") +
+                   " '" + item + "' (expected " +
+                   (dtypes ? rt::dtypeMaskNames(0x3ff) : rt::opMaskNames(0xf)) +
+                   " or all)");
+    mask |= 1u << v;
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+  return mask;
+}
+
+} // namespace
+
+Expected<unsigned> parseDtypeMask(const std::string &list) {
+  return parseMask(list, true);
+}
+Expected<unsigned> parseOpMask(const std::string &list) {
+  return parseMask(list, false);
+}
+
+Expected<std::string> generatedName(const std::string &source) {
+  const std::string key = "namespace ccsynth_gen_";
+  size_t at = source.find(key);
+  if (at == std::string::npos)
+    return Error("not a generated source");
+  size_t start = at + key.size(), end = source.find(' ', start);
+  return source.substr(start, end - start);
+}
+
+Status buildPlugin(const std::vector<GeneratedSource> &algos,
+                   const PluginBuildOptions &o, const std::string &output) {
+  if (algos.empty())
+    return Error("a plugin needs at least one algorithm");
+  for (size_t i = 0; i < algos.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (algos[i].name == algos[j].name)
+        return Error("two algorithms are named '" + algos[i].name +
+                     "'; rename one (--name)");
+  TempDir dir;
+  if (dir.path.empty())
+    return Error(std::string("cannot create a temporary directory: ") +
+                 std::strerror(errno));
+  bool cuda = o.backend == "cuda";
+  std::string ext = cuda ? ".cu" : ".cpp";
+  std::vector<std::string> sources;
+  for (const GeneratedSource &a : algos) {
+    std::string file = dir.path + "/" + a.name + ext;
+    if (Status s = writeFileAtomic(file, a.source); !s)
+      return s;
+    sources.push_back(file);
+  }
+  std::string table = "// The algorithm table of this plugin.\n"
+                      "#include \"ccsynth/runtime/PluginTable.h\"\n";
+  std::string list;
+  for (const GeneratedSource &a : algos) {
+    table += "CCSYNTH_DECLARE_ALGORITHM(" + a.name + ")\n";
+    list += (list.empty() ? "" : ", ") + std::string("ccsynthAlgorithm_") +
+            a.name;
+  }
+  table += "CCSYNTH_PLUGIN_TABLE(" + list + ")\n";
+  std::string tableFile = dir.path + "/table" + ext;
+  if (Status s = writeFileAtomic(tableFile, table); !s)
+    return s;
+
+  std::string lib = dir.path + "/plugin.so";
+  std::vector<std::string> argv;
+  std::string defines[] = {
+      "-DCCSYNTH_PLUGIN", "-DCCSYNTH_VERSION_STRING=\"" CCSYNTH_VERSION "\"",
+      "-DCCSYNTH_DTYPE_MASK=" + std::to_string(o.dtypeMask) + "u",
+      "-DCCSYNTH_OP_MASK=" + std::to_string(o.opMask) + "u",
+      "-I" CCSYNTH_RUNTIME_INCLUDE_DIR};
+  if (cuda) {
+    argv = {findNvcc(o.nvcc), "-std=c++20", "-O3", "-shared",
+            "-Xcompiler", "-fPIC,-fvisibility=hidden"};
+    for (const std::string &arch : o.cudaArchs)
+      argv.push_back("-gencode=arch=compute_" + arch + ",code=sm_" + arch);
+  } else {
+    std::string cxx = o.cxx;
+    if (cxx.empty()) {
+      const char *env = std::getenv("CXX");
+      cxx = env && *env ? env : "c++";
+    }
+    argv = {cxx,     "-std=c++20", "-O2", "-fPIC", "-shared",
+            "-fvisibility=hidden", "-pthread"};
+  }
+  argv.insert(argv.end(), std::begin(defines), std::end(defines));
+  argv.insert(argv.end(), o.flags.begin(), o.flags.end());
+  argv.insert(argv.end(), sources.begin(), sources.end());
+  argv.push_back(tableFile);
+  argv.push_back("-o");
+  argv.push_back(lib);
+  std::string log = dir.path + "/build.log";
+  auto rc = runProcess(argv, log);
+  if (!rc)
+    return rc.error();
+  if (*rc != 0) {
+    auto text = readFile(log);
+    std::string shown = text ? *text : std::string();
+    if (shown.size() > 4000)
+      shown = shown.substr(0, 4000) + "\n[...]";
+    return Error("building the plugin failed (" + argv[0] + " exited with " +
+                     std::to_string(*rc) + ")",
+                 {}, shown);
+  }
+  auto bytes = readFile(lib);
+  if (!bytes)
+    return bytes.error();
+  return writeFileAtomic(output, *bytes);
+}
+
+} // namespace ccsynth::cli

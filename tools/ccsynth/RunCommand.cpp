@@ -1,0 +1,307 @@
+//===- RunCommand.cpp - `ccsynth run`: execute an algorithm and check it --===//
+#include "Command.h"
+#include "PluginBuild.h"
+
+#include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Import/ScheduleText.h"
+#include "ccsynth/runtime/HostRunner.h"
+#include "ccsynth/runtime/HostTypes.h"
+#include "ccsynth/runtime/PluginLoader.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace ccsynth::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string input;
+  std::string backend = "host";
+  std::string size, count;
+  std::string dtype = "fp32", op = "sum";
+  int iters = 5, warmup = 1;
+  unsigned long long seed = 1;
+  double timeout = 30;
+  std::string algorithm;
+  std::vector<std::string> defines;
+  std::string tileBytes = "64K";
+  std::string keepPlugin;
+  std::vector<std::string> pluginFlags;
+};
+
+/// The reference of a custom collective, in chunks.
+rt::ReferenceSpec customReference(const Collective &c) {
+  rt::ReferenceSpec s;
+  s.ranks = c.numRanks;
+  s.inUnits = c.inputChunks;
+  s.outUnits = c.outputChunks;
+  s.reduces = c.isReduction();
+  s.out.assign(c.numRanks, std::vector<rt::Contributions>(c.outputChunks));
+  for (int r = 0; r < c.numRanks; ++r)
+    for (int j = 0; j < c.outputChunks; ++j)
+      if (c.post[r][j]) {
+        std::vector<std::pair<int, int>> v;
+        for (int value : *c.post[r][j]) {
+          ChunkLoc at = c.valueOrigin(value);
+          v.push_back({at.rank, at.index});
+        }
+        std::sort(v.begin(), v.end());
+        s.out[r][j] = v;
+      }
+  return s;
+}
+
+int runRun(RunOptions &o) {
+  if (o.backend == "cuda")
+    return fail(Error("--backend cuda: this build runs algorithms on the host "
+                      "only; build a CUDA plugin with `ccsynth compile "
+                      "--target plugin --backend cuda` and run it on a GPU "
+                      "machine"));
+  if (o.backend != "host")
+    return fail(Error("unknown backend '" + o.backend +
+                      "' (expected host or cuda)"),
+                kExitUsage);
+  int dtype = rt::parseDtype(o.dtype);
+  if (dtype < 0)
+    return fail(Error("unknown --dtype '" + o.dtype + "' (expected " +
+                      rt::dtypeMaskNames(0x3ff) + ")"),
+                kExitUsage);
+  int op = rt::parseOp(o.op);
+  if (op < 0)
+    return fail(Error("unknown --op '" + o.op + "' (expected " +
+                      rt::opMaskNames(0xf) + ")"),
+                kExitUsage);
+  if (o.iters < 1 || o.warmup < 0)
+    return fail(Error("--iters must be at least 1 and --warmup at least 0"),
+                kExitUsage);
+  if (o.size.empty() == o.count.empty())
+    return fail(Error("give exactly one of --size BYTES and --count ELEMENTS"),
+                kExitUsage);
+
+  // The plugin: given, or built from the input for this dtype and operator.
+  std::optional<Collective> collective;
+  std::string pluginPath = o.input;
+  std::string tempPlugin;
+  struct Cleanup {
+    std::string &path;
+    ~Cleanup() {
+      if (!path.empty())
+        ::unlink(path.c_str());
+    }
+  } cleanup{tempPlugin};
+  if (!o.input.ends_with(".so")) {
+    CompileOptions c;
+    c.target = CompileTarget::Cuda;
+    c.origin = o.input;
+    auto tile = parseSizes(o.tileBytes);
+    if (!tile || tile->size() != 1 || (long long)tile->front() % 16 != 0 ||
+        tile->front() < 16)
+      return fail(Error("--tile-bytes must be a positive multiple of 16"),
+                  kExitUsage);
+    c.tileBytes = (unsigned long long)tile->front();
+    CompileResult result;
+    if (o.input.ends_with(".mlir")) {
+      auto text = readFile(o.input);
+      if (!text)
+        return fail(text.error());
+      result = compileMlir(o.input, *text, c);
+    } else {
+      auto defs = parseDefines(o.defines);
+      if (!defs)
+        return fail(defs.error());
+      auto sched = loadScheduleInput(o.input, *defs);
+      if (!sched)
+        return fail(sched.error());
+      locateTransfers(*sched, o.input);
+      collective = sched->collective;
+      result = compileSchedule(*sched, c);
+    }
+    if (!result.ok())
+      return fail(result.failure.error, result.failure.verificationFailed
+                                            ? kExitVerifyFailed
+                                            : kExitError);
+    auto name = generatedName(*result.output);
+    if (!name)
+      return fail(name.error());
+    PluginBuildOptions b;
+    b.dtypeMask = 1u << dtype;
+    b.opMask = 1u << op;
+    b.flags = o.pluginFlags;
+    if (o.keepPlugin.empty()) {
+      std::string tmpl =
+          (fs::temp_directory_path() / "ccsynth-run-XXXXXX.so").string();
+      int fd = ::mkstemps(tmpl.data(), 3);
+      if (fd < 0)
+        return fail(Error("cannot create a temporary plugin file"));
+      ::close(fd);
+      tempPlugin = tmpl;
+      pluginPath = tmpl;
+    } else {
+      pluginPath = o.keepPlugin;
+    }
+    std::cerr << "ccsynth: building " << *name << " for the host backend\n";
+    if (Status s = buildPlugin({{*name, *result.output}}, b, pluginPath); !s)
+      return fail(s.error());
+  }
+  std::string error;
+  auto plugin = rt::Plugin::open(pluginPath, error);
+  if (!plugin)
+    return fail(Error(error));
+  const ccsynthAlgorithm *algo = nullptr;
+  if (!o.algorithm.empty()) {
+    algo = plugin->find(o.algorithm);
+    if (!algo)
+      return fail(Error("the plugin has no algorithm '" + o.algorithm + "'"));
+  } else if (plugin->table().num_algorithms == 1) {
+    algo = plugin->begin();
+  } else {
+    return fail(Error("the plugin holds several algorithms: choose one with "
+                      "--algorithm (see `ccsynth plugin info`)"),
+                kExitUsage);
+  }
+  if (algo->backend != ccsynthBackendHost)
+    return fail(Error(std::string("algorithm '") + algo->name +
+                      "' was built for the " + rt::backendName(algo->backend) +
+                      " backend"));
+
+  rt::HostRunOptions r;
+  r.dtype = dtype;
+  r.op = op;
+  r.iters = o.iters;
+  r.warmup = o.warmup;
+  r.seed = o.seed;
+  r.timeoutSeconds = o.timeout;
+  int inUnits = 1, outUnits = 1;
+  std::size_t unitsPerCount = 1; // count elements per unit
+  if (auto spec = rt::builtinReference(algo->collective, algo->ranks,
+                                       algo->root)) {
+    inUnits = spec->inUnits;
+    outUnits = spec->outUnits;
+  } else if (collective && collective->kind == CollectiveKind::Custom) {
+    r.reference = customReference(*collective);
+    inUnits = collective->inputChunks;
+    outUnits = collective->outputChunks;
+    unitsPerCount = collective->inputChunks;
+  } else {
+    return fail(Error(std::string("no reference for collective '") +
+                      algo->collective + "': run it from its source file"));
+  }
+  int es = rt::dtypeSize(dtype);
+  if (!o.count.empty()) {
+    char *end = nullptr;
+    unsigned long long v = std::strtoull(o.count.c_str(), &end, 10);
+    if (!end || *end || o.count[0] == '-')
+      return fail(Error("--count: expected a number of elements"), kExitUsage);
+    r.count = v;
+  } else {
+    auto sizes = parseSizes(o.size);
+    if (!sizes || sizes->size() != 1)
+      return fail(Error("--size: expected one byte count like 4096 or 1M"),
+                  kExitUsage);
+    // nccl-tests' size: the larger buffer of a rank.
+    r.count = std::size_t(sizes->front()) / es /
+              std::max(inUnits, outUnits) * unitsPerCount;
+  }
+  if (unitsPerCount > 1) {
+    if (r.count % unitsPerCount != 0)
+      return fail(Error("count " + std::to_string(r.count) +
+                        " is not a multiple of the custom collective's " +
+                        std::to_string(unitsPerCount) + " input chunks"));
+    r.unitElems = r.count / unitsPerCount;
+  }
+
+  std::cout << "# " << algo->name << ": " << algo->collective << " on "
+            << algo->ranks << " ranks (threads), " << rt::dtypeName(dtype)
+            << (algo->op_mask ? std::string(" ") + rt::opName(op) : "")
+            << ", count " << r.count << ", " << o.iters << " iterations\n";
+  rt::HostRunReport rep = rt::runHostAlgorithm(*algo, r);
+  if (!rep.error.empty())
+    return fail(Error(rep.error));
+  if (rep.launchError) {
+    const ccsynthError &e = *rep.launchError;
+    Error err(std::string("launch failed: ") + e.message);
+    return fail(err, e.result == ccsynthInvalidArgument ||
+                             e.result == ccsynthUnsupported
+                         ? kExitError
+                         : kExitError);
+  }
+  if (rep.mismatch) {
+    const rt::Mismatch &m = *rep.mismatch;
+    std::string msg = "wrong result: rank " + std::to_string(m.rank) +
+                      " output element " + std::to_string(m.element) +
+                      " (unit " + std::to_string(m.unit) + ") is " + m.found +
+                      ", expected " + m.expected;
+    if (m.allowed > 0)
+      msg += " (tolerance " + std::to_string(m.allowed) + ")";
+    return fail(Error(msg), kExitVerifyFailed);
+  }
+  double bytes = double(std::max(rep.inBytes, rep.outBytes));
+  double algbw = bytes / rep.secondsPerIter / 1e9;
+  double factor = 1;
+  std::string c = algo->collective;
+  int n = algo->ranks;
+  if (c == "allreduce")
+    factor = 2.0 * (n - 1) / n;
+  else if (c == "allgather" || c == "reducescatter" || c == "alltoall")
+    factor = double(n - 1) / n;
+  std::printf("%12s %14s %12s %12s  %s\n", "bytes", "time/iter(us)",
+              "algbw(GB/s)", "busbw(GB/s)", "check");
+  std::printf("%12.0f %14.1f %12.3f %12.3f  %s\n", bytes,
+              rep.secondsPerIter * 1e6, algbw, algbw * factor,
+              "correct (matches the reference)");
+  return kExitOk;
+}
+
+} // namespace
+
+void addRunCommand(CLI::App &app, CommandContext &ctx) {
+  auto opts = std::make_shared<RunOptions>();
+  CLI::App *cmd = app.add_subcommand(
+      "run",
+      "Execute an algorithm and check it: build a plugin from a schedule, "
+      ".ccl or .mlir (or take a plugin .so), run every rank as a thread on "
+      "seeded random data, compare each output with the collective computed "
+      "directly from its definition (exact for integers, max and min; a "
+      "stated tolerance for floating sums and products), and print time and "
+      "bandwidth per iteration. Exit 3 names the rank and first wrong "
+      "element; a wait that passes --timeout reports rank, threadblock, step "
+      "and flag.");
+  cmd->add_option("INPUT", opts->input,
+                  "Schedule JSON, .ccl program, .mlir file or plugin .so")
+      ->required();
+  cmd->add_option("--backend", opts->backend, "host (default) or cuda");
+  cmd->add_option("--size", opts->size,
+                  "Bytes of the larger buffer of a rank (nccl-tests' size), "
+                  "e.g. 1M");
+  cmd->add_option("--count", opts->count,
+                  "Elements, as NCCL's count for the collective");
+  cmd->add_option("--dtype", opts->dtype,
+                  "fp32 (default), fp16, bf16, fp64, int8, uint8, int32, "
+                  "uint32, int64, uint64");
+  cmd->add_option("--op", opts->op, "sum (default), prod, max, min");
+  cmd->add_option("--iters", opts->iters, "Timed iterations (default 5)");
+  cmd->add_option("--warmup", opts->warmup, "Untimed iterations (default 1)");
+  cmd->add_option("--seed", opts->seed, "Seed of the input data");
+  cmd->add_option("--timeout", opts->timeout,
+                  "Seconds any one wait may take before the run stops "
+                  "(default 30)");
+  cmd->add_option("--algorithm", opts->algorithm,
+                  "Which algorithm of a plugin holding several");
+  cmd->add_option("--tile-bytes", opts->tileBytes,
+                  "Bytes per chunk slice per pass (default 64K)");
+  cmd->add_option("--keep-plugin", opts->keepPlugin,
+                  "Write the plugin built from INPUT here");
+  cmd->add_option("--plugin-flag", opts->pluginFlags,
+                  "An extra compiler flag for the plugin (repeatable)");
+  cmd->add_option("-D,--define", opts->defines,
+                  "Set a .ccl program parameter, e.g. -D ranks=16");
+  cmd->callback([opts, &ctx] { ctx.exitCode = runRun(*opts); });
+}
+
+} // namespace ccsynth::cli

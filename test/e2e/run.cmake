@@ -1,0 +1,42 @@
+# End-to-end tests of generated code on the host backend: every algorithm
+# is built into a plugin and run with ranks as threads at three counts and
+# three dtype/operator pairs, checked against the reference collective.
+if(CCSYNTH_ENABLE_MLIR)
+  set(run_script ${CMAKE_CURRENT_SOURCE_DIR}/scripts/run-algorithm.sh)
+  set(run_cases)
+  # Every shipped DSL program.
+  file(GLOB dsl_programs CONFIGURE_DEPENDS ${CCSYNTH_SOURCE_DIR}/sketches/dsl/*.ccl)
+  foreach(p ${dsl_programs})
+    get_filename_component(n ${p} NAME_WE)
+    list(APPEND run_cases "dsl-${n}=file:${p}")
+  endforeach()
+  # The baselines on dgx1 and dgx-h100x2.
+  foreach(topo dgx1 dgx-h100x2)
+    foreach(coll allgather reducescatter allreduce alltoall broadcast)
+      list(APPEND run_cases "ring-${coll}-${topo}=baseline:ring:${coll}:${topo}"
+                            "direct-${coll}-${topo}=baseline:direct:${coll}:${topo}")
+    endforeach()
+    list(APPEND run_cases "tree-allreduce-${topo}=baseline:tree:allreduce:${topo}"
+                          "tree-broadcast-${topo}=baseline:tree:broadcast:${topo}")
+  endforeach()
+  foreach(coll allgather reducescatter allreduce alltoall broadcast)
+    list(APPEND run_cases
+      "hierarchical-${coll}-dgx-h100x2=baseline:hierarchical:${coll}:dgx-h100x2")
+  endforeach()
+  # Synthesized schedules for every shipped sketch.
+  file(GLOB sketches CONFIGURE_DEPENDS ${CCSYNTH_SOURCE_DIR}/sketches/*.json)
+  foreach(s ${sketches})
+    get_filename_component(topo ${s} NAME_WE)
+    foreach(coll allgather reducescatter allreduce alltoall broadcast)
+      list(APPEND run_cases "synth-${coll}-${topo}=synth:${topo}:${coll}")
+    endforeach()
+  endforeach()
+  foreach(entry ${run_cases})
+    string(REGEX REPLACE "=.*" "" name "${entry}")
+    string(REGEX REPLACE "^[^=]*=" "" spec "${entry}")
+    add_test(NAME e2e:run:${name}
+      COMMAND ${run_script} $<TARGET_FILE:ccsynth> ${CCSYNTH_SOURCE_DIR}
+              ${CMAKE_CURRENT_BINARY_DIR}/run/${name} ${spec})
+    set_tests_properties(e2e:run:${name} PROPERTIES LABELS run TIMEOUT 900)
+  endforeach()
+endif()

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# run-algorithm.sh CCSYNTH SRC WORKDIR CASE
+#
+# Builds a host plugin for one algorithm and runs it (ranks as threads) at
+# three counts: 1 (smaller than any chunk count above 1), 4099 (a prime:
+# not a multiple of the chunk count) and 16384, each as fp32 sum, bf16 sum
+# and int32 max, with 4 KiB tiles so that larger counts take several
+# passes. Every run is checked against the reference collective by
+# `ccsynth run`. CASE is one of
+#   file:PATH                   a schedule JSON or .ccl program
+#   baseline:KIND:COLL:TOPO     `ccsynth baseline KIND -c COLL -t TOPO`
+#   synth:TOPO:COLL             `ccsynth synth` with sketches/TOPO.json
+set -euo pipefail
+cc=$1 src=$2 work=$3 case=$4
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+
+IFS=: read -r kind a b c <<<"$case"
+case $kind in
+file) input=$a ;;
+baseline)
+  "$cc" baseline "$a" -c "$b" -t "$c" -o sched.json
+  input=sched.json ;;
+synth)
+  "$cc" synth --topo "$a" --sketch "$src/sketches/$a.json" --collective "$b" \
+    --time-limit "${CCSYNTH_SYNTH_LIMIT:-10}" -o sched.json
+  input=sched.json ;;
+*) echo "unknown case '$case'" >&2; exit 2 ;;
+esac
+
+"$cc" compile "$input" --target plugin --dtypes fp32,bf16,int32 \
+  --ops sum,max --tile-bytes 4096 -o lib.so
+info=$("$cc" plugin info lib.so)
+mult=$(sed -n 's/.*count *multiple of \([0-9]*\).*/\1/p' <<<"$info")
+mult=${mult:-1}
+custom=0
+grep -q '^  collective  *\(allgather\|reducescatter\|allreduce\|broadcast\|reduce\|gather\|scatter\|alltoall\)$' <<<"$info" || custom=1
+
+runs=0
+for count in 1 4099 16384; do
+  for combo in "fp32 sum" "bf16 sum" "int32 max"; do
+    set -- $combo
+    n=$((count * mult))
+    if ((custom)); then
+      # The reference of a custom collective comes from its source.
+      "$cc" run "$input" --count "$n" --dtype "$1" --op "$2" --iters 1 \
+        --timeout 30 --tile-bytes 4096
+    else
+      "$cc" run lib.so --count "$n" --dtype "$1" --op "$2" --iters 1 \
+        --timeout 30
+    fi
+    runs=$((runs + 1))
+  done
+done
+echo "$case: $runs runs correct"

@@ -26,6 +26,41 @@ Bytes allocate(std::size_t bytes) {
   return Bytes(static_cast<unsigned char *>(std::aligned_alloc(64, size ? size : 64)));
 }
 
+/// Seconds per iteration of n threads each copying `bytes` between two
+/// private buffers at once.
+double timeParallelMemcpy(int n, std::size_t bytes, int iters) {
+  std::vector<Bytes> src(n), dst(n);
+  for (int r = 0; r < n; ++r) {
+    src[r] = allocate(bytes);
+    dst[r] = allocate(bytes);
+    std::memset(src[r].get(), r, bytes);
+    std::memset(dst[r].get(), 0, bytes);
+  }
+  std::barrier sync(n + 1);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      for (int it = 0; it <= iters; ++it) {
+        sync.arrive_and_wait();
+        std::memcpy(dst[r].get(), src[r].get(), bytes);
+        sync.arrive_and_wait();
+      }
+    });
+  double total = 0;
+  for (int it = 0; it <= iters; ++it) {
+    sync.arrive_and_wait();
+    auto start = std::chrono::steady_clock::now();
+    sync.arrive_and_wait();
+    if (it > 0) // the first copy touches fresh pages
+      total += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                             start)
+                   .count();
+  }
+  for (std::thread &t : threads)
+    t.join();
+  return total / iters;
+}
+
 } // namespace
 
 HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
@@ -171,6 +206,8 @@ HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
     t.join();
   report.ok = ok;
   report.secondsPerIter = o.iters > 0 ? timed / o.iters : 0;
+  if (ok && o.timeMemcpy)
+    report.memcpySecondsPerIter = timeParallelMemcpy(n, outElems * es, o.iters);
   return report;
 }
 

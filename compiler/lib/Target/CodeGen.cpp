@@ -270,7 +270,7 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
   os << "\n// rank " << rank << ", threadblock " << tb.id << ": send "
      << tb.send << ", recv " << tb.recv << ", channel " << tb.chan << ", "
      << tb.steps.size() << " steps\n";
-  os << "template <class X> CCSYNTH_INLINE bool r" << rank << "_tb" << tb.id
+  os << "template <class X> CCSYNTH_TB_FN bool r" << rank << "_tb" << tb.id
      << "(X &x) {\n";
   bool puts = false;
   for (const msccl::Step &st : tb.steps)

@@ -28,7 +28,7 @@ synth)
 esac
 
 "$cc" compile "$input" --target plugin --dtypes fp32,bf16,int32 \
-  --ops sum,max --tile-bytes 4096 -o lib.so
+  --ops sum,max --tile-bytes 4096 --plugin-flag=-O1 -o lib.so
 info=$("$cc" plugin info lib.so)
 mult=$(sed -n 's/.*count *multiple of \([0-9]*\).*/\1/p' <<<"$info")
 mult=${mult:-1}

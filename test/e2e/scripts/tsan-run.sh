@@ -13,7 +13,8 @@ baseline) "$cc" baseline "$a" -c "$b" -t "$c" -o sched.json; input=sched.json ;;
 *) echo "unknown case '$case'" >&2; exit 2 ;;
 esac
 "$cc" compile "$input" --target plugin --dtypes fp32,bf16 --ops sum \
-  --tile-bytes 4096 --plugin-flag=-fsanitize=thread -o lib.so
+  --tile-bytes 4096 --plugin-flag=-fsanitize=thread --plugin-flag=-O1 \
+  -o lib.so
 # (An instrumented plugin loads only into an instrumented process, so the
 # cases here are built-in collectives: any count is valid.)
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0"

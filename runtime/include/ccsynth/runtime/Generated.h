@@ -26,12 +26,19 @@
 
 #include <cstdint>
 
+// CCSYNTH_TB_FN marks the function of one (rank, threadblock). On the GPU
+// it is inlined into the kernel (a direct branch tree, no call, no stack);
+// on the host each stays a function of its own, so that the compiler's
+// work grows with the program instead of with the square of one huge
+// function.
 #if defined(__CUDACC__)
 #define CCSYNTH_HD __host__ __device__
 #define CCSYNTH_INLINE __device__ __forceinline__
+#define CCSYNTH_TB_FN __device__ __forceinline__
 #else
 #define CCSYNTH_HD
 #define CCSYNTH_INLINE inline __attribute__((always_inline))
+#define CCSYNTH_TB_FN __attribute__((noinline))
 #endif
 
 /// Returns from the generated function when a wait failed.

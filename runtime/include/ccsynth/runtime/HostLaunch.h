@@ -113,8 +113,7 @@ ccsynthResult hostRunType(const ccsynthLaunchArgs *a, HostWorld &w,
 /// (unsigned words of the element's size).
 template <class A> ccsynthResult hostLaunch(const ccsynthLaunchArgs *a) {
   const Shape &s = A::shape;
-  constexpr std::uint32_t dtypes =
-      A::shape.reduces ? CCSYNTH_DTYPE_MASK : 0x3ffu;
+  constexpr std::uint32_t dtypes = CCSYNTH_DTYPE_MASK;
   constexpr std::uint32_t ops = A::shape.reduces ? CCSYNTH_OP_MASK : 0u;
   std::size_t n = 0;
   long off = 0;
@@ -187,16 +186,33 @@ template <class A> ccsynthResult hostLaunch(const ccsynthLaunchArgs *a) {
     }
     return ccsynthUnsupported;
   } else {
+    // Copies move words of the element's size: one instantiation per size
+    // among the dtypes built in.
+    constexpr std::uint32_t size1 = (1u << ccsynthInt8) | (1u << ccsynthUint8);
+    constexpr std::uint32_t size2 =
+        (1u << ccsynthFloat16) | (1u << ccsynthBfloat16);
+    constexpr std::uint32_t size4 = (1u << ccsynthInt32) |
+                                    (1u << ccsynthUint32) |
+                                    (1u << ccsynthFloat32);
     switch (dtypeSize(t)) {
     case 1:
-      return hostRun<A, std::uint8_t, NoOp>(a, w, n, off);
+      if constexpr ((dtypes & size1) != 0)
+        return hostRun<A, std::uint8_t, NoOp>(a, w, n, off);
+      break;
     case 2:
-      return hostRun<A, std::uint16_t, NoOp>(a, w, n, off);
+      if constexpr ((dtypes & size2) != 0)
+        return hostRun<A, std::uint16_t, NoOp>(a, w, n, off);
+      break;
     case 4:
-      return hostRun<A, std::uint32_t, NoOp>(a, w, n, off);
+      if constexpr ((dtypes & size4) != 0)
+        return hostRun<A, std::uint32_t, NoOp>(a, w, n, off);
+      break;
     default:
-      return hostRun<A, std::uint64_t, NoOp>(a, w, n, off);
+      if constexpr ((dtypes & ~(size1 | size2 | size4)) != 0)
+        return hostRun<A, std::uint64_t, NoOp>(a, w, n, off);
+      break;
     }
+    return ccsynthUnsupported;
   }
 }
 

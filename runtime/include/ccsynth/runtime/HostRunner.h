@@ -33,6 +33,9 @@ struct HostRunOptions {
   std::optional<ReferenceSpec> reference;
   /// Elements per unit; 0: `count` (built-ins: a unit is a block).
   std::size_t unitElems = 0;
+  /// Also time every rank's thread copying its output bytes with memcpy at
+  /// once (the baseline of the host benchmark).
+  bool timeMemcpy = false;
 };
 
 struct HostRunReport {
@@ -44,6 +47,8 @@ struct HostRunReport {
   /// Setup problems (unknown collective, allocation failure).
   std::string error;
   double secondsPerIter = 0;
+  /// With timeMemcpy: seconds per iteration of the memcpy baseline.
+  double memcpySecondsPerIter = 0;
   std::size_t inBytes = 0, outBytes = 0; ///< per rank
 };
 

@@ -45,7 +45,7 @@
         A::shape.inplace ? 1 : 0,                                              \
         A::minBytes,                                                           \
         A::maxBytes,                                                           \
-        A::shape.reduces ? (CCSYNTH_DTYPE_MASK) : 0x3ffu,                      \
+        (CCSYNTH_DTYPE_MASK),                                                  \
         A::shape.reduces ? (CCSYNTH_OP_MASK) : 0u,                             \
         ::ccsynth::rt::scratchBytes(A::shape, A::tileBytes),                   \
         (uint64_t)A::shape.countMultiple,                                      \

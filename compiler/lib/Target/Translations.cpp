@@ -55,12 +55,18 @@ importMscclXml(const std::shared_ptr<llvm::SourceMgr> &sm, MLIRContext *ctx) {
   auto algo = msccl::parseXml(file, text);
   if (!algo)
     return fail(ctx, algo.error(), file);
+  // Errors about the algorithm as a whole point at its <algo> element.
+  auto atAlgo = [&](Error e) {
+    if (!e.loc.known())
+      e.loc = algo->loc;
+    return e;
+  };
   auto col = inferMscclCollective(*algo);
   if (!col)
-    return fail(ctx, col.error(), file);
+    return fail(ctx, atAlgo(col.error()), file);
   auto sched = mscclToSchedule(*algo, *col);
   if (!sched)
-    return fail(ctx, sched.error(), file);
+    return fail(ctx, atAlgo(sched.error()), file);
   Location loc = FileLineColLoc::get(ctx, file, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   importSchedule(*module, *sched, loc);

@@ -2,6 +2,7 @@
 #include "Command.h"
 
 #include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Core/TextLimits.h"
 #include "ccsynth/Import/ScheduleText.h"
 
 #include <iostream>
@@ -35,8 +36,8 @@ Expected<long long> parseByteCount(const std::string &flag,
 int runCompile(CompileCliOptions &o) {
   auto target = parseCompileTarget(o.target);
   if (!target)
-    return fail(Error("unknown target '" + o.target +
-                      "' (expected mlir, msccl-xml or mscclpp-json)"));
+    return usage(Error("unknown target '" + o.target +
+                       "' (expected mlir, msccl-xml or mscclpp-json)"));
   CompileOptions &c = o.compile;
   c.target = *target;
   c.fuse = !o.noFuse;
@@ -44,38 +45,52 @@ int runCompile(CompileCliOptions &o) {
   if (!o.minBytes.empty()) {
     auto v = parseByteCount("--min-bytes", o.minBytes);
     if (!v)
-      return fail(v.error());
+      return usage(v.error());
     c.minBytes = *v;
   }
   if (!o.maxBytes.empty()) {
     auto v = parseByteCount("--max-bytes", o.maxBytes);
     if (!v)
-      return fail(v.error());
+      return usage(v.error());
     c.maxBytes = *v;
   }
   if (!c.mscclColl.empty() && c.target != CompileTarget::MscclXml)
-    return fail(Error("--msccl-coll applies to --target msccl-xml only"));
+    return usage(Error("--msccl-coll applies to --target msccl-xml only"));
   if (c.instances < 1 || c.pipeline < 1 || c.maxCount < 1 || c.maxTbSteps < 0 ||
       c.maxTbsPerChannel < 1 || c.maxChannels < 0)
-    return fail(Error("--instances, --pipeline, --max-count and "
-                      "--max-tbs-per-channel must be at least 1"));
+    return usage(Error("--instances, --pipeline, --max-count and "
+                       "--max-tbs-per-channel must be at least 1"));
+
+  // The same proof `ccsynth verify` gives, links included: every transfer
+  // on a link of the topology its schedule or algorithm names.
+  c.checkLinks = c.verify;
+  if (Status s = checkOutputs({o.output}); !s)
+    return fail(s.error());
 
   CompileResult result;
   if (o.input.ends_with(".mlir")) {
     if (!o.defines.empty())
-      return fail(Error("-D definitions apply only to .ccl programs",
-                        SourceLoc{o.input}));
+      return usage(Error("-D definitions apply only to .ccl programs",
+                         SourceLoc{o.input}));
     auto text = readFile(o.input);
     if (!text)
       return fail(text.error());
+    if (Status s = checkMlirNesting(o.input, *text); !s)
+      return fail(s.error());
     result = compileMlir(o.input, *text, c);
   } else {
     auto defs = parseDefines(o.defines);
     if (!defs)
-      return fail(defs.error());
+      return usage(defs.error());
     auto sched = loadScheduleInput(o.input, *defs);
     if (!sched)
       return fail(sched.error());
+    if (c.verify) {
+      std::optional<Topology> topo;
+      VerifyResult proof;
+      if (int rc = proveSchedule(*sched, o.input, "", false, topo, proof))
+        return rc;
+    }
     locateTransfers(*sched, o.input);
     result = compileSchedule(*sched, c);
   }

@@ -189,7 +189,7 @@ extern "C" void removeTemporariesAndReraise(int sig) {
 /// A staged output: the file a write changes and, for a regular file, the
 /// temporary beside it.
 struct Staged {
-  const OutputFile *file;
+  const OutputFile *file = nullptr;
   std::string target;
   std::string tmp;
   int slot = -1;
@@ -292,7 +292,9 @@ Status writeFilesAtomic(const std::vector<OutputFile> &files) {
       discard(staged);
       return resolved.error();
     }
-    Staged st{&f, *resolved};
+    Staged st;
+    st.file = &f;
+    st.target = *resolved;
     struct stat info;
     if (::stat(st.target.c_str(), &info) == 0) {
       if (S_ISDIR(info.st_mode))

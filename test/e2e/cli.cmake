@@ -66,11 +66,15 @@ cli_expect(version RC 0 MATCH "ccsynth [0-9]" CMD ${CLI_CC} --version)
 # Hostile inputs: deep nesting, directories, FIFOs, endless devices and
 # allocation failure (each made in the test's own directory).
 set(CLI_OPT "")
+set(CLI_TRANSLATE "")
 if(CCSYNTH_ENABLE_MLIR)
   set(CLI_OPT $<TARGET_FILE:ccsynth-opt>)
+  set(CLI_TRANSLATE $<TARGET_FILE:ccsynth-translate>)
 endif()
 add_test(NAME e2e:cli.hostile-inputs
-  COMMAND ${CMAKE_COMMAND} -DCC=${CLI_CC} -DOPT=${CLI_OPT} -DWORKDIR=${CLI_OUT}/hostile
+  COMMAND ${CMAKE_COMMAND} -DCC=${CLI_CC} -DOPT=${CLI_OPT}
+    -DTRANSLATE=${CLI_TRANSLATE}
+    -DSANITIZED=${CCSYNTH_SANITIZE} -DWORKDIR=${CLI_OUT}/hostile
     -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/hostile-inputs.cmake)
 cli_expect(degenerate-bandwidth RC 1
   MATCH "subnormal-topo.json:6:[0-9]+: error: bandwidth must be a positive, finite, normal number" "\\^"

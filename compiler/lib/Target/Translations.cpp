@@ -7,7 +7,11 @@
 #include "ccsynth/Target/MSCCLPPPlan.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
+#include "ccsynth/Core/TextLimits.h"
+
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Tools/ParseUtilities.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
@@ -73,6 +77,28 @@ importMscclXml(const std::shared_ptr<llvm::SourceMgr> &sm, MLIRContext *ctx) {
   return OwningOpRef<Operation *>(module.release());
 }
 
+/// Runs an export on MLIR input after checking its nesting: MLIR's parser
+/// recurses once per level, and a small file nested thousands deep would
+/// overflow its stack.
+LogicalResult
+exportMlir(const std::shared_ptr<llvm::SourceMgr> &sm, llvm::raw_ostream &os,
+           MLIRContext *ctx,
+           llvm::function_ref<LogicalResult(Operation *, llvm::raw_ostream &)>
+               exporter) {
+  auto [file, text] = mainBuffer(sm);
+  if (Status s = checkMlirNesting(file, text); !s) {
+    fail(ctx, s.error(), file);
+    return failure();
+  }
+  ctx->loadDialect<CCLDialect>();
+  ParserConfig config(ctx);
+  OwningOpRef<Operation *> op =
+      parseSourceFileForTool(sm, config, /*insertImplicitModule=*/false);
+  if (!op || failed(verify(*op)))
+    return failure();
+  return exporter(op.get(), os);
+}
+
 } // namespace
 
 void registerTranslations() {
@@ -81,23 +107,29 @@ void registerTranslations() {
       llvm::cl::desc("--ccl-to-msccl-xml: the MSCCL coll (NCCL call) that "
                      "launches a custom collective"),
       llvm::cl::value_desc("coll"), llvm::cl::init(""));
-  TranslateFromMLIRRegistration toXml(
+  TranslateRegistration toXml(
       "ccl-to-msccl-xml",
       "Export a threadblock-assigned ccl.program as MSCCL XML",
-      [](Operation *op, llvm::raw_ostream &os) {
-        MscclExportOptions options;
-        options.launchAs = mscclColl;
-        return exportMSCCLXml(op, os, options);
-      },
-      registerCCL);
-  TranslateFromMLIRRegistration toPlan(
+      [](const std::shared_ptr<llvm::SourceMgr> &sm, llvm::raw_ostream &os,
+         MLIRContext *ctx) {
+        return exportMlir(sm, os, ctx,
+                          [](Operation *op, llvm::raw_ostream &out) {
+                            MscclExportOptions options;
+                            options.launchAs = mscclColl;
+                            return exportMSCCLXml(op, out, options);
+                          });
+      });
+  TranslateRegistration toPlan(
       "ccl-to-mscclpp-json",
       "Export a threadblock-assigned ccl.program as an MSCCL++ execution "
       "plan",
-      [](Operation *op, llvm::raw_ostream &os) {
-        return exportMSCCLPPPlan(op, os);
-      },
-      registerCCL);
+      [](const std::shared_ptr<llvm::SourceMgr> &sm, llvm::raw_ostream &os,
+         MLIRContext *ctx) {
+        return exportMlir(sm, os, ctx,
+                          [](Operation *op, llvm::raw_ostream &out) {
+                            return exportMSCCLPPPlan(op, out);
+                          });
+      });
   TranslateToMLIRRegistration fromSchedule(
       "import-ccl-schedule",
       "Import a ccsynth schedule JSON as a ccl.algorithm", importScheduleText,

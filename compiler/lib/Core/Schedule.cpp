@@ -285,10 +285,9 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
       return v.error();
     *field = *v;
   }
-  if (!s.topologyHash.empty() &&
-      (s.topologyHash.size() != 16 ||
-       s.topologyHash.find_first_not_of("0123456789abcdef") !=
-           std::string::npos))
+  if (!s.topologyHash.empty() && (s.topologyHash.size() != 16 ||
+                                  s.topologyHash.find_first_not_of(
+                                      "0123456789abcdef") != std::string::npos))
     return rd.error("/topology_hash",
                     "'topology_hash' must be 16 lowercase hex digits");
   if (s.protocol != "Simple" && s.protocol != "LL" && s.protocol != "LL128")

@@ -244,4 +244,13 @@ TEST_CASE("a schedule records its topology's hash (format version 2)",
   auto old = parseScheduleJson(*doc1);
   REQUIRE_FALSE(old);
   CHECK(has(old.error().message, "needs schedule format version 2"));
+  // A hash that is not 16 hex digits is refused where it stands.
+  std::string bad = json;
+  bad.replace(bad.find("0123456789abcdef"), 16, "not-a-hash");
+  auto docBad = JsonDocument::parse("s.json", bad);
+  REQUIRE(docBad);
+  auto refused = parseScheduleJson(*docBad);
+  REQUIRE_FALSE(refused);
+  CHECK(has(refused.error().message, "16 lowercase hex digits"));
+  CHECK(refused.error().loc.line > 1);
 }

@@ -46,6 +46,10 @@ test)
     echo "== parser tests under ASan + UBSan"
     "$root/scripts/sanitize-tests.sh"
   fi
+  if [[ -x "$root/scripts/fuzz.sh" ]]; then
+    echo "== libFuzzer on every reader, ${FUZZ_SECONDS:-30}s each"
+    "$root/scripts/fuzz.sh"
+  fi
   ;;
 *)
   echo "usage: $0 demo|test" >&2

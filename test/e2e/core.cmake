@@ -68,7 +68,7 @@ ccsynth_expect(simulate-ring-a100 RC 0
       --plot ${E2E_OUT}/ring-a100.svg --timeline ${E2E_OUT}/ring-a100-tl.svg
       --timeline-size 1M)
 set_tests_properties(e2e:simulate-ring-a100 PROPERTIES DEPENDS e2e:baseline-ring-a100)
-ccsynth_expect(simulate-bad-size RC 1 MATCH "bad size '12Q'"
+ccsynth_expect(simulate-bad-size RC 2 MATCH "bad size '12Q'"
   CMD ${CC} simulate ${E2E_OUT}/ring-ar-a100.json --sizes 1K,12Q)
 set_tests_properties(e2e:simulate-bad-size PROPERTIES DEPENDS e2e:baseline-ring-a100)
 ccsynth_expect(baseline-unsupported RC 1 MATCH "hierarchical"

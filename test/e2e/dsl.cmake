@@ -59,7 +59,7 @@ dsl_expect(check.not-a-program RC 1 MATCH "'check' takes a .ccl program"
   CMD ${_dsl_cc} check ${CCSYNTH_SOURCE_DIR}/README.md)
 dsl_expect(check.missing-file RC 1 MATCH "error: cannot open 'no-such-file.ccl'"
   CMD ${_dsl_cc} check no-such-file.ccl)
-dsl_expect(check.bad-define RC 1 MATCH "the value must be an integer"
+dsl_expect(check.bad-define RC 2 MATCH "the value must be an integer"
   CMD ${_dsl_cc} check ${_dsl_dir}/ring_allreduce.ccl -D ranks=four)
 
 # Commands that take a schedule take a .ccl program with -D as well.

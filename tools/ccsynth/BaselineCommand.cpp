@@ -23,12 +23,14 @@ struct BaselineCliOptions {
 int runBaseline(const BaselineCliOptions &o) {
   auto kind = parseBaselineKind(o.kind);
   if (!kind)
-    return fail(Error("unknown baseline '" + o.kind +
-                      "' (expected ring, tree, direct or hierarchical)"));
+    return usage(Error("unknown baseline '" + o.kind +
+                       "' (expected ring, tree, direct or hierarchical)"));
   auto coll = parseCollectiveKind(o.collective);
   if (!coll || *coll == CollectiveKind::Custom)
-    return fail(Error("unknown collective '" + o.collective +
-                      "' (expected one of: " + collectiveKindNames() + ")"));
+    return usage(Error("unknown collective '" + o.collective +
+                       "' (expected one of: " + collectiveKindNames() + ")"));
+  if (Status s = checkOutputs({o.output}); !s)
+    return fail(s.error());
   auto topo = loadTopology(o.topo);
   if (!topo)
     return fail(topo.error());
@@ -37,14 +39,22 @@ int runBaseline(const BaselineCliOptions &o) {
   bo.root = o.root;
   bo.pipeline = o.pipeline;
   auto sched = makeBaseline(*kind, *coll, *topo, bo);
-  if (!sched)
-    return fail(sched.error());
+  if (!sched) {
+    // What the topology lacks (e.g. a path between two ranks) is an error
+    // in the topology file, when one was given.
+    Error e = sched.error();
+    if (e.loc.file.empty() && o.topo != topo->name)
+      e.loc = SourceLoc{o.topo};
+    return fail(e);
+  }
+  // Record the topology as given (a file path stays a path) with its
+  // content hash, so that later commands find and check the same machine.
+  recordTopology(*sched, o.topo, *topo);
   if (Status s = writeOutput(o.output, scheduleToJson(*sched)); !s)
     return fail(s.error());
   std::cerr << "wrote " << o.output << ": " << sched->name << ", "
-            << sched->collective.describe() << ", "
-            << sched->transfers.size() << " transfers in "
-            << sched->numSteps() << " steps (verified)\n";
+            << sched->collective.describe() << ", " << sched->transfers.size()
+            << " transfers in " << sched->numSteps() << " steps (verified)\n";
   return kExitOk;
 }
 
@@ -57,7 +67,8 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
                   "hierarchical).");
   cmd->footer(
       "Kinds: ring (NCCL-style, as many edge-disjoint rings as the topology "
-      "has; alltoall relays every chunk along the ring), tree (double binary tree for allreduce; binary tree for "
+      "has; alltoall relays every chunk along the ring), tree (double binary "
+      "tree for allreduce; binary tree for "
       "broadcast/reduce), direct (all-pairs), hierarchical (intra-node then "
       "inter-node; multi-node topologies only). Where ranks are not adjacent "
       "the chunks are forwarded along the shortest route.");
@@ -70,7 +81,8 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("-t,--topo", opts->topo,
                   "Topology: built-in name, JSON file or NCCL dump")
       ->required();
-  cmd->add_option("-o,--output", opts->output, "Schedule JSON to write ('-' = stdout)")
+  cmd->add_option("-o,--output", opts->output,
+                  "Schedule JSON to write ('-' = stdout)")
       ->required();
   cmd->add_flag("--inplace", opts->inPlace, "In-place variant");
   cmd->add_option("--root", opts->root, "Root rank of rooted collectives");

@@ -65,7 +65,7 @@ std::string summarize(const std::string &input,
 int runCheck(const CheckCliOptions &o) {
   auto defs = parseDefines(o.defines);
   if (!defs)
-    return fail(defs.error());
+    return usage(defs.error());
   if (!o.input.ends_with(".ccl"))
     return fail(Error("'check' takes a .ccl program (use 'verify' for a "
                       "schedule JSON)",

@@ -10,18 +10,27 @@
 namespace ccsynth::cli {
 
 int fail(const Error &error, int code) {
+  // Every located error shows its source line and a caret; readers that
+  // know only the position (sketches, MLIR diagnostics) leave that to us.
+  if (error.loc.known() && error.notes.empty()) {
+    Error withCaret = error;
+    withCaret.notes = caretFor(error.loc);
+    std::cerr << "ccsynth: " << withCaret.format() << "\n";
+    return code;
+  }
   std::cerr << "ccsynth: " << error.format() << "\n";
   return code;
 }
+
+int usage(const Error &error) { return fail(error, kExitUsage); }
 
 Expected<std::vector<double>> parseSizes(const std::string &list) {
   std::vector<double> out;
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);
-    std::string item = list.substr(start, comma == std::string::npos
-                                              ? std::string::npos
-                                              : comma - start);
+    std::string item = list.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
     if (item.empty())
       return Error("empty size in '" + list + "'");
     double mult = 1;
@@ -96,7 +105,7 @@ SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
 
 SourceLoc issueLocation(const Schedule &schedule, const std::string &path,
                         const VerifyIssue &issue) {
-  if (issue.transfer >= 0 || schedule.transferLocs.empty())
+  if (issue.transfer >= 0)
     return transferLocation(schedule, path, issue.transfer);
   // An end-state issue names a slot: point at the last transfer that wrote
   // it (the one whose result is wrong), if any.
@@ -115,7 +124,13 @@ SourceLoc issueLocation(const Schedule &schedule, const std::string &path,
         best = t;
     }
   }
-  return transferLocation(schedule, path, best);
+  if (best >= 0)
+    return transferLocation(schedule, path, best);
+  // Nothing wrote the slot: point at the collective that requires it.
+  if (!path.ends_with(".ccl"))
+    if (auto doc = JsonDocument::load(path))
+      return doc->locate("/collective");
+  return SourceLoc{path};
 }
 
 std::string caretFor(const SourceLoc &loc) {
@@ -135,11 +150,78 @@ Expected<Topology> topologyFor(const Schedule &schedule,
   auto topo = loadTopology(name);
   if (!topo)
     return topo.error();
+  if (explicitTopo.empty() && !schedule.topologyHash.empty()) {
+    std::string hash = topologyHash(*topo);
+    if (hash != schedule.topologyHash)
+      return Error("topology '" + name +
+                   "' is not the one the schedule was made for (its content "
+                   "hash is " +
+                   hash + ", the schedule records " + schedule.topologyHash +
+                   "); pass --topo to use it anyway");
+  }
   if (topo->numRanks() != schedule.collective.numRanks)
     return Error("topology '" + topo->name + "' has " +
-                 std::to_string(topo->numRanks()) + " ranks but the schedule "
-                 "has " + std::to_string(schedule.collective.numRanks));
+                 std::to_string(topo->numRanks()) +
+                 " ranks but the schedule "
+                 "has " +
+                 std::to_string(schedule.collective.numRanks));
   return topo;
+}
+
+int proveSchedule(const Schedule &schedule, const std::string &path,
+                  const std::string &explicitTopo, bool noTopo,
+                  std::optional<Topology> &topo, VerifyResult &out) {
+  VerifyOptions vo;
+  if (!noTopo && (!explicitTopo.empty() || !schedule.topology.empty())) {
+    auto t = topologyFor(schedule, explicitTopo);
+    if (!t)
+      return fail(t.error());
+    topo = t.take();
+    vo.topology = &*topo;
+  }
+  out = verifySchedule(schedule, vo);
+  if (out.ok())
+    return kExitOk;
+  for (const VerifyIssue &issue : out.issues) {
+    SourceLoc loc = issueLocation(schedule, path, issue);
+    std::cerr << Error("[" + std::string(toString(issue.kind)) + "] " +
+                           issue.message,
+                       loc, caretFor(loc))
+                     .format()
+              << "\n";
+  }
+  std::cerr << path << ": " << schedule.collective.describe()
+            << " is NOT implemented by this schedule (" << out.issues.size()
+            << (out.issues.size() == 1 ? " issue" : " issues") << " shown)\n";
+  return kExitVerifyFailed;
+}
+
+void recordTopology(Schedule &schedule, const std::string &nameOrPath,
+                    const Topology &topo) {
+  schedule.topology = nameOrPath;
+  schedule.topologyHash = topologyHash(topo);
+}
+
+Status checkOutputs(const std::vector<std::string> &paths) {
+  for (const std::string &p : paths)
+    if (!p.empty() && p != "-")
+      if (Status s = checkWritable(p); !s)
+        return s;
+  return Status::success();
+}
+
+Status writeOutputs(const std::vector<OutputFile> &files) {
+  std::vector<OutputFile> real;
+  for (const OutputFile &f : files)
+    if (f.path != "-")
+      real.push_back(f);
+  if (Status s = writeFilesAtomic(real); !s)
+    return s;
+  for (const OutputFile &f : files)
+    if (f.path == "-")
+      std::cout << f.contents;
+  std::cout.flush();
+  return Status::success();
 }
 
 Status writeOutput(const std::string &path, const std::string &contents) {

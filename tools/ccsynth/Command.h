@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct CommandContext {
 /// kExitError (or `code`).
 int fail(const Error &error, int code = kExitError);
 
+/// Prints `error` (a bad option value) like fail() and returns kExitUsage.
+int usage(const Error &error);
+
 /// Parses "1K,4M,1G" / "1024,65536" into byte counts (K/M/G are powers of
 /// 1024, as in nccl-tests). The error names the bad item.
 Expected<std::vector<double>> parseSizes(const std::string &list);
@@ -51,8 +55,9 @@ parseDefines(const std::vector<std::string> &defines);
 /// Loads a schedule from a schedule JSON file or a .ccl program (compiled
 /// with the given -D definitions; its transfers remember their statement's
 /// location in Schedule::transferLocs). Not yet verified.
-Expected<Schedule> loadScheduleInput(const std::string &path,
-                                     const std::map<std::string, long long> &defines);
+Expected<Schedule>
+loadScheduleInput(const std::string &path,
+                  const std::map<std::string, long long> &defines);
 
 /// Location of transfer `index` of a schedule loaded from `path`, for
 /// diagnostics (empty when unknown).
@@ -70,12 +75,36 @@ SourceLoc issueLocation(const Schedule &schedule, const std::string &path,
 std::string caretFor(const SourceLoc &loc);
 
 /// Resolves the topology for a schedule: `explicitTopo` when given, else the
-/// schedule's own topology field. Fails when neither resolves.
+/// schedule's own topology field, which must still have the content hash
+/// the schedule recorded. Fails when neither resolves, or on a mismatch.
 Expected<Topology> topologyFor(const Schedule &schedule,
                                const std::string &explicitTopo);
 
+/// Records in `schedule` the topology it was made for: the name or path the
+/// user gave (so that later commands find the same file) and its content
+/// hash (so that they notice when it changed).
+void recordTopology(Schedule &schedule, const std::string &nameOrPath,
+                    const Topology &topo);
+
+/// Proves a loaded schedule as `ccsynth verify` does: against its topology
+/// (`explicitTopo`, else the one the schedule names, if any) unless
+/// `noTopo`. Prints every issue located in `path` and returns
+/// kExitVerifyFailed, or kExitError when the topology cannot be resolved,
+/// or kExitOk with the result in `out` (and the topology in `topo`).
+int proveSchedule(const Schedule &schedule, const std::string &path,
+                  const std::string &explicitTopo, bool noTopo,
+                  std::optional<Topology> &topo, VerifyResult &out);
+
 /// Writes `contents` to `path` ("-" = stdout) without leaving a partial file.
 Status writeOutput(const std::string &path, const std::string &contents);
+
+/// Checks that every output path but "-" could be written, before the work
+/// that produces them.
+Status checkOutputs(const std::vector<std::string> &paths);
+
+/// Writes several outputs all or nothing ("-" = stdout, printed once every
+/// file was written).
+Status writeOutputs(const std::vector<OutputFile> &files);
 
 // Subcommands.
 void addTopoCommand(CLI::App &app, CommandContext &ctx);

@@ -4,6 +4,7 @@
 #include "PluginBuild.h"
 
 #include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Core/TextLimits.h"
 #include "ccsynth/Import/ScheduleText.h"
 
 #include <iostream>
@@ -45,19 +46,27 @@ int compileOne(const std::string &input, CompileCliOptions &o,
   CompileResult result;
   if (input.ends_with(".mlir")) {
     if (!o.defines.empty())
-      return fail(Error("-D definitions apply only to .ccl programs",
-                        SourceLoc{input}));
+      return usage(Error("-D definitions apply only to .ccl programs",
+                         SourceLoc{input}));
     auto text = readFile(input);
     if (!text)
       return fail(text.error());
+    if (Status s = checkMlirNesting(input, *text); !s)
+      return fail(s.error());
     result = compileMlir(input, *text, c);
   } else {
     auto defs = parseDefines(o.defines);
     if (!defs)
-      return fail(defs.error());
+      return usage(defs.error());
     auto sched = loadScheduleInput(input, *defs);
     if (!sched)
       return fail(sched.error());
+    if (c.verify) {
+      std::optional<Topology> topo;
+      VerifyResult proof;
+      if (int rc = proveSchedule(*sched, input, "", false, topo, proof))
+        return rc;
+    }
     locateTransfers(*sched, input);
     result = compileSchedule(*sched, c);
   }
@@ -74,33 +83,31 @@ int runCompile(CompileCliOptions &o) {
   auto target = plugin ? std::optional(CompileTarget::Cuda)
                        : parseCompileTarget(o.target);
   if (!target)
-    return fail(Error("unknown target '" + o.target +
-                      "' (expected mlir, msccl-xml, mscclpp-json, cuda or "
-                      "plugin)"));
+    return usage(Error("unknown target '" + o.target +
+                       "' (expected mlir, msccl-xml, mscclpp-json, cuda or "
+                       "plugin)"));
   if (o.inputs.size() > 1 && !plugin)
-    return fail(Error("several inputs make one plugin: use --target plugin"),
-                kExitUsage);
+    return usage(Error("several inputs make one plugin: use --target plugin"));
   CompileOptions &c = o.compile;
   c.target = *target;
   c.tileBytes = plugin && o.plugin.backend == "host" ? 64 << 10 : 1 << 20;
   if (!o.tileBytes.empty()) {
     auto v = parseByteCount("--tile-bytes", o.tileBytes);
     if (!v)
-      return fail(v.error());
+      return usage(v.error());
     if (*v < 16 || *v % 16 != 0)
-      return fail(Error("--tile-bytes must be a positive multiple of 16"));
+      return usage(Error("--tile-bytes must be a positive multiple of 16"));
     c.tileBytes = (unsigned long long)*v;
   }
   if (o.plugin.backend != "host" && o.plugin.backend != "cuda")
-    return fail(Error("unknown backend '" + o.plugin.backend +
-                      "' (expected host or cuda)"),
-                kExitUsage);
+    return usage(Error("unknown backend '" + o.plugin.backend +
+                       "' (expected host or cuda)"));
   auto dtypes = parseDtypeMask(o.dtypes);
   if (!dtypes)
-    return fail(dtypes.error(), kExitUsage);
+    return usage(dtypes.error());
   auto ops = parseOpMask(o.ops);
   if (!ops)
-    return fail(ops.error(), kExitUsage);
+    return usage(ops.error());
   o.plugin.dtypeMask = *dtypes;
   o.plugin.opMask = *ops;
   if (!o.cudaArchs.empty())
@@ -110,27 +117,32 @@ int runCompile(CompileCliOptions &o) {
   if (!o.minBytes.empty()) {
     auto v = parseByteCount("--min-bytes", o.minBytes);
     if (!v)
-      return fail(v.error());
+      return usage(v.error());
     c.minBytes = *v;
   }
   if (!o.maxBytes.empty()) {
     auto v = parseByteCount("--max-bytes", o.maxBytes);
     if (!v)
-      return fail(v.error());
+      return usage(v.error());
     c.maxBytes = *v;
   }
   if (!c.mscclColl.empty() && c.target != CompileTarget::MscclXml)
-    return fail(Error("--msccl-coll applies to --target msccl-xml only"));
+    return usage(Error("--msccl-coll applies to --target msccl-xml only"));
   if (c.instances < 1 || c.pipeline < 1 || c.maxCount < 1 || c.maxTbSteps < 0 ||
       c.maxTbsPerChannel < 1 || c.maxChannels < 0)
-    return fail(Error("--instances, --pipeline, --max-count and "
-                      "--max-tbs-per-channel must be at least 1"));
+    return usage(Error("--instances, --pipeline, --max-count and "
+                       "--max-tbs-per-channel must be at least 1"));
+
+  // The same proof `ccsynth verify` gives, links included: every transfer
+  // on a link of the topology its schedule or algorithm names.
+  c.checkLinks = c.verify;
+  if (Status s = checkOutputs({o.output}); !s)
+    return fail(s.error());
 
   if (plugin) {
     if (o.output == "-")
-      return fail(Error("--target plugin writes a shared library: name it "
-                        "with -o"),
-                  kExitUsage);
+      return usage(Error("--target plugin writes a shared library: name it "
+                         "with -o"));
     std::vector<GeneratedSource> sources;
     for (const std::string &input : o.inputs) {
       std::string code;

@@ -3,6 +3,7 @@
 #include "PluginBuild.h"
 
 #include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Core/TextLimits.h"
 #include "ccsynth/Import/ScheduleText.h"
 #include "ccsynth/runtime/HostRunner.h"
 #include "ccsynth/runtime/HostTypes.h"
@@ -111,6 +112,8 @@ int runRun(RunOptions &o) {
       auto text = readFile(o.input);
       if (!text)
         return fail(text.error());
+      if (Status s = checkMlirNesting(o.input, *text); !s)
+        return fail(s.error());
       result = compileMlir(o.input, *text, c);
     } else {
       auto defs = parseDefines(o.defines);

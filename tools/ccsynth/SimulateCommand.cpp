@@ -35,10 +35,22 @@ struct Row {
 int runSimulate(const SimulateCliOptions &o) {
   auto sizes = parseSizes(o.sizes);
   if (!sizes)
-    return fail(sizes.error());
+    return usage(sizes.error());
   auto defs = parseDefines(o.defines);
   if (!defs)
-    return fail(defs.error());
+    return usage(defs.error());
+  double timelineBytes = sizes->back();
+  if (!o.timelineSize.empty()) {
+    auto ts = parseSizes(o.timelineSize);
+    if (!ts || ts->size() != 1)
+      return usage(Error("--timeline-size takes one size, e.g. 1M"));
+    timelineBytes = ts->front();
+  }
+  // Both outputs are checked before the work and written together at the
+  // end: when one cannot be written, neither is.
+  if (Status s = checkOutputs({o.timeline, o.plot}); !s)
+    return fail(s.error());
+  std::vector<OutputFile> outputs;
   std::vector<PlotSeries> series;
   OrderedJson report = OrderedJson::array();
   for (const std::string &input : o.inputs) {
@@ -53,7 +65,8 @@ int runSimulate(const SimulateCliOptions &o) {
     VerifyResult vr = verifySchedule(*sched, vo);
     if (!vr.ok())
       return fail(Error("refusing to simulate a schedule that does not "
-                        "verify: " + vr.issues[0].message +
+                        "verify: " +
+                            vr.issues[0].message +
                             " (run `ccsynth verify` for details)",
                         SourceLoc{input}),
                   kExitVerifyFailed);
@@ -64,7 +77,8 @@ int runSimulate(const SimulateCliOptions &o) {
       auto sim = simulate(*sched, *topo, so);
       if (!sim)
         return fail(sim.error());
-      rows.push_back({bytes, *sim, lowerBound(sched->collective, *topo, bytes)});
+      rows.push_back(
+          {bytes, *sim, lowerBound(sched->collective, *topo, bytes)});
     }
     PlotSeries busbw{sched->name.empty() ? input : sched->name, {}};
     PlotSeries boundSeries{"lower bound (" + topo->name + ")", {}};
@@ -84,13 +98,13 @@ int runSimulate(const SimulateCliOptions &o) {
       j["topology"] = topo->name;
       j["collective"] = sched->collective.describe();
       for (const Row &r : rows)
-        j["results"].push_back({{"bytes", r.bytes},
-                                {"time_us", r.sim.timeUs},
-                                {"algbw_gbps", r.sim.algbwGBps},
-                                {"busbw_gbps", r.sim.busbwGBps},
-                                {"bound_us", r.bound.timeUs()},
-                                {"pct_of_bound",
-                                 100 * r.bound.timeUs() / r.sim.timeUs}});
+        j["results"].push_back(
+            {{"bytes", r.bytes},
+             {"time_us", r.sim.timeUs},
+             {"algbw_gbps", r.sim.algbwGBps},
+             {"busbw_gbps", r.sim.busbwGBps},
+             {"bound_us", r.bound.timeUs()},
+             {"pct_of_bound", 100 * r.bound.timeUs() / r.sim.timeUs}});
       report.push_back(j);
       continue;
     }
@@ -111,36 +125,28 @@ int runSimulate(const SimulateCliOptions &o) {
                     ? ("bandwidth, " + last.bound.bindingCut).c_str()
                     : "latency (topology diameter)");
     if (!o.timeline.empty() && &input == &o.inputs.front()) {
-      double tsize = rows.back().bytes;
-      if (!o.timelineSize.empty()) {
-        auto ts = parseSizes(o.timelineSize);
-        if (!ts || ts->size() != 1)
-          return fail(Error("--timeline-size takes one size, e.g. 1M"));
-        tsize = ts->front();
-      }
       SimOptions so;
-      so.bytes = tsize;
+      so.bytes = timelineBytes;
       so.recordTimeline = true;
       auto sim = simulate(*sched, *topo, so);
       if (!sim)
         return fail(sim.error());
-      std::string title = (sched->name.empty() ? input : sched->name) +
-                          " on " + topo->name + " at " + formatBytes(tsize);
-      if (Status s = writeOutput(o.timeline,
-                                 timelineSvg(*sched, *topo, *sim, title));
-          !s)
-        return fail(s.error());
-      std::fprintf(stderr, "wrote timeline %s\n", o.timeline.c_str());
+      std::string title = (sched->name.empty() ? input : sched->name) + " on " +
+                          topo->name + " at " + formatBytes(timelineBytes);
+      outputs.push_back({o.timeline, timelineSvg(*sched, *topo, *sim, title)});
     }
   }
   if (o.json)
     std::cout << report.dump(2) << "\n";
-  if (!o.plot.empty()) {
-    if (Status s = writeOutput(o.plot, bandwidthPlotSvg("busbw vs size", series));
-        !s)
-      return fail(s.error());
+  if (!o.plot.empty())
+    outputs.push_back({o.plot, bandwidthPlotSvg("busbw vs size", series)});
+  std::fflush(stdout);
+  if (Status s = writeOutputs(outputs); !s)
+    return fail(s.error());
+  if (!o.timeline.empty())
+    std::fprintf(stderr, "wrote timeline %s\n", o.timeline.c_str());
+  if (!o.plot.empty())
     std::fprintf(stderr, "wrote plot %s\n", o.plot.c_str());
-  }
   return kExitOk;
 }
 

@@ -61,6 +61,22 @@ private:
 };
 
 int runSynth(const SynthCliOptions &o) {
+  auto sizes = parseSizes(o.size);
+  if (!sizes)
+    return usage(sizes.error());
+  if (sizes->size() != 1)
+    return usage(Error("--size takes one buffer size (e.g. 1G)"));
+  if (!(o.timeLimit >= 0))
+    return usage(Error("--time-limit must be a non-negative number of "
+                       "seconds"));
+  if (o.chunks < 0 || o.chunks > 1024)
+    return usage(Error("--chunks must be between 1 and 1024 (0 = search)"));
+  if (!(o.stopAt > 0 && o.stopAt <= 100))
+    return usage(Error("--stop-at must be a percentage in (0, 100]"));
+  // The schedule and the SMT dump are written together or not at all;
+  // check both paths before a long search.
+  if (Status s = checkOutputs({o.output, o.dumpSmt}); !s)
+    return fail(s.error());
   auto topo = loadTopology(o.topo);
   if (!topo)
     return fail(topo.error());
@@ -73,19 +89,6 @@ int runSynth(const SynthCliOptions &o) {
       return fail(sk.error());
     sketch = sk.take();
   }
-  auto sizes = parseSizes(o.size);
-  if (!sizes)
-    return fail(sizes.error());
-  if (sizes->size() != 1)
-    return fail(Error("--size takes one buffer size (e.g. 1G)"));
-  if (!(o.timeLimit >= 0))
-    return fail(Error("--time-limit must be a non-negative number of "
-                      "seconds"));
-  if (o.chunks < 0 || o.chunks > 1024)
-    return fail(Error("--chunks must be between 1 and 1024 (0 = search)"));
-  if (!(o.stopAt > 0 && o.stopAt <= 100))
-    return fail(Error("--stop-at must be a percentage in (0, 100]"));
-
   synth::SynthOptions so;
   if (auto kind = parseCollectiveKind(o.collective);
       kind && *kind != CollectiveKind::Custom) {
@@ -116,9 +119,9 @@ int runSynth(const SynthCliOptions &o) {
     so.root = o.root;
     so.inPlace = o.inPlace;
     if (o.root < 0 || o.root >= topo->numRanks())
-      return fail(Error("--root " + std::to_string(o.root) +
-                        " is not a rank of '" + topo->name + "' (0.." +
-                        std::to_string(topo->numRanks() - 1) + ")"));
+      return usage(Error("--root " + std::to_string(o.root) +
+                         " is not a rank of '" + topo->name + "' (0.." +
+                         std::to_string(topo->numRanks() - 1) + ")"));
   }
   so.chunkup = o.chunks;
   so.targetBytes = sizes->front();
@@ -143,8 +146,9 @@ int runSynth(const SynthCliOptions &o) {
     return kExitInfeasible;
   }
   Schedule &sched = result->schedule;
-  // The topology field lets `ccsynth verify/simulate` find the machine.
-  sched.topology = o.topo;
+  // The topology fields let `ccsynth verify/simulate` find the machine and
+  // notice when it changed.
+  recordTopology(sched, o.topo, *topo);
   VerifyOptions vo;
   vo.topology = &*topo;
   VerifyResult vr = verifySchedule(sched, vo);
@@ -153,16 +157,15 @@ int runSynth(const SynthCliOptions &o) {
                       "verify: " +
                       vr.issues.front().message),
                 kExitVerifyFailed);
-  if (Status s = writeOutput(o.output, scheduleToJson(sched)); !s)
+  std::vector<OutputFile> outputs{{o.output, scheduleToJson(sched)}};
+  if (!o.dumpSmt.empty())
+    outputs.push_back(
+        {o.dumpSmt, result->smt.empty()
+                        ? "; no solver encoding produced this schedule "
+                          "(the heuristic route was best)\n"
+                        : result->smt});
+  if (Status s = writeOutputs(outputs); !s)
     return fail(s.error());
-  if (!o.dumpSmt.empty()) {
-    std::string smt = result->smt.empty()
-                          ? "; no solver encoding produced this schedule (the "
-                            "heuristic route was best)\n"
-                          : result->smt;
-    if (Status s = writeOutput(o.dumpSmt, smt); !s)
-      return fail(s.error());
-  }
 
   // The summary goes to stdout unless the schedule itself does.
   FILE *out = o.output == "-" ? stderr : stdout;

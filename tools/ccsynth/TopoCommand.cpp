@@ -77,7 +77,8 @@ std::string summarize(const Topology &t) {
 }
 
 int runList() {
-  std::cout << "Built-in topologies (append xN for N nodes, e.g. dgx-h100x8):\n";
+  std::cout
+      << "Built-in topologies (append xN for N nodes, e.g. dgx-h100x8):\n";
   for (const BuiltinInfo &b : builtinTopologies()) {
     std::string name = b.name;
     name.resize(std::max<size_t>(name.size(), 16), ' ');
@@ -93,17 +94,37 @@ int runShow(const TopoOptions &o) {
   auto t = loadTopology(o.name);
   if (!t)
     return fail(t.error());
-  if (Status s = writeOutput(o.output, o.json ? topologyToJson(*t)
-                                              : summarize(*t));
+  if (Status s =
+          writeOutput(o.output, o.json ? topologyToJson(*t) : summarize(*t));
       !s)
     return fail(s.error());
   return kExitOk;
 }
 
 int runImport(const TopoOptions &o) {
+  for (auto [flag, value] : {std::pair{"--nvlink-alpha", o.nvlinkAlpha},
+                             std::pair{"--pcie-alpha", o.pcieAlpha},
+                             std::pair{"--net-alpha", o.netAlpha}})
+    if (!isUsableAlpha(value))
+      return usage(Error(std::string(flag) +
+                         " must be zero or a positive, finite, normal number "
+                         "of microseconds"));
   auto text = readFile(o.file);
   if (!text)
     return fail(text.error());
+  size_t first = text->find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && (*text)[first] != '<') {
+    SourceLoc loc = locationOf(o.file, *text, first);
+    bool json = (*text)[first] == '{' || (*text)[first] == '[';
+    return fail(Error(
+        std::string("'topo import' reads NCCL topology dumps (the XML NCCL "
+                    "writes when NCCL_TOPO_DUMP_FILE is set); this file ") +
+            (json ? "is JSON: a ccsynth topology JSON file needs no import, "
+                    "pass it wherever a topology is expected (e.g. 'ccsynth "
+                    "topo show FILE')"
+                  : "is not XML"),
+        loc, caretLine(*text, loc)));
+  }
   NcclImportOptions opts;
   opts.nodes = o.nodes;
   opts.nvlinkAlphaUs = o.nvlinkAlpha;
@@ -112,9 +133,9 @@ int runImport(const TopoOptions &o) {
   auto t = importNcclTopology(o.file, *text, opts);
   if (!t)
     return fail(t.error());
-  if (Status s = writeOutput(o.output, o.json || o.output != "-"
-                                           ? topologyToJson(*t)
-                                           : summarize(*t));
+  if (Status s =
+          writeOutput(o.output, o.json || o.output != "-" ? topologyToJson(*t)
+                                                          : summarize(*t));
       !s)
     return fail(s.error());
   if (o.output != "-")
@@ -126,11 +147,12 @@ int runImport(const TopoOptions &o) {
 
 void addTopoCommand(CLI::App &app, CommandContext &ctx) {
   auto opts = std::make_shared<TopoOptions>();
-  CLI::App *topo = app.add_subcommand(
-      "topo", "List, show and import machine topologies.");
+  CLI::App *topo =
+      app.add_subcommand("topo", "List, show and import machine topologies.");
   topo->require_subcommand(1);
 
-  CLI::App *list = topo->add_subcommand("list", "List the built-in topologies.");
+  CLI::App *list =
+      topo->add_subcommand("list", "List the built-in topologies.");
   list->callback([&ctx] { ctx.exitCode = runList(); });
 
   CLI::App *show = topo->add_subcommand(
@@ -160,7 +182,6 @@ void addTopoCommand(CLI::App &app, CommandContext &ctx) {
   imp->add_option("-o,--output", opts->output,
                   "Write the topology JSON here (default: summary to stdout)");
   imp->callback([opts, &ctx] { ctx.exitCode = runImport(*opts); });
-
 }
 
 } // namespace ccsynth::cli

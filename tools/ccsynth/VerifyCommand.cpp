@@ -20,35 +20,14 @@ struct VerifyCliOptions {
 int runVerify(const VerifyCliOptions &o) {
   auto defs = parseDefines(o.defines);
   if (!defs)
-    return fail(defs.error());
+    return usage(defs.error());
   auto sched = loadScheduleInput(o.input, *defs);
   if (!sched)
     return fail(sched.error());
-  VerifyOptions vo;
   std::optional<Topology> topo;
-  if (!o.noTopo && (!o.topo.empty() || !sched->topology.empty())) {
-    auto t = topologyFor(*sched, o.topo);
-    if (!t)
-      return fail(t.error());
-    topo = t.take();
-    vo.topology = &*topo;
-  }
-  VerifyResult r = verifySchedule(*sched, vo);
-  if (!r.ok()) {
-    for (const VerifyIssue &issue : r.issues) {
-      SourceLoc loc = issueLocation(*sched, o.input, issue);
-      std::cerr << Error("[" + std::string(toString(issue.kind)) + "] " +
-                             issue.message,
-                         loc, caretFor(loc))
-                       .format()
-                << "\n";
-    }
-    std::cerr << o.input << ": " << sched->collective.describe()
-              << " is NOT implemented by this schedule ("
-              << r.issues.size() << (r.issues.size() == 1 ? " issue" : " issues")
-              << " shown)\n";
-    return kExitVerifyFailed;
-  }
+  VerifyResult r;
+  if (int rc = proveSchedule(*sched, o.input, o.topo, o.noTopo, topo, r))
+    return rc;
   std::cout << o.input << ": OK: " << sched->collective.describe() << ", "
             << r.transfers << " transfers in " << r.steps << " steps"
             << (topo ? ", every transfer on a link of " + topo->name : "")

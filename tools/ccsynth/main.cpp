@@ -1,7 +1,23 @@
 //===- main.cpp - The ccsynth command-line driver -------------------------===//
 #include "Command.h"
 
+#include <exception>
 #include <iostream>
+#include <new>
+
+namespace {
+
+/// Usage errors read like every other error: `ccsynth: error: ...`, with a
+/// pointer to --help.
+std::string usageMessage(const CLI::App *app, const CLI::Error &e) {
+  std::string name = app->get_name().empty() ? "ccsynth" : app->get_name();
+  return "ccsynth: error: " + std::string(e.what()) + "\nRun '" + name +
+         " --help' (or '" + name +
+         " SUBCOMMAND --help') for more "
+         "information.\n";
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   using namespace ccsynth::cli;
@@ -10,13 +26,15 @@ int main(int argc, char **argv) {
       "algorithms for GPU clusters.\n\n"
       "Typical flow:\n"
       "  ccsynth topo show dgx-a100x2\n"
-      "  ccsynth baseline ring --collective allreduce --topo dgx-a100 -o r.json\n"
+      "  ccsynth baseline ring --collective allreduce --topo dgx-a100 -o "
+      "r.json\n"
       "  ccsynth verify r.json\n"
       "  ccsynth simulate r.json --sizes 1K,1M,1G --plot bw.svg\n"
       "  ccsynth compile r.json --target msccl-xml -o r.xml\n"
       "  ccsynth run r.json --backend host --size 1M --dtype bf16\n",
       "ccsynth"};
   app.require_subcommand(1);
+  app.failure_message(usageMessage);
   app.set_version_flag("--version", "ccsynth 0.1.0");
   CommandContext ctx;
   addTopoCommand(app, ctx);
@@ -30,10 +48,22 @@ int main(int argc, char **argv) {
   addCompileCommand(app, ctx);
   addRunCommand(app, ctx);
 #endif
+  // Outputs are staged in temporaries; an interrupted run removes them.
+  ccsynth::installTemporaryFileCleanup();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    return app.exit(e);
+    // --help and --version end parsing with code 0; every other parse error
+    // (unknown option, missing argument, bad number, out of range, ...) is
+    // a usage error, whatever CLI11's own code for it.
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "ccsynth: error: out of memory (the input is too large for "
+                 "this machine)\n";
+    return kExitError;
+  } catch (const std::exception &e) {
+    std::cerr << "ccsynth: error: internal error: " << e.what() << "\n";
+    return kExitError;
   }
   return ctx.exitCode;
 }

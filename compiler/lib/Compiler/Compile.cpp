@@ -151,7 +151,9 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
   }
   if (o.verify) {
     PassManager pm(&ctx);
-    pm.addPass(ccl::createVerifyCollectivePass());
+    ccl::VerifyCollectivePassOptions vo;
+    vo.checkLinks = o.checkLinks;
+    pm.addPass(ccl::createVerifyCollectivePass(vo));
     if (failed(pm.run(module))) {
       result.failure = diags.failure(/*verification=*/true);
       return result;

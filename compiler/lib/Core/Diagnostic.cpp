@@ -1,12 +1,12 @@
 //===- Diagnostic.cpp - Error formatting and safe file I/O ----------------===//
 #include "ccsynth/Core/Diagnostic.h"
 
+#include <atomic>
 #include <cerrno>
+#include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
-#include <climits>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,24 +60,60 @@ std::string caretLine(const std::string &text, const SourceLoc &loc) {
     start = nl + 1;
   }
   size_t end = text.find('\n', start);
-  std::string src = text.substr(start, end == std::string::npos
-                                           ? std::string::npos
-                                           : end - start);
+  std::string src = text.substr(
+      start, end == std::string::npos ? std::string::npos : end - start);
   std::string caret;
   for (int i = 1; i < loc.col && i - 1 < (int)src.size(); ++i)
     caret += src[i - 1] == '\t' ? '\t' : ' ';
   return src + "\n" + caret + "^";
 }
 
-Expected<std::string> readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+Expected<std::string> readFile(const std::string &path, size_t maxBytes) {
+  // O_NONBLOCK: opening a FIFO for reading must not wait for a writer; the
+  // file type is checked before anything is read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
     return Error("cannot open '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad())
-    return Error("cannot read '" + path + "': " + std::strerror(errno));
-  return ss.str();
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Error("cannot read '" + path + "': " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error("cannot read '" + path + "': " +
+                 (S_ISDIR(st.st_mode) ? std::string("it is a directory")
+                                      : std::string("not a regular file")));
+  }
+  auto tooLarge = [&] {
+    ::close(fd);
+    return Error("cannot read '" + path + "': larger than the " +
+                 std::to_string(maxBytes >> 20) +
+                 " MiB an input file may have");
+  };
+  if ((unsigned long long)st.st_size > maxBytes)
+    return tooLarge();
+  std::string text;
+  text.reserve((size_t)st.st_size);
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN)
+        continue;
+      int err = errno;
+      ::close(fd);
+      return Error("cannot read '" + path + "': " + std::strerror(err));
+    }
+    if (n == 0)
+      break;
+    if (text.size() + (size_t)n > maxBytes)
+      return tooLarge();
+    text.append(buf, (size_t)n);
+  }
+  ::close(fd);
+  return text;
 }
 
 namespace {
@@ -126,9 +162,96 @@ Expected<std::string> resolveLinks(const std::string &path) {
   return writeError(path, ELOOP);
 }
 
+// Temporaries of writes in progress, for the signal handler. This is the one
+// piece of process-wide state in the core: a signal handler has no other way
+// to learn what to remove. Each slot holds a NUL-terminated path; `state`
+// says whether the handler may read it (only async-signal-safe calls and
+// lock-free atomics are used there).
+constexpr int kTempSlots = 64;
+struct TempSlot {
+  std::atomic<int> state{0}; // 0 free, 1 being filled, 2 live
+  char path[PATH_MAX];
+};
+TempSlot tempSlots[kTempSlots];
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void removeTemporariesAndReraise(int sig) {
+  int savedErrno = errno;
+  for (TempSlot &slot : tempSlots)
+    if (slot.state.load(std::memory_order_acquire) == 2)
+      ::unlink(slot.path);
+  errno = savedErrno;
+  // Default action, so the parent sees death by this signal.
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+/// A staged output: the file a write changes and, for a regular file, the
+/// temporary beside it.
+struct Staged {
+  const OutputFile *file = nullptr;
+  std::string target;
+  std::string tmp;
+  int slot = -1;
+  bool inPlace = false;
+};
+
+void discard(std::vector<Staged> &staged) {
+  for (Staged &st : staged) {
+    if (st.tmp.empty())
+      continue;
+    ::unlink(st.tmp.c_str());
+    releaseTemporaryFile(st.slot);
+    st.tmp.clear();
+  }
+}
+
+int writeInPlace(const std::string &target, const std::string &contents) {
+  int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno;
+  int err = writeAll(fd, contents);
+  if (::close(fd) != 0 && err == 0)
+    err = errno;
+  return err;
+}
+
 } // namespace
 
-Status writeFileAtomic(const std::string &path, const std::string &contents) {
+int registerTemporaryFile(const std::string &path) {
+  if (path.size() >= PATH_MAX)
+    return -1;
+  for (int i = 0; i < kTempSlots; ++i) {
+    int expected = 0;
+    if (!tempSlots[i].state.compare_exchange_strong(expected, 1))
+      continue;
+    std::memcpy(tempSlots[i].path, path.c_str(), path.size() + 1);
+    tempSlots[i].state.store(2, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void releaseTemporaryFile(int slot) {
+  if (slot >= 0 && slot < kTempSlots)
+    tempSlots[slot].state.store(0, std::memory_order_release);
+}
+
+void installTemporaryFileCleanup() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = removeTemporariesAndReraise;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    // A signal the parent told us to ignore (nohup) stays ignored.
+    struct sigaction old;
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN)
+      continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+Status checkWritable(const std::string &path) {
   auto resolved = resolveLinks(path);
   if (!resolved)
     return resolved.error();
@@ -137,34 +260,91 @@ Status writeFileAtomic(const std::string &path, const std::string &contents) {
   if (::stat(target.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode))
       return writeError(path, EISDIR);
-    if (!S_ISREG(st.st_mode)) {
+    if (::access(target.c_str(), W_OK) != 0)
+      return writeError(path, errno);
+    if (!S_ISREG(st.st_mode))
+      return Status::success();
+  }
+  // A regular file is replaced through a temporary in its directory.
+  size_t slash = target.rfind('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : target.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0)
+    return writeError(path, errno);
+  if (!S_ISDIR(st.st_mode))
+    return writeError(path, ENOTDIR);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return writeError(path, errno);
+  return Status::success();
+}
+
+Status writeFilesAtomic(const std::vector<OutputFile> &files) {
+  std::vector<Staged> staged;
+  staged.reserve(files.size());
+  auto fail = [&](const std::string &path, int err) -> Status {
+    discard(staged);
+    return writeError(path, err);
+  };
+  for (const OutputFile &f : files) {
+    auto resolved = resolveLinks(f.path);
+    if (!resolved) {
+      discard(staged);
+      return resolved.error();
+    }
+    Staged st;
+    st.file = &f;
+    st.target = *resolved;
+    struct stat info;
+    if (::stat(st.target.c_str(), &info) == 0) {
+      if (S_ISDIR(info.st_mode))
+        return fail(f.path, EISDIR);
       // A device or FIFO is written in place: renaming over it would
       // replace it with a regular file.
-      int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0)
-        return writeError(path, errno);
-      int err = writeAll(fd, contents);
+      st.inPlace = !S_ISREG(info.st_mode);
+    }
+    if (!st.inPlace) {
+      st.tmp = st.target + ".tmp." + std::to_string(::getpid());
+      for (const Staged &other : staged)
+        if (other.tmp == st.tmp)
+          return fail(f.path, EEXIST);
+      st.slot = registerTemporaryFile(st.tmp);
+      int fd =
+          ::open(st.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd < 0) {
+        int err = errno;
+        releaseTemporaryFile(st.slot);
+        return fail(f.path, err);
+      }
+      int err = writeAll(fd, f.contents);
       if (::close(fd) != 0 && err == 0)
         err = errno;
+      staged.push_back(st);
       if (err != 0)
-        return writeError(path, err);
-      return Status::success();
+        return fail(f.path, err);
+    } else {
+      staged.push_back(st);
     }
   }
-  std::string tmp = target + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0)
-    return writeError(path, errno);
-  int err = writeAll(fd, contents);
-  if (::close(fd) != 0 && err == 0)
-    err = errno;
-  if (err == 0 && ::rename(tmp.c_str(), target.c_str()) != 0)
-    err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    return writeError(path, err);
+  // Every regular output is staged: move them into place, then write the
+  // devices and FIFOs.
+  for (Staged &st : staged) {
+    if (st.inPlace)
+      continue;
+    if (::rename(st.tmp.c_str(), st.target.c_str()) != 0)
+      return fail(st.file->path, errno);
+    releaseTemporaryFile(st.slot);
+    st.tmp.clear();
   }
+  for (Staged &st : staged)
+    if (st.inPlace)
+      if (int err = writeInPlace(st.target, st.file->contents); err != 0)
+        return writeError(st.file->path, err);
   return Status::success();
+}
+
+Status writeFileAtomic(const std::string &path, const std::string &contents) {
+  return writeFilesAtomic({OutputFile{path, contents}});
 }
 
 } // namespace ccsynth

@@ -2,6 +2,8 @@
 #include "ccsynth/Core/Json.h"
 
 #include <cctype>
+#include <climits>
+#include <map>
 #include <vector>
 
 namespace ccsynth {
@@ -48,8 +50,8 @@ private:
   const std::string &s;
 
   size_t skipWs(size_t p) const {
-    while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\r' ||
-                            s[p] == '\t'))
+    while (p < s.size() &&
+           (s[p] == ' ' || s[p] == '\n' || s[p] == '\r' || s[p] == '\t'))
       ++p;
     return p;
   }
@@ -146,9 +148,8 @@ std::vector<std::string> splitPointer(const std::string &ptr) {
     if (ptr[i] != '/')
       break;
     size_t next = ptr.find('/', i + 1);
-    std::string tok = ptr.substr(i + 1, next == std::string::npos
-                                            ? std::string::npos
-                                            : next - i - 1);
+    std::string tok = ptr.substr(
+        i + 1, next == std::string::npos ? std::string::npos : next - i - 1);
     std::string dec;
     for (size_t k = 0; k < tok.size(); ++k) {
       if (tok[k] == '~' && k + 1 < tok.size()) {
@@ -162,6 +163,86 @@ std::vector<std::string> splitPointer(const std::string &ptr) {
     i = next == std::string::npos ? ptr.size() : next;
   }
   return tokens;
+}
+
+/// The deepest nesting of objects and arrays the readers accept: real files
+/// nest a handful of levels; the cap keeps every walk over the text shallow.
+constexpr int kMaxJsonDepth = 256;
+
+/// Skips the string literal starting at s[p] == '"'; returns the offset after
+/// its closing quote (or s.size() when unterminated).
+size_t skipString(const std::string &s, size_t p) {
+  for (++p; p < s.size(); ++p) {
+    if (s[p] == '\\')
+      ++p;
+    else if (s[p] == '"')
+      return p + 1;
+  }
+  return s.size();
+}
+
+/// Before parsing: the offset of the first bracket that nests deeper than
+/// kMaxJsonDepth, or npos. Works on any text (strings are skipped).
+size_t tooDeep(const std::string &s) {
+  int depth = 0;
+  for (size_t p = 0; p < s.size();) {
+    char c = s[p];
+    if (c == '"') {
+      p = skipString(s, p);
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (++depth > kMaxJsonDepth)
+        return p;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+    ++p;
+  }
+  return std::string::npos;
+}
+
+/// After a successful parse: the offset of the first key that repeats a key
+/// of the same object (nlohmann would silently keep the last), or npos.
+size_t duplicateKey(const std::string &s, std::string &key, size_t &first) {
+  struct Frame {
+    bool object;
+    bool expectKey;
+    std::map<std::string, size_t> keys;
+  };
+  std::vector<Frame> stack;
+  for (size_t p = 0; p < s.size();) {
+    char c = s[p];
+    if (c == '"') {
+      size_t end = skipString(s, p);
+      if (!stack.empty() && stack.back().object && stack.back().expectKey) {
+        std::string raw = s.substr(p, end - p);
+        std::string name = raw.substr(1, raw.size() - 2);
+        if (raw.find('\\') != std::string::npos) {
+          Json decoded = Json::parse(raw, nullptr, false);
+          if (decoded.is_string())
+            name = decoded.get<std::string>();
+        }
+        auto [it, fresh] = stack.back().keys.emplace(name, p);
+        if (!fresh) {
+          key = name;
+          first = it->second;
+          return p;
+        }
+        stack.back().expectKey = false;
+      }
+      p = end;
+      continue;
+    }
+    if (c == '{' || c == '[')
+      stack.push_back({c == '{', c == '{', {}});
+    else if ((c == '}' || c == ']') && !stack.empty())
+      stack.pop_back();
+    else if (c == ',' && !stack.empty() && stack.back().object)
+      stack.back().expectKey = true;
+    ++p;
+  }
+  return std::string::npos;
 }
 
 std::string typeName(const Json &v) {
@@ -186,11 +267,16 @@ std::string fieldName(const std::string &ptr) {
 
 } // namespace
 
-Expected<JsonDocument> JsonDocument::parse(std::string file,
-                                           std::string text) {
+Expected<JsonDocument> JsonDocument::parse(std::string file, std::string text) {
   JsonDocument d;
   d.fileName = std::move(file);
   d.source = std::move(text);
+  if (size_t deep = tooDeep(d.source); deep != std::string::npos) {
+    SourceLoc loc = locationOf(d.fileName, d.source, deep);
+    return Error("JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                     " levels",
+                 loc, caretLine(d.source, loc));
+  }
   Json parsed = Json::parse(d.source, nullptr, /*allow_exceptions=*/false,
                             /*ignore_comments=*/false);
   if (parsed.is_discarded()) {
@@ -206,7 +292,8 @@ Expected<JsonDocument> JsonDocument::parse(std::string file,
         size_t open = byte;
         while (open > 0) {
           --open;
-          if (d.source[open] == '"' && (open == 0 || d.source[open - 1] != '\\'))
+          if (d.source[open] == '"' &&
+              (open == 0 || d.source[open - 1] != '\\'))
             break;
         }
         byte = open;
@@ -227,11 +314,38 @@ Expected<JsonDocument> JsonDocument::parse(std::string file,
           colon == std::string::npos ? what : what.substr(colon + 2);
       SourceLoc loc = locationOf(d.fileName, d.source, byte);
       return Error("malformed JSON: " + detail, loc, caretLine(d.source, loc));
+    } catch (const Json::out_of_range &e) {
+      // "number overflow parsing '1e999'": nlohmann gives no position, so
+      // find the number in the text.
+      std::string what = e.what();
+      size_t q = what.find('\'');
+      size_t q2 = q == std::string::npos ? q : what.find('\'', q + 1);
+      std::string token =
+          q2 == std::string::npos ? "" : what.substr(q + 1, q2 - q - 1);
+      size_t at = token.empty() ? std::string::npos : d.source.find(token);
+      size_t colon = what.find("] ");
+      std::string detail =
+          colon == std::string::npos ? what : what.substr(colon + 2);
+      if (at == std::string::npos)
+        return Error("malformed JSON: " + detail, SourceLoc{d.fileName});
+      SourceLoc loc = locationOf(d.fileName, d.source, at);
+      return Error("malformed JSON: " + detail, loc, caretLine(d.source, loc));
     } catch (const std::exception &e) {
       return Error(std::string("malformed JSON: ") + e.what(),
                    SourceLoc{d.fileName});
     }
     return Error("malformed JSON", SourceLoc{d.fileName});
+  }
+  std::string key;
+  size_t first = 0;
+  if (size_t dup = duplicateKey(d.source, key, first);
+      dup != std::string::npos) {
+    SourceLoc loc = locationOf(d.fileName, d.source, dup);
+    SourceLoc was = locationOf(d.fileName, d.source, first);
+    return Error("duplicate key '" + key + "' (first given at line " +
+                     std::to_string(was.line) + ", column " +
+                     std::to_string(was.col) + ")",
+                 loc, caretLine(d.source, loc));
   }
   d.doc = std::move(parsed);
   return d;
@@ -271,10 +385,25 @@ Expected<long long> JsonReader::integer(const std::string &ptr) const {
     return error(ptr.substr(0, ptr.rfind('/')),
                  "missing field " + fieldName(ptr));
   const Json &v = doc.root().at(jp);
-  if (v.is_number_integer() || v.is_number_unsigned())
+  // Range-check before narrowing: every integer field is an int.
+  if (v.is_number_unsigned()) {
+    if (v.get<unsigned long long>() > (unsigned long long)INT_MAX)
+      return error(ptr, fieldName(ptr) + " is out of range (" +
+                            std::to_string(v.get<unsigned long long>()) +
+                            "; at most " + std::to_string(INT_MAX) + ")");
     return v.get<long long>();
-  return error(ptr, fieldName(ptr) + " must be an integer, found " +
-                        typeName(v));
+  }
+  if (v.is_number_integer()) {
+    long long x = v.get<long long>();
+    if (x < INT_MIN || x > INT_MAX)
+      return error(ptr, fieldName(ptr) + " is out of range (" +
+                            std::to_string(x) + "; must be within " +
+                            std::to_string(INT_MIN) + ".." +
+                            std::to_string(INT_MAX) + ")");
+    return x;
+  }
+  return error(ptr,
+               fieldName(ptr) + " must be an integer, found " + typeName(v));
 }
 
 Expected<double> JsonReader::number(const std::string &ptr) const {
@@ -285,8 +414,7 @@ Expected<double> JsonReader::number(const std::string &ptr) const {
   const Json &v = doc.root().at(jp);
   if (v.is_number())
     return v.get<double>();
-  return error(ptr,
-               fieldName(ptr) + " must be a number, found " + typeName(v));
+  return error(ptr, fieldName(ptr) + " must be a number, found " + typeName(v));
 }
 
 Expected<std::string> JsonReader::string(const std::string &ptr) const {
@@ -297,8 +425,7 @@ Expected<std::string> JsonReader::string(const std::string &ptr) const {
   const Json &v = doc.root().at(jp);
   if (v.is_string())
     return v.get<std::string>();
-  return error(ptr,
-               fieldName(ptr) + " must be a string, found " + typeName(v));
+  return error(ptr, fieldName(ptr) + " must be a string, found " + typeName(v));
 }
 
 Expected<bool> JsonReader::boolean(const std::string &ptr) const {
@@ -340,20 +467,31 @@ Status JsonReader::onlyKeys(const std::string &ptr,
   const Json &o = at(ptr);
   if (!o.is_object())
     return Status::success();
+  // nlohmann orders keys alphabetically; report the first unknown key in
+  // the file instead.
+  std::string unknown;
+  SourceLoc unknownLoc;
   for (auto it = o.begin(); it != o.end(); ++it) {
     bool ok = false;
     for (const char *a : allowed)
       ok |= it.key() == a;
-    if (!ok) {
-      std::string valid;
-      for (const char *a : allowed)
-        valid += std::string(valid.empty() ? "" : ", ") + a;
-      return error(jsonPath(ptr, it.key()),
-                   "unknown field '" + it.key() + "' (expected one of: " +
-                       valid + ")");
+    if (ok)
+      continue;
+    SourceLoc loc = doc.locate(jsonPath(ptr, it.key()));
+    if (unknown.empty() || loc.line < unknownLoc.line ||
+        (loc.line == unknownLoc.line && loc.col < unknownLoc.col)) {
+      unknown = it.key();
+      unknownLoc = loc;
     }
   }
-  return Status::success();
+  if (unknown.empty())
+    return Status::success();
+  std::string valid;
+  for (const char *a : allowed)
+    valid += std::string(valid.empty() ? "" : ", ") + a;
+  return error(jsonPath(ptr, unknown), "unknown field '" + unknown +
+                                           "' (expected one of: " + valid +
+                                           ")");
 }
 
 std::string jsonPath(const std::string &parent, const std::string &key) {

@@ -258,8 +258,8 @@ void BoundComputer::consider(double chunks, const std::vector<int> &crossing,
     return;
   double data = chunks * chunkBytes;
   double cap = crossing.empty() ? 0 : capacity(crossing);
-  double time = cap > 0 ? data / (cap * 1e3)
-                        : std::numeric_limits<double>::infinity();
+  double time =
+      cap > 0 ? data / (cap * 1e3) : std::numeric_limits<double>::infinity();
   if (time <= bestTime)
     return;
   bestTime = time;
@@ -401,19 +401,97 @@ void BoundComputer::totalTraffic() {
   });
 }
 
+/// Least total alpha from `src` to every rank (Dijkstra). A dense topology
+/// (fc:4096 has 16M links) uses the heap-free O(n^2 + links) form.
+std::vector<double> alphaFrom(const Topology &topo,
+                              const std::vector<std::vector<int>> &outLinks,
+                              int src) {
+  const double inf = std::numeric_limits<double>::infinity();
+  int n = topo.numRanks();
+  std::vector<double> dist(n, inf);
+  dist[src] = 0;
+  if (topo.links.size() >= (size_t)n * (size_t)n / 16) {
+    std::vector<char> done(n, 0);
+    for (int round = 0; round < n; ++round) {
+      int u = -1;
+      for (int v = 0; v < n; ++v)
+        if (!done[v] && dist[v] < inf && (u < 0 || dist[v] < dist[u]))
+          u = v;
+      if (u < 0)
+        break;
+      done[u] = 1;
+      for (int l : outLinks[u]) {
+        const Link &link = topo.links[l];
+        dist[link.dst] = std::min(dist[link.dst], dist[u] + link.alphaUs);
+      }
+    }
+    return dist;
+  }
+  using Item = std::pair<double, int>;
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> pq;
+  pq.push({0, src});
+  while (!pq.empty()) {
+    auto [du, u] = pq.top();
+    pq.pop();
+    if (du > dist[u])
+      continue;
+    for (int l : outLinks[u]) {
+      const Link &link = topo.links[l];
+      if (du + link.alphaUs < dist[link.dst]) {
+        dist[link.dst] = du + link.alphaUs;
+        pq.push({dist[link.dst], link.dst});
+      }
+    }
+  }
+  return dist;
+}
+
 double BoundComputer::latencyBound() const {
-  auto dist = topo.shortestAlpha();
-  double worst = 0;
+  // Distances are needed only from the ranks where demanded values
+  // originate, to the ranks that need them. Any path into d ends with a
+  // link into d, so a direct link o -> d as fast as d's fastest incoming
+  // link is the shortest path: fully connected machines need no search.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> minIn(n, inf);
+  for (const Link &l : topo.links)
+    minIn[l.dst] = std::min(minIn[l.dst], l.alphaUs);
+  std::vector<std::vector<int>> destsOf(n);
   for (const auto &[set, ranks] : allSets) {
     std::vector<int> origins;
     for (int v : set)
       origins.push_back(originRank[v]);
     std::sort(origins.begin(), origins.end());
     origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
-    for (int d : ranks)
-      for (int o : origins)
-        if (o != d)
-          worst = std::max(worst, dist[o][d]);
+    for (int o : origins)
+      destsOf[o].insert(destsOf[o].end(), ranks.begin(), ranks.end());
+  }
+  double worst = 0;
+  std::vector<double> direct(n, inf);
+  for (int o = 0; o < n; ++o) {
+    std::vector<int> &dests = destsOf[o];
+    if (dests.empty())
+      continue;
+    std::sort(dests.begin(), dests.end());
+    dests.erase(std::unique(dests.begin(), dests.end()), dests.end());
+    for (int l : outLinks[o])
+      direct[topo.links[l].dst] =
+          std::min(direct[topo.links[l].dst], topo.links[l].alphaUs);
+    bool needSearch = false;
+    for (int d : dests)
+      if (d != o) {
+        if (direct[d] == minIn[d])
+          worst = std::max(worst, direct[d]);
+        else
+          needSearch = true;
+      }
+    for (int l : outLinks[o])
+      direct[topo.links[l].dst] = inf;
+    if (!needSearch)
+      continue;
+    std::vector<double> dist = alphaFrom(topo, outLinks, o);
+    for (int d : dests)
+      if (d != o)
+        worst = std::max(worst, dist[d]);
   }
   return worst;
 }

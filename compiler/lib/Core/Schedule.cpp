@@ -79,8 +79,8 @@ Expected<Collective> collectiveFromJson(const JsonReader &rd,
     inPlace = *b;
   }
   if (*kind != CollectiveKind::Custom) {
-    if (Status s = rd.onlyKeys(p, {"kind", "ranks", "chunk_factor", "inplace",
-                                   "root"});
+    if (Status s = rd.onlyKeys(
+            p, {"kind", "ranks", "chunk_factor", "inplace", "root"});
         !s)
       return s.error();
     auto cf = rd.integer(p + "/chunk_factor");
@@ -95,8 +95,8 @@ Expected<Collective> collectiveFromJson(const JsonReader &rd,
     }
     if (*cf < 1 || *cf > (1 << 20))
       return rd.error(p + "/chunk_factor", "'chunk_factor' must be >= 1");
-    auto col = Collective::builtin(*kind, (int)*ranks, (int)*cf, inPlace,
-                                   (int)root);
+    auto col =
+        Collective::builtin(*kind, (int)*ranks, (int)*cf, inPlace, (int)root);
     if (!col)
       return rd.error(p, col.error().message);
     return col;
@@ -180,8 +180,8 @@ Expected<ChunkLoc> chunkFromJson(const JsonReader &rd, const std::string &p) {
     return buf.error();
   auto kind = parseBufferKind(*buf);
   if (!kind)
-    return rd.error(p + "/1", "unknown buffer '" + *buf +
-                                  "' (expected i, o or s)");
+    return rd.error(p + "/1",
+                    "unknown buffer '" + *buf + "' (expected i, o or s)");
   auto index = rd.integer(p + "/2");
   if (!index)
     return index.error();
@@ -212,6 +212,8 @@ std::string scheduleToJson(const Schedule &s) {
   head["version"] = Schedule::kFormatVersion;
   head["name"] = s.name;
   head["topology"] = s.topology;
+  if (!s.topologyHash.empty())
+    head["topology_hash"] = s.topologyHash;
   head["origin"] = s.origin;
   head["collective"] = collectiveToJson(s.collective);
   head["scratch_chunks"] = s.scratchChunks;
@@ -219,8 +221,8 @@ std::string scheduleToJson(const Schedule &s) {
   head["instances"] = s.instances;
   std::string out = "{\n";
   for (auto it = head.begin(); it != head.end(); ++it)
-    out += "  " + OrderedJson(it.key()).dump() + ": " + it.value().dump() +
-           ",\n";
+    out +=
+        "  " + OrderedJson(it.key()).dump() + ": " + it.value().dump() + ",\n";
   out += "  \"transfers\": [";
   for (size_t i = 0; i < s.transfers.size(); ++i) {
     const Transfer &t = s.transfers[i];
@@ -248,30 +250,34 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
   if (Status st = rd.object(""); !st)
     return st.error();
   if (Status st = rd.onlyKeys("", {"format", "version", "name", "topology",
-                                   "origin", "collective", "scratch_chunks",
-                                   "protocol", "instances", "transfers"});
+                                   "topology_hash", "origin", "collective",
+                                   "scratch_chunks", "protocol", "instances",
+                                   "transfers"});
       !st)
     return st.error();
   auto format = rd.string("/format");
   if (!format)
     return format.error();
   if (*format != "ccsynth-schedule")
-    return rd.error("/format", "not a ccsynth schedule (format is '" +
-                                   *format + "', expected 'ccsynth-schedule')");
+    return rd.error("/format", "not a ccsynth schedule (format is '" + *format +
+                                   "', expected 'ccsynth-schedule')");
   auto version = rd.integer("/version");
   if (!version)
     return version.error();
-  if (*version != Schedule::kFormatVersion)
+  if (*version != 1 && *version != Schedule::kFormatVersion)
     return rd.error("/version", "unsupported schedule format version " +
                                     std::to_string(*version) +
-                                    " (this ccsynth reads version " +
+                                    " (this ccsynth reads versions 1 to " +
                                     std::to_string(Schedule::kFormatVersion) +
                                     ")");
+  if (*version < 2 && rd.has("", "topology_hash"))
+    return rd.error("/topology_hash",
+                    "'topology_hash' needs schedule format version 2");
   Schedule s;
-  for (auto [key, field] : {std::pair{"name", &s.name},
-                            std::pair{"topology", &s.topology},
-                            std::pair{"origin", &s.origin},
-                            std::pair{"protocol", &s.protocol}}) {
+  for (auto [key, field] :
+       {std::pair{"name", &s.name}, std::pair{"topology", &s.topology},
+        std::pair{"topology_hash", &s.topologyHash},
+        std::pair{"origin", &s.origin}, std::pair{"protocol", &s.protocol}}) {
     if (!rd.has("", key))
       continue;
     auto v = rd.string(std::string("/") + key);
@@ -279,6 +285,11 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
       return v.error();
     *field = *v;
   }
+  if (!s.topologyHash.empty() && (s.topologyHash.size() != 16 ||
+                                  s.topologyHash.find_first_not_of(
+                                      "0123456789abcdef") != std::string::npos))
+    return rd.error("/topology_hash",
+                    "'topology_hash' must be 16 lowercase hex digits");
   if (s.protocol != "Simple" && s.protocol != "LL" && s.protocol != "LL128")
     return rd.error("/protocol", "protocol must be Simple, LL or LL128");
   auto col = collectiveFromJson(rd, "/collective");
@@ -301,8 +312,8 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
     std::string p = jsonPath("/transfers", i);
     if (Status st = rd.object(p); !st)
       return st.error();
-    if (Status st = rd.onlyKeys(p, {"step", "op", "src", "dst", "count",
-                                    "link", "channel", "tb"});
+    if (Status st = rd.onlyKeys(
+            p, {"step", "op", "src", "dst", "count", "link", "channel", "tb"});
         !st)
       return st.error();
     Transfer t;
@@ -320,8 +331,8 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
     else if (*op == "reduce")
       t.op = TransferOp::Reduce;
     else
-      return rd.error(p + "/op", "unknown op '" + *op +
-                                     "' (expected copy or reduce)");
+      return rd.error(p + "/op",
+                      "unknown op '" + *op + "' (expected copy or reduce)");
     auto src = chunkFromJson(rd, p + "/src");
     if (!src)
       return src.error();

@@ -24,6 +24,8 @@
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Core/Simulator.h"
 
+#include "LinkIndex.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -146,14 +148,16 @@ private:
   const Topology &topo;
   const SimOptions &opts;
   const Collective &col;
+  /// Built on the first transfer without an explicit link.
+  std::optional<LinkIndex> linkIndex;
   int numTransfers = 0;
 
   // Per transfer.
-  std::vector<int> linkOf;          ///< -1 = local
+  std::vector<int> linkOf; ///< -1 = local
   std::vector<double> bytesOf;
-  std::vector<double> alphaOf;      ///< µs
-  std::vector<int> pending;         ///< unfinished dependencies
-  std::vector<int> depStart, deps;  ///< CSR: dependents of each transfer
+  std::vector<double> alphaOf;     ///< µs
+  std::vector<int> pending;        ///< unfinished dependencies
+  std::vector<int> depStart, deps; ///< CSR: dependents of each transfer
   std::vector<Phase> phase;
   std::vector<double> startUs, endUs;
 
@@ -164,11 +168,12 @@ private:
 
   // Shared constraints: the topology's resources, then one per rank for
   // local copies (a GPU's copy engine bandwidth is shared by its copies).
-  std::vector<double> constraintCap; ///< bytes/µs
+  std::vector<double> constraintCap;           ///< bytes/µs
   std::vector<std::vector<int>> constraintsOf; ///< per transfer
   /// Active flows on each constraint; positions let a flow leave in O(1).
   std::vector<std::vector<int>> flowsOn;
-  std::vector<std::vector<int>> posOn; ///< per transfer, parallel to constraintsOf
+  std::vector<std::vector<int>>
+      posOn; ///< per transfer, parallel to constraintsOf
 
   // Streaming state (valid while Streaming).
   std::vector<Flow> flows;
@@ -280,12 +285,14 @@ Status Simulation::resolve() {
                                     " links)");
       const Link &l = topo.links[link];
       if (l.src != tr.src.rank || l.dst != tr.dst.rank)
-        return transferError(t, "link " + std::to_string(link) + " joins rank " +
-                                    std::to_string(l.src) + " -> rank " +
-                                    std::to_string(l.dst) +
+        return transferError(t, "link " + std::to_string(link) +
+                                    " joins rank " + std::to_string(l.src) +
+                                    " -> rank " + std::to_string(l.dst) +
                                     ", not the transfer's ranks");
     } else if (link == -1) {
-      auto best = topo.bestLink(tr.src.rank, tr.dst.rank);
+      if (!linkIndex)
+        linkIndex.emplace(topo);
+      auto best = linkIndex->bestLink(tr.src.rank, tr.dst.rank);
       if (!best)
         return transferError(t, "topology '" + topo.name +
                                     "' has no link between these ranks");

@@ -2,6 +2,7 @@
 #include "ccsynth/Core/Topology.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <queue>
@@ -79,7 +80,8 @@ std::optional<int> Topology::bestLink(int src, int dst) const {
       continue;
     }
     double bw = effectiveBandwidth(i), bestBw = effectiveBandwidth(*best);
-    if (bw > bestBw || (bw == bestBw && links[i].alphaUs < links[*best].alphaUs))
+    if (bw > bestBw ||
+        (bw == bestBw && links[i].alphaUs < links[*best].alphaUs))
       best = i;
   }
   return best;
@@ -150,6 +152,12 @@ std::vector<int> Topology::route(int src, int dst) const {
   return path;
 }
 
+bool isUsableBandwidth(double gbps) { return std::isnormal(gbps) && gbps > 0; }
+
+bool isUsableAlpha(double us) {
+  return us == 0 || (std::isnormal(us) && us > 0);
+}
+
 Status Topology::validate() const {
   int n = numRanks();
   if (n <= 0)
@@ -165,9 +173,9 @@ Status Topology::validate() const {
       return Error("node ids must be dense: node " + std::to_string(i) +
                    " has no ranks");
   for (size_t i = 0; i < resources.size(); ++i)
-    if (!(resources[i].bandwidthGBps > 0))
-      return Error("resource " + std::to_string(i) + " ('" +
-                   resources[i].name + "') must have a positive bandwidth");
+    if (!isUsableBandwidth(resources[i].bandwidthGBps))
+      return Error("resource " + std::to_string(i) + " ('" + resources[i].name +
+                   "') must have a positive, finite, normal bandwidth");
   for (size_t i = 0; i < links.size(); ++i) {
     const Link &l = links[i];
     std::string id = "link " + std::to_string(i);
@@ -178,10 +186,11 @@ Status Topology::validate() const {
     if (l.src == l.dst)
       return Error(id + " connects rank " + std::to_string(l.src) +
                    " to itself");
-    if (!(l.bandwidthGBps > 0))
-      return Error(id + " must have a positive bandwidth");
-    if (!(l.alphaUs >= 0))
-      return Error(id + " must have a non-negative alpha");
+    if (!isUsableBandwidth(l.bandwidthGBps))
+      return Error(id + " must have a positive, finite, normal bandwidth");
+    if (!isUsableAlpha(l.alphaUs))
+      return Error(id + " must have an alpha that is zero or positive, "
+                        "finite and normal");
     for (int r : l.resources)
       if (r < 0 || r >= (int)resources.size())
         return Error(id + " names resource " + std::to_string(r) +

@@ -2,6 +2,8 @@
 #include "ccsynth/Core/Json.h"
 #include "ccsynth/Core/Topology.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 namespace ccsynth {
@@ -11,7 +13,8 @@ namespace {
 /// Bandwidth from "bandwidth_gbps" or TACCL-style "beta_us_per_mb"
 /// (µs per 1e6 bytes): GB/s = 1e3 / beta.
 Expected<double> readBandwidth(const JsonReader &rd, const std::string &p) {
-  bool hasBw = rd.has(p, "bandwidth_gbps"), hasBeta = rd.has(p, "beta_us_per_mb");
+  bool hasBw = rd.has(p, "bandwidth_gbps"),
+       hasBeta = rd.has(p, "beta_us_per_mb");
   if (hasBw == hasBeta)
     return rd.error(p, "give exactly one of 'bandwidth_gbps' and "
                        "'beta_us_per_mb'");
@@ -19,15 +22,19 @@ Expected<double> readBandwidth(const JsonReader &rd, const std::string &p) {
     auto bw = rd.number(p + "/bandwidth_gbps");
     if (!bw)
       return bw.error();
-    if (!(*bw > 0))
-      return rd.error(p + "/bandwidth_gbps", "bandwidth must be positive");
+    if (!isUsableBandwidth(*bw))
+      return rd.error(p + "/bandwidth_gbps",
+                      "bandwidth must be a positive, finite, normal number "
+                      "of GB/s");
     return *bw;
   }
   auto beta = rd.number(p + "/beta_us_per_mb");
   if (!beta)
     return beta.error();
-  if (!(*beta > 0))
-    return rd.error(p + "/beta_us_per_mb", "beta must be positive");
+  if (!isUsableBandwidth(*beta) || !isUsableBandwidth(1e3 / *beta))
+    return rd.error(p + "/beta_us_per_mb",
+                    "beta must be a positive, finite, normal number of us "
+                    "per MB whose bandwidth (1e3 / beta GB/s) is too");
   return 1e3 / *beta;
 }
 
@@ -45,8 +52,8 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
   if (!format)
     return format.error();
   if (*format != "ccsynth-topology")
-    return rd.error("/format", "not a ccsynth topology (format is '" +
-                                   *format + "', expected 'ccsynth-topology')");
+    return rd.error("/format", "not a ccsynth topology (format is '" + *format +
+                                   "', expected 'ccsynth-topology')");
   auto version = rd.integer("/version");
   if (!version)
     return version.error();
@@ -84,6 +91,19 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
         return rd.error(jsonPath("/node_of", r), "node id out of range");
       t.nodeOf[r] = (int)*n;
     }
+    // Node ids are dense: each of 0..max has a rank.
+    std::vector<bool> used(*ranks, false);
+    int maxNode = 0;
+    for (int n : t.nodeOf) {
+      used[n] = true;
+      maxNode = std::max(maxNode, n);
+    }
+    for (int n = 0; n <= maxNode; ++n)
+      if (!used[n])
+        return rd.error("/node_of", "node ids must be dense: node " +
+                                        std::to_string(n) +
+                                        " has no ranks (the largest id is " +
+                                        std::to_string(maxNode) + ")");
   }
   if (rd.has("", "resources")) {
     if (Status s = rd.array("/resources"); !s)
@@ -92,7 +112,8 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
       std::string p = jsonPath("/resources", i);
       if (Status s = rd.object(p); !s)
         return s.error();
-      if (Status s = rd.onlyKeys(p, {"name", "bandwidth_gbps", "beta_us_per_mb"});
+      if (Status s =
+              rd.onlyKeys(p, {"name", "bandwidth_gbps", "beta_us_per_mb"});
           !s)
         return s.error();
       auto rname = rd.string(p + "/name");
@@ -110,9 +131,9 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
     std::string p = jsonPath("/links", i);
     if (Status s = rd.object(p); !s)
       return s.error();
-    if (Status s = rd.onlyKeys(p, {"src", "dst", "kind", "alpha_us",
-                                   "bandwidth_gbps", "beta_us_per_mb",
-                                   "resources"});
+    if (Status s =
+            rd.onlyKeys(p, {"src", "dst", "kind", "alpha_us", "bandwidth_gbps",
+                            "beta_us_per_mb", "resources"});
         !s)
       return s.error();
     Link l;
@@ -139,14 +160,16 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
       return kind.error();
     auto k = parseLinkKind(*kind);
     if (!k)
-      return rd.error(p + "/kind", "unknown link kind '" + *kind +
-                                       "' (expected nvlink, pcie, rdma or shm)");
+      return rd.error(p + "/kind",
+                      "unknown link kind '" + *kind +
+                          "' (expected nvlink, pcie, rdma or shm)");
     l.kind = *k;
     auto alpha = rd.number(p + "/alpha_us");
     if (!alpha)
       return alpha.error();
-    if (!(*alpha >= 0))
-      return rd.error(p + "/alpha_us", "alpha must be non-negative");
+    if (!isUsableAlpha(*alpha))
+      return rd.error(p + "/alpha_us", "alpha must be zero or a positive, "
+                                       "finite, normal number of us");
     l.alphaUs = *alpha;
     auto bw = readBandwidth(rd, p);
     if (!bw)
@@ -184,12 +207,14 @@ std::string topologyToJson(const Topology &t) {
   j["node_of"] = t.nodeOf;
   j["resources"] = OrderedJson::array();
   for (const Resource &r : t.resources)
-    j["resources"].push_back({{"name", r.name}, {"bandwidth_gbps", r.bandwidthGBps}});
+    j["resources"].push_back(
+        {{"name", r.name}, {"bandwidth_gbps", r.bandwidthGBps}});
   std::string out = "{\n";
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "resources")
       continue;
-    out += "  " + OrderedJson(it.key()).dump() + ": " + it.value().dump() + ",\n";
+    out +=
+        "  " + OrderedJson(it.key()).dump() + ": " + it.value().dump() + ",\n";
   }
   auto list = [&](const char *key, const std::vector<std::string> &rows) {
     out += std::string("  \"") + key + "\": [";
@@ -199,7 +224,9 @@ std::string topologyToJson(const Topology &t) {
   };
   std::vector<std::string> res, links;
   for (const Resource &r : t.resources)
-    res.push_back(OrderedJson{{"name", r.name}, {"bandwidth_gbps", r.bandwidthGBps}}.dump());
+    res.push_back(
+        OrderedJson{{"name", r.name}, {"bandwidth_gbps", r.bandwidthGBps}}
+            .dump());
   for (const Link &l : t.links) {
     OrderedJson lj;
     lj["src"] = l.src;
@@ -216,6 +243,18 @@ std::string topologyToJson(const Topology &t) {
   list("links", links);
   out += "\n}\n";
   return out;
+}
+
+std::string topologyHash(const Topology &topo) {
+  std::string canonical = topologyToJson(topo);
+  unsigned long long h = 1469598103934665603ULL;
+  for (unsigned char c : canonical) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", h);
+  return hex;
 }
 
 Expected<Topology> loadTopology(const std::string &nameOrPath) {

@@ -1,6 +1,8 @@
 //===- Verifier.cpp - Symbolic execution of chunk-level schedules ---------===//
 #include "ccsynth/Core/Verifier.h"
 
+#include "LinkIndex.h"
+
 #include "ccsynth/Core/Topology.h"
 
 #include <algorithm>
@@ -57,6 +59,8 @@ private:
   const Collective &col;
   const VerifyOptions &opts;
   VerifyResult &result;
+  /// Built on the first link check (only with a topology).
+  std::optional<LinkIndex> linkIndex;
   /// Flat slot storage: offsets[rank*3+buffer] + index.
   std::vector<size_t> offsets;
   std::vector<Value> slots;
@@ -164,7 +168,8 @@ bool SymbolicExecutor::checkShape(int t) {
         return false;
       }
     } else if (tr.src.rank != tr.dst.rank &&
-               !topo->bestLink(tr.src.rank, tr.dst.rank)) {
+               !(linkIndex ? *linkIndex : linkIndex.emplace(*topo))
+                    .bestLink(tr.src.rank, tr.dst.rank)) {
       report(VerifyErrorKind::NoLink, t, tr.src,
              "'" + topo->name + "' has no link from rank " +
                  std::to_string(tr.src.rank) + " to rank " +
@@ -197,8 +202,8 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
                same ? "duplicates transfer #" + std::to_string(it->second) +
                           " (both " + toString(tr.op) + " into " +
                           toString(dst) + "; a reduction would count twice)"
-                    : "writes " + toString(dst) +
-                          ", which transfer #" + std::to_string(it->second) +
+                    : "writes " + toString(dst) + ", which transfer #" +
+                          std::to_string(it->second) +
                           " also writes in the same step");
         ok = false;
       }
@@ -223,8 +228,7 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
       if (w != writers.end() && w->second != t) {
         report(VerifyErrorKind::ReadWriteRace, t, src,
                "reads " + toString(src) + " while transfer #" +
-                   std::to_string(w->second) +
-                   " writes it in the same step");
+                   std::to_string(w->second) + " writes it in the same step");
         ok = false;
       }
     }
@@ -253,8 +257,7 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
       }
       if (!dv.defined) {
         report(VerifyErrorKind::ReduceIntoUndefined, t, dst,
-               "reduces into " + toString(dst) +
-                   ", which holds no data yet");
+               "reduces into " + toString(dst) + ", which holds no data yet");
         continue;
       }
       Value sum;

@@ -8,7 +8,11 @@
 #include "ccsynth/Target/MSCCLPPPlan.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
+#include "ccsynth/Core/TextLimits.h"
+
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Tools/ParseUtilities.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
@@ -56,16 +60,44 @@ importMscclXml(const std::shared_ptr<llvm::SourceMgr> &sm, MLIRContext *ctx) {
   auto algo = msccl::parseXml(file, text);
   if (!algo)
     return fail(ctx, algo.error(), file);
+  // Errors about the algorithm as a whole point at its <algo> element.
+  auto atAlgo = [&](Error e) {
+    if (!e.loc.known())
+      e.loc = algo->loc;
+    return e;
+  };
   auto col = inferMscclCollective(*algo);
   if (!col)
-    return fail(ctx, col.error(), file);
+    return fail(ctx, atAlgo(col.error()), file);
   auto sched = mscclToSchedule(*algo, *col);
   if (!sched)
-    return fail(ctx, sched.error(), file);
+    return fail(ctx, atAlgo(sched.error()), file);
   Location loc = FileLineColLoc::get(ctx, file, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   importSchedule(*module, *sched, loc);
   return OwningOpRef<Operation *>(module.release());
+}
+
+/// Runs an export on MLIR input after checking its nesting: MLIR's parser
+/// recurses once per level, and a small file nested thousands deep would
+/// overflow its stack.
+LogicalResult
+exportMlir(const std::shared_ptr<llvm::SourceMgr> &sm, llvm::raw_ostream &os,
+           MLIRContext *ctx,
+           llvm::function_ref<LogicalResult(Operation *, llvm::raw_ostream &)>
+               exporter) {
+  auto [file, text] = mainBuffer(sm);
+  if (Status s = checkMlirNesting(file, text); !s) {
+    fail(ctx, s.error(), file);
+    return failure();
+  }
+  ctx->loadDialect<CCLDialect>();
+  ParserConfig config(ctx);
+  OwningOpRef<Operation *> op =
+      parseSourceFileForTool(sm, config, /*insertImplicitModule=*/false);
+  if (!op || failed(verify(*op)))
+    return failure();
+  return exporter(op.get(), os);
 }
 
 } // namespace
@@ -76,37 +108,46 @@ void registerTranslations() {
       llvm::cl::desc("--ccl-to-msccl-xml: the MSCCL coll (NCCL call) that "
                      "launches a custom collective"),
       llvm::cl::value_desc("coll"), llvm::cl::init(""));
-  TranslateFromMLIRRegistration toXml(
+  TranslateRegistration toXml(
       "ccl-to-msccl-xml",
       "Export a threadblock-assigned ccl.program as MSCCL XML",
-      [](Operation *op, llvm::raw_ostream &os) {
-        MscclExportOptions options;
-        options.launchAs = mscclColl;
-        return exportMSCCLXml(op, os, options);
-      },
-      registerCCL);
-  TranslateFromMLIRRegistration toPlan(
+      [](const std::shared_ptr<llvm::SourceMgr> &sm, llvm::raw_ostream &os,
+         MLIRContext *ctx) {
+        return exportMlir(sm, os, ctx,
+                          [](Operation *op, llvm::raw_ostream &out) {
+                            MscclExportOptions options;
+                            options.launchAs = mscclColl;
+                            return exportMSCCLXml(op, out, options);
+                          });
+      });
+  TranslateRegistration toPlan(
       "ccl-to-mscclpp-json",
       "Export a threadblock-assigned ccl.program as an MSCCL++ execution "
       "plan",
-      [](Operation *op, llvm::raw_ostream &os) {
-        return exportMSCCLPPPlan(op, os);
-      },
-      registerCCL);
+      [](const std::shared_ptr<llvm::SourceMgr> &sm, llvm::raw_ostream &os,
+         MLIRContext *ctx) {
+        return exportMlir(sm, os, ctx,
+                          [](Operation *op, llvm::raw_ostream &out) {
+                            return exportMSCCLPPPlan(op, out);
+                          });
+      });
   static llvm::cl::opt<unsigned long long> tileBytes(
       "tile-bytes",
       llvm::cl::desc("--ccl-to-cuda: bytes per chunk slice per pass"),
       llvm::cl::init(1 << 20));
-  TranslateFromMLIRRegistration toCuda(
+  TranslateRegistration toCuda(
       "ccl-to-cuda",
       "Generate interpreter-free code (CUDA and host C++) from a "
       "threadblock-assigned ccl.program",
-      [](Operation *op, llvm::raw_ostream &os) {
-        CodeGenExportOptions options;
-        options.tileBytes = tileBytes;
-        return exportGeneratedCode(op, os, options);
-      },
-      registerCCL);
+      [](const std::shared_ptr<llvm::SourceMgr> &sm, llvm::raw_ostream &os,
+         MLIRContext *ctx) {
+        return exportMlir(sm, os, ctx,
+                          [](Operation *op, llvm::raw_ostream &out) {
+                            CodeGenExportOptions options;
+                            options.tileBytes = tileBytes;
+                            return exportGeneratedCode(op, out, options);
+                          });
+      });
   TranslateToMLIRRegistration fromSchedule(
       "import-ccl-schedule",
       "Import a ccsynth schedule JSON as a ccl.algorithm", importScheduleText,

@@ -3,11 +3,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -65,7 +69,11 @@ TEST_CASE("a FIFO is written in place and stays a FIFO", "[output]") {
   auto fifo = dir.path / "pipe";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   std::string got;
-  std::thread reader([&] { got = slurp(fifo); });
+  // readFile refuses FIFOs; read the pipe directly.
+  std::thread reader([&] {
+    std::ifstream in(fifo);
+    got.assign(std::istreambuf_iterator<char>(in), {});
+  });
   REQUIRE(writeFileAtomic(fifo.string(), "through the pipe"));
   reader.join();
   CHECK(got == "through the pipe");
@@ -82,4 +90,78 @@ TEST_CASE("a directory or an unwritable place is an error", "[output]") {
   auto missing = dir.path / "no" / "such" / "dir.txt";
   REQUIRE_FALSE(writeFileAtomic(missing.string(), "x"));
   CHECK_FALSE(fs::exists(missing));
+}
+
+TEST_CASE("several outputs are written all or nothing", "[output]") {
+  TempDir dir;
+  auto a = dir.path / "a.svg";
+  auto b = dir.path / "b.svg";
+  REQUIRE(writeFileAtomic(b.string(), "old b"));
+  // The second output cannot be written: neither is, and b keeps its old
+  // contents.
+  auto missing = dir.path / "no" / "such" / "c.svg";
+  Status s = writeFilesAtomic(
+      {{a.string(), "A"}, {b.string(), "new b"}, {missing.string(), "C"}});
+  REQUIRE_FALSE(s);
+  CHECK(s.error().message.find("c.svg") != std::string::npos);
+  CHECK_FALSE(fs::exists(a));
+  CHECK(slurp(b) == "old b");
+  // No temporary is left behind.
+  CHECK(std::distance(fs::directory_iterator(dir.path),
+                      fs::directory_iterator()) == 1);
+  // All writable: all written.
+  REQUIRE(writeFilesAtomic({{a.string(), "A"}, {b.string(), "new b"}}));
+  CHECK(slurp(a) == "A");
+  CHECK(slurp(b) == "new b");
+}
+
+TEST_CASE("checkWritable sees an impossible output before any work",
+          "[output]") {
+  TempDir dir;
+  CHECK(checkWritable((dir.path / "new.json").string()));
+  CHECK_FALSE(checkWritable((dir.path / "no" / "x.json").string()));
+  CHECK_FALSE(checkWritable(dir.path.string()));
+  CHECK_FALSE(fs::exists(dir.path / "new.json"));
+}
+
+TEST_CASE("a signal removes the temporaries of writes in progress",
+          "[output]") {
+  for (int sig : {SIGTERM, SIGINT}) {
+    TempDir dir;
+    auto tmp = dir.path / "out.json.tmp.1234";
+    auto kept = dir.path / "kept.json";
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      // The child stands for a tool killed half-way through a write: its
+      // temporary exists and is registered.
+      installTemporaryFileCleanup();
+      int slot = registerTemporaryFile(tmp.string());
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT, 0600);
+      int fd2 = ::open(kept.c_str(), O_WRONLY | O_CREAT, 0600);
+      if (slot < 0 || fd < 0 || fd2 < 0)
+        ::_exit(10);
+      ::kill(::getpid(), sig);
+      ::_exit(11); // not reached: the handler re-raises
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    // It died of the signal itself (the parent sees the usual status) ...
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    // ... and took its temporary, and only that, with it.
+    CHECK_FALSE(fs::exists(tmp));
+    CHECK(fs::exists(kept));
+  }
+}
+
+TEST_CASE("a released temporary is left alone", "[output]") {
+  TempDir dir;
+  auto p = dir.path / "done.json";
+  int slot = registerTemporaryFile(p.string());
+  REQUIRE(slot >= 0);
+  releaseTemporaryFile(slot);
+  // Registering again reuses the slot.
+  CHECK(registerTemporaryFile(p.string()) == slot);
+  releaseTemporaryFile(slot);
 }

@@ -26,6 +26,9 @@ struct CompileOptions {
   CompileTarget target = CompileTarget::MscclXml;
   /// Re-prove the algorithm in the pipeline.
   bool verify = true;
+  /// Also check every transfer against the links of the topology its
+  /// algorithm names (`topology` attribute), as `ccsynth verify` does.
+  bool checkLinks = false;
   /// Fuse receive/send pairs.
   bool fuse = true;
   /// MSCCL instances and chunk-pipelining parts.

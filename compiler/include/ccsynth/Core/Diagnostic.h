@@ -8,10 +8,12 @@
 #pragma once
 
 #include <cassert>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace ccsynth {
 
@@ -98,8 +100,16 @@ SourceLoc locationOf(const std::string &file, const std::string &text,
 /// diagnostics ("  foo(bar\n      ^"). Empty when the line is out of range.
 std::string caretLine(const std::string &text, const SourceLoc &loc);
 
-/// Reads a whole file; the error names the file and the OS reason.
-Expected<std::string> readFile(const std::string &path);
+/// The largest input file the tools read (64 MiB): far above any real
+/// schedule, topology or program, and small enough that parsing it cannot
+/// exhaust memory.
+inline constexpr size_t kMaxInputBytes = size_t(64) << 20;
+
+/// Reads a whole regular file of at most `maxBytes`; the error names the
+/// file and the reason. Directories, devices and FIFOs are refused (they
+/// would read as an empty or endless file).
+Expected<std::string> readFile(const std::string &path,
+                               size_t maxBytes = kMaxInputBytes);
 
 /// Writes `contents` to `path`. A regular file (or a new path) is written
 /// atomically (temporary file beside it + rename), so a failure never leaves
@@ -107,5 +117,35 @@ Expected<std::string> readFile(const std::string &path);
 /// a device or FIFO is written in place (never replaced), and its write
 /// errors (e.g. ENOSPC) are reported; a directory is an error.
 Status writeFileAtomic(const std::string &path, const std::string &contents);
+
+/// Checks, without writing anything, that `path` could be written: its
+/// directory exists and is writable, and it is not a directory. Commands
+/// with several outputs check them all before any work.
+Status checkWritable(const std::string &path);
+
+/// One output file of a command: where and what.
+struct OutputFile {
+  std::string path;
+  std::string contents;
+};
+
+/// Writes several outputs all or nothing: every regular file goes to its
+/// temporary first, and only when all of them were written are they renamed
+/// into place; on any failure every temporary is removed and no output is
+/// changed. (Devices and FIFOs, which cannot be staged, are written last.)
+Status writeFilesAtomic(const std::vector<OutputFile> &files);
+
+/// Installs SIGINT, SIGTERM and SIGHUP handlers that remove the temporary
+/// files of writes still in progress (with async-signal-safe calls only) and
+/// then re-raise the signal with its default action. Tools call it once at
+/// start-up.
+void installTemporaryFileCleanup();
+
+/// Adds `path` to the temporaries removed on those signals; returns its slot,
+/// or -1 when all slots are taken (the file is then not cleaned up). Writers
+/// register a temporary before creating it and release it once it was
+/// renamed or removed.
+int registerTemporaryFile(const std::string &path);
+void releaseTemporaryFile(int slot);
 
 } // namespace ccsynth

@@ -39,12 +39,17 @@ struct Transfer {
 
 class Schedule {
 public:
-  static constexpr int kFormatVersion = 1;
+  /// Version 2 added `topology_hash`; version 1 files are still read.
+  static constexpr int kFormatVersion = 2;
 
   std::string name;
   /// Topology the schedule was made for (a built-in name or a file path);
   /// may be empty.
   std::string topology;
+  /// topologyHash() of the topology the schedule was made for (empty when
+  /// not recorded); a later command that finds the topology by the
+  /// `topology` field refuses one with a different hash.
+  std::string topologyHash;
   /// How it was produced ("baseline:ring", "synth", "dsl:file.ccl", ...).
   std::string origin;
   Collective collective;
@@ -74,8 +79,7 @@ public:
 /// also accumulates into the last written value). Chunks are canonical (an
 /// in-place alias is one chunk); scratch holds `scratchChunks` per rank.
 std::vector<std::vector<int>>
-transferDependencies(const Collective &collective, int scratchChunks,
-                     int count,
+transferDependencies(const Collective &collective, int scratchChunks, int count,
                      const std::function<const Transfer &(int)> &transferAt,
                      const std::vector<int> &order);
 

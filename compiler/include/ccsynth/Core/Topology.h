@@ -110,6 +110,17 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc);
 /// Writes ccsynth's topology JSON.
 std::string topologyToJson(const Topology &topo);
 
+/// Whether a bandwidth figure (GB/s) is usable: finite, positive and not
+/// subnormal (a subnormal one turns times into inf and ratios into NaN).
+bool isUsableBandwidth(double gbps);
+/// Whether a latency (µs) is usable: zero, or finite, positive and normal.
+bool isUsableAlpha(double us);
+
+/// A content hash of a topology (FNV-1a 64 of its canonical JSON, as 16 hex
+/// digits): equal for the same ranks, links and figures however the file is
+/// formatted, different when any figure changes.
+std::string topologyHash(const Topology &topo);
+
 /// Options for importing an NCCL topology dump.
 struct NcclImportOptions {
   /// Copies of the dumped node to connect through their NICs.

@@ -4,6 +4,7 @@
 // each issue is reported at the transfer that causes it.
 //
 //===----------------------------------------------------------------------===//
+#include "ccsynth/Core/Topology.h"
 #include "ccsynth/Core/Verifier.h"
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
 #include "ccsynth/Import/ScheduleImport.h"
@@ -12,6 +13,9 @@ namespace ccsynth::ccl {
 #define GEN_PASS_DEF_VERIFYCOLLECTIVEPASS
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h.inc"
 } // namespace ccsynth::ccl
+
+#include <map>
+#include <optional>
 
 using namespace mlir;
 using ccsynth::Collective;
@@ -29,6 +33,8 @@ struct VerifyCollective
   using Base::Base;
 
   void runOnOperation() override {
+    // Topologies by name, loaded once per run.
+    std::map<std::string, std::optional<ccsynth::Topology>> topologies;
     for (AlgorithmOp alg :
          llvm::to_vector(getOperation().getOps<AlgorithmOp>())) {
       FailureOr<Schedule> sched = exportSchedule(alg);
@@ -38,6 +44,28 @@ struct VerifyCollective
       }
       VerifyOptions options;
       options.maxIssues = std::max(1, (int)maxIssues);
+      if (checkLinks && !sched->topology.empty()) {
+        auto [it, fresh] = topologies.try_emplace(sched->topology);
+        if (fresh) {
+          auto topo = ccsynth::loadTopology(sched->topology);
+          if (!topo) {
+            alg.emitError() << "cannot check links: " << topo.error().format();
+            topologies.erase(it);
+            signalPassFailure();
+            continue;
+          }
+          it->second = topo.take();
+        }
+        if (it->second->numRanks() != sched->collective.numRanks) {
+          alg.emitError() << "topology '" << sched->topology << "' has "
+                          << it->second->numRanks()
+                          << " ranks but the algorithm has "
+                          << sched->collective.numRanks;
+          signalPassFailure();
+          continue;
+        }
+        options.topology = &*it->second;
+      }
       VerifyResult result = verifySchedule(*sched, options);
       if (result.ok())
         continue;

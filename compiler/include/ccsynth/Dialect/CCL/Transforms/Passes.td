@@ -36,6 +36,10 @@ def VerifyCollectivePass : Pass<"ccl-verify-collective", "mlir::ModuleOp"> {
   let options = [
     Option<"maxIssues", "max-issues", "int", /*default=*/"8",
            "Stop after this many issues per algorithm">,
+    Option<"checkLinks", "check-links", "bool", /*default=*/"false",
+           "Also require every transfer to use an existing link of the "
+           "topology the algorithm names (its `topology` attribute: a "
+           "built-in name or a file), as `ccsynth verify` does">,
   ];
 }
 

@@ -1,0 +1,100 @@
+# The CLI's promises for every subcommand (README: exit codes and error
+# format): --help exits 0, a usage error exits 2 whatever CLI11's own code
+# for it, a missing input file exits 1 with `error:`; hostile inputs are
+# clean errors; several outputs are written all or none; a schedule's
+# topology is found and checked.
+set(CLI_OUT ${CMAKE_CURRENT_BINARY_DIR}/out-cli)
+file(MAKE_DIRECTORY ${CLI_OUT})
+set(CLI_EXPECT ${CMAKE_CURRENT_SOURCE_DIR}/scripts/expect.cmake)
+set(CLI_CC $<TARGET_FILE:ccsynth>)
+set(CLI_NOFILE ${CLI_OUT}/no-such-file)
+
+# cli_expect(NAME RC <code> [MATCH <regex>...] [NOMATCH <regex>] CMD <args...>)
+function(cli_expect name)
+  cmake_parse_arguments(E "" "RC;NOMATCH" "MATCH;CMD" ${ARGN})
+  string(REPLACE ";" "\\;" match "${E_MATCH}")
+  string(REPLACE ";" "\\;" cmd "${E_CMD}")
+  add_test(NAME e2e:cli.${name}
+    COMMAND ${CMAKE_COMMAND}
+      -DCMD=${cmd} -DRC=${E_RC} -DMATCH=${match} -DNOMATCH=${E_NOMATCH}
+      -DWORKDIR=${CLI_OUT} -P ${CLI_EXPECT})
+endfunction()
+
+# One row per subcommand: its name (dots for nested ones), the arguments of
+# a run whose input file is missing, and a usage error beyond an unknown
+# option (a missing required argument, a bad or out-of-range number, or a
+# bad option value) where it has one.
+set(rows
+  "topo.list||"
+  "topo.show|topo show ${CLI_NOFILE}.json|topo show"
+  "topo.import|topo import ${CLI_NOFILE}.xml|topo import x.xml --nodes 0"
+  "baseline|baseline ring -c allgather -t ${CLI_NOFILE}.json -o ${CLI_OUT}/b.json|baseline ring -c allgather -t dgx1 -o ${CLI_OUT}/b.json --pipeline 99"
+  "verify|verify ${CLI_NOFILE}.json|verify ${CLI_NOFILE}.ccl -D ranks=four"
+  "simulate|simulate ${CLI_NOFILE}.json|simulate ${CLI_NOFILE}.json --sizes 1K,12Q"
+  "synth|synth -t dgx1 -k ${CLI_NOFILE}.json -c allgather -o ${CLI_OUT}/s.json|synth -t dgx1 -c allgather -o ${CLI_OUT}/s.json --chunks abc"
+  "check|check ${CLI_NOFILE}.ccl|check"
+)
+if(CCSYNTH_ENABLE_MLIR)
+  list(APPEND rows
+    "compile|compile ${CLI_NOFILE}.json -o ${CLI_OUT}/c.xml|compile ${CLI_NOFILE}.json --target nccl -o ${CLI_OUT}/c.xml")
+endif()
+foreach(row ${rows})
+  string(REPLACE "|" ";" fields "${row}")
+  list(GET fields 0 name)
+  list(GET fields 1 missing)
+  list(GET fields 2 bad)
+  string(REPLACE "." ";" words "${name}")
+  cli_expect(${name}.help RC 0 MATCH "Usage:" CMD ${CLI_CC} ${words} --help)
+  cli_expect(${name}.unknown-option RC 2
+    MATCH "ccsynth: error: " "--help"
+    CMD ${CLI_CC} ${words} --no-such-option)
+  if(missing)
+    separate_arguments(args UNIX_COMMAND "${missing}")
+    cli_expect(${name}.missing-input RC 1 MATCH "error: .*no-such-file"
+      CMD ${CLI_CC} ${args})
+  endif()
+  if(bad)
+    separate_arguments(args UNIX_COMMAND "${bad}")
+    cli_expect(${name}.bad-usage RC 2 MATCH "ccsynth: error: " CMD ${CLI_CC} ${args})
+  endif()
+endforeach()
+cli_expect(no-subcommand RC 2 MATCH "ccsynth: error: A subcommand is required"
+  CMD ${CLI_CC})
+cli_expect(topo.no-subcommand RC 2 MATCH "ccsynth: error: " CMD ${CLI_CC} topo)
+cli_expect(version RC 0 MATCH "ccsynth [0-9]" CMD ${CLI_CC} --version)
+
+# Hostile inputs: deep nesting, directories, FIFOs, endless devices and
+# allocation failure (each made in the test's own directory).
+set(CLI_OPT "")
+set(CLI_TRANSLATE "")
+if(CCSYNTH_ENABLE_MLIR)
+  set(CLI_OPT $<TARGET_FILE:ccsynth-opt>)
+  set(CLI_TRANSLATE $<TARGET_FILE:ccsynth-translate>)
+endif()
+add_test(NAME e2e:cli.hostile-inputs
+  COMMAND ${CMAKE_COMMAND} -DCC=${CLI_CC} -DOPT=${CLI_OPT}
+    -DTRANSLATE=${CLI_TRANSLATE}
+    -DSANITIZED=${CCSYNTH_SANITIZE} -DWORKDIR=${CLI_OUT}/hostile
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/hostile-inputs.cmake)
+cli_expect(degenerate-bandwidth RC 1
+  MATCH "subnormal-topo.json:6:[0-9]+: error: bandwidth must be a positive, finite, normal number" "\\^"
+  CMD ${CLI_CC} topo show ${CMAKE_CURRENT_SOURCE_DIR}/inputs/subnormal-topo.json)
+cli_expect(import-json RC 1
+  MATCH "bad-topo.json:1:1: error: 'topo import' reads NCCL topology dumps"
+  CMD ${CLI_CC} topo import ${CMAKE_CURRENT_SOURCE_DIR}/inputs/bad-topo.json)
+cli_expect(bad-alpha-flag RC 2 MATCH "--nvlink-alpha must be"
+  CMD ${CLI_CC} topo import
+    ${CCSYNTH_SOURCE_DIR}/sketches/topologies/nccl-dgx-a100.xml
+    --nvlink-alpha 5e-324)
+
+# Several outputs: all or none; the SIGINT/SIGTERM cleanup of temporaries is
+# covered by CoreTests ("a signal removes the temporaries ...").
+add_test(NAME e2e:cli.outputs-all-or-none
+  COMMAND ${CMAKE_COMMAND} -DCC=${CLI_CC} -DWORKDIR=${CLI_OUT}/outputs
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/outputs-all-or-none.cmake)
+
+# A schedule made from a topology file finds that file again and notices
+# when it changed.
+add_test(NAME e2e:cli.topology-identity
+  COMMAND ${CMAKE_COMMAND} -DCC=${CLI_CC} -DWORKDIR=${CLI_OUT}/identity
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/topology-identity.cmake)

@@ -1,0 +1,45 @@
+# A command with several outputs writes all of them or none.
+#   -DCC=ccsynth -DWORKDIR=dir
+file(REMOVE_RECURSE ${WORKDIR})
+file(MAKE_DIRECTORY ${WORKDIR})
+
+function(run rc)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${WORKDIR}
+    RESULT_VARIABLE got OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${ARGN}: exit ${got}\n${out}${err}")
+  if(NOT "${got}" STREQUAL "${rc}")
+    message(FATAL_ERROR "exit code ${got}, expected ${rc}")
+  endif()
+  set(output "${out}${err}" PARENT_SCOPE)
+endfunction()
+function(absent f)
+  if(EXISTS ${WORKDIR}/${f})
+    message(FATAL_ERROR "${f} was written although another output failed")
+  endif()
+endfunction()
+
+run(0 ${CC} baseline ring -c allgather -t fc:4 -o r.json)
+# The plot's directory does not exist: no timeline either.
+run(1 ${CC} simulate r.json --timeline tl.svg --plot missing-dir/plot.svg)
+absent(tl.svg)
+if(NOT output MATCHES "cannot write 'missing-dir/plot.svg'")
+  message(FATAL_ERROR "the error does not name the plot")
+endif()
+run(1 ${CC} simulate r.json --timeline missing-dir/tl.svg --plot plot.svg)
+absent(plot.svg)
+# Both writable: both written.
+run(0 ${CC} simulate r.json --timeline tl.svg --plot plot.svg)
+foreach(f tl.svg plot.svg)
+  if(NOT EXISTS ${WORKDIR}/${f})
+    message(FATAL_ERROR "${f} was not written")
+  endif()
+endforeach()
+# synth: the schedule is not written when the SMT dump cannot be.
+run(1 ${CC} synth -t fc:4 -c allgather -o s.json --dump-smt missing-dir/x.smt2
+  --time-limit 20 -q)
+absent(s.json)
+# No temporary is left anywhere.
+file(GLOB_RECURSE left ${WORKDIR}/*.tmp.*)
+if(left)
+  message(FATAL_ERROR "temporaries left behind: ${left}")
+endif()

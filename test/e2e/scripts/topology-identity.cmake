@@ -1,0 +1,47 @@
+# A schedule made from a topology FILE records the path and a content hash:
+# a later simulate without --topo finds that file (not a built-in of the
+# same name) and refuses it once its figures changed.
+#   -DCC=ccsynth -DWORKDIR=dir
+file(REMOVE_RECURSE ${WORKDIR})
+file(MAKE_DIRECTORY ${WORKDIR})
+
+function(run rc)
+  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${WORKDIR}
+    RESULT_VARIABLE got OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${ARGN}: exit ${got}\n${out}${err}")
+  if(NOT "${got}" STREQUAL "${rc}")
+    message(FATAL_ERROR "exit code ${got}, expected ${rc}")
+  endif()
+  set(output "${out}${err}" PARENT_SCOPE)
+endfunction()
+
+# A file whose machine is called "dgx1" but has 1 GB/s links.
+run(0 ${CC} topo show dgx1 --json -o dgx1-slow.json)
+file(READ ${WORKDIR}/dgx1-slow.json topo)
+string(REGEX REPLACE "\"bandwidth_gbps\": ?[0-9.e+]+" "\"bandwidth_gbps\": 1"
+  slow "${topo}")
+file(WRITE ${WORKDIR}/dgx1-slow.json "${slow}")
+
+run(0 ${CC} baseline ring -c allgather -t dgx1-slow.json -o r.json)
+file(READ ${WORKDIR}/r.json sched)
+if(NOT sched MATCHES "\"topology\": \"dgx1-slow.json\"" OR
+   NOT sched MATCHES "\"topology_hash\": \"[0-9a-f]+\"" OR
+   NOT sched MATCHES "\"version\": 2")
+  message(FATAL_ERROR "the schedule does not record the topology file")
+endif()
+# Simulated on the file's 1 GB/s links: 1G takes over 100 ms (about 235;
+# the built-in dgx1 takes about 6).
+run(0 ${CC} simulate r.json --sizes 1G)
+if(NOT output MATCHES "1G +[0-9][0-9][0-9][0-9][0-9][0-9]+\\.[0-9]+ ")
+  message(FATAL_ERROR "not simulated on the file's links")
+endif()
+
+# The file changes: refused without --topo, accepted with it.
+string(REPLACE "\"bandwidth_gbps\": 1" "\"bandwidth_gbps\": 2" faster "${slow}")
+file(WRITE ${WORKDIR}/dgx1-slow.json "${faster}")
+run(1 ${CC} simulate r.json --sizes 1G)
+if(NOT output MATCHES "error: topology 'dgx1-slow.json' is not the one the schedule was made for")
+  message(FATAL_ERROR "the changed topology was not noticed")
+endif()
+run(1 ${CC} verify r.json)
+run(0 ${CC} simulate r.json --sizes 1G --topo dgx1-slow.json)

@@ -1,0 +1,35 @@
+//===- ScheduleJsonFuzzer.cpp - libFuzzer entry for schedule JSON ---------===//
+//
+// Reads arbitrary bytes as a schedule JSON file; a schedule that reads is
+// written back, read again, and (when small) verified.
+//
+//===----------------------------------------------------------------------===//
+#include "FuzzCheck.h"
+
+#include "ccsynth/Core/Json.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Core/Verifier.h"
+
+#include <cstdint>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  using namespace ccsynth;
+  std::string text(reinterpret_cast<const char *>(data), size);
+  auto doc = JsonDocument::parse("fuzz.json", text);
+  if (!doc) {
+    fuzz::checkError(doc.error(), text);
+    return 0;
+  }
+  auto sched = parseScheduleJson(*doc);
+  if (!sched) {
+    fuzz::checkError(sched.error(), text);
+    return 0;
+  }
+  // What was read is written back unchanged.
+  auto again = JsonDocument::parse("again.json", scheduleToJson(*sched));
+  if (!again || !parseScheduleJson(*again))
+    std::abort();
+  if (sched->collective.numRanks <= 16 && sched->transfers.size() <= 512)
+    (void)verifySchedule(*sched);
+  return 0;
+}

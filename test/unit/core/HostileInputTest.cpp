@@ -1,0 +1,256 @@
+//===- HostileInputTest.cpp - Readers refuse hostile input cleanly --------===//
+//
+// Inputs that are not regular files, too large or too deep, JSON with
+// duplicate keys, out-of-range integers or unknown fields, and degenerate
+// link figures: each is a located error, never a crash or a silent guess.
+// Every hostile input is made in a private temporary directory.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Json.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Core/TextLimits.h"
+#include "ccsynth/Core/Topology.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace ccsynth;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ccsynth-hostile-XXXXXX");
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void put(const fs::path &p, const std::string &text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+bool has(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// A minimal valid topology with `links` spliced into its link list.
+std::string topoJson(const std::string &links, const std::string &extra = "") {
+  return "{\"format\": \"ccsynth-topology\", \"version\": 1, \"name\": \"t\",\n"
+         " \"ranks\": 2," +
+         extra + "\n \"links\": [" + links + "]}\n";
+}
+
+Expected<Topology> parseTopo(const std::string &text) {
+  auto doc = JsonDocument::parse("t.json", text);
+  if (!doc)
+    return doc.error();
+  return parseTopologyJson(*doc);
+}
+
+} // namespace
+
+TEST_CASE("a directory, a FIFO or a device is not read as a file",
+          "[hostile]") {
+  TempDir dir;
+  auto r = readFile(dir.path.string());
+  REQUIRE_FALSE(r);
+  CHECK(has(r.error().message, "is a directory"));
+
+  auto fifo = dir.path / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Without a writer this would block (or read as empty) if opened plainly.
+  r = readFile(fifo.string());
+  REQUIRE_FALSE(r);
+  CHECK(has(r.error().message, "not a regular file"));
+
+  // An endless device is refused before anything is read.
+  if (fs::exists("/dev/zero")) {
+    r = readFile("/dev/zero");
+    REQUIRE_FALSE(r);
+    CHECK(has(r.error().message, "not a regular file"));
+  }
+}
+
+TEST_CASE("an input file larger than the cap is refused", "[hostile]") {
+  TempDir dir;
+  auto p = dir.path / "big.json";
+  put(p, std::string(4096, ' '));
+  auto r = readFile(p.string(), 4095);
+  REQUIRE_FALSE(r);
+  CHECK(has(r.error().message, "larger than"));
+  REQUIRE(readFile(p.string(), 4096));
+}
+
+TEST_CASE("deeply nested JSON is a located error", "[hostile]") {
+  std::string text = std::string(100000, '[') + std::string(100000, ']');
+  auto doc = JsonDocument::parse("deep.json", text);
+  REQUIRE_FALSE(doc);
+  CHECK(has(doc.error().message, "nested deeper than"));
+  CHECK(doc.error().loc.line == 1);
+  CHECK(doc.error().loc.col == 257);
+  // Brackets inside strings do not count.
+  REQUIRE(
+      JsonDocument::parse("s.json", "[\"" + std::string(1000, '[') + "\"]"));
+}
+
+TEST_CASE("duplicate JSON keys are an error at the second key", "[hostile]") {
+  auto doc = JsonDocument::parse("dup.json", "{\"a\": 1,\n \"b\": {\"x\": 1, "
+                                             "\"x\": 2}}");
+  REQUIRE_FALSE(doc);
+  CHECK(has(doc.error().message, "duplicate key 'x'"));
+  CHECK(doc.error().loc.line == 2);
+  CHECK(doc.error().loc.col == 16);
+  // The same key in different objects is fine, and so is an escaped key
+  // that only looks alike.
+  REQUIRE(JsonDocument::parse("ok.json", "[{\"x\": 1}, {\"x\": 2}]"));
+  auto esc = JsonDocument::parse("esc.json", "{\"a\": 1, \"\\u0061\": 2}");
+  REQUIRE_FALSE(esc);
+  CHECK(has(esc.error().message, "duplicate key 'a'"));
+}
+
+TEST_CASE("JSON number overflow is located", "[hostile]") {
+  auto doc = JsonDocument::parse("ovf.json", "{\"a\": 1,\n \"b\": 1e999}");
+  REQUIRE_FALSE(doc);
+  CHECK(has(doc.error().message, "overflow"));
+  CHECK(doc.error().loc.line == 2);
+  CHECK(doc.error().loc.col == 7);
+}
+
+TEST_CASE("large integers are range-checked before narrowing", "[hostile]") {
+  // 2^40 used to wrap to 0 and be reported as "must be >= 1".
+  auto doc = JsonDocument::parse(
+      "s.json", "{\"format\": \"ccsynth-schedule\", \"version\": 1,\n"
+                " \"collective\": {\"kind\": \"allgather\", \"ranks\": 2, "
+                "\"chunk_factor\": 1},\n"
+                " \"transfers\": [{\"step\": 0, \"op\": \"copy\", \"src\": "
+                "[0, \"i\", 0], \"dst\": [1, \"o\", 0], \"count\": "
+                "1099511627776}]}");
+  REQUIRE(doc);
+  auto s = parseScheduleJson(*doc);
+  REQUIRE_FALSE(s);
+  CHECK(has(s.error().message, "out of range (1099511627776"));
+  CHECK(s.error().loc.line == 3);
+  // Negative ones too.
+  auto t = parseTopo(topoJson("{\"src\": -9999999999, \"dst\": 1, \"kind\": "
+                              "\"nvlink\", \"alpha_us\": 1, "
+                              "\"bandwidth_gbps\": 1}"));
+  REQUIRE_FALSE(t);
+  CHECK(has(t.error().message, "out of range (-9999999999"));
+}
+
+TEST_CASE("the unknown-field error names the first unknown key in the file",
+          "[hostile]") {
+  auto t = parseTopo(topoJson("", " \"zeta\": 1, \"alpha\": 2,"));
+  REQUIRE_FALSE(t);
+  CHECK(has(t.error().message, "unknown field 'zeta'"));
+}
+
+TEST_CASE("degenerate link figures are located errors", "[hostile]") {
+  auto link = [](const std::string &figures) {
+    return "{\"src\": 0, \"dst\": 1, \"kind\": \"nvlink\", " + figures + "}";
+  };
+  for (const char *bad : {"\"alpha_us\": 1, \"bandwidth_gbps\": 5e-324",
+                          "\"alpha_us\": 1, \"bandwidth_gbps\": 0",
+                          "\"alpha_us\": 1, \"bandwidth_gbps\": -3",
+                          "\"alpha_us\": 1, \"beta_us_per_mb\": 1e-320",
+                          "\"alpha_us\": 1, \"beta_us_per_mb\": 1e-310",
+                          "\"alpha_us\": 5e-324, \"bandwidth_gbps\": 10",
+                          "\"alpha_us\": -1, \"bandwidth_gbps\": 10"}) {
+    INFO(bad);
+    auto t = parseTopo(topoJson(link(bad)));
+    REQUIRE_FALSE(t);
+    CHECK(t.error().loc.line == 3);
+    CHECK_FALSE(t.error().notes.empty());
+  }
+  REQUIRE(parseTopo(topoJson(link("\"alpha_us\": 0, \"bandwidth_gbps\": 10"))));
+  // The model refuses them too, wherever the topology came from.
+  Topology t;
+  t.name = "t";
+  t.nodeOf = {0, 0};
+  Link l;
+  l.src = 0;
+  l.dst = 1;
+  l.bandwidthGBps = 5e-324;
+  t.links.push_back(l);
+  CHECK_FALSE(t.validate());
+}
+
+TEST_CASE("sparse node ids are a located error", "[hostile]") {
+  auto t = parseTopo(topoJson("", " \"node_of\": [1, 1],"));
+  REQUIRE_FALSE(t);
+  CHECK(has(t.error().message, "node ids must be dense"));
+  CHECK(t.error().loc.line == 2);
+}
+
+TEST_CASE("MLIR text nested too deep is refused before parsing", "[hostile]") {
+  std::string deep;
+  for (int i = 0; i < 5000; ++i)
+    deep += "module {\n";
+  Status s = checkMlirNesting("deep.mlir", deep);
+  REQUIRE_FALSE(s);
+  CHECK(s.error().loc.line == kMaxMlirNesting + 1);
+  CHECK(has(s.error().message, "nested deeper than"));
+  // Arrows, strings and comments are not brackets.
+  std::string flat = "func.func @f() -> () { // {{{{{{\n \"{{{{{{\" }\n";
+  for (int i = 0; i < 300; ++i)
+    flat += "%x = foo -> bar\n";
+  CHECK(checkMlirNesting("flat.mlir", flat));
+}
+
+TEST_CASE("the topology hash follows the figures, not the formatting",
+          "[hostile]") {
+  auto a = parseTopo(topoJson("{\"src\": 0, \"dst\": 1, \"kind\": \"nvlink\", "
+                              "\"alpha_us\": 1, \"bandwidth_gbps\": 10}"));
+  auto b = parseTopo(topoJson("{\"src\":0,\"dst\":1,\"kind\":\"nvlink\","
+                              "\"alpha_us\":1,\"bandwidth_gbps\":10}"));
+  auto c = parseTopo(topoJson("{\"src\": 0, \"dst\": 1, \"kind\": \"nvlink\", "
+                              "\"alpha_us\": 1, \"bandwidth_gbps\": 1}"));
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(c);
+  CHECK(topologyHash(*a) == topologyHash(*b));
+  CHECK(topologyHash(*a) != topologyHash(*c));
+  CHECK(topologyHash(*a).size() == 16);
+}
+
+TEST_CASE("a schedule records its topology's hash (format version 2)",
+          "[hostile]") {
+  Schedule s;
+  s.name = "x";
+  s.topology = "fc:2";
+  s.topologyHash = "0123456789abcdef";
+  s.collective = *Collective::builtin(CollectiveKind::AllGather, 2, 1);
+  std::string json = scheduleToJson(s);
+  CHECK(has(json, "\"version\": 2"));
+  auto doc = JsonDocument::parse("s.json", json);
+  REQUIRE(doc);
+  auto back = parseScheduleJson(*doc);
+  REQUIRE(back);
+  CHECK(back->topologyHash == "0123456789abcdef");
+  // Version 1 files have no hash.
+  std::string v1 = json;
+  v1.replace(v1.find("\"version\": 2"), 12, "\"version\": 1");
+  auto doc1 = JsonDocument::parse("s.json", v1);
+  REQUIRE(doc1);
+  auto old = parseScheduleJson(*doc1);
+  REQUIRE_FALSE(old);
+  CHECK(has(old.error().message, "needs schedule format version 2"));
+  // A hash that is not 16 hex digits is refused where it stands.
+  std::string bad = json;
+  bad.replace(bad.find("0123456789abcdef"), 16, "not-a-hash");
+  auto docBad = JsonDocument::parse("s.json", bad);
+  REQUIRE(docBad);
+  auto refused = parseScheduleJson(*docBad);
+  REQUIRE_FALSE(refused);
+  CHECK(has(refused.error().message, "16 lowercase hex digits"));
+  CHECK(refused.error().loc.line > 1);
+}

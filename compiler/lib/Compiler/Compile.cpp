@@ -114,8 +114,10 @@ LogicalResult applyOverrides(ModuleOp module, const CompileOptions &o) {
   return success(ok);
 }
 
-/// XML -> runtime rules -> schedule -> core verifier.
-std::optional<Error> checkRoundTrip(ModuleOp module, const std::string &xml) {
+/// XML -> runtime rules -> bounded-buffer deadlock check -> schedule ->
+/// core verifier.
+std::optional<Error> checkRoundTrip(ModuleOp module, const std::string &xml,
+                                    bool boundedBuffers) {
   FailureOr<ccl::ProgramOp> prog = ccl::findProgram(module);
   if (failed(prog))
     return Error("round trip: no program");
@@ -127,6 +129,11 @@ std::optional<Error> checkRoundTrip(ModuleOp module, const std::string &xml) {
   if (!algo)
     return Error("round trip: " + algo.error().format());
   std::vector<msccl::ProgramIssue> issues = msccl::validateAlgo(*algo);
+  if (!issues.empty())
+    return Error("round trip: " + issues.front().message);
+  if (boundedBuffers)
+    issues = msccl::checkDeadlock(*algo, msccl::matchMessages(*algo),
+                                  msccl::BufferModel::forProtocol(algo->proto));
   if (!issues.empty())
     return Error("round trip: " + issues.front().message);
   auto back = mscclToSchedule(*algo, *col);
@@ -180,6 +187,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     bool plan = o.target == CompileTarget::MscclppJson;
     p.maxChannels = o.maxChannels > 0 ? o.maxChannels : plan ? 64 : 32;
     p.countDepNops = !plan;
+    p.boundedBuffers = o.boundedBuffers && !plan;
     PassManager pm(&ctx);
     ccl::buildDefaultPipeline(pm, p);
     if (failed(pm.run(*work))) {
@@ -203,7 +211,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     if (succeeded(exported)) {
       os.flush();
       if (o.checkRoundTrip && o.target == CompileTarget::MscclXml) {
-        if (std::optional<Error> e = checkRoundTrip(*work, out)) {
+        if (std::optional<Error> e =
+                checkRoundTrip(*work, out, o.boundedBuffers)) {
           result.failure.error = *e;
           return result;
         }

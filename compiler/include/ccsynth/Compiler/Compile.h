@@ -43,9 +43,15 @@ struct CompileOptions {
   /// Overrides of the algorithm's metadata (empty / -1 = keep).
   std::string protocol;
   /// After writing MSCCL XML, read it back with the runtime-faithful
-  /// reader, check the runtime's rules, run it symbolically into a schedule
-  /// and prove that schedule with the core verifier; fail otherwise.
+  /// reader, check the runtime's rules and that it cannot deadlock on
+  /// MSCCL's bounded connection buffers, run it symbolically into a
+  /// schedule and prove that schedule with the core verifier; fail
+  /// otherwise.
   bool checkRoundTrip = false;
+  /// Assign and check MSCCL XML for MSCCL's bounded connection buffers
+  /// (NCCL_STEPS slots per connection). Off only to study what the
+  /// unbounded model would produce; MSCCL++ plans never need it.
+  bool boundedBuffers = true;
   /// MSCCL XML of a custom collective: the MSCCL `coll` (NCCL call) that
   /// launches it.
   std::string mscclColl;

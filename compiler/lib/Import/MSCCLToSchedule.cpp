@@ -1,6 +1,8 @@
 //===- MSCCLToSchedule.cpp - Symbolic execution of MSCCL programs ---------===//
 #include "ccsynth/Import/MSCCLToSchedule.h"
 
+#include "ccsynth/Target/MSCCLXml.h"
+
 #include <algorithm>
 #include <map>
 
@@ -18,6 +20,19 @@ Expected<Collective> inferMscclCollective(const Algo &algo, int root) {
   if (!g || algo.ngpus < 1)
     return Error("the algorithm has no gpu 0", algo.loc);
   int n = algo.ngpus, c = 0;
+  if (auto cap = bufferCapacity(algo.coll, n, algo.nchunksperloop)) {
+    // A loop is P = nchunksperloop chunks of count x sizeMultiplier
+    // elements: allgather's input, reducescatter's output and alltoall's
+    // per-peer block are P / ngpus of them, the other calls' buffers P.
+    int p = algo.nchunksperloop;
+    bool perRank = *kind == CollectiveKind::AllGather ||
+                   *kind == CollectiveKind::ReduceScatter ||
+                   *kind == CollectiveKind::AllToAll;
+    if (p >= 1 && (!perRank || p % n == 0))
+      c = perRank ? p / n : p;
+  }
+  if (c >= 1)
+    return Collective::builtin(*kind, n, c, algo.inplace == 1, root);
   switch (*kind) {
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::Scatter:
@@ -197,12 +212,16 @@ Expected<Schedule> Executor::run() {
                      " gpus but " + col.describe() + " has " +
                      std::to_string(col.numRanks) + " ranks",
                  algo.loc);
+  // The runtime sizes the buffers from the call; i_chunks and o_chunks
+  // only bound the offsets steps may use. msccl-tools writes the extent
+  // the steps use, so an in-place algorithm declares its aliased buffer
+  // with 0 chunks. More than the collective has cannot be.
   for (const Gpu &g : algo.gpus)
-    if (g.iChunks != col.inputChunks || g.oChunks != col.outputChunks)
+    if (g.iChunks > col.inputChunks || g.oChunks > col.outputChunks)
       return Error("gpu " + std::to_string(g.id) + " has " +
                        std::to_string(g.iChunks) + " input and " +
                        std::to_string(g.oChunks) + " output chunks but " +
-                       col.describe() + " needs " +
+                       col.describe() + " has only " +
                        std::to_string(col.inputChunks) + " and " +
                        std::to_string(col.outputChunks),
                    g.loc);
@@ -311,6 +330,27 @@ Expected<Schedule> mscclToSchedule(const Algo &algo,
                                    const Collective &collective) {
   Executor exec(algo, collective);
   return exec.run();
+}
+
+Expected<Schedule> importMscclXml(const std::string &file,
+                                  const std::string &text,
+                                  std::vector<Error> *notes) {
+  XmlReadOptions options;
+  options.legacyAttributes = true;
+  auto algo = parseXml(file, text, options, notes);
+  if (!algo)
+    return algo.error();
+  auto col = inferMscclCollective(*algo);
+  if (!col)
+    return col.error();
+  CollectiveKind k = col->kind;
+  if ((k == CollectiveKind::Broadcast || k == CollectiveKind::Reduce ||
+       k == CollectiveKind::Gather || k == CollectiveKind::Scatter) &&
+      notes)
+    notes->push_back(Error("MSCCL XML records no root and the runtime "
+                           "ignores it when selecting; assuming root 0",
+                           algo->loc));
+  return mscclToSchedule(*algo, *col);
 }
 
 } // namespace ccsynth

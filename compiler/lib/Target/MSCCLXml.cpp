@@ -293,7 +293,32 @@ Expected<std::unique_ptr<Element>> Reader::parseDocument() {
 
 class Builder {
 public:
-  explicit Builder(const Reader &reader) : reader(reader) {}
+  Builder(const Reader &reader, const XmlReadOptions &options,
+          std::vector<Error> *notes)
+      : reader(reader), options(options), notes(notes) {}
+
+  bool has(const Element &e, const char *key) const {
+    for (const auto &[k, v] : e.attrs)
+      if (k == key)
+        return true;
+    return false;
+  }
+  /// An `<algo>` attribute older msccl-tools did not write: `fallback`,
+  /// with a note, when the options allow it.
+  Expected<long long> legacy(const Element &e, const char *key,
+                             long long fallback, const char *meaning) const {
+    if (has(e, key) || !options.legacyAttributes)
+      return integer(e, key);
+    if (notes)
+      notes->push_back(
+          Error("<" + e.name + "> has no '" + key +
+                    "' attribute (older msccl-tools output); taking " + key +
+                    "=\"" + std::to_string(fallback) + "\" (" + meaning +
+                    "); the current MSCCL runtime refuses to load a file "
+                    "without it",
+                reader.loc(e.offset)));
+    return fallback;
+  }
 
   Expected<std::string> str(const Element &e, const char *key) const {
     for (const auto &[k, v] : e.attrs)
@@ -350,6 +375,8 @@ public:
 
 private:
   const Reader &reader;
+  const XmlReadOptions &options;
+  std::vector<Error> *notes;
 };
 
 #define CCSYNTH_TRY(var, expr)                                                 \
@@ -367,9 +394,13 @@ Expected<Algo> Builder::build(const Element &root) const {
   CCSYNTH_TRY(ngpus, small(root, "ngpus"));
   CCSYNTH_TRY(coll, str(root, "coll"));
   CCSYNTH_TRY(inplace, small(root, "inplace"));
-  CCSYNTH_TRY(outofplace, small(root, "outofplace"));
-  CCSYNTH_TRY(minBytes, integer(root, "minBytes"));
-  CCSYNTH_TRY(maxBytes, integer(root, "maxBytes"));
+  CCSYNTH_TRY(outofplace, legacy(root, "outofplace", *inplace == 1 ? 0 : 1,
+                                 "the variant that inplace does not name"));
+  if (*outofplace < -(1LL << 30) || *outofplace > (1LL << 30))
+    return Error("'outofplace' of <algo> is out of range",
+                 reader.loc(root.offset));
+  CCSYNTH_TRY(minBytes, legacy(root, "minBytes", 0, "from any size"));
+  CCSYNTH_TRY(maxBytes, legacy(root, "maxBytes", 0, "no upper bound"));
   algo.name = *name;
   algo.proto = *proto;
   algo.nchannels = *nchannels;
@@ -377,7 +408,7 @@ Expected<Algo> Builder::build(const Element &root) const {
   algo.ngpus = *ngpus;
   algo.coll = *coll;
   algo.inplace = *inplace;
-  algo.outofplace = *outofplace;
+  algo.outofplace = (int)*outofplace;
   algo.minBytes = *minBytes;
   algo.maxBytes = *maxBytes;
   for (const auto &ge : root.children) {
@@ -452,12 +483,14 @@ Expected<Algo> Builder::build(const Element &root) const {
 
 } // namespace
 
-Expected<Algo> parseXml(const std::string &file, const std::string &text) {
+Expected<Algo> parseXml(const std::string &file, const std::string &text,
+                        const XmlReadOptions &options,
+                        std::vector<Error> *notes) {
   Reader reader(file, text);
   auto root = reader.parseDocument();
   if (!root)
     return root.error();
-  return Builder(reader).build(**root);
+  return Builder(reader, options, notes).build(**root);
 }
 
 std::vector<ProgramIssue> validateXml(const std::string &file,

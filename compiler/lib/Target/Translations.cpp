@@ -52,13 +52,11 @@ OwningOpRef<Operation *>
 importMscclXml(const std::shared_ptr<llvm::SourceMgr> &sm, MLIRContext *ctx) {
   ctx->loadDialect<CCLDialect>();
   auto [file, text] = mainBuffer(sm);
-  auto algo = msccl::parseXml(file, text);
-  if (!algo)
-    return fail(ctx, algo.error(), file);
-  auto col = inferMscclCollective(*algo);
-  if (!col)
-    return fail(ctx, col.error(), file);
-  auto sched = mscclToSchedule(*algo, *col);
+  std::vector<Error> notes;
+  auto sched = ccsynth::importMscclXml(file, text, &notes);
+  for (const Error &n : notes)
+    emitRemark(toLocation(ctx, n.loc, FileLineColLoc::get(ctx, file, 0, 0)))
+        << n.message;
   if (!sched)
     return fail(ctx, sched.error(), file);
   Location loc = FileLineColLoc::get(ctx, file, 1, 1);

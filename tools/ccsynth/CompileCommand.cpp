@@ -3,6 +3,7 @@
 
 #include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Import/ScheduleText.h"
+#include "ccsynth/Target/MSCCLXml.h"
 
 #include <iostream>
 #include <memory>
@@ -61,6 +62,7 @@ int runCompile(CompileCliOptions &o) {
                       "--max-tbs-per-channel must be at least 1"));
 
   CompileResult result;
+  int root = -1; // of a rooted collective, when the input says
   if (o.input.ends_with(".mlir")) {
     if (!o.defines.empty())
       return fail(Error("-D definitions apply only to .ccl programs",
@@ -77,6 +79,7 @@ int runCompile(CompileCliOptions &o) {
     if (!sched)
       return fail(sched.error());
     locateTransfers(*sched, o.input);
+    root = sched->collective.root;
     result = compileSchedule(*sched, c);
   }
   if (!result.ok())
@@ -85,6 +88,13 @@ int runCompile(CompileCliOptions &o) {
                                           : kExitError);
   if (Status s = writeOutput(o.output, *result.output); !s)
     return fail(s.error());
+  if (c.target == CompileTarget::MscclXml)
+    if (auto algo = msccl::parseXml(o.output, *result.output)) {
+      msccl::SelectionReport sel = msccl::describeSelection(*algo, root);
+      if (!sel.warning.empty())
+        std::cerr << "ccsynth: warning: " << sel.warning << "\n";
+      std::cerr << "ccsynth: note: " << sel.served << "\n";
+    }
   if (!c.mscclColl.empty())
     std::cerr << "ccsynth: note: MSCCL will run this program for every "
               << c.mscclColl

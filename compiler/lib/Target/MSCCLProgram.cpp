@@ -102,6 +102,75 @@ std::optional<BufferCapacity> bufferCapacity(const std::string &coll, int ngpus,
   return std::nullopt;
 }
 
+int sizeMultiplier(const std::string &coll, int ngpus) {
+  return coll == "allgather" || coll == "reducescatter" || coll == "alltoall"
+             ? std::max(1, ngpus)
+             : 1;
+}
+
+namespace {
+std::string byteCount(long long b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && b >= 1024 && b % 1024 == 0) {
+    b /= 1024;
+    ++u;
+  }
+  return std::to_string(b) + " " + units[u];
+}
+} // namespace
+
+SelectionReport describeSelection(const Algo &algo, int root) {
+  SelectionReport r;
+  long long p = std::max(1, algo.nchunksperloop);
+  int m = sizeMultiplier(algo.coll, algo.ngpus);
+  long long odd = p;
+  while (odd % 2 == 0)
+    odd /= 2;
+  std::string range =
+      algo.maxBytes > 0 ? "between " + byteCount(algo.minBytes) + " and " +
+                              byteCount(algo.maxBytes)
+      : algo.minBytes > 0 ? "of at least " + byteCount(algo.minBytes)
+                          : "of any size";
+  std::string total = m > 1 ? "count x " + std::to_string(m) : "count";
+  r.served = "MSCCL selects '" + algo.name + "' for " + algo.coll +
+             " calls on " + std::to_string(algo.ngpus) + " ranks " + range +
+             " whose " + total +
+             " elements are a multiple of nchunksperloop=" + std::to_string(p) +
+             " (with 4-byte elements: multiples of " + byteCount(p * 4) + ")";
+  if (odd == 1)
+    r.served += ", which includes every power-of-two size in that range "
+                "from " +
+                byteCount(p * 4) + " up";
+  r.served += "; other calls run NCCL's own algorithms";
+  if (algo.coll == "broadcast" || algo.coll == "reduce" ||
+      algo.coll == "gather" || algo.coll == "scatter")
+    r.served += ". The runtime ignores the root when selecting: this " +
+                algo.coll +
+                (root >= 0 ? " (written for root " + std::to_string(root) + ")"
+                           : std::string()) +
+                " also runs for calls with any other root, and computes the "
+                "wrong result for them; give it a byte range only those "
+                "calls use (--min-bytes/--max-bytes)";
+  // The smallest size a 1-byte type could make is p bytes; a bounded range
+  // must hold a multiple of p.
+  long long lo = std::max<long long>(algo.minBytes, p);
+  long long first = (lo + p - 1) / p * p;
+  if (algo.maxBytes > 0 && first > algo.maxBytes)
+    r.warning = "no call size in " + byteCount(algo.minBytes) + ".." +
+                byteCount(algo.maxBytes) +
+                " is a multiple of nchunksperloop=" + std::to_string(p) +
+                " elements: MSCCL never selects this algorithm";
+  else if (odd > 1)
+    r.warning = "nchunksperloop=" + std::to_string(p) + " has the odd factor " +
+                std::to_string(odd) +
+                ", so no power-of-two size (none of the sizes nccl-tests "
+                "runs) is a multiple of it: MSCCL falls back to NCCL for "
+                "them; use an algorithm whose chunk count is a power of two "
+                "(e.g. fewer rings) for such sizes";
+  return r;
+}
+
 bool collTakesRedOp(const std::string &coll) {
   return coll == "allreduce" || coll == "reduce" || coll == "reducescatter";
 }

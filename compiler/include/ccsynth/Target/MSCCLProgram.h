@@ -132,6 +132,27 @@ struct BufferCapacity {
 std::optional<BufferCapacity> bufferCapacity(const std::string &coll, int ngpus,
                                              int nchunksperloop);
 
+/// The runtime's sizeMultiplier for `coll`: ngpus for allgather,
+/// reducescatter and alltoall (their count is per rank), else 1.
+int sizeMultiplier(const std::string &coll, int ngpus);
+
+/// Which calls MSCCL selects an algorithm for. The runtime runs it for a
+/// call of `count` elements (per rank, as NCCL counts) only when
+/// count x sizeMultiplier is a multiple of nchunksperloop and
+/// count x sizeMultiplier x sizeof(type) lies in [minBytes, maxBytes]
+/// (maxBytes 0: no bound); otherwise NCCL runs, silently. Rooted
+/// collectives are selected whatever their root.
+struct SelectionReport {
+  /// What the XML serves, one sentence.
+  std::string served;
+  /// Set when no power-of-two size (every size nccl-tests runs) is
+  /// served, or the byte range admits no size at all.
+  std::string warning;
+};
+/// `root` is the root the algorithm was written for (rooted collectives;
+/// negative when unknown).
+SelectionReport describeSelection(const Algo &algo, int root = -1);
+
 /// Whether the NCCL call behind `coll` takes a reduction operator.
 bool collTakesRedOp(const std::string &coll);
 

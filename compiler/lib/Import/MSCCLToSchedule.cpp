@@ -73,9 +73,30 @@ private:
   /// receive runs.
   struct InFlight {
     Range src;
-    bool delivered = false;
+    /// Index in inFlight[src rank] while sent and not yet received.
+    int slot = -1;
   };
   std::vector<InFlight> flights;
+  /// Per rank, the messages sent from it whose receive has not run.
+  std::vector<std::vector<int>> inFlight;
+  void launch(int msg, const Range &src) {
+    InFlight &f = flights[msg];
+    f.src = src;
+    std::vector<int> &list = inFlight[src.base.rank];
+    f.slot = (int)list.size();
+    list.push_back(msg);
+  }
+  Range land(int msg) {
+    InFlight &f = flights[msg];
+    if (f.slot >= 0) {
+      std::vector<int> &list = inFlight[f.src.base.rank];
+      flights[list.back()].slot = f.slot;
+      list[f.slot] = list.back();
+      list.pop_back();
+      f.slot = -1;
+    }
+    return f.src;
+  }
   /// The XML step being executed; transfers are located there.
   SourceLoc currentLoc;
 
@@ -107,12 +128,14 @@ private:
   }
   void emit(const Range &src, const Range &dst, TransferOp op) {
     // Messages still carrying data from `dst` keep the old value.
-    for (InFlight &f : flights)
-      if (!f.delivered && overlaps(f.src, dst)) {
+    for (int m : inFlight[dst.base.rank]) {
+      InFlight &f = flights[m];
+      if (overlaps(f.src, dst)) {
         Range tmp = freshScratch(f.src.base.rank, f.src.count);
         push(f.src, tmp, TransferOp::Copy);
         f.src = tmp;
       }
+    }
     push(src, dst, op);
   }
   void push(const Range &src, const Range &dst, TransferOp op) {
@@ -257,6 +280,7 @@ Expected<Schedule> Executor::run() {
     recvMsg[{m.recv.rank, m.recv.tb, m.recv.step}] = (int)i;
   }
   flights.assign(matching.messages.size(), {});
+  inFlight.assign(algo.ngpus, {});
 
   for (int v : *order) {
     StepRef r = graph.nodes[v];
@@ -269,10 +293,7 @@ Expected<Schedule> Executor::run() {
       in = recvMsg.at({r.rank, r.tb, r.step});
     if (sends(st.type))
       out = sendMsg.at({r.rank, r.tb, r.step});
-    auto received = [&]() {
-      flights[in].delivered = true;
-      return flights[in].src;
-    };
+    auto received = [&]() { return land(in); };
     auto reduceInto = [&](const Range &target) {
       // target = received + src
       Range data = received();
@@ -288,14 +309,14 @@ Expected<Schedule> Executor::run() {
     case StepType::Nop:
       break;
     case StepType::Send:
-      flights[out].src = src;
+      launch(out, src);
       break;
     case StepType::Recv:
       emit(received(), dst, TransferOp::Copy);
       break;
     case StepType::RecvCopySend:
       emit(received(), dst, TransferOp::Copy);
-      flights[out].src = dst;
+      launch(out, dst);
       break;
     case StepType::RecvReduceCopy:
     case StepType::RecvReduceCopySend:
@@ -304,13 +325,13 @@ Expected<Schedule> Executor::run() {
                          ": source and destination overlap partially",
                      st.loc);
       if (out >= 0)
-        flights[out].src = dst;
+        launch(out, dst);
       break;
     case StepType::RecvReduceSend: {
       Range tmp = freshScratch(r.rank, st.cnt);
       if (!reduceInto(tmp))
         return Error(describeStep(algo, r) + ": bad ranges", st.loc);
-      flights[out].src = tmp;
+      launch(out, tmp);
       break;
     }
     case StepType::Copy:

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Target/MSCCLXml.h"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <memory>
@@ -97,10 +98,23 @@ struct Element {
 class Reader {
 public:
   Reader(const std::string &file, const std::string &text)
-      : file(file), text(text) {}
+      : file(file), text(text) {
+    lineStarts.push_back(0);
+    for (size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n')
+        lineStarts.push_back(i + 1);
+  }
 
   Expected<std::unique_ptr<Element>> parseDocument();
-  SourceLoc loc(size_t offset) const { return locationOf(file, text, offset); }
+  /// line:col of a byte offset, from the line index (every element keeps
+  /// one: scanning from the start each time made reading quadratic).
+  SourceLoc loc(size_t offset) const {
+    offset = std::min(offset, text.size());
+    size_t line =
+        std::upper_bound(lineStarts.begin(), lineStarts.end(), offset) -
+        lineStarts.begin();
+    return SourceLoc{file, (int)line, (int)(offset - lineStarts[line - 1]) + 1};
+  }
 
 private:
   enum class NodeType { None, Open, Close, Single };
@@ -113,6 +127,7 @@ private:
 
   const std::string &file;
   const std::string &text;
+  std::vector<size_t> lineStarts;
   size_t pos = 0;
 
   Error error(size_t offset, const std::string &msg) const {

@@ -97,8 +97,10 @@ private:
     }
     return f.src;
   }
-  /// The XML step being executed; transfers are located there.
+  /// The XML step being executed; transfers are located there, with its
+  /// threadblock's channel as hint.
   SourceLoc currentLoc;
+  int currentChannel = -1;
 
   const Threadblock &tbOf(StepRef r) const {
     const Gpu *g = algo.gpu(r.rank);
@@ -144,13 +146,54 @@ private:
     t.dst = dst.base;
     t.count = src.count;
     t.op = op;
-    t.step = (int)sched.transfers.size();
+    if (t.src.rank != t.dst.rank)
+      t.channel = currentChannel;
     sched.transfers.push_back(t);
     sched.transferLocs.push_back(currentLoc);
   }
   std::optional<Error> checkRaces(const WaitGraph &graph,
                                   const std::vector<int> &order);
+  void assignSteps();
 };
+
+// Transfers were emitted in an order the program allows; each gets the
+// earliest step its data allows: after the last write of every slot it
+// reads or writes and after the last read of every slot it writes (the
+// verifier's same-step rules). Like a native schedule's rounds, this lets
+// transfers that the program runs side by side share a step, and each link
+// serves its transfers in program order within a step.
+void Executor::assignSteps() {
+  std::map<ChunkLoc, int> lastWrite, lastRead;
+  auto after = [](const std::map<ChunkLoc, int> &m, const ChunkLoc &c) {
+    auto it = m.find(c);
+    return it == m.end() ? 0 : it->second + 1;
+  };
+  for (Transfer &t : sched.transfers) {
+    int step = 0;
+    for (int i = 0; i < t.count; ++i) {
+      ChunkLoc s = t.src, d = t.dst;
+      s.index += i;
+      d.index += i;
+      s = col.canonical(s);
+      d = col.canonical(d);
+      step = std::max(
+          {step, after(lastWrite, s), after(lastWrite, d), after(lastRead, d)});
+    }
+    t.step = step;
+    for (int i = 0; i < t.count; ++i) {
+      ChunkLoc s = t.src, d = t.dst;
+      s.index += i;
+      d.index += i;
+      int &r = lastRead[col.canonical(s)];
+      r = std::max(r, step);
+      lastWrite[col.canonical(d)] = step;
+      if (t.op == TransferOp::Reduce) {
+        int &rd = lastRead[col.canonical(d)];
+        rd = std::max(rd, step);
+      }
+    }
+  }
+}
 
 std::optional<Error> Executor::checkRaces(const WaitGraph &graph,
                                           const std::vector<int> &order) {
@@ -282,10 +325,64 @@ Expected<Schedule> Executor::run() {
   flights.assign(matching.messages.size(), {});
   inFlight.assign(algo.ngpus, {});
 
-  for (int v : *order) {
+  // Every access of each (canonical) slot, in execution order: an rrs
+  // keeps its partial sum in its local operand when nothing reads that
+  // before it is written again (and it is not an output the collective
+  // constrains), as ccl-fuse-steps assumed when it made the rrs.
+  struct Access {
+    int pos;
+    bool read;
+  };
+  std::map<ChunkLoc, std::vector<Access>> accesses;
+  for (int pos = 0; pos < (int)order->size(); ++pos) {
+    StepRef r = graph.nodes[(*order)[pos]];
+    const Step &st = tbOf(r).steps[r.step];
+    if (st.type == StepType::Nop)
+      continue;
+    std::map<ChunkLoc, bool> touched; // slot -> read
+    for (int i = 0; i < st.cnt; ++i) {
+      if (writesDst(st.type))
+        touched.try_emplace(col.canonical({r.rank, st.dstBuf, st.dstOff + i}),
+                            false);
+      if (readsSrc(st.type))
+        touched[col.canonical({r.rank, st.srcBuf, st.srcOff + i})] = true;
+      if (readsDst(st.type))
+        touched[col.canonical({r.rank, st.dstBuf, st.dstOff + i})] = true;
+    }
+    for (auto [slot, read] : touched)
+      accesses[slot].push_back({pos, read});
+  }
+  auto deadAfter = [&](int pos, const Range &range) {
+    for (int i = 0; i < range.count; ++i) {
+      ChunkLoc c = range.base;
+      c.index += i;
+      c = col.canonical(c);
+      const std::vector<Access> &list = accesses[c];
+      auto next =
+          std::upper_bound(list.begin(), list.end(), pos,
+                           [](int p, const Access &a) { return p < a.pos; });
+      if (next != list.end()) {
+        if (next->read)
+          return false;
+        continue; // overwritten first
+      }
+      if (c.buffer == BufferKind::Output ||
+          (col.inPlace && c.buffer == BufferKind::Input)) {
+        for (int o = 0; o < col.outputChunks; ++o)
+          if (col.canonical({c.rank, BufferKind::Output, o}) == c &&
+              col.post[c.rank][o].has_value())
+            return false;
+      }
+    }
+    return true;
+  };
+
+  for (int pos = 0; pos < (int)order->size(); ++pos) {
+    int v = (*order)[pos];
     StepRef r = graph.nodes[v];
     const Step &st = tbOf(r).steps[r.step];
     currentLoc = st.loc;
+    currentChannel = tbOf(r).chan;
     Range src{{r.rank, st.srcBuf, st.srcOff}, st.cnt};
     Range dst{{r.rank, st.dstBuf, st.dstOff}, st.cnt};
     int in = -1, out = -1;
@@ -319,6 +416,14 @@ Expected<Schedule> Executor::run() {
       launch(out, dst);
       break;
     case StepType::RecvReduceCopy:
+      if (src.base == dst.base) {
+        Range data = received();
+        Range buf = freshScratch(r.rank, st.cnt);
+        emit(data, buf, TransferOp::Copy);
+        emit(buf, dst, TransferOp::Reduce);
+        break;
+      }
+      [[fallthrough]];
     case StepType::RecvReduceCopySend:
       if (!reduceInto(dst))
         return Error(describeStep(algo, r) +
@@ -328,6 +433,11 @@ Expected<Schedule> Executor::run() {
         launch(out, dst);
       break;
     case StepType::RecvReduceSend: {
+      if (deadAfter(pos, src)) {
+        reduceInto(src);
+        launch(out, src);
+        break;
+      }
       Range tmp = freshScratch(r.rank, st.cnt);
       if (!reduceInto(tmp))
         return Error(describeStep(algo, r) + ": bad ranges", st.loc);
@@ -342,6 +452,7 @@ Expected<Schedule> Executor::run() {
       break;
     }
   }
+  assignSteps();
   return std::move(sched);
 }
 

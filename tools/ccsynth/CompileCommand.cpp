@@ -135,6 +135,10 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "Most threadblocks per channel (default 32)");
   cmd->add_option("--max-channels", opts->compile.maxChannels,
                   "Most channels (default: 32 for MSCCL XML, 64 for MSCCL++)");
+  cmd->add_option("--max-tbs-per-rank", opts->compile.maxThreadblocksPerRank,
+                  "MSCCL++ plans: most threadblocks per rank, all resident "
+                  "at once (default: the SM count of the topology's GPU; 0 "
+                  "= no limit)");
   cmd->add_option("--max-count", opts->compile.maxCount,
                   "Largest chunk count per step (default 71)");
   cmd->add_option("--min-bytes", opts->minBytes,

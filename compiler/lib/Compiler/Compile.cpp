@@ -35,6 +35,30 @@ std::optional<CompileTarget> parseCompileTarget(const std::string &name) {
   return std::nullopt;
 }
 
+int residentThreadblocks(const std::string &topology, std::string *reason) {
+  // One block of 1024 threads per SM: two would need at most 32 registers
+  // per thread (64K registers per SM on all three), which an interpreter
+  // kernel does not promise.
+  struct Gpu {
+    const char *prefix;
+    int sms;
+    const char *name;
+  };
+  static const Gpu gpus[] = {
+      {"dgx-h100", 132, "H100 SXM"}, {"ndv5", 132, "H100 SXM"},
+      {"dgx-a100", 108, "A100"},     {"ndv4", 108, "A100"},
+      {"dgx2", 80, "V100"},          {"dgx1", 80, "V100"},
+      {"ndv2", 80, "V100"}};
+  for (const Gpu &g : gpus)
+    if (topology.rfind(g.prefix, 0) == 0) {
+      if (reason)
+        *reason = std::to_string(g.sms) + " SMs of an " + g.name + " (" +
+                  topology + "), one 1024-thread block per SM";
+      return g.sms;
+    }
+  return 0;
+}
+
 namespace {
 
 /// Collects every diagnostic of a context as located core-model Errors.
@@ -197,6 +221,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     std::string out;
     llvm::raw_string_ostream os(out);
     LogicalResult exported = success();
+    bool retryable = false; // fewer steps per threadblock could help
     switch (o.target) {
     case CompileTarget::Mlir:
       work->print(os);
@@ -204,9 +229,22 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     case CompileTarget::MscclXml:
       exported = ccl::exportMSCCLXml(*work, os, {o.mscclColl});
       break;
-    case CompileTarget::MscclppJson:
-      exported = ccl::exportMSCCLPPPlan(*work, os);
+    case CompileTarget::MscclppJson: {
+      ccl::MscclppExportOptions po;
+      po.maxThreadblocksPerRank = o.maxThreadblocksPerRank;
+      po.budgetReason = "--max-tbs-per-rank";
+      if (o.maxThreadblocksPerRank < 0) {
+        po.maxThreadblocksPerRank = 0;
+        if (FailureOr<ccl::ProgramOp> prog = ccl::findProgram(*work);
+            succeeded(prog))
+          if (auto topo = (*prog)->getAttrOfType<StringAttr>("topology"))
+            po.maxThreadblocksPerRank =
+                residentThreadblocks(topo.str(), &po.budgetReason);
+      }
+      po.opsPerThreadblockExceeded = &retryable;
+      exported = ccl::exportMSCCLPPPlan(*work, os, po);
       break;
+    }
     }
     if (succeeded(exported)) {
       os.flush();
@@ -221,6 +259,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       return result;
     }
     result.failure = diags.failure();
+    if (!retryable)
+      return result;
   }
   return result;
 }

@@ -6,6 +6,7 @@
 // runs would be served.
 //
 //===----------------------------------------------------------------------===//
+#include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 
 #include <catch2/catch.hpp>
@@ -63,4 +64,14 @@ TEST_CASE("selection reports say which sizes are served", "[msccl][select]") {
     CHECK_FALSE(
         has(describeSelection(algo("allreduce", 8, 8), 5).served, "root"));
   }
+}
+
+TEST_CASE("threadblock budgets follow the topology's GPU", "[mscclpp]") {
+  std::string why;
+  CHECK(ccsynth::residentThreadblocks("dgx-a100x2", &why) == 108);
+  CHECK(why.find("A100") != std::string::npos);
+  CHECK(ccsynth::residentThreadblocks("dgx-h100x8", nullptr) == 132);
+  CHECK(ccsynth::residentThreadblocks("ndv2x4", nullptr) == 80);
+  CHECK(ccsynth::residentThreadblocks("dgx1", nullptr) == 80);
+  CHECK(ccsynth::residentThreadblocks("ring:8", nullptr) == 0);
 }

@@ -55,10 +55,20 @@ struct CompileOptions {
   /// MSCCL XML of a custom collective: the MSCCL `coll` (NCCL call) that
   /// launches it.
   std::string mscclColl;
+  /// MSCCL++ plans: most threadblocks per rank. -1: from the GPU of the
+  /// algorithm's topology (its SM count, one 1024-thread block per SM;
+  /// no limit for machines of unknown GPU), 0: no limit.
+  int maxThreadblocksPerRank = -1;
   long long minBytes = -1;
   long long maxBytes = -1;
   std::string name;
 };
+
+/// Threadblocks of 1024 threads that the GPU of a built-in topology
+/// (dgx1/ndv2/dgx2: V100, 80 SMs; dgx-a100/ndv4: A100, 108; dgx-h100/ndv5:
+/// H100 SXM, 132) keeps resident at once, with what that is; 0 when the
+/// GPU is unknown.
+int residentThreadblocks(const std::string &topology, std::string *reason);
 
 /// Why a compilation failed.
 struct CompileFailure {

@@ -159,17 +159,24 @@ private:
 // Transfers were emitted in an order the program allows; each gets the
 // earliest step its data allows: after the last write of every slot it
 // reads or writes and after the last read of every slot it writes (the
-// verifier's same-step rules). Like a native schedule's rounds, this lets
-// transfers that the program runs side by side share a step, and each link
-// serves its transfers in program order within a step.
+// verifier's same-step rules), and not before the previous message of its
+// connection (channel, sender, receiver), which the runtime delivers in
+// order. Like a native schedule's rounds, this lets transfers that the
+// program runs side by side share a step, and each link serves its
+// messages in the order their threadblocks send them.
 void Executor::assignSteps() {
   std::map<ChunkLoc, int> lastWrite, lastRead;
   auto after = [](const std::map<ChunkLoc, int> &m, const ChunkLoc &c) {
     auto it = m.find(c);
     return it == m.end() ? 0 : it->second + 1;
   };
+  std::map<std::tuple<int, int, int>, int> lastOnConn;
   for (Transfer &t : sched.transfers) {
     int step = 0;
+    std::tuple<int, int, int> conn{t.channel, t.src.rank, t.dst.rank};
+    if (t.src.rank != t.dst.rank)
+      if (auto it = lastOnConn.find(conn); it != lastOnConn.end())
+        step = it->second;
     for (int i = 0; i < t.count; ++i) {
       ChunkLoc s = t.src, d = t.dst;
       s.index += i;
@@ -180,6 +187,8 @@ void Executor::assignSteps() {
           {step, after(lastWrite, s), after(lastWrite, d), after(lastRead, d)});
     }
     t.step = step;
+    if (t.src.rank != t.dst.rank)
+      lastOnConn[conn] = step;
     for (int i = 0; i < t.count; ++i) {
       ChunkLoc s = t.src, d = t.dst;
       s.index += i;

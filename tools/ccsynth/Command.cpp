@@ -3,6 +3,9 @@
 
 #include "ccsynth/Core/Json.h"
 #include "ccsynth/DSL/Frontend.h"
+#ifdef CCSYNTH_HAVE_MLIR
+#include "ccsynth/Import/MSCCLToSchedule.h"
+#endif
 
 #include <cmath>
 #include <iostream>
@@ -88,7 +91,41 @@ loadScheduleInput(const std::string &path,
   }
   if (!defines.empty())
     return Error("-D definitions apply only to .ccl programs", SourceLoc{path});
-  return loadScheduleJson(path);
+  // MSCCL XML, by extension or by content.
+  bool xml = path.ends_with(".xml");
+  std::string text;
+  if (!xml) {
+    auto read = readFile(path);
+    if (!read)
+      return read.error();
+    text = std::move(*read);
+    size_t first = text.find_first_not_of(" \t\r\n");
+    xml = first != std::string::npos && text[first] == '<';
+  }
+  if (!xml)
+    return loadScheduleJson(path);
+#ifdef CCSYNTH_HAVE_MLIR
+  if (text.empty()) {
+    auto read = readFile(path);
+    if (!read)
+      return read.error();
+    text = std::move(*read);
+  }
+  std::vector<Error> notes;
+  auto sched = importMscclXml(path, text, &notes);
+  for (const Error &n : notes) {
+    std::string where = n.loc.known()
+                            ? n.loc.file + ":" + std::to_string(n.loc.line) +
+                                  ":" + std::to_string(n.loc.col) + ": "
+                            : path + ": ";
+    std::cerr << "ccsynth: " << where << "note: " << n.message << "\n";
+  }
+  return sched;
+#else
+  return Error("this is MSCCL XML, which this build (without MLIR) cannot "
+               "import",
+               SourceLoc{path});
+#endif
 }
 
 SourceLoc transferLocation(const Schedule &schedule, const std::string &path,

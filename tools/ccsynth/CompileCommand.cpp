@@ -6,6 +6,7 @@
 #include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Core/TextLimits.h"
 #include "ccsynth/Import/ScheduleText.h"
+#include "ccsynth/Target/MSCCLXml.h"
 
 #include <iostream>
 #include <memory>
@@ -40,9 +41,10 @@ Expected<long long> parseByteCount(const std::string &flag,
 }
 
 /// Compiles one input with `c`; on failure prints the error and returns
-/// the exit code.
+/// the exit code. `root` receives a schedule's root (when given).
 int compileOne(const std::string &input, CompileCliOptions &o,
-               const CompileOptions &c, std::string &out) {
+               const CompileOptions &c, std::string &out,
+               int *root = nullptr) {
   CompileResult result;
   if (input.ends_with(".mlir")) {
     if (!o.defines.empty())
@@ -68,6 +70,8 @@ int compileOne(const std::string &input, CompileCliOptions &o,
         return rc;
     }
     locateTransfers(*sched, input);
+    if (root)
+      *root = sched->collective.root;
     result = compileSchedule(*sched, c);
   }
   if (!result.ok())
@@ -162,11 +166,26 @@ int runCompile(CompileCliOptions &o) {
     return kExitOk;
   }
   std::string out;
+  int root = -1; // of a rooted collective, when the input says
   c.origin = o.inputs.front();
-  if (int rc = compileOne(o.inputs.front(), o, c, out); rc != kExitOk)
+  if (int rc = compileOne(o.inputs.front(), o, c, out, &root); rc != kExitOk)
     return rc;
   if (Status s = writeOutput(o.output, out); !s)
     return fail(s.error());
+  if (c.target == CompileTarget::MscclXml)
+    if (auto algo = msccl::parseXml(o.output, out)) {
+      msccl::SelectionReport sel = msccl::describeSelection(*algo, root);
+      if (!sel.warning.empty())
+        std::cerr << "ccsynth: warning: " << sel.warning << "\n";
+      std::cerr << "ccsynth: note: " << sel.served << "\n";
+    }
+  if (c.target == CompileTarget::MscclXml)
+    if (auto algo = msccl::parseXml(o.output, *result.output)) {
+      msccl::SelectionReport sel = msccl::describeSelection(*algo, root);
+      if (!sel.warning.empty())
+        std::cerr << "ccsynth: warning: " << sel.warning << "\n";
+      std::cerr << "ccsynth: note: " << sel.served << "\n";
+    }
   if (!c.mscclColl.empty())
     std::cerr << "ccsynth: note: MSCCL will run this program for every "
               << c.mscclColl
@@ -232,6 +251,10 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "Most threadblocks per channel (default 32)");
   cmd->add_option("--max-channels", opts->compile.maxChannels,
                   "Most channels (default: 32 for MSCCL XML, 64 for MSCCL++)");
+  cmd->add_option("--max-tbs-per-rank", opts->compile.maxThreadblocksPerRank,
+                  "MSCCL++ plans: most threadblocks per rank, all resident "
+                  "at once (default: the SM count of the topology's GPU; 0 "
+                  "= no limit)");
   cmd->add_option("--max-count", opts->compile.maxCount,
                   "Largest chunk count per step (default 71)");
   cmd->add_option("--min-bytes", opts->minBytes,

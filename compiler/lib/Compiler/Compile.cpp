@@ -38,6 +38,30 @@ std::optional<CompileTarget> parseCompileTarget(const std::string &name) {
   return std::nullopt;
 }
 
+int residentThreadblocks(const std::string &topology, std::string *reason) {
+  // One block of 1024 threads per SM: two would need at most 32 registers
+  // per thread (64K registers per SM on all three), which an interpreter
+  // kernel does not promise.
+  struct Gpu {
+    const char *prefix;
+    int sms;
+    const char *name;
+  };
+  static const Gpu gpus[] = {
+      {"dgx-h100", 132, "H100 SXM"}, {"ndv5", 132, "H100 SXM"},
+      {"dgx-a100", 108, "A100"},     {"ndv4", 108, "A100"},
+      {"dgx2", 80, "V100"},          {"dgx1", 80, "V100"},
+      {"ndv2", 80, "V100"}};
+  for (const Gpu &g : gpus)
+    if (topology.rfind(g.prefix, 0) == 0) {
+      if (reason)
+        *reason = std::to_string(g.sms) + " SMs of an " + g.name + " (" +
+                  topology + "), one 1024-thread block per SM";
+      return g.sms;
+    }
+  return 0;
+}
+
 namespace {
 
 /// Collects every diagnostic of a context as located core-model Errors.
@@ -117,8 +141,10 @@ LogicalResult applyOverrides(ModuleOp module, const CompileOptions &o) {
   return success(ok);
 }
 
-/// XML -> runtime rules -> schedule -> core verifier.
-std::optional<Error> checkRoundTrip(ModuleOp module, const std::string &xml) {
+/// XML -> runtime rules -> bounded-buffer deadlock check -> schedule ->
+/// core verifier.
+std::optional<Error> checkRoundTrip(ModuleOp module, const std::string &xml,
+                                    bool boundedBuffers) {
   FailureOr<ccl::ProgramOp> prog = ccl::findProgram(module);
   if (failed(prog))
     return Error("round trip: no program");
@@ -130,6 +156,11 @@ std::optional<Error> checkRoundTrip(ModuleOp module, const std::string &xml) {
   if (!algo)
     return Error("round trip: " + algo.error().format());
   std::vector<msccl::ProgramIssue> issues = msccl::validateAlgo(*algo);
+  if (!issues.empty())
+    return Error("round trip: " + issues.front().message);
+  if (boundedBuffers)
+    issues = msccl::checkDeadlock(*algo, msccl::matchMessages(*algo),
+                                  msccl::BufferModel::forProtocol(algo->proto));
   if (!issues.empty())
     return Error("round trip: " + issues.front().message);
   auto back = mscclToSchedule(*algo, *col);
@@ -185,6 +216,10 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     bool plan = o.target == CompileTarget::MscclppJson;
     p.maxChannels = o.maxChannels > 0 ? o.maxChannels : plan ? 64 : 32;
     p.countDepNops = !plan;
+    // MSCCL++ and generated code do not run on NCCL's bounded connection
+    // buffers: every message has a landing place of its own.
+    p.boundedBuffers =
+        o.boundedBuffers && !plan && o.target != CompileTarget::Cuda;
     PassManager pm(&ctx);
     ccl::buildDefaultPipeline(pm, p);
     if (failed(pm.run(*work))) {
@@ -194,6 +229,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     std::string out;
     llvm::raw_string_ostream os(out);
     LogicalResult exported = success();
+    bool retryable = false; // fewer steps per threadblock could help
     switch (o.target) {
     case CompileTarget::Mlir:
       work->print(os);
@@ -201,17 +237,31 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     case CompileTarget::MscclXml:
       exported = ccl::exportMSCCLXml(*work, os, {o.mscclColl});
       break;
-    case CompileTarget::MscclppJson:
-      exported = ccl::exportMSCCLPPPlan(*work, os);
+    case CompileTarget::MscclppJson: {
+      ccl::MscclppExportOptions po;
+      po.maxThreadblocksPerRank = o.maxThreadblocksPerRank;
+      po.budgetReason = "--max-tbs-per-rank";
+      if (o.maxThreadblocksPerRank < 0) {
+        po.maxThreadblocksPerRank = 0;
+        if (FailureOr<ccl::ProgramOp> prog = ccl::findProgram(*work);
+            succeeded(prog))
+          if (auto topo = (*prog)->getAttrOfType<StringAttr>("topology"))
+            po.maxThreadblocksPerRank =
+                residentThreadblocks(topo.str(), &po.budgetReason);
+      }
+      po.opsPerThreadblockExceeded = &retryable;
+      exported = ccl::exportMSCCLPPPlan(*work, os, po);
       break;
     case CompileTarget::Cuda:
       exported = ccl::exportGeneratedCode(*work, os, {o.tileBytes, o.origin});
       break;
     }
+    }
     if (succeeded(exported)) {
       os.flush();
       if (o.checkRoundTrip && o.target == CompileTarget::MscclXml) {
-        if (std::optional<Error> e = checkRoundTrip(*work, out)) {
+        if (std::optional<Error> e =
+                checkRoundTrip(*work, out, o.boundedBuffers)) {
           result.failure.error = *e;
           return result;
         }
@@ -220,6 +270,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       return result;
     }
     result.failure = diags.failure();
+    if (!retryable)
+      return result;
   }
   return result;
 }

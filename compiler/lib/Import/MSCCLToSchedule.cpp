@@ -1,6 +1,8 @@
 //===- MSCCLToSchedule.cpp - Symbolic execution of MSCCL programs ---------===//
 #include "ccsynth/Import/MSCCLToSchedule.h"
 
+#include "ccsynth/Target/MSCCLXml.h"
+
 #include <algorithm>
 #include <map>
 
@@ -18,6 +20,19 @@ Expected<Collective> inferMscclCollective(const Algo &algo, int root) {
   if (!g || algo.ngpus < 1)
     return Error("the algorithm has no gpu 0", algo.loc);
   int n = algo.ngpus, c = 0;
+  if (auto cap = bufferCapacity(algo.coll, n, algo.nchunksperloop)) {
+    // A loop is P = nchunksperloop chunks of count x sizeMultiplier
+    // elements: allgather's input, reducescatter's output and alltoall's
+    // per-peer block are P / ngpus of them, the other calls' buffers P.
+    int p = algo.nchunksperloop;
+    bool perRank = *kind == CollectiveKind::AllGather ||
+                   *kind == CollectiveKind::ReduceScatter ||
+                   *kind == CollectiveKind::AllToAll;
+    if (p >= 1 && (!perRank || p % n == 0))
+      c = perRank ? p / n : p;
+  }
+  if (c >= 1)
+    return Collective::builtin(*kind, n, c, algo.inplace == 1, root);
   switch (*kind) {
   case CollectiveKind::ReduceScatter:
   case CollectiveKind::Scatter:
@@ -58,11 +73,34 @@ private:
   /// receive runs.
   struct InFlight {
     Range src;
-    bool delivered = false;
+    /// Index in inFlight[src rank] while sent and not yet received.
+    int slot = -1;
   };
   std::vector<InFlight> flights;
-  /// The XML step being executed; transfers are located there.
+  /// Per rank, the messages sent from it whose receive has not run.
+  std::vector<std::vector<int>> inFlight;
+  void launch(int msg, const Range &src) {
+    InFlight &f = flights[msg];
+    f.src = src;
+    std::vector<int> &list = inFlight[src.base.rank];
+    f.slot = (int)list.size();
+    list.push_back(msg);
+  }
+  Range land(int msg) {
+    InFlight &f = flights[msg];
+    if (f.slot >= 0) {
+      std::vector<int> &list = inFlight[f.src.base.rank];
+      flights[list.back()].slot = f.slot;
+      list[f.slot] = list.back();
+      list.pop_back();
+      f.slot = -1;
+    }
+    return f.src;
+  }
+  /// The XML step being executed; transfers are located there, with its
+  /// threadblock's channel as hint.
   SourceLoc currentLoc;
+  int currentChannel = -1;
 
   const Threadblock &tbOf(StepRef r) const {
     const Gpu *g = algo.gpu(r.rank);
@@ -92,12 +130,14 @@ private:
   }
   void emit(const Range &src, const Range &dst, TransferOp op) {
     // Messages still carrying data from `dst` keep the old value.
-    for (InFlight &f : flights)
-      if (!f.delivered && overlaps(f.src, dst)) {
+    for (int m : inFlight[dst.base.rank]) {
+      InFlight &f = flights[m];
+      if (overlaps(f.src, dst)) {
         Range tmp = freshScratch(f.src.base.rank, f.src.count);
         push(f.src, tmp, TransferOp::Copy);
         f.src = tmp;
       }
+    }
     push(src, dst, op);
   }
   void push(const Range &src, const Range &dst, TransferOp op) {
@@ -106,13 +146,63 @@ private:
     t.dst = dst.base;
     t.count = src.count;
     t.op = op;
-    t.step = (int)sched.transfers.size();
+    if (t.src.rank != t.dst.rank)
+      t.channel = currentChannel;
     sched.transfers.push_back(t);
     sched.transferLocs.push_back(currentLoc);
   }
   std::optional<Error> checkRaces(const WaitGraph &graph,
                                   const std::vector<int> &order);
+  void assignSteps();
 };
+
+// Transfers were emitted in an order the program allows; each gets the
+// earliest step its data allows: after the last write of every slot it
+// reads or writes and after the last read of every slot it writes (the
+// verifier's same-step rules), and not before the previous message of its
+// connection (channel, sender, receiver), which the runtime delivers in
+// order. Like a native schedule's rounds, this lets transfers that the
+// program runs side by side share a step, and each link serves its
+// messages in the order their threadblocks send them.
+void Executor::assignSteps() {
+  std::map<ChunkLoc, int> lastWrite, lastRead;
+  auto after = [](const std::map<ChunkLoc, int> &m, const ChunkLoc &c) {
+    auto it = m.find(c);
+    return it == m.end() ? 0 : it->second + 1;
+  };
+  std::map<std::tuple<int, int, int>, int> lastOnConn;
+  for (Transfer &t : sched.transfers) {
+    int step = 0;
+    std::tuple<int, int, int> conn{t.channel, t.src.rank, t.dst.rank};
+    if (t.src.rank != t.dst.rank)
+      if (auto it = lastOnConn.find(conn); it != lastOnConn.end())
+        step = it->second;
+    for (int i = 0; i < t.count; ++i) {
+      ChunkLoc s = t.src, d = t.dst;
+      s.index += i;
+      d.index += i;
+      s = col.canonical(s);
+      d = col.canonical(d);
+      step = std::max(
+          {step, after(lastWrite, s), after(lastWrite, d), after(lastRead, d)});
+    }
+    t.step = step;
+    if (t.src.rank != t.dst.rank)
+      lastOnConn[conn] = step;
+    for (int i = 0; i < t.count; ++i) {
+      ChunkLoc s = t.src, d = t.dst;
+      s.index += i;
+      d.index += i;
+      int &r = lastRead[col.canonical(s)];
+      r = std::max(r, step);
+      lastWrite[col.canonical(d)] = step;
+      if (t.op == TransferOp::Reduce) {
+        int &rd = lastRead[col.canonical(d)];
+        rd = std::max(rd, step);
+      }
+    }
+  }
+}
 
 std::optional<Error> Executor::checkRaces(const WaitGraph &graph,
                                           const std::vector<int> &order) {
@@ -197,12 +287,16 @@ Expected<Schedule> Executor::run() {
                      " gpus but " + col.describe() + " has " +
                      std::to_string(col.numRanks) + " ranks",
                  algo.loc);
+  // The runtime sizes the buffers from the call; i_chunks and o_chunks
+  // only bound the offsets steps may use. msccl-tools writes the extent
+  // the steps use, so an in-place algorithm declares its aliased buffer
+  // with 0 chunks. More than the collective has cannot be.
   for (const Gpu &g : algo.gpus)
-    if (g.iChunks != col.inputChunks || g.oChunks != col.outputChunks)
+    if (g.iChunks > col.inputChunks || g.oChunks > col.outputChunks)
       return Error("gpu " + std::to_string(g.id) + " has " +
                        std::to_string(g.iChunks) + " input and " +
                        std::to_string(g.oChunks) + " output chunks but " +
-                       col.describe() + " needs " +
+                       col.describe() + " has only " +
                        std::to_string(col.inputChunks) + " and " +
                        std::to_string(col.outputChunks),
                    g.loc);
@@ -238,11 +332,66 @@ Expected<Schedule> Executor::run() {
     recvMsg[{m.recv.rank, m.recv.tb, m.recv.step}] = (int)i;
   }
   flights.assign(matching.messages.size(), {});
+  inFlight.assign(algo.ngpus, {});
 
-  for (int v : *order) {
+  // Every access of each (canonical) slot, in execution order: an rrs
+  // keeps its partial sum in its local operand when nothing reads that
+  // before it is written again (and it is not an output the collective
+  // constrains), as ccl-fuse-steps assumed when it made the rrs.
+  struct Access {
+    int pos;
+    bool read;
+  };
+  std::map<ChunkLoc, std::vector<Access>> accesses;
+  for (int pos = 0; pos < (int)order->size(); ++pos) {
+    StepRef r = graph.nodes[(*order)[pos]];
+    const Step &st = tbOf(r).steps[r.step];
+    if (st.type == StepType::Nop)
+      continue;
+    std::map<ChunkLoc, bool> touched; // slot -> read
+    for (int i = 0; i < st.cnt; ++i) {
+      if (writesDst(st.type))
+        touched.try_emplace(col.canonical({r.rank, st.dstBuf, st.dstOff + i}),
+                            false);
+      if (readsSrc(st.type))
+        touched[col.canonical({r.rank, st.srcBuf, st.srcOff + i})] = true;
+      if (readsDst(st.type))
+        touched[col.canonical({r.rank, st.dstBuf, st.dstOff + i})] = true;
+    }
+    for (auto [slot, read] : touched)
+      accesses[slot].push_back({pos, read});
+  }
+  auto deadAfter = [&](int pos, const Range &range) {
+    for (int i = 0; i < range.count; ++i) {
+      ChunkLoc c = range.base;
+      c.index += i;
+      c = col.canonical(c);
+      const std::vector<Access> &list = accesses[c];
+      auto next =
+          std::upper_bound(list.begin(), list.end(), pos,
+                           [](int p, const Access &a) { return p < a.pos; });
+      if (next != list.end()) {
+        if (next->read)
+          return false;
+        continue; // overwritten first
+      }
+      if (c.buffer == BufferKind::Output ||
+          (col.inPlace && c.buffer == BufferKind::Input)) {
+        for (int o = 0; o < col.outputChunks; ++o)
+          if (col.canonical({c.rank, BufferKind::Output, o}) == c &&
+              col.post[c.rank][o].has_value())
+            return false;
+      }
+    }
+    return true;
+  };
+
+  for (int pos = 0; pos < (int)order->size(); ++pos) {
+    int v = (*order)[pos];
     StepRef r = graph.nodes[v];
     const Step &st = tbOf(r).steps[r.step];
     currentLoc = st.loc;
+    currentChannel = tbOf(r).chan;
     Range src{{r.rank, st.srcBuf, st.srcOff}, st.cnt};
     Range dst{{r.rank, st.dstBuf, st.dstOff}, st.cnt};
     int in = -1, out = -1;
@@ -250,10 +399,7 @@ Expected<Schedule> Executor::run() {
       in = recvMsg.at({r.rank, r.tb, r.step});
     if (sends(st.type))
       out = sendMsg.at({r.rank, r.tb, r.step});
-    auto received = [&]() {
-      flights[in].delivered = true;
-      return flights[in].src;
-    };
+    auto received = [&]() { return land(in); };
     auto reduceInto = [&](const Range &target) {
       // target = received + src
       Range data = received();
@@ -269,29 +415,42 @@ Expected<Schedule> Executor::run() {
     case StepType::Nop:
       break;
     case StepType::Send:
-      flights[out].src = src;
+      launch(out, src);
       break;
     case StepType::Recv:
       emit(received(), dst, TransferOp::Copy);
       break;
     case StepType::RecvCopySend:
       emit(received(), dst, TransferOp::Copy);
-      flights[out].src = dst;
+      launch(out, dst);
       break;
     case StepType::RecvReduceCopy:
+      if (src.base == dst.base) {
+        Range data = received();
+        Range buf = freshScratch(r.rank, st.cnt);
+        emit(data, buf, TransferOp::Copy);
+        emit(buf, dst, TransferOp::Reduce);
+        break;
+      }
+      [[fallthrough]];
     case StepType::RecvReduceCopySend:
       if (!reduceInto(dst))
         return Error(describeStep(algo, r) +
                          ": source and destination overlap partially",
                      st.loc);
       if (out >= 0)
-        flights[out].src = dst;
+        launch(out, dst);
       break;
     case StepType::RecvReduceSend: {
+      if (deadAfter(pos, src)) {
+        reduceInto(src);
+        launch(out, src);
+        break;
+      }
       Range tmp = freshScratch(r.rank, st.cnt);
       if (!reduceInto(tmp))
         return Error(describeStep(algo, r) + ": bad ranges", st.loc);
-      flights[out].src = tmp;
+      launch(out, tmp);
       break;
     }
     case StepType::Copy:
@@ -302,6 +461,7 @@ Expected<Schedule> Executor::run() {
       break;
     }
   }
+  assignSteps();
   return std::move(sched);
 }
 
@@ -311,6 +471,27 @@ Expected<Schedule> mscclToSchedule(const Algo &algo,
                                    const Collective &collective) {
   Executor exec(algo, collective);
   return exec.run();
+}
+
+Expected<Schedule> importMscclXml(const std::string &file,
+                                  const std::string &text,
+                                  std::vector<Error> *notes) {
+  XmlReadOptions options;
+  options.legacyAttributes = true;
+  auto algo = parseXml(file, text, options, notes);
+  if (!algo)
+    return algo.error();
+  auto col = inferMscclCollective(*algo);
+  if (!col)
+    return col.error();
+  CollectiveKind k = col->kind;
+  if ((k == CollectiveKind::Broadcast || k == CollectiveKind::Reduce ||
+       k == CollectiveKind::Gather || k == CollectiveKind::Scatter) &&
+      notes)
+    notes->push_back(Error("MSCCL XML records no root and the runtime "
+                           "ignores it when selecting; assuming root 0",
+                           algo->loc));
+  return mscclToSchedule(*algo, *col);
 }
 
 } // namespace ccsynth

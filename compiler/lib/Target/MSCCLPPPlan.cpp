@@ -37,6 +37,9 @@ public:
       : prog(prog), algo(algo), origins(origins), col(col) {}
 
   FailureOr<json::Value> build();
+  /// build() failed only because a threadblock needs more than
+  /// kMscclppMaxOps operations.
+  bool tooManyOps = false;
 
 private:
   ProgramOp prog;
@@ -301,6 +304,7 @@ FailureOr<json::Value> PlanBuilder::build() {
         }
       }
       if ((int)ops.size() > kMscclppMaxOps) {
+        tooManyOps = true;
         originOf({r, tb.id, 0})->emitError()
             << "rank " << r << " threadblock " << tb.id << " needs "
             << ops.size() << " MSCCL++ operations, more than the executor's "
@@ -349,15 +353,41 @@ FailureOr<json::Value> PlanBuilder::build() {
                     {"gpus", std::move(gpus)}};
   if (algo.maxBytes > 0)
     plan["max_message_size"] = algo.maxBytes;
+  if (col.kind == CollectiveKind::Broadcast ||
+      col.kind == CollectiveKind::Reduce ||
+      col.kind == CollectiveKind::Gather || col.kind == CollectiveKind::Scatter)
+    plan["root"] = col.root;
   return json::Value(std::move(plan));
 }
 
 } // namespace
 
-LogicalResult exportMSCCLPPPlan(Operation *op, llvm::raw_ostream &os) {
+LogicalResult exportMSCCLPPPlan(Operation *op, llvm::raw_ostream &os,
+                                const MscclppExportOptions &options) {
   FailureOr<ProgramOp> prog = findProgram(op);
   if (failed(prog))
     return failure();
+  if (prog->getProtocol() != "Simple")
+    return prog->emitOpError()
+           << "protocol " << prog->getProtocol()
+           << ": MSCCL++ plans are written with the Simple protocol only "
+              "(MSCCL++'s LL packet operations are not generated); compile "
+              "with --protocol Simple";
+  if (options.maxThreadblocksPerRank > 0)
+    for (GpuOp g : prog->getBody().front().getOps<GpuOp>()) {
+      auto tbs = g.getBody().front().getOps<ThreadblockOp>();
+      int n = (int)std::distance(tbs.begin(), tbs.end());
+      if (n > options.maxThreadblocksPerRank) {
+        return g.emitError()
+               << "rank " << g.getRank() << " needs " << n
+               << " threadblocks, more than the "
+               << options.maxThreadblocksPerRank << " that can be resident "
+               << "at once (" << options.budgetReason
+               << "); the executor's threadblocks wait on each other, so "
+                  "this plan could hang. Use fewer --instances or "
+                  "--pipeline parts, or --max-tb-steps";
+      }
+    }
   auto col = prog->buildCollective();
   if (!col)
     return prog->emitOpError() << col.error().message;
@@ -370,8 +400,11 @@ LogicalResult exportMSCCLPPPlan(Operation *op, llvm::raw_ostream &os) {
       [](const msccl::Gpu &a, const msccl::Gpu &b) { return a.id < b.id; });
   PlanBuilder builder(*prog, *algo, origins, *col);
   FailureOr<json::Value> plan = builder.build();
-  if (failed(plan))
+  if (failed(plan)) {
+    if (options.opsPerThreadblockExceeded)
+      *options.opsPerThreadblockExceeded = builder.tooManyOps;
     return failure();
+  }
   os << llvm::formatv("{0:2}", *plan) << "\n";
   return success();
 }

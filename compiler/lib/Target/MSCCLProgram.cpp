@@ -67,6 +67,10 @@ bool writesDst(StepType t) {
 
 bool readsDst(StepType t) { return t == StepType::Reduce; }
 
+int slotsPerCall(const std::string &proto) {
+  return proto == "LL" || proto == "LL128" ? 1 : 4;
+}
+
 const char *bufferCode(BufferKind b) {
   return b == BufferKind::Input ? "i" : b == BufferKind::Output ? "o" : "s";
 }
@@ -85,8 +89,8 @@ const std::vector<std::string> &mscclCollNames() {
   return names;
 }
 
-std::optional<BufferCapacity> bufferCapacity(const std::string &coll,
-                                             int ngpus, int nchunksperloop) {
+std::optional<BufferCapacity> bufferCapacity(const std::string &coll, int ngpus,
+                                             int nchunksperloop) {
   int p = nchunksperloop, n = std::max(1, ngpus);
   if (coll == "allgather")
     return BufferCapacity{p / n, p};
@@ -96,6 +100,75 @@ std::optional<BufferCapacity> bufferCapacity(const std::string &coll,
       coll == "reduce")
     return BufferCapacity{p, p};
   return std::nullopt;
+}
+
+int sizeMultiplier(const std::string &coll, int ngpus) {
+  return coll == "allgather" || coll == "reducescatter" || coll == "alltoall"
+             ? std::max(1, ngpus)
+             : 1;
+}
+
+namespace {
+std::string byteCount(long long b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && b >= 1024 && b % 1024 == 0) {
+    b /= 1024;
+    ++u;
+  }
+  return std::to_string(b) + " " + units[u];
+}
+} // namespace
+
+SelectionReport describeSelection(const Algo &algo, int root) {
+  SelectionReport r;
+  long long p = std::max(1, algo.nchunksperloop);
+  int m = sizeMultiplier(algo.coll, algo.ngpus);
+  long long odd = p;
+  while (odd % 2 == 0)
+    odd /= 2;
+  std::string range =
+      algo.maxBytes > 0 ? "between " + byteCount(algo.minBytes) + " and " +
+                              byteCount(algo.maxBytes)
+      : algo.minBytes > 0 ? "of at least " + byteCount(algo.minBytes)
+                          : "of any size";
+  std::string total = m > 1 ? "count x " + std::to_string(m) : "count";
+  r.served = "MSCCL selects '" + algo.name + "' for " + algo.coll +
+             " calls on " + std::to_string(algo.ngpus) + " ranks " + range +
+             " whose " + total +
+             " elements are a multiple of nchunksperloop=" + std::to_string(p) +
+             " (with 4-byte elements: multiples of " + byteCount(p * 4) + ")";
+  if (odd == 1)
+    r.served += ", which includes every power-of-two size in that range "
+                "from " +
+                byteCount(p * 4) + " up";
+  r.served += "; other calls run NCCL's own algorithms";
+  if (algo.coll == "broadcast" || algo.coll == "reduce" ||
+      algo.coll == "gather" || algo.coll == "scatter")
+    r.served += ". The runtime ignores the root when selecting: this " +
+                algo.coll +
+                (root >= 0 ? " (written for root " + std::to_string(root) + ")"
+                           : std::string()) +
+                " also runs for calls with any other root, and computes the "
+                "wrong result for them; give it a byte range only those "
+                "calls use (--min-bytes/--max-bytes)";
+  // The smallest size a 1-byte type could make is p bytes; a bounded range
+  // must hold a multiple of p.
+  long long lo = std::max<long long>(algo.minBytes, p);
+  long long first = (lo + p - 1) / p * p;
+  if (algo.maxBytes > 0 && first > algo.maxBytes)
+    r.warning = "no call size in " + byteCount(algo.minBytes) + ".." +
+                byteCount(algo.maxBytes) +
+                " is a multiple of nchunksperloop=" + std::to_string(p) +
+                " elements: MSCCL never selects this algorithm";
+  else if (odd > 1)
+    r.warning = "nchunksperloop=" + std::to_string(p) + " has the odd factor " +
+                std::to_string(odd) +
+                ", so no power-of-two size (none of the sizes nccl-tests "
+                "runs) is a multiple of it: MSCCL falls back to NCCL for "
+                "them; use an algorithm whose chunk count is a power of two "
+                "(e.g. fewer rings) for such sizes";
+  return r;
 }
 
 bool collTakesRedOp(const std::string &coll) {
@@ -279,10 +352,10 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
       add(gname + ": chunk counts must be non-negative", g.loc);
     if (auto cap = bufferCapacity(algo.coll, algo.ngpus, algo.nchunksperloop);
         cap && (g.iChunks > cap->input || g.oChunks > cap->output))
-      add(gname + ": i_chunks=" + str(g.iChunks) + " o_chunks=" +
-              str(g.oChunks) + " do not fit the buffers of " + algo.coll +
-              " with nchunksperloop=" + str(algo.nchunksperloop) + " (" +
-              str(cap->input) + " input and " + str(cap->output) +
+      add(gname + ": i_chunks=" + str(g.iChunks) +
+              " o_chunks=" + str(g.oChunks) + " do not fit the buffers of " +
+              algo.coll + " with nchunksperloop=" + str(algo.nchunksperloop) +
+              " (" + str(cap->input) + " input and " + str(cap->output) +
               " output chunks)",
           g.loc);
     if ((int)g.tbs.size() > kMaxThreadblocks)
@@ -526,7 +599,8 @@ int WaitGraph::nodeOf(StepRef ref) const {
   return it->second.first + ref.step;
 }
 
-WaitGraph buildWaitGraph(const Algo &algo, const Matching &matching) {
+WaitGraph buildWaitGraph(const Algo &algo, const Matching &matching,
+                         const BufferModel &buffers) {
   WaitGraph g;
   for (const Gpu &gpu : algo.gpus)
     for (const Threadblock &tb : gpu.tbs) {
@@ -554,6 +628,48 @@ WaitGraph buildWaitGraph(const Algo &algo, const Matching &matching) {
     int s = g.nodeOf(m.send), r = g.nodeOf(m.recv);
     if (s >= 0 && r >= 0)
       g.preds[r].push_back({s, WaitGraph::MessageEdge});
+  }
+  if (!buffers.bounded())
+    return g;
+
+  // Messages of each connection in order (matching lists them so).
+  std::map<std::tuple<int, int, int>, std::vector<const Message *>> conns;
+  for (const Message &m : matching.messages)
+    conns[{m.channel, m.send.rank, m.recv.rank}].push_back(&m);
+  std::vector<std::pair<int, int>> oversized; // (send node, recv node)
+  for (auto &[key, msgs] : conns) {
+    // used[k]: slots taken by messages 0..k-1 (prefix sums).
+    std::vector<long long> used(msgs.size() + 1, 0);
+    for (size_t k = 0; k < msgs.size(); ++k) {
+      const Step *st = findStep(algo, msgs[k]->send);
+      used[k + 1] = used[k] + buffers.slotsOf(st ? st->cnt : 1);
+    }
+    for (size_t k = 0; k < msgs.size(); ++k) {
+      int s = g.nodeOf(msgs[k]->send);
+      if (s < 0)
+        continue;
+      // Send k fits once messages j..k no longer all wait in the buffer:
+      // it waits for receive j, the latest with used[k+1] - used[j] >
+      // slots (j == k: the message alone is larger, handled below).
+      long long excess = used[k + 1] - buffers.slots;
+      auto it = std::lower_bound(used.begin(), used.begin() + k + 1, excess);
+      int j = (int)(it - used.begin()) - 1;
+      if (j >= 0 && j < (int)k)
+        if (int r = g.nodeOf(msgs[j]->recv); r >= 0)
+          g.preds[s].push_back({r, WaitGraph::BufferSpace});
+      if (used[k + 1] - used[k] > buffers.slots)
+        if (int r = g.nodeOf(msgs[k]->recv); r >= 0)
+          oversized.push_back({s, r});
+    }
+  }
+  // A message larger than the buffer drains only while its receive runs:
+  // the send waits for what the receive waits for.
+  for (auto [s, r] : oversized) {
+    std::vector<WaitGraph::Pred> extra;
+    for (const WaitGraph::Pred &p : g.preds[r])
+      if (p.kind != WaitGraph::MessageEdge && p.node != s)
+        extra.push_back({p.node, WaitGraph::BufferSpace});
+    g.preds[s].insert(g.preds[s].end(), extra.begin(), extra.end());
   }
   return g;
 }
@@ -594,8 +710,9 @@ std::optional<std::vector<int>> topologicalOrder(const WaitGraph &graph) {
 }
 
 std::vector<ProgramIssue> checkDeadlock(const Algo &algo,
-                                        const Matching &matching) {
-  WaitGraph graph = buildWaitGraph(algo, matching);
+                                        const Matching &matching,
+                                        const BufferModel &buffers) {
+  WaitGraph graph = buildWaitGraph(algo, matching, buffers);
   std::vector<bool> done;
   std::vector<int> order = kahn(graph, done);
   if (order.size() == graph.nodes.size())
@@ -627,13 +744,20 @@ std::vector<ProgramIssue> checkDeadlock(const Algo &algo,
   std::vector<StepRef> steps;
   for (size_t i = 0; i < cycle.size(); ++i) {
     steps.push_back(refs[cycle[i]]);
-    const char *why =
-        cycleKinds[i] == WaitGraph::ProgramOrder ? " [program order]"
-        : cycleKinds[i] == WaitGraph::Dependency ? " [dependency]"
-                                                 : " [its message]";
+    const char *why = cycleKinds[i] == WaitGraph::ProgramOrder
+                          ? " [program order]"
+                      : cycleKinds[i] == WaitGraph::Dependency ? " [dependency]"
+                      : cycleKinds[i] == WaitGraph::MessageEdge
+                          ? " [its message]"
+                          : " [room in the connection's buffer]";
     msg += std::string(i ? ", which" : "") + " waits for " +
            describeStep(algo, refs[cycle[(i + 1) % cycle.size()]]) + why;
   }
+  if (std::find(cycleKinds.begin(), cycleKinds.end(), WaitGraph::BufferSpace) !=
+      cycleKinds.end())
+    msg += "; a connection buffers " + std::to_string(buffers.slots) +
+           " slots and a " + algo.proto + " send takes " +
+           std::to_string(buffers.slotsPerChunk) + " per chunk";
   const Step *first = findStep(algo, steps.front());
   return {{msg, steps, first ? first->loc : SourceLoc{}}};
 }

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Target/MSCCLXml.h"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <memory>
@@ -97,10 +98,23 @@ struct Element {
 class Reader {
 public:
   Reader(const std::string &file, const std::string &text)
-      : file(file), text(text) {}
+      : file(file), text(text) {
+    lineStarts.push_back(0);
+    for (size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n')
+        lineStarts.push_back(i + 1);
+  }
 
   Expected<std::unique_ptr<Element>> parseDocument();
-  SourceLoc loc(size_t offset) const { return locationOf(file, text, offset); }
+  /// line:col of a byte offset, from the line index (every element keeps
+  /// one: scanning from the start each time made reading quadratic).
+  SourceLoc loc(size_t offset) const {
+    offset = std::min(offset, text.size());
+    size_t line =
+        std::upper_bound(lineStarts.begin(), lineStarts.end(), offset) -
+        lineStarts.begin();
+    return SourceLoc{file, (int)line, (int)(offset - lineStarts[line - 1]) + 1};
+  }
 
 private:
   enum class NodeType { None, Open, Close, Single };
@@ -113,6 +127,7 @@ private:
 
   const std::string &file;
   const std::string &text;
+  std::vector<size_t> lineStarts;
   size_t pos = 0;
 
   Error error(size_t offset, const std::string &msg) const {
@@ -293,7 +308,32 @@ Expected<std::unique_ptr<Element>> Reader::parseDocument() {
 
 class Builder {
 public:
-  explicit Builder(const Reader &reader) : reader(reader) {}
+  Builder(const Reader &reader, const XmlReadOptions &options,
+          std::vector<Error> *notes)
+      : reader(reader), options(options), notes(notes) {}
+
+  bool has(const Element &e, const char *key) const {
+    for (const auto &[k, v] : e.attrs)
+      if (k == key)
+        return true;
+    return false;
+  }
+  /// An `<algo>` attribute older msccl-tools did not write: `fallback`,
+  /// with a note, when the options allow it.
+  Expected<long long> legacy(const Element &e, const char *key,
+                             long long fallback, const char *meaning) const {
+    if (has(e, key) || !options.legacyAttributes)
+      return integer(e, key);
+    if (notes)
+      notes->push_back(
+          Error("<" + e.name + "> has no '" + key +
+                    "' attribute (older msccl-tools output); taking " + key +
+                    "=\"" + std::to_string(fallback) + "\" (" + meaning +
+                    "); the current MSCCL runtime refuses to load a file "
+                    "without it",
+                reader.loc(e.offset)));
+    return fallback;
+  }
 
   Expected<std::string> str(const Element &e, const char *key) const {
     for (const auto &[k, v] : e.attrs)
@@ -350,6 +390,8 @@ public:
 
 private:
   const Reader &reader;
+  const XmlReadOptions &options;
+  std::vector<Error> *notes;
 };
 
 #define CCSYNTH_TRY(var, expr)                                                 \
@@ -367,9 +409,13 @@ Expected<Algo> Builder::build(const Element &root) const {
   CCSYNTH_TRY(ngpus, small(root, "ngpus"));
   CCSYNTH_TRY(coll, str(root, "coll"));
   CCSYNTH_TRY(inplace, small(root, "inplace"));
-  CCSYNTH_TRY(outofplace, small(root, "outofplace"));
-  CCSYNTH_TRY(minBytes, integer(root, "minBytes"));
-  CCSYNTH_TRY(maxBytes, integer(root, "maxBytes"));
+  CCSYNTH_TRY(outofplace, legacy(root, "outofplace", *inplace == 1 ? 0 : 1,
+                                 "the variant that inplace does not name"));
+  if (*outofplace < -(1LL << 30) || *outofplace > (1LL << 30))
+    return Error("'outofplace' of <algo> is out of range",
+                 reader.loc(root.offset));
+  CCSYNTH_TRY(minBytes, legacy(root, "minBytes", 0, "from any size"));
+  CCSYNTH_TRY(maxBytes, legacy(root, "maxBytes", 0, "no upper bound"));
   algo.name = *name;
   algo.proto = *proto;
   algo.nchannels = *nchannels;
@@ -377,7 +423,7 @@ Expected<Algo> Builder::build(const Element &root) const {
   algo.ngpus = *ngpus;
   algo.coll = *coll;
   algo.inplace = *inplace;
-  algo.outofplace = *outofplace;
+  algo.outofplace = (int)*outofplace;
   algo.minBytes = *minBytes;
   algo.maxBytes = *maxBytes;
   for (const auto &ge : root.children) {
@@ -452,12 +498,14 @@ Expected<Algo> Builder::build(const Element &root) const {
 
 } // namespace
 
-Expected<Algo> parseXml(const std::string &file, const std::string &text) {
+Expected<Algo> parseXml(const std::string &file, const std::string &text,
+                        const XmlReadOptions &options,
+                        std::vector<Error> *notes) {
   Reader reader(file, text);
   auto root = reader.parseDocument();
   if (!root)
     return root.error();
-  return Builder(reader).build(**root);
+  return Builder(reader, options, notes).build(**root);
 }
 
 std::vector<ProgramIssue> validateXml(const std::string &file,

@@ -57,21 +57,13 @@ OwningOpRef<Operation *>
 importMscclXml(const std::shared_ptr<llvm::SourceMgr> &sm, MLIRContext *ctx) {
   ctx->loadDialect<CCLDialect>();
   auto [file, text] = mainBuffer(sm);
-  auto algo = msccl::parseXml(file, text);
-  if (!algo)
-    return fail(ctx, algo.error(), file);
-  // Errors about the algorithm as a whole point at its <algo> element.
-  auto atAlgo = [&](Error e) {
-    if (!e.loc.known())
-      e.loc = algo->loc;
-    return e;
-  };
-  auto col = inferMscclCollective(*algo);
-  if (!col)
-    return fail(ctx, atAlgo(col.error()), file);
-  auto sched = mscclToSchedule(*algo, *col);
+  std::vector<Error> notes;
+  auto sched = ccsynth::importMscclXml(file, text, &notes);
+  for (const Error &n : notes)
+    emitRemark(toLocation(ctx, n.loc, FileLineColLoc::get(ctx, file, 0, 0)))
+        << n.message;
   if (!sched)
-    return fail(ctx, atAlgo(sched.error()), file);
+    return fail(ctx, sched.error(), file);
   Location loc = FileLineColLoc::get(ctx, file, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   importSchedule(*module, *sched, loc);

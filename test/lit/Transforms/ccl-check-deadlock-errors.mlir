@@ -94,3 +94,54 @@ ccl.program @twice attributes {collective = "allreduce", ranks = 2,
     }
   }
 }
+
+// -----
+
+// Bounded buffers: a connection holds 8 slots and a Simple send takes 4,
+// so the third send of each rank waits for the peer's first receive,
+// which comes after the peer's own third send.
+ccl.program @full attributes {collective = "allreduce", ranks = 2,
+    chunk_factor = 3, input_chunks = 3, output_chunks = 3} {
+  ccl.gpu 0 chunks(3, 3, 0) {
+    ccl.threadblock 0 send 1 recv 1 channel 0 {
+      ccl.send i[0] to 1
+      ccl.send i[1] to 1
+      // expected-error @+1 {{deadlock: rank 0 tb 0 step 2 (s to 1) waits for rank 1 tb 0 step 3 (r from 0) [room in the connection's buffer], which waits for rank 1 tb 0 step 2 (s to 0) [program order], which waits for rank 0 tb 0 step 3 (r from 1) [room in the connection's buffer], which waits for rank 0 tb 0 step 2 (s to 1) [program order]; a connection buffers 8 slots and a Simple send takes 4 per chunk}}
+      ccl.send i[2] to 1
+      ccl.recv from 1 -> o[0]
+      ccl.recv from 1 -> o[1]
+      ccl.recv from 1 -> o[2]
+    }
+  }
+  ccl.gpu 1 chunks(3, 3, 0) {
+    ccl.threadblock 0 send 0 recv 0 channel 0 {
+      ccl.send i[0] to 0
+      ccl.send i[1] to 0
+      ccl.send i[2] to 0
+      ccl.recv from 0 -> o[0]
+      ccl.recv from 0 -> o[1]
+      ccl.recv from 0 -> o[2]
+    }
+  }
+}
+
+// -----
+
+// One send of 3 Simple chunks (12 slots) completes only while the peer
+// receives it; both ranks send first.
+ccl.program @large attributes {collective = "allreduce", ranks = 2,
+    chunk_factor = 3, input_chunks = 3, output_chunks = 3} {
+  ccl.gpu 0 chunks(3, 3, 0) {
+    ccl.threadblock 0 send 1 recv 1 channel 0 {
+      // expected-error @+1 {{deadlock: rank 0 tb 0 step 0 (s to 1) waits for rank 1 tb 0 step 0 (s to 0) [room in the connection's buffer], which waits for rank 0 tb 0 step 0 (s to 1) [room in the connection's buffer]}}
+      ccl.send i[0] to 1 count 3
+      ccl.recv from 1 -> o[0] count 3
+    }
+  }
+  ccl.gpu 1 chunks(3, 3, 0) {
+    ccl.threadblock 0 send 0 recv 0 channel 0 {
+      ccl.send i[0] to 0 count 3
+      ccl.recv from 0 -> o[0] count 3
+    }
+  }
+}

@@ -47,12 +47,22 @@ struct CompileOptions {
   /// Overrides of the algorithm's metadata (empty / -1 = keep).
   std::string protocol;
   /// After writing MSCCL XML, read it back with the runtime-faithful
-  /// reader, check the runtime's rules, run it symbolically into a schedule
-  /// and prove that schedule with the core verifier; fail otherwise.
+  /// reader, check the runtime's rules and that it cannot deadlock on
+  /// MSCCL's bounded connection buffers, run it symbolically into a
+  /// schedule and prove that schedule with the core verifier; fail
+  /// otherwise.
   bool checkRoundTrip = false;
+  /// Assign and check MSCCL XML for MSCCL's bounded connection buffers
+  /// (NCCL_STEPS slots per connection). Off only to study what the
+  /// unbounded model would produce; MSCCL++ plans never need it.
+  bool boundedBuffers = true;
   /// MSCCL XML of a custom collective: the MSCCL `coll` (NCCL call) that
   /// launches it.
   std::string mscclColl;
+  /// MSCCL++ plans: most threadblocks per rank. -1: from the GPU of the
+  /// algorithm's topology (its SM count, one 1024-thread block per SM;
+  /// no limit for machines of unknown GPU), 0: no limit.
+  int maxThreadblocksPerRank = -1;
   long long minBytes = -1;
   long long maxBytes = -1;
   std::string name;
@@ -61,6 +71,12 @@ struct CompileOptions {
   /// Generated code: where the program came from (header comment).
   std::string origin;
 };
+
+/// Threadblocks of 1024 threads that the GPU of a built-in topology
+/// (dgx1/ndv2/dgx2: V100, 80 SMs; dgx-a100/ndv4: A100, 108; dgx-h100/ndv5:
+/// H100 SXM, 132) keeps resident at once, with what that is; 0 when the
+/// GPU is unknown.
+int residentThreadblocks(const std::string &topology, std::string *reason);
 
 /// Why a compilation failed.
 struct CompileFailure {

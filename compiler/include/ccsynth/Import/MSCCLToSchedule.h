@@ -18,7 +18,11 @@
 namespace ccsynth {
 
 /// The built-in collective an MSCCL algorithm claims to implement, from its
-/// coll, ngpus, inplace and buffer sizes (rooted collectives use `root`).
+/// coll, ngpus and inplace (rooted collectives use `root`). The chunk
+/// factor comes from nchunksperloop, which the runtime cuts count x
+/// sizeMultiplier elements into (sizeMultiplier is ngpus for allgather,
+/// reducescatter and alltoall, else 1); gather and scatter, and files whose
+/// nchunksperloop does not divide, fall back to gpu 0's buffer sizes.
 Expected<Collective> inferMscclCollective(const msccl::Algo &algo,
                                           int root = 0);
 
@@ -29,5 +33,14 @@ Expected<Collective> inferMscclCollective(const msccl::Algo &algo,
 /// rank touch a chunk without a dependency ordering them (a data race).
 Expected<Schedule> mscclToSchedule(const msccl::Algo &algo,
                                    const Collective &collective);
+
+/// An MSCCL XML file as a schedule: read as MSCCLang and older msccl-tools
+/// write it (legacy `<algo>` attributes accepted, the aliased buffer of an
+/// in-place algorithm declared with 0 chunks), collective inferred, program
+/// run symbolically. `notes` receives what was assumed (defaults of
+/// missing attributes, the root of a rooted collective).
+Expected<Schedule> importMscclXml(const std::string &file,
+                                  const std::string &text,
+                                  std::vector<Error> *notes = nullptr);
 
 } // namespace ccsynth

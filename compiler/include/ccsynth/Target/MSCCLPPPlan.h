@@ -22,6 +22,8 @@
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <string>
+
 namespace ccsynth::ccl {
 
 /// MSCCL++ executor limits (execution_common.hpp).
@@ -29,10 +31,27 @@ inline constexpr int kMscclppMaxOps = 64;        // MAX_OPERATION
 inline constexpr int kMscclppMaxChannels = 16;   // MAX_CHANNEL per tb
 inline constexpr int kMscclppMaxSemaphores = 16; // per operation
 
+struct MscclppExportOptions {
+  /// Most threadblocks per rank (0: no limit). The executor launches all
+  /// of a rank's threadblocks at once and they wait on each other, so they
+  /// must all be resident: at most the GPU's SM count times the blocks of
+  /// num_threads_per_block (1024) threads an SM holds.
+  int maxThreadblocksPerRank = 0;
+  /// What the limit is, for the error ("108 SMs of an A100, ...").
+  std::string budgetReason;
+  /// Set (when given) on failure if only the executor's 64 operations per
+  /// threadblock were exceeded, which fewer steps per threadblock can fix.
+  bool *opsPerThreadblockExceeded = nullptr;
+};
+
 /// Writes the single ccl.program in `op` as an MSCCL++ execution plan.
 /// Fails (with diagnostics, writing nothing) when the program exceeds the
-/// executor's limits or its sends and receives do not match.
+/// executor's limits or the threadblock budget, its sends and receives do
+/// not match, or it asks for a protocol other than Simple (the plan's
+/// packet protocol is not generated). Rooted collectives record their
+/// root in a `root` field.
 mlir::LogicalResult exportMSCCLPPPlan(mlir::Operation *op,
-                                      llvm::raw_ostream &os);
+                                      llvm::raw_ostream &os,
+                                      const MscclppExportOptions &options = {});
 
 } // namespace ccsynth::ccl

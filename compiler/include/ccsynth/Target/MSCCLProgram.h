@@ -12,6 +12,7 @@
 #include "ccsynth/Core/Collective.h"
 #include "ccsynth/Core/Diagnostic.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -128,8 +129,29 @@ struct BufferCapacity {
 };
 /// nullopt for the calls whose buffer sizes the runtime does not derive
 /// from one count (gather, scatter, send, recv, alltoallv).
-std::optional<BufferCapacity> bufferCapacity(const std::string &coll,
-                                             int ngpus, int nchunksperloop);
+std::optional<BufferCapacity> bufferCapacity(const std::string &coll, int ngpus,
+                                             int nchunksperloop);
+
+/// The runtime's sizeMultiplier for `coll`: ngpus for allgather,
+/// reducescatter and alltoall (their count is per rank), else 1.
+int sizeMultiplier(const std::string &coll, int ngpus);
+
+/// Which calls MSCCL selects an algorithm for. The runtime runs it for a
+/// call of `count` elements (per rank, as NCCL counts) only when
+/// count x sizeMultiplier is a multiple of nchunksperloop and
+/// count x sizeMultiplier x sizeof(type) lies in [minBytes, maxBytes]
+/// (maxBytes 0: no bound); otherwise NCCL runs, silently. Rooted
+/// collectives are selected whatever their root.
+struct SelectionReport {
+  /// What the XML serves, one sentence.
+  std::string served;
+  /// Set when no power-of-two size (every size nccl-tests runs) is
+  /// served, or the byte range admits no size at all.
+  std::string warning;
+};
+/// `root` is the root the algorithm was written for (rooted collectives;
+/// negative when unknown).
+SelectionReport describeSelection(const Algo &algo, int root = -1);
 
 /// Whether the NCCL call behind `coll` takes a reduction operator.
 bool collTakesRedOp(const std::string &coll);
@@ -200,10 +222,48 @@ struct Matching {
 };
 Matching matchMessages(const Algo &algo);
 
+/// Slots of one connection's buffer (channel, sender, receiver): NCCL's
+/// NCCL_STEPS, the ring of steps every primitive posts into.
+inline constexpr int kConnSlots = 8;
+
+/// The slots one primitive call of `proto` occupies on a connection until
+/// the receiver has consumed it. MSCCL's kernel instantiates Simple as
+/// ProtoSimple<MSCCL_CHUNKSTEPS / MSCCL_SLICESTEPS, MSCCL_SLICESTEPS> =
+/// <2, 2>: every call posts SlicePerChunk (2) slices of StepPerSlice (2)
+/// steps, 4 slots whatever its size. LL and LL128 post one step per call.
+/// Unknown protocols count as Simple.
+int slotsPerCall(const std::string &proto);
+
+/// How much a connection buffers before a send blocks. A step of cnt
+/// chunks is ceil(cnt / maxAllowedCount) primitive calls; maxAllowedCount
+/// is 1 once a chunk fills a step's buffer (large messages), so the worst
+/// case, which the check assumes, is one call per chunk. Fewer slots per
+/// step only remove waits, so a program safe in the worst case is safe at
+/// every size.
+struct BufferModel {
+  /// Slots per connection; 0 means unbounded (sends never block).
+  int slots = kConnSlots;
+  /// Slots a send of one chunk takes.
+  int slotsPerChunk = 4;
+
+  bool bounded() const { return slots > 0; }
+  /// Slots of a send of `cnt` chunks.
+  long long slotsOf(int cnt) const {
+    return (long long)slotsPerChunk * std::max(1, cnt);
+  }
+  static BufferModel unbounded() { return {0, 0}; }
+  /// NCCL_STEPS slots, slotsPerCall(proto) per chunk.
+  static BufferModel forProtocol(const std::string &proto) {
+    return {kConnSlots, slotsPerCall(proto)};
+  }
+};
+
 /// The wait-for graph of a program: one node per step (nops included);
 /// preds[v] lists the steps v waits for and why.
 struct WaitGraph {
-  enum EdgeKind { ProgramOrder, Dependency, MessageEdge };
+  /// BufferSpace: a send waits for a receive that frees room on its
+  /// connection (bounded buffers only).
+  enum EdgeKind { ProgramOrder, Dependency, MessageEdge, BufferSpace };
   struct Pred {
     int node;
     EdgeKind kind;
@@ -218,18 +278,27 @@ struct WaitGraph {
 };
 
 /// Builds the wait-for graph: program order within a threadblock,
-/// dependencies (depid/deps) and each matched send to its receive.
-WaitGraph buildWaitGraph(const Algo &algo, const Matching &matching);
+/// dependencies (depid/deps) and each matched send to its receive. With a
+/// bounded buffer model, the k-th send of a connection also waits for the
+/// latest receive j < k of that connection such that sends j+1..k need
+/// more slots than the connection has (it cannot be posted before that
+/// receive frees its slots); a send that alone needs more slots than the
+/// connection has also waits for everything its receive waits for (it
+/// completes only while the receiver is draining it).
+WaitGraph buildWaitGraph(const Algo &algo, const Matching &matching,
+                         const BufferModel &buffers = BufferModel::unbounded());
 
 /// Nodes in an order every edge respects, or nullopt when the graph has a
 /// cycle.
 std::optional<std::vector<int>> topologicalOrder(const WaitGraph &graph);
 
 /// Looks for a cycle in the wait-for graph: program order within a
-/// threadblock, dependencies (depid/deps, including nops) and each send to
-/// its matching receive (sends are buffered, receives block). Returns one
-/// issue naming every step of the first cycle found, or nothing.
-std::vector<ProgramIssue> checkDeadlock(const Algo &algo,
-                                        const Matching &matching);
+/// threadblock, dependencies (depid/deps, including nops), each send to
+/// its matching receive (receives block) and, with bounded buffers, each
+/// send to the receive that frees room for it. Returns one issue naming
+/// every step of the first cycle found, or nothing.
+std::vector<ProgramIssue>
+checkDeadlock(const Algo &algo, const Matching &matching,
+              const BufferModel &buffers = BufferModel::unbounded());
 
 } // namespace ccsynth::msccl

@@ -21,10 +21,21 @@ namespace ccsynth::msccl {
 /// Serializes an algorithm as MSCCL XML.
 std::string printXml(const Algo &algo);
 
+/// How strictly to read.
+struct XmlReadOptions {
+  /// Accept an `<algo>` without `outofplace`, `minBytes` or `maxBytes`, as
+  /// older msccl-tools wrote it (the current runtime refuses such a file):
+  /// the missing ones become outofplace = !inplace, minBytes = 0 and
+  /// maxBytes = 0 (no upper bound), each with a located note.
+  bool legacyAttributes = false;
+};
+
 /// Parses MSCCL XML the way the runtime does: a missing required attribute,
 /// a malformed tag, a non-integer value or an unknown element is a located
-/// error.
-Expected<Algo> parseXml(const std::string &file, const std::string &text);
+/// error. `notes` (when given) receives what `options` let through.
+Expected<Algo> parseXml(const std::string &file, const std::string &text,
+                        const XmlReadOptions &options = {},
+                        std::vector<Error> *notes = nullptr);
 
 /// Parses and validates (validateAlgo) a file's text; a parse error becomes
 /// the single issue. Empty when the runtime would load the algorithm and

@@ -7,6 +7,9 @@
 //    threadblock; a threadblock has at most one of each, at most `budget`
 //    steps, and a channel at most max-tbs-per-channel threadblocks.
 // 3. Local steps go to peerless threadblocks.
+// With bounded buffers (MSCCL), step 2 also keeps every send of a
+// connection from waiting for room that only a receive of a later time
+// frees (see roomInTime); such a group moves to another channel.
 // 4. Each step waits for the last conflicting step of every other
 //    threadblock of its rank. If the nops that extra dependencies cost push
 //    a threadblock past max-steps, retry with a smaller budget.
@@ -15,6 +18,7 @@
 #include "TransformUtils.h"
 
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
+#include "ccsynth/Target/MSCCLProgram.h"
 
 #include "llvm/ADT/EquivalenceClasses.h"
 
@@ -48,6 +52,8 @@ struct RankState {
   std::vector<Tb> tbs;
   std::map<std::pair<int, int64_t>, int> sendTb, recvTb; // (chan, peer)
   std::map<int, int> tbsOnChannel;
+  /// Per (chan, send peer): the connection's messages, in send order.
+  std::map<std::pair<int, int64_t>, std::vector<int>> connMsgs;
 };
 
 /// Reversible edits of the placement state.
@@ -97,6 +103,12 @@ public:
       });
     }
   }
+  /// Inserts message `msg` into a connection's sequence at `at`.
+  void addMessage(int rank, std::pair<int, int64_t> conn, size_t at, int msg) {
+    std::vector<int> &seq = ranks[rank].connMsgs[conn];
+    seq.insert(seq.begin() + at, msg);
+    log.push_back([&seq, at] { seq.erase(seq.begin() + at); });
+  }
   void addOp(int rank, int tb, int op) {
     RankState &rs = ranks[rank];
     rs.tbs[tb].ops.push_back(op);
@@ -115,7 +127,8 @@ struct AssignThreadblocks
   LogicalResult assign(ProgramOp prog);
 
   void runOnOperation() override {
-    if (maxSteps < 1 || maxTbsPerChannel < 1 || maxChannels < 1) {
+    if (maxSteps < 1 || maxTbsPerChannel < 1 || maxChannels < 1 ||
+        (boundedBuffers && slots < 1)) {
       getOperation().emitError() << "ccl-assign-threadblocks: limits must be "
                                     "at least 1";
       return signalPassFailure();
@@ -199,6 +212,57 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
       }
   }
 
+  // Bounded buffers: each step's time is the latest schedule key at or
+  // before it in its rank's order (fusion moves some steps past later
+  // keys). A send must not wait for room that a receive of a later or
+  // equal time frees.
+  using Key = std::pair<int64_t, int64_t>;
+  std::vector<std::vector<Key>> time(numRanks);
+  for (int r = 0; r < numRanks; ++r) {
+    Key latest{INT64_MIN, INT64_MIN};
+    for (StepOpInterface s : steps[r]) {
+      latest = std::max(latest, Key{s.getStepKey(), s.getOrderKey()});
+      time[r].push_back(latest);
+    }
+  }
+  std::map<int64_t, int> msgOfSend; // key(send pos) -> message
+  for (int m = 0; m < (int)paired->size(); ++m)
+    msgOfSend[key((*paired)[m].send)] = m;
+  long long slotsPerChunk =
+      ccsynth::msccl::slotsPerCall(prog.getProtocol().str());
+  auto msgSlots = [&](int m) {
+    StepPos sp = (*paired)[m].send;
+    return slotsPerChunk *
+           std::max<int64_t>(1, steps[sp.rank][sp.index].getChunkCount());
+  };
+  // Whether the sends of a connection's sequence whose waits involve
+  // position `from` wait only for earlier receives. Send k waits for the
+  // receive of message j, the latest with messages j..k needing more slots
+  // than the connection has (for a message larger than the buffer, j is
+  // the one before it); a window spans at most slots + 1 messages.
+  auto roomInTime = [&](const std::vector<int> &seq, size_t from) {
+    size_t end = std::min(seq.size(), from + (size_t)slots + 2);
+    for (size_t k = from; k < end; ++k) {
+      long long used = msgSlots(seq[k]);
+      size_t j = k;
+      while (j > 0 && used <= slots)
+        used += msgSlots(seq[--j]);
+      if (used <= slots)
+        continue; // all of 0..k fit
+      if (j == k) {
+        if (k == 0)
+          continue;
+        --j; // larger than the buffer: the previous receive must be done
+      }
+      const PairedMessage &pj = (*paired)[seq[j]];
+      const PairedMessage &pk = (*paired)[seq[k]];
+      if (!(time[pj.recv.rank][pj.recv.index] <
+            time[pk.send.rank][pk.send.index]))
+        return false;
+    }
+    return true;
+  };
+
   int budget = maxSteps;
   while (true) {
     Placement pl(numRanks);
@@ -257,6 +321,20 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
               sp = it->second;
           }
       }
+      if (boundedBuffers && s.sends()) {
+        int m = msgOfSend.at(key(p));
+        auto connKey = std::pair{c, s.getSendPeerOrNone()};
+        auto &seq = rs.connMsgs[connKey];
+        size_t at = std::upper_bound(seq.begin(), seq.end(), m,
+                                     [&](int a, int b) {
+                                       return (*paired)[a].send.index <
+                                              (*paired)[b].send.index;
+                                     }) -
+                    seq.begin();
+        pl.addMessage(p.rank, connKey, at, m);
+        if (!roomInTime(rs.connMsgs[connKey], at))
+          return false;
+      }
       if (target >= 0) {
         if ((int)rs.tbs[target].ops.size() + 1 > budget)
           return false;
@@ -289,11 +367,19 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
       }
       if (!placed) {
         StepPos p = g->ops.front();
-        return steps[p.rank][p.index]->emitError()
-               << "cannot place this step: no channel below max-channels ("
-               << (int)maxChannels << ") has room within " << budget
-               << " steps per threadblock and " << (int)maxTbsPerChannel
-               << " threadblocks per channel";
+        auto diag = steps[p.rank][p.index]->emitError()
+                    << "cannot place this step: no channel below "
+                       "max-channels ("
+                    << (int)maxChannels << ") has room within " << budget
+                    << " steps per threadblock and " << (int)maxTbsPerChannel
+                    << " threadblocks per channel";
+        if (boundedBuffers)
+          diag << " without a send waiting for room in a full connection "
+                  "buffer ("
+               << (int)slots << " slots, " << slotsPerChunk << " per "
+               << prog.getProtocol() << " chunk) that only a later receive "
+               << "frees";
+        return diag;
       }
     }
     // Local steps: peerless threadblocks.

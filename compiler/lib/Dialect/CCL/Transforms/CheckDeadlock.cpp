@@ -2,7 +2,8 @@
 //
 // Runs the MSCCL model's analyses on an assigned program: one threadblock
 // per (channel, peer, direction), in-order matching of sends and receives
-// with equal counts, and an acyclic wait-for graph. Diagnostics land on the
+// with equal counts, and an acyclic wait-for graph, with MSCCL's bounded
+// connection buffers unless told otherwise. Diagnostics land on the
 // steps involved and name every rank, threadblock and step.
 //
 //===----------------------------------------------------------------------===//
@@ -30,6 +31,11 @@ struct CheckDeadlock
   LogicalResult check(ProgramOp prog);
 
   void runOnOperation() override {
+    if (boundedBuffers && slots < 1) {
+      getOperation().emitError() << "ccl-check-deadlock: slots must be at "
+                                    "least 1";
+      return signalPassFailure();
+    }
     for (ProgramOp prog : getOperation().getOps<ProgramOp>())
       if (prog.isAssigned() && failed(check(prog)))
         signalPassFailure();
@@ -69,8 +75,14 @@ LogicalResult CheckDeadlock::check(ProgramOp prog) {
     emitIssues(matching.issues, origins, prog);
     return failure();
   }
+  ccsynth::msccl::BufferModel buffers =
+      ccsynth::msccl::BufferModel::unbounded();
+  if (boundedBuffers) {
+    buffers = ccsynth::msccl::BufferModel::forProtocol(algo->proto);
+    buffers.slots = slots;
+  }
   std::vector<ccsynth::msccl::ProgramIssue> cycle =
-      ccsynth::msccl::checkDeadlock(*algo, matching);
+      ccsynth::msccl::checkDeadlock(*algo, matching, buffers);
   if (!cycle.empty()) {
     emitIssues(cycle, origins, prog);
     return failure();

@@ -1,5 +1,6 @@
 //===- Pipeline.cpp - The default ccl pipeline ----------------------------===//
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
+#include "ccsynth/Target/MSCCLProgram.h"
 
 #include "mlir/Pass/PassRegistry.h"
 
@@ -21,8 +22,11 @@ void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o) {
   if (o.fuse)
     pm.addPass(createFuseStepsPass());
   pm.addPass(createAssignThreadblocksPass(AssignThreadblocksPassOptions{
-      o.maxSteps, o.maxTbsPerChannel, o.maxChannels, o.countDepNops}));
-  pm.addPass(createCheckDeadlockPass());
+      o.maxSteps, o.maxTbsPerChannel, o.maxChannels, o.countDepNops,
+      o.boundedBuffers, ccsynth::msccl::kConnSlots}));
+  CheckDeadlockPassOptions deadlock;
+  deadlock.boundedBuffers = o.boundedBuffers;
+  pm.addPass(createCheckDeadlockPass(deadlock));
 }
 
 namespace {
@@ -50,6 +54,11 @@ struct DefaultPipelineOptions
       llvm::cl::init(32)};
   Option<int> maxChannels{*this, "max-channels",
                           llvm::cl::desc("Most channels"), llvm::cl::init(32)};
+  Option<bool> boundedBuffers{
+      *this, "bounded-buffers",
+      llvm::cl::desc("Model MSCCL's bounded connection buffers when "
+                     "assigning and checking"),
+      llvm::cl::init(true)};
 };
 } // namespace
 
@@ -68,6 +77,7 @@ void registerDefaultPipeline() {
         p.maxSteps = o.maxSteps;
         p.maxTbsPerChannel = o.maxTbsPerChannel;
         p.maxChannels = o.maxChannels;
+        p.boundedBuffers = o.boundedBuffers;
         buildDefaultPipeline(pm, p);
       });
 }

@@ -37,6 +37,9 @@ struct PipelineOptions {
   int maxChannels = 32;
   /// Extra dependencies cost a nop step each (MSCCL); not for MSCCL++.
   bool countDepNops = true;
+  /// Sends block on full connection buffers (MSCCL); MSCCL++ puts land in
+  /// the receiver's buffers and never wait for room.
+  bool boundedBuffers = true;
 };
 
 /// Appends the default pipeline to `pm` (a ModuleOp pass manager):

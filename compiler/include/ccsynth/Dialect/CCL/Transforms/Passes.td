@@ -165,6 +165,17 @@ def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
     in-place aliases included) of every other threadblock of its rank.
     Local copies and reductions go to peerless threadblocks.
 
+    With `bounded-buffers` (MSCCL), a connection (channel, sender,
+    receiver) holds `slots` slots and a send takes 4 per chunk with the
+    Simple protocol, 1 with LL and LL128 (see ccl-check-deadlock). Every
+    step has a time: the latest schedule key (step, order) at or before it
+    in its rank's order. A message is placed on a channel only if, for each
+    send of that connection, the receive it must wait for (the one whose
+    completion frees room for it) comes strictly earlier in time than the
+    send; otherwise its group moves to another channel. Sends that fusion
+    moved ahead of their schedule step, which could otherwise wait on a
+    receive that waits on them, are spread across channels this way.
+
     ```mlir
     ccl.gpu 0 chunks(1, 2, 0) {
       ccl.threadblock 0 send 1 recv -1 channel 0 { ccl.send i[0] to 1 }
@@ -182,6 +193,11 @@ def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
            "Most channels (NCCL MAXCHANNELS = 32)">,
     Option<"countDepNops", "count-dep-nops", "bool", /*default=*/"true",
            "Count the nop step each extra dependency costs in MSCCL">,
+    Option<"boundedBuffers", "bounded-buffers", "bool", /*default=*/"true",
+           "Keep sends from waiting for room that a later receive frees "
+           "(MSCCL's bounded connection buffers)">,
+    Option<"slots", "slots", "int", /*default=*/"8",
+           "Slots per connection (NCCL_STEPS)">,
   ];
 }
 
@@ -194,17 +210,31 @@ def CheckDeadlockPass : Pass<"ccl-check-deadlock", "mlir::ModuleOp"> {
       * per channel and ordered rank pair, the sender's sends and the
         receiver's receives agree in number and, in order, in chunk count;
       * the wait-for graph is acyclic. Its edges are program order within
-        a threadblock, `after` dependencies, and each send to its matching
-        receive (sends are buffered, receives block, the model MSCCL's
-        runtime implements for one slice per step).
+        a threadblock, `after` dependencies, each send to its matching
+        receive (receives block) and, with `bounded-buffers`, each send to
+        the receive that frees room for it on its connection.
+    MSCCL's connections (channel, sender, receiver) hold NCCL_STEPS = 8
+    slots; a send takes 4 per chunk with the Simple protocol (SlicePerChunk
+    x StepPerSlice = 2 x 2) and 1 with LL and LL128 (`slots` overrides the
+    8). Large messages cut every chunk into its own primitive call, the
+    worst case the check assumes, so at most two one-chunk Simple sends of
+    a connection can be ahead of its receiver.
     A cycle is reported with every rank, threadblock and step on it.
 
     ```mlir
-    // error: deadlock: rank 0 tb 0 step 0 (recv from 1) waits for
-    //        rank 1 tb 0 step 1 (send to 0), which waits for ...
+    // error: deadlock: rank 0 tb 0 step 2 (send to 1) waits for
+    //        rank 1 tb 0 step 0 (recv from 0) [room in the connection's
+    //        buffer], which waits for ...
     ```
   }];
   let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
+  let options = [
+    Option<"boundedBuffers", "bounded-buffers", "bool", /*default=*/"true",
+           "Sends block when their connection's buffer is full (MSCCL); "
+           "false treats sends as buffered without limit">,
+    Option<"slots", "slots", "int", /*default=*/"8",
+           "Slots per connection (NCCL_STEPS)">,
+  ];
 }
 
 #endif // CCSYNTH_DIALECT_CCL_TRANSFORMS_PASSES_TD

@@ -252,10 +252,10 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       po.opsPerThreadblockExceeded = &retryable;
       exported = ccl::exportMSCCLPPPlan(*work, os, po);
       break;
+    }
     case CompileTarget::Cuda:
       exported = ccl::exportGeneratedCode(*work, os, {o.tileBytes, o.origin});
       break;
-    }
     }
     if (succeeded(exported)) {
       os.flush();

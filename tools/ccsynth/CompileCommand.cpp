@@ -179,13 +179,6 @@ int runCompile(CompileCliOptions &o) {
         std::cerr << "ccsynth: warning: " << sel.warning << "\n";
       std::cerr << "ccsynth: note: " << sel.served << "\n";
     }
-  if (c.target == CompileTarget::MscclXml)
-    if (auto algo = msccl::parseXml(o.output, *result.output)) {
-      msccl::SelectionReport sel = msccl::describeSelection(*algo, root);
-      if (!sel.warning.empty())
-        std::cerr << "ccsynth: warning: " << sel.warning << "\n";
-      std::cerr << "ccsynth: note: " << sel.served << "\n";
-    }
   if (!c.mscclColl.empty())
     std::cerr << "ccsynth: note: MSCCL will run this program for every "
               << c.mscclColl

@@ -139,7 +139,8 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
   double ratio = alpha > 0 ? chunk / (bw * 1e3) / alpha : 1e9;
   int kMax = std::max(1, (int)std::floor(ratio));
   int values = std::max(1, route1.numValues());
-  std::set<int> pool{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+  std::set<int> pool{1,  2,  3,  4,  6,   8,   12,  16,  24,
+                     32, 48, 64, 96, 128, 192, 256, 384, 512};
   int c = sk.inputChunkup;
   for (int m : {1, 2, 4})
     pool.insert(c * m);
@@ -175,6 +176,9 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
 struct Candidate {
   Schedule schedule;
   double timeUs = std::numeric_limits<double>::infinity();
+  double busbwGBps = 0;
+  /// Seconds its verification and simulation took.
+  double measureSeconds = 0;
   std::string method;
   int chunkup = 1;
   bool proven = false;
@@ -184,7 +188,8 @@ struct Candidate {
 class Driver {
 public:
   Driver(const Topology &t, const Sketch &s, const SynthOptions &o)
-      : topo(t), sketch(s), opts(o) {}
+      : topo(t), sketch(s), opts(o), start(o.startedAt.value_or(Clock::now())) {
+  }
 
   Expected<SynthResult> run();
 
@@ -192,8 +197,14 @@ private:
   const Topology &topo;
   const Sketch &sketch;
   const SynthOptions &opts;
-  Clock::time_point start = Clock::now();
-  Clock::time_point deadline;
+  Clock::time_point start;
+  /// The time limit, and how far past it a first schedule may still be
+  /// completed (10% of the limit, at least 2 s less what finishing it
+  /// takes).
+  Clock::time_point deadline, hardDeadline;
+  /// Verification plus simulation seconds per transfer, as measured so far
+  /// (to skip candidates that cannot be measured before the deadline).
+  double measureSecPerTransfer = 0;
   Stages stages;
   SynthResult result;
   Candidate best;
@@ -205,6 +216,24 @@ private:
       opts.progress(m);
   }
   bool timeUp() const { return Clock::now() >= deadline; }
+  /// A synthesized schedule or a baseline could be written.
+  bool haveSchedule() const {
+    return std::isfinite(best.timeUs) || std::isfinite(baselineUs);
+  }
+  /// Nothing more may start: past the limit with a schedule to write, or
+  /// past the grace without one.
+  bool stopNow() const {
+    return Clock::now() >= (haveSchedule() ? deadline : hardDeadline);
+  }
+  /// A schedule of `transfers` transfers can still be verified and
+  /// simulated before the deadline (always, while there is none yet and
+  /// the grace past the limit remains).
+  bool canMeasure(size_t transfers) const {
+    auto end = Clock::now() +
+               std::chrono::microseconds(
+                   (long long)(measureSecPerTransfer * transfers * 1e6));
+    return std::isfinite(best.timeUs) ? end < deadline : end < hardDeadline;
+  }
   /// Nothing left to gain: within 0.2% of the lower bound and no slower
   /// than any baseline (a baseline that is faster means the search is not
   /// done yet).
@@ -216,6 +245,11 @@ private:
   }
   double baselineUs = std::numeric_limits<double>::infinity();
   std::string baselineName;
+  Schedule baselineSchedule;
+  double baselineBusbw = 0, baselineMeasureSeconds = 0;
+  /// Per link: some value may use it under the sketch (from the first
+  /// routing problem).
+  std::vector<char> sketchLinks;
   double minAlphaUs = 0, maxLinkGBps = 0;
   /// A chunk of the setup's route streams for longer than four of the
   /// fastest latencies on the fastest link.
@@ -224,6 +258,9 @@ private:
            4 * 1e3 * minAlphaUs * maxLinkGBps;
   }
   void measureBaselines();
+  /// Writes the best baseline instead of a slower (or missing) schedule,
+  /// where the sketch allows its links.
+  void preferBaseline();
 
   /// Lowers, orders, merges, verifies and simulates one plan; returns the
   /// best simulated time among its variants.
@@ -244,7 +281,8 @@ private:
   /// In a quick first pass only the heuristic plans are evaluated; the
   /// splits it covered skip them later.
   bool heuristicsOnly = false;
-  std::set<int> plainHeuristicsDone, railHeuristicsDone, quickSplits;
+  std::set<int> plainHeuristicsDone, railHeuristicsDone, hierarchicalDone,
+      quickSplits;
   void searchChunkup(int k, const Setup &setup, const RoutingProblem &problem,
                      Clock::time_point until);
 };
@@ -286,6 +324,8 @@ Expected<TaskList> Driver::lower(const RoutingProblem &problem,
 
 double Driver::measure(Schedule &s, const std::string &method, int k,
                        bool proven, const std::string &smt) {
+  if (!canMeasure(s.transfers.size()))
+    return std::numeric_limits<double>::infinity();
   auto t0 = Clock::now();
   s.name = std::string(toString(opts.kind)) + "-" + topo.name + "-synth";
   s.topology = topo.name;
@@ -311,7 +351,10 @@ double Driver::measure(Schedule &s, const std::string &method, int k,
     return std::numeric_limits<double>::infinity();
   }
   double t = sim->timeUs;
-  if (getenv("CCSYNTH_DEBUG_CANDIDATES"))
+  double took = since(t0);
+  measureSecPerTransfer = std::max(
+      measureSecPerTransfer, took / std::max<size_t>(1, s.transfers.size()));
+  if (opts.debugCandidates)
     say("candidate " + method + ": " + fmt(t, 2) + " us");
   result.candidates.push_back({method, k, s.numSteps(), t});
   bool better = t < best.timeUs * (1 - 1e-9) ||
@@ -319,6 +362,8 @@ double Driver::measure(Schedule &s, const std::string &method, int k,
   if (better) {
     best.schedule = s;
     best.timeUs = t;
+    best.busbwGBps = sim->busbwGBps;
+    best.measureSeconds = took;
     best.method = method;
     best.chunkup = k;
     best.proven = proven;
@@ -382,12 +427,14 @@ ListScheduleOptions Driver::scheduleOptions() const {
   // One replay may take at most a twentieth of the time limit (at least
   // two seconds): very concurrent candidates are not worth more.
   // Past the time limit only the first schedule may still be completed.
-  lo.deadline = std::min(
-      std::isfinite(best.timeUs) ? deadline
-                                 : deadline + std::chrono::seconds(2),
-      Clock::now() +
-          std::chrono::microseconds(
-              (long long)(std::max(2.0, opts.timeLimitSec / 20) * 1e6)));
+  lo.deadline =
+      std::isfinite(best.timeUs)
+          ? std::min(deadline,
+                     Clock::now() +
+                         std::chrono::microseconds(
+                             (long long)(std::max(2.0, opts.timeLimitSec / 20) *
+                                         1e6)))
+          : hardDeadline;
   return lo;
 }
 
@@ -500,7 +547,9 @@ void Driver::searchChunkup(int k, const Setup &setup,
   double chunk = std::ceil(opts.targetBytes / setup.route.sizeDivisor());
   CostModel cost = makeCostModel(topo, chunk);
   SearchContext ctx;
-  ctx.deadline = std::min(until, deadline);
+  // With nothing to write yet, the grace past the limit is for finding a
+  // first schedule.
+  ctx.deadline = haveSchedule() ? std::min(until, deadline) : hardDeadline;
   ctx.seed = opts.seed;
   ctx.progress = [&](const std::string &m) {
     say("chunkup " + std::to_string(k) + ": " + m);
@@ -512,20 +561,48 @@ void Driver::searchChunkup(int k, const Setup &setup,
   ctx.callConflicts =
       (unsigned)std::clamp(opts.timeLimitSec * 100, 1000.0, 20000.0);
 
+  // Hierarchical routes first on multi-node machines: linear in the
+  // schedule's size, and within a few percent of the bound at
+  // bandwidth-bound sizes on rail-balanced machines.
+  if (topo.numNodes() > 1 && hierarchicalDone.insert(k).second) {
+    auto t0 = Clock::now();
+    auto hp = hierarchicalPlan(problem, cost, ctx.deadline);
+    stages.add("heuristic routes", since(t0));
+    if (hp)
+      report(hp->method, evaluate(problem, setup, *hp, k));
+    if (atBound() || timeUp())
+      return;
+  }
   // Heuristic plans are evaluated once per split (the quick pass may have
-  // done it already).
+  // done it already); each gives up at the deadline.
   auto t0 = Clock::now();
-  Plan h = heuristicPlan(problem, cost);
+  // Growing a tree per destination costs a shortest-path search over the
+  // usable links each (about 1e8 relaxations a second): not started when
+  // that cannot end in the time left.
+  double work = 0;
+  for (int rep : problem.reps)
+    work += (double)problem.values[rep].dests.size() *
+            (double)problem.usableLinks.size();
+  std::optional<Plan> h;
+  if (work / 1e8 < std::chrono::duration<double>(ctx.deadline - t0).count())
+    h = heuristicPlan(problem, cost, ctx.deadline);
   stages.add("heuristic routes", since(t0));
+  if (!h) {
+    say("chunkup " + std::to_string(k) +
+        ": no time left to grow shortest-path trees");
+    result.timeLimitHit |= timeUp();
+    return;
+  }
   if (!heuristicsOnly) {
     if (plainHeuristicsDone.insert(k).second)
-      report("heuristic", evaluate(problem, setup, h, k));
+      report("heuristic", evaluate(problem, setup, *h, k));
     if (atBound())
       return;
     auto t2 = Clock::now();
-    Plan direct = minHopPlan(problem, cost);
+    auto direct = minHopPlan(problem, cost, ctx.deadline);
     stages.add("heuristic routes", since(t2));
-    report("minimum-hop routes", evaluate(problem, setup, direct, k));
+    if (direct)
+      report("minimum-hop routes", evaluate(problem, setup, *direct, k));
     if (atBound())
       return;
   }
@@ -559,8 +636,11 @@ void Driver::searchChunkup(int k, const Setup &setup,
         auto rail = buildRoutingProblem(topo, railSketch, setup.route);
         if (rail) {
           auto th = Clock::now();
-          Plan railHeuristic = heuristicPlan(*rail, cost);
+          auto railPlan = heuristicPlan(*rail, cost, ctx.deadline);
           stages.add("heuristic routes", since(th));
+          if (!railPlan)
+            return;
+          Plan &railHeuristic = *railPlan;
           railHeuristic.method += " on rails";
           if (railHeuristicsDone.insert(k).second)
             report(railHeuristic.method,
@@ -630,7 +710,7 @@ void Driver::searchChunkup(int k, const Setup &setup,
     // Without rails, the quick pass tries the plain heuristic trees, and
     // the later pass the rest.
     if (!railsTried && plainHeuristicsDone.insert(k).second)
-      report("heuristic", evaluate(problem, setup, h, k));
+      report("heuristic", evaluate(problem, setup, *h, k));
     return;
   }
   if (Clock::now() < ctx.deadline) {
@@ -640,7 +720,7 @@ void Driver::searchChunkup(int k, const Setup &setup,
     ro.concentrate = bandwidthBound;
     ro.depthFirst = !bandwidthBound;
     ro.enterNodesOnce = bandwidthBound;
-    ro.hintBound = busyTime(problem, h, cost);
+    ro.hintBound = busyTime(problem, *h, cost);
     auto plans = routingPlans(problem, cost, ro, ctx);
     stages.add("routing (Z3)", since(t1));
     for (const Plan &p : plans) {
@@ -668,8 +748,9 @@ void Driver::searchChunkup(int k, const Setup &setup,
   result.timeLimitHit |= ctx.deadlineHit && timeUp();
 }
 
-/// Baselines larger than this are not simulated during a search.
-constexpr size_t kMaxBaselineTransfers = 200000;
+/// Baselines larger than this are not simulated during a search (memory);
+/// smaller ones are when the time left allows.
+constexpr size_t kMaxBaselineTransfers = 2000000;
 
 void Driver::measureBaselines() {
   if (opts.kind == CollectiveKind::Custom)
@@ -678,27 +759,76 @@ void Driver::measureBaselines() {
   BaselineOptions bo;
   bo.inPlace = opts.inPlace;
   bo.root = opts.root;
-  for (BaselineKind kind : {BaselineKind::Ring, BaselineKind::Tree,
-                            BaselineKind::Direct, BaselineKind::Hierarchical}) {
+  // Baselines get at most a quarter of the time limit: they are the floor
+  // to beat, not the search.
+  auto until = start + (deadline - start) / 4;
+  // Until one is simulated, assume 15 µs per transfer (a 262k-transfer
+  // AllGather on 512 ranks takes about 4 s); the ring comes last, since on
+  // large switched machines it has several times more transfers than the
+  // others and costs seconds only to build.
+  int n = topo.numRanks();
+  bool everyPair = opts.kind == CollectiveKind::AllGather ||
+                   opts.kind == CollectiveKind::ReduceScatter ||
+                   opts.kind == CollectiveKind::AllReduce ||
+                   opts.kind == CollectiveKind::AllToAll;
+  for (BaselineKind kind : {BaselineKind::Direct, BaselineKind::Hierarchical,
+                            BaselineKind::Tree, BaselineKind::Ring}) {
     if (!baselineSupports(kind, opts.kind, topo))
       continue;
+    if (Clock::now() >= until)
+      break;
+    // Every rank receives from every other one: at least n(n-1) transfers.
+    double perTransfer =
+        measureSecPerTransfer > 0 ? measureSecPerTransfer : 15e-6;
+    if (everyPair &&
+        Clock::now() + std::chrono::microseconds(
+                           (long long)(2 * perTransfer * n * (n - 1.0) * 1e6)) >
+            until) {
+      say(std::string("not simulating the ") + toString(kind) +
+          " baseline (no time left)");
+      continue;
+    }
     auto b = makeBaseline(kind, opts.kind, topo, bo);
     if (!b)
       continue;
     // A ring all-to-all on 64 ranks has a million transfers and takes
-    // longer to simulate than most searches; it never wins there anyway.
+    // longer to simulate than most searches.
     if (b->transfers.size() > kMaxBaselineTransfers) {
+      say(std::string("not simulating the ") + toString(kind) + " baseline (" +
+          std::to_string(b->transfers.size()) + " transfers)");
+      continue;
+    }
+    if (measureSecPerTransfer > 0 &&
+        Clock::now() + std::chrono::microseconds(
+                           (long long)(measureSecPerTransfer *
+                                       b->transfers.size() * 1e6)) >
+            until) {
       say(std::string("not simulating the ") + toString(kind) +
-          " baseline (" + std::to_string(b->transfers.size()) +
-          " transfers)");
+          " baseline (no time left)");
       continue;
     }
     SimOptions so;
     so.bytes = opts.targetBytes;
+    auto ts = Clock::now();
+    // Verified now, so that writing it instead of a slower schedule at the
+    // deadline costs nothing more.
+    VerifyOptions vo;
+    vo.topology = &topo;
+    if (!verifySchedule(*b, vo).ok()) {
+      result.notes.push_back(std::string("internal: the ") + toString(kind) +
+                             " baseline does not verify");
+      continue;
+    }
     auto sim = simulate(*b, topo, so);
+    measureSecPerTransfer =
+        std::max(measureSecPerTransfer,
+                 since(ts) / std::max<size_t>(1, b->transfers.size()));
     if (sim && sim->timeUs < baselineUs) {
       baselineUs = sim->timeUs;
+      baselineBusbw = sim->busbwGBps;
+      baselineMeasureSeconds = since(ts) / 2;
       baselineName = toString(kind);
+      baselineSchedule = b.take();
     }
   }
   stages.add("baselines", since(t0));
@@ -707,9 +837,46 @@ void Driver::measureBaselines() {
         " us (the search goes on while it is faster)");
 }
 
+void Driver::preferBaseline() {
+  if (!std::isfinite(baselineUs) || best.timeUs <= baselineUs * (1 + 1e-12))
+    return;
+  // Links of the baseline the sketch forbids (transfers without a link use
+  // the topology's best link).
+  bool allowed = true;
+  for (const Transfer &tr : baselineSchedule.transfers) {
+    if (tr.src.rank == tr.dst.rank)
+      continue;
+    int l = tr.link;
+    if (l < 0)
+      l = topo.bestLink(tr.src.rank, tr.dst.rank).value_or(-1);
+    if (l < 0 || l >= (int)sketchLinks.size() || !sketchLinks[l]) {
+      allowed = false;
+      break;
+    }
+  }
+  if (!allowed) {
+    result.sketchForbidsBaseline = true;
+    return;
+  }
+  best.schedule = baselineSchedule;
+  best.timeUs = baselineUs;
+  best.busbwGBps = baselineBusbw;
+  best.measureSeconds = baselineMeasureSeconds;
+  best.method = "the " + baselineName +
+                " baseline (no synthesized schedule found in time was faster)";
+  best.chunkup = 1;
+  best.proven = false;
+  best.smt.clear();
+  result.isBaseline = true;
+}
+
 Expected<SynthResult> Driver::run() {
-  deadline = start + std::chrono::microseconds(
-                         (long long)(std::max(0.0, opts.timeLimitSec) * 1e6));
+  auto limit = std::chrono::microseconds(
+      (long long)(std::max(0.0, opts.timeLimitSec) * 1e6));
+  deadline = start + limit;
+  hardDeadline = deadline + std::max<std::chrono::microseconds>(
+                                limit / 10, std::chrono::seconds(2)) /
+                                2;
   int n = topo.numRanks();
   if (opts.kind == CollectiveKind::Custom) {
     if (!opts.custom)
@@ -759,6 +926,7 @@ Expected<SynthResult> Driver::run() {
     stages.add("problem", since(t0));
     if (problem && first) {
       first = false;
+      sketchLinks = problem->linkUsable;
       if (auto why = explainInfeasible(*problem, sketch)) {
         result.feasible = false;
         result.infeasibility = *why;
@@ -776,7 +944,7 @@ Expected<SynthResult> Driver::run() {
     heuristicsOnly = true;
     auto until = Clock::now() + (deadline - Clock::now()) / 3;
     for (size_t i = 0; i < phases.front().size() && i < 3; ++i) {
-      if (Clock::now() >= until && std::isfinite(best.timeUs))
+      if (stopNow() || (Clock::now() >= until && haveSchedule()))
         break;
       int k = phases.front()[i];
       auto setups = makeSetups(opts, n, k);
@@ -806,7 +974,7 @@ Expected<SynthResult> Driver::run() {
     double bestBefore = best.timeUs;
     for (size_t i = 0; i < ks.size() && !done; ++i, --remainingKs) {
       int k = ks[i];
-      if (timeUp() && std::isfinite(best.timeUs)) {
+      if (stopNow()) {
         done = true;
         break;
       }
@@ -824,8 +992,8 @@ Expected<SynthResult> Driver::run() {
         const Setup &setup = (*setups)[f];
         // Other families only while this split has time (building their
         // problem can take seconds on large machines).
-        if (f > 0 && (atBound() || Clock::now() >= until ||
-                      bandwidthBound(setup)))
+        if (f > 0 &&
+            (atBound() || Clock::now() >= until || bandwidthBound(setup)))
           break;
         auto problem = prepare(setup);
         if (!problem)
@@ -863,13 +1031,21 @@ Expected<SynthResult> Driver::run() {
     if (done)
       break;
   }
-  if (!std::isfinite(best.timeUs))
-    return Error("no verified schedule was found (see the notes above)");
   result.timeLimitHit |= timeUp();
+  preferBaseline();
+  if (!std::isfinite(best.timeUs))
+    return Error(result.timeLimitHit
+                     ? "the time limit (" + fmt(opts.timeLimitSec, 1) +
+                           " s) ran out before any schedule, synthesized "
+                           "or baseline, was verified on " +
+                           topo.name + "; allow more time"
+                     : "no verified schedule was found (see the notes above)");
   result.schedule = best.schedule;
   result.method = best.method;
   result.chunkup = best.chunkup;
   result.timeUs = best.timeUs;
+  result.busbwGBps = best.busbwGBps;
+  result.measureSeconds = best.measureSeconds;
   result.lowerBoundUs = bound;
   result.baselineUs = baselineUs;
   result.baselineName = baselineName;

@@ -63,7 +63,13 @@ struct SearchContext {
   }
 };
 
-Plan heuristicPlan(const RoutingProblem &problem, const CostModel &cost);
+/// Greedy load-aware shortest-path trees. Returns nothing when `deadline`
+/// passes first (growing one tree per destination costs a shortest-path
+/// search over every link: minutes on hundreds of ranks).
+std::optional<Plan>
+heuristicPlan(const RoutingProblem &problem, const CostModel &cost,
+              std::optional<std::chrono::steady_clock::time_point> deadline =
+                  std::nullopt);
 
 /// The largest per-link / per-resource busy time of a plan, µs.
 double busyTime(const RoutingProblem &problem, const Plan &plan,
@@ -71,7 +77,26 @@ double busyTime(const RoutingProblem &problem, const Plan &plan,
 
 /// Minimum-hop trees (fewest hops, then smallest latency), ignoring load:
 /// the routes of a direct all-pairs exchange where the sketch allows them.
-Plan minHopPlan(const RoutingProblem &problem, const CostModel &cost);
+/// Nothing when `deadline` passes first.
+std::optional<Plan>
+minHopPlan(const RoutingProblem &problem, const CostModel &cost,
+           std::optional<std::chrono::steady_clock::time_point> deadline =
+               std::nullopt);
+
+/// Hierarchical routes of a multi-node machine, built without any search
+/// over the whole graph: a value goes from its origin straight to one entry
+/// rank in every other node that needs it (the origin's rail peer, GPU i to
+/// GPU i, where the sketch allows that link, else the first allowed peer),
+/// and from the entry rank (or the origin) along the node's own minimum-hop
+/// tree to the ranks of that node that need it. Every value then crosses
+/// into each node once (the node cut's minimum) and each NIC carries its own
+/// GPU's values (the rails balance). Linear in the number of sends; nothing
+/// when the machine has one node, the sketch forbids such routes, or
+/// `deadline` passes first.
+std::optional<Plan>
+hierarchicalPlan(const RoutingProblem &problem, const CostModel &cost,
+                 std::optional<std::chrono::steady_clock::time_point> deadline =
+                     std::nullopt);
 
 struct RoutingSearchOptions {
   /// Hop levels beyond the minimal depth.

@@ -235,10 +235,14 @@ private:
     return std::isfinite(best.timeUs) ? end < deadline : end < hardDeadline;
   }
   /// Nothing left to gain: within 0.2% of the lower bound and no slower
-  /// than any baseline (a baseline that is faster means the search is not
-  /// done yet).
+  /// than any baseline, or tied with a baseline that is itself at the
+  /// bound (a faster baseline away from it means the search is not done).
   bool atBound() const {
-    return bound > 0 && best.timeUs <= bound * 1.002 && beatsBaselines();
+    if (bound <= 0)
+      return false;
+    // A baseline at the bound too is written instead when it is faster.
+    return best.timeUs <= bound * 1.002 &&
+           (beatsBaselines() || baselineUs <= bound * 1.002);
   }
   bool beatsBaselines() const {
     return best.timeUs <= baselineUs * (1 + 1e-12);

@@ -23,6 +23,8 @@ namespace {
 /// digits as it takes to show the difference (up to 1e-6), then the word.
 std::string formatSpeedup(double ratio) {
   char buf[64];
+  if (std::abs(ratio - 1) <= 1e-12)
+    ratio = 1;
   int digits = 3;
   while (digits < 6) {
     std::snprintf(buf, sizeof buf, "%.*f", digits, ratio);

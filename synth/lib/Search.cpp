@@ -396,9 +396,10 @@ minHopPlan(const RoutingProblem &p, const CostModel &cost,
   return plan;
 }
 
-std::optional<Plan> hierarchicalPlan(
-    const RoutingProblem &p, const CostModel &cost,
-    std::optional<std::chrono::steady_clock::time_point> deadline) {
+std::optional<Plan>
+hierarchicalPlan(const RoutingProblem &p, const CostModel &cost,
+                 std::optional<std::chrono::steady_clock::time_point> deadline,
+                 RailRoutes rails) {
   const Topology &t = *p.topo;
   int n = t.numRanks(), nodes = t.numNodes();
   if (nodes < 2)
@@ -456,7 +457,27 @@ std::optional<Plan> hierarchicalPlan(
   };
 
   Plan plan;
-  plan.method = "hierarchical routes (rails, then within nodes)";
+  plan.method = rails == RailRoutes::Direct
+                    ? "hierarchical routes (rails, then within nodes)"
+                : rails == RailRoutes::Ring
+                    ? "hierarchical routes (a ring per rail, then within nodes)"
+                    : "hierarchical routes (two rings per rail, then within "
+                      "nodes)";
+  // The link from `from` to its rail peer in `node` (same position in its
+  // node), when the sketch lets value v take it.
+  std::vector<std::vector<int>> railOut(n);
+  auto railLink = [&](int v, int from, int node) {
+    if (railOut[from].empty()) {
+      railOut[from].assign(nodes, -1);
+      for (int l : p.outLinks[from]) {
+        int to = t.links[l].dst, b = t.nodeOf[to];
+        if (b != t.nodeOf[from] && pos[to] == pos[from] && railOut[from][b] < 0)
+          railOut[from][b] = l;
+      }
+    }
+    int l = railOut[from][node];
+    return l >= 0 && p.allowed(v, l) ? l : -1;
+  };
   std::vector<int> sendInto(n, -1);
   std::vector<char> need(n, 0), keep(n, 0);
   // Per node: the chosen link into it from the current origin, and its
@@ -501,6 +522,49 @@ std::optional<Plan> hierarchicalPlan(
     int o = val.origin, a = t.nodeOf[o];
     for (int d : val.dests)
       need[d] = 1;
+    if (rails != RailRoutes::Direct) {
+      bool ok = spread(v, o, 0);
+      // Forward round the ring (and backward, for the second ring) as far
+      // as the farthest node that needs the value.
+      int forward = nodes - 1, backward = 0;
+      if (rails == RailRoutes::BidirectionalRing) {
+        forward = nodes / 2;
+        backward = nodes - 1 - forward;
+      }
+      for (int dir = 0; dir < 2 && ok; ++dir) {
+        int steps = dir == 0 ? forward : backward;
+        auto nodeAt = [&](int i) {
+          return ((a + (dir ? -i : i)) % nodes + nodes) % nodes;
+        };
+        int last = 0;
+        for (int i = 1; i <= steps; ++i)
+          if (p.destNode[v][nodeAt(i)])
+            last = i;
+        int at = o, parent = -1;
+        for (int i = 1; i <= last && ok; ++i) {
+          int l = railLink(v, at, nodeAt(i));
+          if (l < 0) {
+            ok = false;
+            break;
+          }
+          PlanSend s;
+          s.value = v;
+          s.link = l;
+          s.slot = i;
+          s.parent = parent;
+          at = t.links[l].dst;
+          parent = (int)plan.sends.size();
+          sendInto[at] = parent;
+          plan.sends.push_back(s);
+          ok = spread(v, at, i);
+        }
+      }
+      for (int d : val.dests)
+        need[d] = 0;
+      if (!ok)
+        return std::nullopt;
+      continue;
+    }
     std::fill(entry.begin(), entry.end(), -1);
     for (int l : p.outLinks[o]) {
       int dst = t.links[l].dst, b = t.nodeOf[dst];

@@ -569,13 +569,33 @@ void Driver::searchChunkup(int k, const Setup &setup,
   // schedule's size, and within a few percent of the bound at
   // bandwidth-bound sizes on rail-balanced machines.
   if (topo.numNodes() > 1 && hierarchicalDone.insert(k).second) {
-    auto t0 = Clock::now();
-    auto hp = hierarchicalPlan(problem, cost, ctx.deadline);
-    stages.add("heuristic routes", since(t0));
-    if (hp)
-      report(hp->method, evaluate(problem, setup, *hp, k));
-    if (atBound() || timeUp())
-      return;
+    // A ring per rail streams through each NIC in order (bandwidth); the
+    // origin sending to every node itself has the fewest hops (latency).
+    // Rings first when a NIC streams its share for longer than four ring
+    // latencies.
+    double nicAlpha = std::numeric_limits<double>::infinity(), nicGBps = 0;
+    for (int l : problem.usableLinks)
+      if (!topo.sameNode(topo.links[l].src, topo.links[l].dst)) {
+        nicAlpha = std::min(nicAlpha, topo.links[l].alphaUs);
+        nicGBps = std::max(nicGBps, topo.effectiveBandwidth(l));
+      }
+    int nodes = topo.numNodes();
+    double perRank = (double)setup.route.numValues() / topo.numRanks();
+    double streamUs =
+        nicGBps > 0 ? perRank * (nodes - 1) * chunk / (nicGBps * 1e3) : 0;
+    std::vector<RailRoutes> order{
+        RailRoutes::Ring, RailRoutes::BidirectionalRing, RailRoutes::Direct};
+    if (!(streamUs > 4 * nodes * nicAlpha))
+      std::reverse(order.begin(), order.end());
+    for (RailRoutes rails : order) {
+      auto t0 = Clock::now();
+      auto hp = hierarchicalPlan(problem, cost, ctx.deadline, rails);
+      stages.add("heuristic routes", since(t0));
+      if (hp)
+        report(hp->method, evaluate(problem, setup, *hp, k));
+      if (atBound() || timeUp())
+        return;
+    }
   }
   // Heuristic plans are evaluated once per split (the quick pass may have
   // done it already); each gives up at the deadline.
@@ -781,13 +801,19 @@ void Driver::measureBaselines() {
       continue;
     if (Clock::now() >= until)
       break;
-    // Every rank receives from every other one: at least n(n-1) transfers.
+    // Every rank receives from every other one: at least n(n-1) transfers;
+    // the multi-ring baseline of a multi-node machine has up to one ring
+    // per GPU of a node (one per NIC rail), each with n(n-1).
     double perTransfer =
         measureSecPerTransfer > 0 ? measureSecPerTransfer : 15e-6;
+    double estimate = n * (n - 1.0);
+    if (kind == BaselineKind::Ring && topo.numNodes() > 1)
+      estimate *= (double)topo.ranksOfNode(0).size();
     if (everyPair &&
-        Clock::now() + std::chrono::microseconds(
-                           (long long)(2 * perTransfer * n * (n - 1.0) * 1e6)) >
-            until) {
+        (estimate > kMaxBaselineTransfers ||
+         Clock::now() + std::chrono::microseconds(
+                            (long long)(2 * perTransfer * estimate * 1e6)) >
+             until)) {
       say(std::string("not simulating the ") + toString(kind) +
           " baseline (no time left)");
       continue;

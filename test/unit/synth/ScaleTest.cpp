@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 
 using namespace ccsynth;
 using namespace ccsynth::synth;
@@ -65,6 +66,50 @@ TEST_CASE("hierarchical routes cross into each node once, on the rails",
   VerifyOptions vo;
   vo.topology = &t;
   CHECK(verifySchedule(s, vo).ok());
+}
+
+TEST_CASE("rail rings give each NIC one stream and relay through nodes",
+          "[scale]") {
+  Topology t = topo("dgx-h100x4");
+  auto col = Collective::builtin(CollectiveKind::AllGather, 32, 1);
+  REQUIRE(col.ok());
+  auto p = buildRoutingProblem(t, defaultSketch(4), *col);
+  REQUIRE(p.ok());
+  CostModel cost = makeCostModel(t, 1 << 20);
+  for (RailRoutes rails : {RailRoutes::Ring, RailRoutes::BidirectionalRing}) {
+    auto plan = hierarchicalPlan(*p, cost, std::nullopt, rails);
+    REQUIRE(plan);
+    std::set<int> inter;
+    std::vector<int> crossings(p->values.size(), 0);
+    for (const PlanSend &s : plan->sends) {
+      const Link &l = t.links[s.link];
+      if (t.sameNode(l.src, l.dst))
+        continue;
+      inter.insert(s.link);
+      ++crossings[s.value];
+      CHECK(t.localRank(l.src) == t.localRank(l.dst));
+    }
+    // 32 GPUs, one link (ring) or two (both ways) out of each NIC.
+    CHECK(inter.size() == (rails == RailRoutes::Ring ? 32u : 64u));
+    for (int c : crossings)
+      CHECK(c == 3);
+    auto list = lowerCopy(*p, *plan);
+    REQUIRE(list.ok());
+    ListScheduleOptions lo;
+    lo.bytes = 1 << 20;
+    auto timed = listSchedule(*list, t, lo);
+    REQUIRE(timed.ok());
+    VerifyOptions vo;
+    vo.topology = &t;
+    CHECK(verifySchedule(toSchedule(*list, *timed), vo).ok());
+  }
+  // A sketch that forbids relaying through other nodes forbids the rings.
+  Sketch direct = defaultSketch(4);
+  direct.hops = InternodeHops::Direct;
+  auto pd = buildRoutingProblem(t, direct, *col);
+  REQUIRE(pd.ok());
+  CHECK_FALSE(hierarchicalPlan(*pd, cost, std::nullopt, RailRoutes::Ring));
+  CHECK(hierarchicalPlan(*pd, cost, std::nullopt, RailRoutes::Direct));
 }
 
 TEST_CASE("hierarchical routes need several nodes", "[scale]") {

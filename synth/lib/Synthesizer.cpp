@@ -216,6 +216,14 @@ private:
       opts.progress(m);
   }
   bool timeUp() const { return Clock::now() >= deadline; }
+  /// Seconds building the collectives of split 1 took (a split k costs
+  /// about k times as much: seconds on 4,096 ranks).
+  double setupSecondsPerSplit = 0;
+  bool canSetUp(int k) const {
+    auto end = Clock::now() + std::chrono::microseconds(
+                                  (long long)(setupSecondsPerSplit * k * 1e6));
+    return end < (haveSchedule() ? deadline : hardDeadline);
+  }
   /// A synthesized schedule or a baseline could be written.
   bool haveSchedule() const {
     return std::isfinite(best.timeUs) || std::isfinite(baselineUs);
@@ -772,6 +780,10 @@ void Driver::searchChunkup(int k, const Setup &setup,
   result.timeLimitHit |= ctx.deadlineHit && timeUp();
 }
 
+/// Most condition entries (values of output chunks) the collectives of a
+/// synthesis may hold: about 4 GB with their copies.
+constexpr double kMaxConditionEntries = 3e8;
+
 /// Baselines larger than this are not simulated during a search (memory);
 /// smaller ones are when the time left allows.
 constexpr size_t kMaxBaselineTransfers = 2000000;
@@ -921,9 +933,35 @@ Expected<SynthResult> Driver::run() {
           "the custom collective has " + std::to_string(opts.custom->numRanks) +
           " ranks but topology '" + topo.name + "' has " + std::to_string(n));
   }
+  // The collectives' conditions list every value of every output chunk:
+  // n^2 entries for AllGather, n^3 for AllReduce (split into n chunks per
+  // rank for reduce-scatter + all-gather). Refuse what cannot fit in
+  // memory rather than exhaust it.
+  double entries = (double)n * n;
+  if (opts.kind == CollectiveKind::AllReduce)
+    entries *= n;
+  if (entries > kMaxConditionEntries)
+    return Error(std::string(toString(opts.kind)) + " on " + std::to_string(n) +
+                 " ranks needs about " + fmt(entries / 1e6, 0) +
+                 " million condition entries per chunk split, more than "
+                 "the synthesizer holds (" +
+                 fmt(kMaxConditionEntries / 1e6, 0) + " million)");
+  // Building them (the routed collective, the target and a copy) took up
+  // to 3 µs per output chunk (one list of values each) on a loaded
+  // machine: 13 s for an AllGather on 2,048 ranks.
+  double slots = (double)n * n;
+  if (Clock::now() +
+          std::chrono::microseconds((long long)(slots * 3 + entries * 0.01)) >
+      hardDeadline)
+    return Error("the time limit (" + fmt(opts.timeLimitSec, 1) +
+                 " s) is shorter than building the collective's conditions "
+                 "on " +
+                 std::to_string(n) + " ranks takes; allow more time");
+  auto t0 = Clock::now();
   auto bases = makeSetups(opts, n, 1);
   if (!bases)
     return bases.error();
+  setupSecondsPerSplit = since(t0);
   const Setup *base = &bases->front();
   std::vector<std::vector<int>> phases =
       chunkups(topo, sketch, opts, base->route);
@@ -977,6 +1015,8 @@ Expected<SynthResult> Driver::run() {
       if (stopNow() || (Clock::now() >= until && haveSchedule()))
         break;
       int k = phases.front()[i];
+      if (!canSetUp(k))
+        break;
       auto setups = makeSetups(opts, n, k);
       if (!setups)
         return setups.error();
@@ -1004,7 +1044,7 @@ Expected<SynthResult> Driver::run() {
     double bestBefore = best.timeUs;
     for (size_t i = 0; i < ks.size() && !done; ++i, --remainingKs) {
       int k = ks[i];
-      if (stopNow()) {
+      if (stopNow() || !canSetUp(k)) {
         done = true;
         break;
       }

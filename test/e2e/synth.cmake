@@ -46,3 +46,13 @@ ccsynth_expect(synth-sketch-topology-mismatch RC 1
 ccsynth_expect(synth-unknown-collective RC 1 MATCH "unknown collective 'allgahter'"
   CMD ${CC} synth --topo dgx1 --collective allgahter
       -o ${E2E_OUT}/never-written-synth.json)
+
+# --exact-chunkup: the sketch's input_chunkup (6 on dgx1) is the split, as
+# in TACCL, where the search would otherwise also try others.
+ccsynth_expect(synth-exact-chunkup RC 0 MATCH "\\(chunk split 6\\)"
+  CMD ${CC} synth --topo dgx1 --sketch ${SK}/dgx1.json --collective allgather
+      --size 1K --exact-chunkup -q -o ${E2E_OUT}/synth-exact-chunkup.json)
+ccsynth_expect(synth-exact-chunkup-conflict RC 2
+  MATCH "--chunks 2 contradicts --exact-chunkup"
+  CMD ${CC} synth --topo dgx1 --sketch ${SK}/dgx1.json --collective allgather
+      --chunks 2 --exact-chunkup -o ${E2E_OUT}/never-written-exact.json)

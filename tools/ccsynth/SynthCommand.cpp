@@ -54,6 +54,7 @@ struct SynthCliOptions {
   unsigned seed = 0;
   int root = 0;
   bool inPlace = false;
+  bool exactChunkup = false;
   double stopAt = 90;
   bool quiet = false;
 };
@@ -148,6 +149,17 @@ int runSynth(const SynthCliOptions &o) {
                         std::to_string(topo->numRanks() - 1) + ")"));
   }
   so.chunkup = o.chunks;
+  if (o.exactChunkup) {
+    // TACCL's meaning: input_chunkup is the split, not a first guess.
+    int k = sketch.inputChunkup;
+    if (o.chunks > 0 && o.chunks != k)
+      return fail(Error("--chunks " + std::to_string(o.chunks) +
+                        " contradicts --exact-chunkup (the sketch's "
+                        "input_chunkup is " +
+                        std::to_string(k) + ")"),
+                  kExitUsage);
+    so.chunkup = k;
+  }
   so.targetBytes = sizes->front();
   so.timeLimitSec = o.timeLimit;
   so.seed = o.seed;
@@ -318,6 +330,10 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--chunks", opts->chunks,
                   "Split every input chunk into this many pieces (default: "
                   "search the sketch's candidates)");
+  cmd->add_flag("--exact-chunkup", opts->exactChunkup,
+                "Split every input chunk into exactly the sketch's "
+                "input_chunkup pieces, as TACCL does (default: try it first, "
+                "then finer and coarser splits)");
   cmd->add_option("--size", opts->size,
                   "Buffer size the schedule is chosen for (default 1G)");
   cmd->add_option("--time-limit", opts->timeLimit,

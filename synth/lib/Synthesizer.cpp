@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -59,8 +60,10 @@ struct Setup {
     GatherReduce,
     AllReduceGather
   };
-  Collective route;  ///< routed copy collective
-  Collective target; ///< what the schedule implements
+  Collective route; ///< routed copy collective
+  /// What the schedule implements (shared by a split's families: an
+  /// AllReduce's conditions take hundreds of MB on 512 ranks).
+  std::shared_ptr<const Collective> target;
   Lowering lowering = Lowering::Copy;
   std::string label; ///< for reports ("" for the main family)
 };
@@ -70,7 +73,8 @@ struct Setup {
 Expected<std::vector<Setup>> makeSetups(const SynthOptions &o, int n, int k) {
   std::vector<Setup> out;
   if (o.kind == CollectiveKind::Custom) {
-    out.push_back({*o.custom, *o.custom, Setup::Lowering::Copy, ""});
+    out.push_back({*o.custom, std::make_shared<const Collective>(*o.custom),
+                   Setup::Lowering::Copy, ""});
     return out;
   }
   auto target = Collective::builtin(
@@ -78,13 +82,14 @@ Expected<std::vector<Setup>> makeSetups(const SynthOptions &o, int n, int k) {
       o.root);
   if (!target)
     return target.error();
+  auto shared = std::make_shared<const Collective>(target.take());
   auto add = [&](CollectiveKind rk, Setup::Lowering how,
                  const std::string &label) -> Status {
     bool copy = how == Setup::Lowering::Copy;
     auto route = Collective::builtin(rk, n, k, copy && o.inPlace, o.root);
     if (!route)
       return route.error();
-    out.push_back({route.take(), *target, how, label});
+    out.push_back({route.take(), shared, how, label});
     return Status::success();
   };
   Status st;
@@ -321,13 +326,13 @@ Expected<TaskList> Driver::lower(const RoutingProblem &problem,
                                  AccumulatorInit init) {
   switch (setup.lowering) {
   case Setup::Lowering::Inverse:
-    return lowerInverse(problem, plan, setup.target, init);
+    return lowerInverse(problem, plan, *setup.target, init);
   case Setup::Lowering::AllReduce:
-    return lowerAllReduce(problem, plan, setup.target, init);
+    return lowerAllReduce(problem, plan, *setup.target, init);
   case Setup::Lowering::GatherReduce:
-    return lowerGatherReduce(problem, plan, setup.target);
+    return lowerGatherReduce(problem, plan, *setup.target);
   case Setup::Lowering::AllReduceGather:
-    return lowerAllReduceGather(problem, plan, setup.target);
+    return lowerAllReduceGather(problem, plan, *setup.target);
   case Setup::Lowering::Copy:
     break;
   }
@@ -372,7 +377,9 @@ double Driver::measure(Schedule &s, const std::string &method, int k,
   bool better = t < best.timeUs * (1 - 1e-9) ||
                 (proven && !best.proven && t <= best.timeUs * (1 + 1e-9));
   if (better) {
-    best.schedule = s;
+    // The caller is done with it: a move, not a copy of a schedule whose
+    // collective alone can take hundreds of MB.
+    best.schedule = std::move(s);
     best.timeUs = t;
     best.busbwGBps = sim->busbwGBps;
     best.measureSeconds = took;
@@ -968,8 +975,8 @@ Expected<SynthResult> Driver::run() {
   size_t remainingKs = 0;
   for (auto &ph : phases)
     remainingKs += ph.size();
-  say("synthesizing " + base->target.describe() + " on " + topo.name + " for " +
-      fmt(opts.targetBytes / 1024.0, 0) +
+  say("synthesizing " + base->target->describe() + " on " + topo.name +
+      " for " + fmt(opts.targetBytes / 1024.0, 0) +
       " KiB; chunk splits to "
       "try: " +
       [&] {
@@ -1029,7 +1036,7 @@ Expected<SynthResult> Driver::run() {
         return std::move(result);
       }
       bound = std::max(
-          bound, lowerBound(setup.target, topo, opts.targetBytes).timeUs());
+          bound, lowerBound(*setup.target, topo, opts.targetBytes).timeUs());
       say("chunkup " + std::to_string(k) + ": quick pass (heuristic trees)");
       quickSplits.insert(k);
       searchChunkup(k, setup, *problem, until);
@@ -1072,7 +1079,7 @@ Expected<SynthResult> Driver::run() {
           result.stages = stages.list;
           return std::move(result);
         }
-        double lb = lowerBound(setup.target, topo, opts.targetBytes).timeUs();
+        double lb = lowerBound(*setup.target, topo, opts.targetBytes).timeUs();
         bound = std::max(bound, lb);
         // Moving contributions unreduced to their owner only pays when
         // latency dominates (checked above: at bandwidth-bound sizes it

@@ -220,14 +220,37 @@ private:
     if (opts.progress)
       opts.progress(m);
   }
-  bool timeUp() const { return Clock::now() >= deadline; }
+  /// The limit less what writing the best schedule so far takes (its JSON,
+  /// a few µs per transfer: a second for 500k transfers).
+  Clock::time_point searchEnd() const {
+    size_t n = std::isfinite(best.timeUs) ? best.schedule.transfers.size() : 0;
+    return deadline - std::chrono::microseconds((long long)(n * 3));
+  }
+  bool timeUp() const { return Clock::now() >= searchEnd(); }
   /// Seconds building the collectives of split 1 took (a split k costs
   /// about k times as much: seconds on 4,096 ranks).
   double setupSecondsPerSplit = 0;
+  /// Records what setting up split k took (its collectives, routing
+  /// problem and bound).
+  void noteSetUp(Clock::time_point t0, int k) {
+    setupSecondsPerSplit = std::max(setupSecondsPerSplit, since(t0) / k);
+  }
+  /// The lower bound, computed once: it does not depend on the split (a
+  /// split multiplies the demands and divides the chunk alike).
+  bool boundKnown = false;
+  void boundOnce(const Collective &target) {
+    if (boundKnown)
+      return;
+    auto t0 = Clock::now();
+    bound =
+        std::max(bound, lowerBound(target, topo, opts.targetBytes).timeUs());
+    stages.add("bound", since(t0));
+    boundKnown = true;
+  }
   bool canSetUp(int k) const {
     auto end = Clock::now() + std::chrono::microseconds(
                                   (long long)(setupSecondsPerSplit * k * 1e6));
-    return end < (haveSchedule() ? deadline : hardDeadline);
+    return end < (haveSchedule() ? searchEnd() : hardDeadline);
   }
   /// A synthesized schedule or a baseline could be written.
   bool haveSchedule() const {
@@ -236,16 +259,18 @@ private:
   /// Nothing more may start: past the limit with a schedule to write, or
   /// past the grace without one.
   bool stopNow() const {
-    return Clock::now() >= (haveSchedule() ? deadline : hardDeadline);
+    return Clock::now() >= (haveSchedule() ? searchEnd() : hardDeadline);
   }
   /// A schedule of `transfers` transfers can still be verified and
-  /// simulated before the deadline (always, while there is none yet and
-  /// the grace past the limit remains).
-  bool canMeasure(size_t transfers) const {
-    auto end = Clock::now() +
-               std::chrono::microseconds(
-                   (long long)(measureSecPerTransfer * transfers * 1e6));
-    return std::isfinite(best.timeUs) ? end < deadline : end < hardDeadline;
+  /// simulated (after `before` more seconds of other work) before the
+  /// deadline (always, while there is none yet and the grace past the
+  /// limit remains).
+  bool canMeasure(size_t transfers, double before = 0) const {
+    auto end =
+        Clock::now() +
+        std::chrono::microseconds(
+            (long long)((before + measureSecPerTransfer * transfers) * 1e6));
+    return std::isfinite(best.timeUs) ? end < searchEnd() : end < hardDeadline;
   }
   /// Nothing left to gain: within 0.2% of the lower bound and no slower
   /// than any baseline, or tied with a baseline that is itself at the
@@ -448,7 +473,7 @@ ListScheduleOptions Driver::scheduleOptions() const {
   // Past the time limit only the first schedule may still be completed.
   lo.deadline =
       std::isfinite(best.timeUs)
-          ? std::min(deadline,
+          ? std::min(searchEnd(),
                      Clock::now() +
                          std::chrono::microseconds(
                              (long long)(std::max(2.0, opts.timeLimitSec / 20) *
@@ -492,15 +517,19 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
   double bestHere = std::numeric_limits<double>::infinity();
   // Two dispatch rules: the plan's slot order, and critical path first.
   std::optional<TimedTasks> timed;
+  double listSeconds = 0;
   for (int rule = 0; rule < 2; ++rule) {
-    // Past the time limit, one verified schedule is enough.
-    if (rule > 0 && timeUp() && std::isfinite(best.timeUs))
+    // Past the time limit, one verified schedule is enough; another
+    // replay is not started when it cannot be measured in time.
+    if (rule > 0 && std::isfinite(best.timeUs) &&
+        (timeUp() || !canMeasure(list->tasks.size(), listSeconds)))
       break;
     auto t1 = Clock::now();
     TaskList variant = *list;
     if (rule == 1)
       prioritizeCriticalPath(variant, topo, lo);
     auto tt = listSchedule(variant, topo, lo);
+    listSeconds = since(t1);
     stages.add("schedule", since(t1));
     if (since(t1) > 1.0)
       say("list scheduling " + std::to_string(variant.tasks.size()) +
@@ -536,6 +565,11 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
       continue;
     }
     lastSize = merged.tasks.size();
+    if (std::isfinite(best.timeUs) &&
+        !canMeasure(merged.tasks.size(), listSeconds)) {
+      stages.add("schedule", since(t1));
+      break;
+    }
     auto mt = listSchedule(merged, topo, lo);
     stages.add("schedule", since(t1));
     if (since(t1) > 1.0)
@@ -1022,8 +1056,11 @@ Expected<SynthResult> Driver::run() {
       if (stopNow() || (Clock::now() >= until && haveSchedule()))
         break;
       int k = phases.front()[i];
-      if (!canSetUp(k))
+      if (!canSetUp(k)) {
+        result.timeLimitHit = true;
         break;
+      }
+      auto ts = Clock::now();
       auto setups = makeSetups(opts, n, k);
       if (!setups)
         return setups.error();
@@ -1035,8 +1072,8 @@ Expected<SynthResult> Driver::run() {
         result.stages = stages.list;
         return std::move(result);
       }
-      bound = std::max(
-          bound, lowerBound(*setup.target, topo, opts.targetBytes).timeUs());
+      boundOnce(*setup.target);
+      noteSetUp(ts, k);
       say("chunkup " + std::to_string(k) + ": quick pass (heuristic trees)");
       quickSplits.insert(k);
       searchChunkup(k, setup, *problem, until);
@@ -1052,9 +1089,11 @@ Expected<SynthResult> Driver::run() {
     for (size_t i = 0; i < ks.size() && !done; ++i, --remainingKs) {
       int k = ks[i];
       if (stopNow() || !canSetUp(k)) {
+        result.timeLimitHit = true;
         done = true;
         break;
       }
+      auto ts = Clock::now();
       auto setups = makeSetups(opts, n, k);
       if (!setups)
         return setups.error();
@@ -1079,8 +1118,9 @@ Expected<SynthResult> Driver::run() {
           result.stages = stages.list;
           return std::move(result);
         }
-        double lb = lowerBound(*setup.target, topo, opts.targetBytes).timeUs();
-        bound = std::max(bound, lb);
+        boundOnce(*setup.target);
+        if (f == 0)
+          noteSetUp(ts, k);
         // Moving contributions unreduced to their owner only pays when
         // latency dominates (checked above: at bandwidth-bound sizes it
         // multiplies the traffic into the owners).

@@ -20,7 +20,7 @@ std::vector<std::vector<int>> taskDependencies(const TaskList &list) {
   std::vector<int> order(list.tasks.size());
   std::iota(order.begin(), order.end(), 0);
   return transferDependencies(
-      list.collective, list.scratchChunks, (int)list.tasks.size(),
+      *list.collective, list.scratchChunks, (int)list.tasks.size(),
       [&](int t) -> const Transfer & { return list.tasks[t].tr; }, order);
 }
 
@@ -274,7 +274,7 @@ void Dispatcher::recomputeRates() {
 
 Expected<TimedTasks> Dispatcher::run() {
   numTasks = (int)list.tasks.size();
-  double chunk = chunkBytesOf(list.collective, opts.bytes);
+  double chunk = chunkBytesOf(*list.collective, opts.bytes);
   int nres = (int)topo.resources.size();
   int n = topo.numRanks();
   int ncons = nres + n;
@@ -394,7 +394,7 @@ Expected<TimedTasks> listSchedule(const TaskList &list, const Topology &topo,
 
 void prioritizeCriticalPath(TaskList &list, const Topology &topo,
                             const ListScheduleOptions &options) {
-  double chunk = chunkBytesOf(list.collective, options.bytes);
+  double chunk = chunkBytesOf(*list.collective, options.bytes);
   auto deps = taskDependencies(list);
   int nt = (int)list.tasks.size();
   std::vector<double> bottom(nt, 0);
@@ -448,7 +448,7 @@ Schedule toSchedule(const TaskList &list, const TimedTasks &timed) {
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return step[a] < step[b]; });
   Schedule sched;
-  sched.collective = list.collective;
+  sched.collective = *list.collective;
   sched.scratchChunks = list.scratchChunks;
   sched.origin = "synth";
   for (int t : order) {
@@ -465,7 +465,7 @@ TaskList mergeContiguous(const TaskList &list, const TimedTasks &timed,
                          const Topology &topo, double bytes,
                          double maxDelayRatio) {
   int nt = (int)list.tasks.size();
-  double chunk = chunkBytesOf(list.collective, bytes);
+  double chunk = chunkBytesOf(*list.collective, bytes);
   std::vector<std::vector<int>> onLink(topo.links.size());
   for (int t = 0; t < nt; ++t) {
     const Transfer &tr = list.tasks[t].tr;

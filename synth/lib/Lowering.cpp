@@ -274,8 +274,7 @@ Status appendReduceTree(const RoutingProblem &p, const Plan &plan,
       // accumulator already holds it (in-place roots).
       started[s.value][parent] = 1;
       bool init = !primed[s.value][parent];
-      emit(src, acc, init ? TransferOp::Copy : TransferOp::Reduce, back,
-           prio);
+      emit(src, acc, init ? TransferOp::Copy : TransferOp::Reduce, back, prio);
       if (init)
         emit(contribution(s.value, parent), acc, TransferOp::Reduce, -1, prio);
       primed[s.value][parent] = 1;
@@ -346,7 +345,7 @@ mapReduction(const RoutingProblem &p, const Collective &target,
 Expected<TaskList> lowerCopy(const RoutingProblem &p, const Plan &plan) {
   const Collective &c = p.collective;
   TaskList out;
-  out.collective = c;
+  out.collective = std::make_shared<const Collective>(c);
   auto slots = outputSlots(c);
   // Origins keep their own output copies (out-of-place) first.
   for (size_t v = 0; v < p.values.size(); ++v) {
@@ -396,7 +395,7 @@ Expected<TaskList> lowerInverse(const RoutingProblem &p, const Plan &plan,
   if (!map)
     return map.error();
   TaskList out;
-  out.collective = target;
+  out.collective = std::make_shared<const Collective>(target);
   auto result = [&](int v) { return map->result[v]; };
   auto contrib = [&](int v, int r) { return map->contribution[v][r]; };
   if (Status s = appendReduceTree(p, plan, target, result, contrib, init, out);
@@ -417,7 +416,7 @@ Expected<TaskList> lowerAllReduce(const RoutingProblem &p, const Plan &plan,
   if (!map)
     return map.error();
   TaskList out;
-  out.collective = target;
+  out.collective = std::make_shared<const Collective>(target);
   auto result = [&](int v) { return map->result[v]; };
   auto contrib = [&](int v, int r) { return map->contribution[v][r]; };
   if (Status s = appendReduceTree(p, plan, target, result, contrib, init, out);
@@ -451,7 +450,7 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
         for (int v : *target.post[r][i])
           resultOf[v] = {r, BufferKind::Output, i};
   TaskList out;
-  out.collective = target;
+  out.collective = std::make_shared<const Collective>(target);
   std::vector<std::vector<char>> initialized(n);
   for (int r = 0; r < n; ++r)
     initialized[r].assign(target.outputChunks, 0);
@@ -498,7 +497,7 @@ Expected<TaskList> lowerAllReduceGather(const RoutingProblem &p,
     return Error("internal: the route does not match " + target.describe());
   int c = target.chunkFactor / n;
   TaskList out;
-  out.collective = target;
+  out.collective = std::make_shared<const Collective>(target);
   // Owners start from their own contribution: every result slot is
   // initialized, so every fold reduces.
   std::vector<std::vector<char>> initialized(n);

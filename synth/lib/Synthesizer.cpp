@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -59,8 +60,10 @@ struct Setup {
     GatherReduce,
     AllReduceGather
   };
-  Collective route;  ///< routed copy collective
-  Collective target; ///< what the schedule implements
+  Collective route; ///< routed copy collective
+  /// What the schedule implements (shared by a split's families: an
+  /// AllReduce's conditions take hundreds of MB on 512 ranks).
+  std::shared_ptr<const Collective> target;
   Lowering lowering = Lowering::Copy;
   std::string label; ///< for reports ("" for the main family)
 };
@@ -70,7 +73,8 @@ struct Setup {
 Expected<std::vector<Setup>> makeSetups(const SynthOptions &o, int n, int k) {
   std::vector<Setup> out;
   if (o.kind == CollectiveKind::Custom) {
-    out.push_back({*o.custom, *o.custom, Setup::Lowering::Copy, ""});
+    out.push_back({*o.custom, std::make_shared<const Collective>(*o.custom),
+                   Setup::Lowering::Copy, ""});
     return out;
   }
   auto target = Collective::builtin(
@@ -78,13 +82,14 @@ Expected<std::vector<Setup>> makeSetups(const SynthOptions &o, int n, int k) {
       o.root);
   if (!target)
     return target.error();
+  auto shared = std::make_shared<const Collective>(target.take());
   auto add = [&](CollectiveKind rk, Setup::Lowering how,
                  const std::string &label) -> Status {
     bool copy = how == Setup::Lowering::Copy;
     auto route = Collective::builtin(rk, n, k, copy && o.inPlace, o.root);
     if (!route)
       return route.error();
-    out.push_back({route.take(), *target, how, label});
+    out.push_back({route.take(), shared, how, label});
     return Status::success();
   };
   Status st;
@@ -139,7 +144,8 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
   double ratio = alpha > 0 ? chunk / (bw * 1e3) / alpha : 1e9;
   int kMax = std::max(1, (int)std::floor(ratio));
   int values = std::max(1, route1.numValues());
-  std::set<int> pool{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+  std::set<int> pool{1,  2,  3,  4,  6,   8,   12,  16,  24,
+                     32, 48, 64, 96, 128, 192, 256, 384, 512};
   int c = sk.inputChunkup;
   for (int m : {1, 2, 4})
     pool.insert(c * m);
@@ -175,6 +181,9 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
 struct Candidate {
   Schedule schedule;
   double timeUs = std::numeric_limits<double>::infinity();
+  double busbwGBps = 0;
+  /// Seconds its verification and simulation took.
+  double measureSeconds = 0;
   std::string method;
   int chunkup = 1;
   bool proven = false;
@@ -184,7 +193,8 @@ struct Candidate {
 class Driver {
 public:
   Driver(const Topology &t, const Sketch &s, const SynthOptions &o)
-      : topo(t), sketch(s), opts(o) {}
+      : topo(t), sketch(s), opts(o), start(o.startedAt.value_or(Clock::now())) {
+  }
 
   Expected<SynthResult> run();
 
@@ -192,8 +202,14 @@ private:
   const Topology &topo;
   const Sketch &sketch;
   const SynthOptions &opts;
-  Clock::time_point start = Clock::now();
-  Clock::time_point deadline;
+  Clock::time_point start;
+  /// The time limit, and how far past it a first schedule may still be
+  /// completed (10% of the limit, at least 2 s less what finishing it
+  /// takes).
+  Clock::time_point deadline, hardDeadline;
+  /// Verification plus simulation seconds per transfer, as measured so far
+  /// (to skip candidates that cannot be measured before the deadline).
+  double measureSecPerTransfer = 0;
   Stages stages;
   SynthResult result;
   Candidate best;
@@ -204,18 +220,81 @@ private:
     if (opts.progress)
       opts.progress(m);
   }
-  bool timeUp() const { return Clock::now() >= deadline; }
+  /// The limit less what writing the best schedule so far takes (its JSON,
+  /// a few µs per transfer: a second for 500k transfers).
+  Clock::time_point searchEnd() const {
+    size_t n = std::isfinite(best.timeUs) ? best.schedule.transfers.size() : 0;
+    return deadline - std::chrono::microseconds((long long)(n * 3));
+  }
+  bool timeUp() const { return Clock::now() >= searchEnd(); }
+  /// Seconds building the collectives of split 1 took (a split k costs
+  /// about k times as much: seconds on 4,096 ranks).
+  double setupSecondsPerSplit = 0;
+  /// Records what setting up split k took (its collectives, routing
+  /// problem and bound).
+  void noteSetUp(Clock::time_point t0, int k) {
+    setupSecondsPerSplit = std::max(setupSecondsPerSplit, since(t0) / k);
+  }
+  /// The lower bound, computed once: it does not depend on the split (a
+  /// split multiplies the demands and divides the chunk alike).
+  bool boundKnown = false;
+  void boundOnce(const Collective &target) {
+    if (boundKnown)
+      return;
+    auto t0 = Clock::now();
+    bound =
+        std::max(bound, lowerBound(target, topo, opts.targetBytes).timeUs());
+    stages.add("bound", since(t0));
+    boundKnown = true;
+  }
+  bool canSetUp(int k) const {
+    auto end = Clock::now() + std::chrono::microseconds(
+                                  (long long)(setupSecondsPerSplit * k * 1e6));
+    return end < (haveSchedule() ? searchEnd() : hardDeadline);
+  }
+  /// A synthesized schedule or a baseline could be written.
+  bool haveSchedule() const {
+    return std::isfinite(best.timeUs) || std::isfinite(baselineUs);
+  }
+  /// Nothing more may start: past the limit with a schedule to write, or
+  /// past the grace without one.
+  bool stopNow() const {
+    return Clock::now() >= (haveSchedule() ? searchEnd() : hardDeadline);
+  }
+  /// A schedule of `transfers` transfers can still be verified and
+  /// simulated (after `before` more seconds of other work) before the
+  /// deadline (always, while there is none yet and the grace past the
+  /// limit remains).
+  bool canMeasure(size_t transfers, double before = 0) const {
+    // Until something was measured, 6 µs per transfer (a 524k-transfer
+    // AllGather on 512 ranks took 3.4 s).
+    double perTransfer =
+        measureSecPerTransfer > 0 ? measureSecPerTransfer : 6e-6;
+    auto end = Clock::now() +
+               std::chrono::microseconds(
+                   (long long)((before + perTransfer * transfers) * 1e6));
+    return std::isfinite(best.timeUs) ? end < searchEnd() : end < hardDeadline;
+  }
   /// Nothing left to gain: within 0.2% of the lower bound and no slower
-  /// than any baseline (a baseline that is faster means the search is not
-  /// done yet).
+  /// than any baseline, or tied with a baseline that is itself at the
+  /// bound (a faster baseline away from it means the search is not done).
   bool atBound() const {
-    return bound > 0 && best.timeUs <= bound * 1.002 && beatsBaselines();
+    if (bound <= 0)
+      return false;
+    // A baseline at the bound too is written instead when it is faster.
+    return best.timeUs <= bound * 1.002 &&
+           (beatsBaselines() || baselineUs <= bound * 1.002);
   }
   bool beatsBaselines() const {
     return best.timeUs <= baselineUs * (1 + 1e-12);
   }
   double baselineUs = std::numeric_limits<double>::infinity();
   std::string baselineName;
+  Schedule baselineSchedule;
+  double baselineBusbw = 0, baselineMeasureSeconds = 0;
+  /// Per link: some value may use it under the sketch (from the first
+  /// routing problem).
+  std::vector<char> sketchLinks;
   double minAlphaUs = 0, maxLinkGBps = 0;
   /// A chunk of the setup's route streams for longer than four of the
   /// fastest latencies on the fastest link.
@@ -224,6 +303,9 @@ private:
            4 * 1e3 * minAlphaUs * maxLinkGBps;
   }
   void measureBaselines();
+  /// Writes the best baseline instead of a slower (or missing) schedule,
+  /// where the sketch allows its links.
+  void preferBaseline();
 
   /// Lowers, orders, merges, verifies and simulates one plan; returns the
   /// best simulated time among its variants.
@@ -244,7 +326,8 @@ private:
   /// In a quick first pass only the heuristic plans are evaluated; the
   /// splits it covered skip them later.
   bool heuristicsOnly = false;
-  std::set<int> plainHeuristicsDone, railHeuristicsDone, quickSplits;
+  std::set<int> plainHeuristicsDone, railHeuristicsDone, hierarchicalDone,
+      quickSplits;
   void searchChunkup(int k, const Setup &setup, const RoutingProblem &problem,
                      Clock::time_point until);
 };
@@ -271,13 +354,13 @@ Expected<TaskList> Driver::lower(const RoutingProblem &problem,
                                  AccumulatorInit init) {
   switch (setup.lowering) {
   case Setup::Lowering::Inverse:
-    return lowerInverse(problem, plan, setup.target, init);
+    return lowerInverse(problem, plan, *setup.target, init);
   case Setup::Lowering::AllReduce:
-    return lowerAllReduce(problem, plan, setup.target, init);
+    return lowerAllReduce(problem, plan, *setup.target, init);
   case Setup::Lowering::GatherReduce:
-    return lowerGatherReduce(problem, plan, setup.target);
+    return lowerGatherReduce(problem, plan, *setup.target);
   case Setup::Lowering::AllReduceGather:
-    return lowerAllReduceGather(problem, plan, setup.target);
+    return lowerAllReduceGather(problem, plan, *setup.target);
   case Setup::Lowering::Copy:
     break;
   }
@@ -286,6 +369,8 @@ Expected<TaskList> Driver::lower(const RoutingProblem &problem,
 
 double Driver::measure(Schedule &s, const std::string &method, int k,
                        bool proven, const std::string &smt) {
+  if (!canMeasure(s.transfers.size()))
+    return std::numeric_limits<double>::infinity();
   auto t0 = Clock::now();
   s.name = std::string(toString(opts.kind)) + "-" + topo.name + "-synth";
   s.topology = topo.name;
@@ -311,14 +396,21 @@ double Driver::measure(Schedule &s, const std::string &method, int k,
     return std::numeric_limits<double>::infinity();
   }
   double t = sim->timeUs;
-  if (getenv("CCSYNTH_DEBUG_CANDIDATES"))
+  double took = since(t0);
+  measureSecPerTransfer = std::max(
+      measureSecPerTransfer, took / std::max<size_t>(1, s.transfers.size()));
+  if (opts.debugCandidates)
     say("candidate " + method + ": " + fmt(t, 2) + " us");
   result.candidates.push_back({method, k, s.numSteps(), t});
   bool better = t < best.timeUs * (1 - 1e-9) ||
                 (proven && !best.proven && t <= best.timeUs * (1 + 1e-9));
   if (better) {
-    best.schedule = s;
+    // The caller is done with it: a move, not a copy of a schedule whose
+    // collective alone can take hundreds of MB.
+    best.schedule = std::move(s);
     best.timeUs = t;
+    best.busbwGBps = sim->busbwGBps;
+    best.measureSeconds = took;
     best.method = method;
     best.chunkup = k;
     best.proven = proven;
@@ -382,12 +474,14 @@ ListScheduleOptions Driver::scheduleOptions() const {
   // One replay may take at most a twentieth of the time limit (at least
   // two seconds): very concurrent candidates are not worth more.
   // Past the time limit only the first schedule may still be completed.
-  lo.deadline = std::min(
-      std::isfinite(best.timeUs) ? deadline
-                                 : deadline + std::chrono::seconds(2),
-      Clock::now() +
-          std::chrono::microseconds(
-              (long long)(std::max(2.0, opts.timeLimitSec / 20) * 1e6)));
+  lo.deadline =
+      std::isfinite(best.timeUs)
+          ? std::min(searchEnd(),
+                     Clock::now() +
+                         std::chrono::microseconds(
+                             (long long)(std::max(2.0, opts.timeLimitSec / 20) *
+                                         1e6)))
+          : hardDeadline;
   return lo;
 }
 
@@ -426,15 +520,19 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
   double bestHere = std::numeric_limits<double>::infinity();
   // Two dispatch rules: the plan's slot order, and critical path first.
   std::optional<TimedTasks> timed;
+  double listSeconds = 0;
   for (int rule = 0; rule < 2; ++rule) {
-    // Past the time limit, one verified schedule is enough.
-    if (rule > 0 && timeUp() && std::isfinite(best.timeUs))
+    // Past the time limit, one verified schedule is enough; another
+    // replay is not started when it cannot be measured in time.
+    if (rule > 0 && std::isfinite(best.timeUs) &&
+        (timeUp() || !canMeasure(list->tasks.size(), listSeconds)))
       break;
     auto t1 = Clock::now();
     TaskList variant = *list;
     if (rule == 1)
       prioritizeCriticalPath(variant, topo, lo);
     auto tt = listSchedule(variant, topo, lo);
+    listSeconds = since(t1);
     stages.add("schedule", since(t1));
     if (since(t1) > 1.0)
       say("list scheduling " + std::to_string(variant.tasks.size()) +
@@ -470,6 +568,11 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
       continue;
     }
     lastSize = merged.tasks.size();
+    if (std::isfinite(best.timeUs) &&
+        !canMeasure(merged.tasks.size(), listSeconds)) {
+      stages.add("schedule", since(t1));
+      break;
+    }
     auto mt = listSchedule(merged, topo, lo);
     stages.add("schedule", since(t1));
     if (since(t1) > 1.0)
@@ -500,7 +603,9 @@ void Driver::searchChunkup(int k, const Setup &setup,
   double chunk = std::ceil(opts.targetBytes / setup.route.sizeDivisor());
   CostModel cost = makeCostModel(topo, chunk);
   SearchContext ctx;
-  ctx.deadline = std::min(until, deadline);
+  // With nothing to write yet, the grace past the limit is for finding a
+  // first schedule.
+  ctx.deadline = haveSchedule() ? std::min(until, deadline) : hardDeadline;
   ctx.seed = opts.seed;
   ctx.progress = [&](const std::string &m) {
     say("chunkup " + std::to_string(k) + ": " + m);
@@ -512,20 +617,68 @@ void Driver::searchChunkup(int k, const Setup &setup,
   ctx.callConflicts =
       (unsigned)std::clamp(opts.timeLimitSec * 100, 1000.0, 20000.0);
 
+  // Hierarchical routes first on multi-node machines: linear in the
+  // schedule's size, and within a few percent of the bound at
+  // bandwidth-bound sizes on rail-balanced machines.
+  if (topo.numNodes() > 1 && hierarchicalDone.insert(k).second) {
+    // A ring per rail streams through each NIC in order (bandwidth); the
+    // origin sending to every node itself has the fewest hops (latency).
+    // Rings first when a NIC streams its share for longer than four ring
+    // latencies.
+    double nicAlpha = std::numeric_limits<double>::infinity(), nicGBps = 0;
+    for (int l : problem.usableLinks)
+      if (!topo.sameNode(topo.links[l].src, topo.links[l].dst)) {
+        nicAlpha = std::min(nicAlpha, topo.links[l].alphaUs);
+        nicGBps = std::max(nicGBps, topo.effectiveBandwidth(l));
+      }
+    int nodes = topo.numNodes();
+    double perRank = (double)setup.route.numValues() / topo.numRanks();
+    double streamUs =
+        nicGBps > 0 ? perRank * (nodes - 1) * chunk / (nicGBps * 1e3) : 0;
+    std::vector<RailRoutes> order{
+        RailRoutes::Ring, RailRoutes::BidirectionalRing, RailRoutes::Direct};
+    if (!(streamUs > 4 * nodes * nicAlpha))
+      std::reverse(order.begin(), order.end());
+    for (RailRoutes rails : order) {
+      auto t0 = Clock::now();
+      auto hp = hierarchicalPlan(problem, cost, ctx.deadline, rails);
+      stages.add("heuristic routes", since(t0));
+      if (hp)
+        report(hp->method, evaluate(problem, setup, *hp, k));
+      if (atBound() || timeUp())
+        return;
+    }
+  }
   // Heuristic plans are evaluated once per split (the quick pass may have
-  // done it already).
+  // done it already); each gives up at the deadline.
   auto t0 = Clock::now();
-  Plan h = heuristicPlan(problem, cost);
+  // Growing a tree per destination costs a shortest-path search over the
+  // usable links each (about 1e8 relaxations a second): not started when
+  // that cannot end in the time left.
+  double work = 0;
+  for (int rep : problem.reps)
+    work += (double)problem.values[rep].dests.size() *
+            (double)problem.usableLinks.size();
+  std::optional<Plan> h;
+  if (work / 1e8 < std::chrono::duration<double>(ctx.deadline - t0).count())
+    h = heuristicPlan(problem, cost, ctx.deadline);
   stages.add("heuristic routes", since(t0));
+  if (!h) {
+    say("chunkup " + std::to_string(k) +
+        ": no time left to grow shortest-path trees");
+    result.timeLimitHit |= timeUp();
+    return;
+  }
   if (!heuristicsOnly) {
     if (plainHeuristicsDone.insert(k).second)
-      report("heuristic", evaluate(problem, setup, h, k));
+      report("heuristic", evaluate(problem, setup, *h, k));
     if (atBound())
       return;
     auto t2 = Clock::now();
-    Plan direct = minHopPlan(problem, cost);
+    auto direct = minHopPlan(problem, cost, ctx.deadline);
     stages.add("heuristic routes", since(t2));
-    report("minimum-hop routes", evaluate(problem, setup, direct, k));
+    if (direct)
+      report("minimum-hop routes", evaluate(problem, setup, *direct, k));
     if (atBound())
       return;
   }
@@ -559,8 +712,11 @@ void Driver::searchChunkup(int k, const Setup &setup,
         auto rail = buildRoutingProblem(topo, railSketch, setup.route);
         if (rail) {
           auto th = Clock::now();
-          Plan railHeuristic = heuristicPlan(*rail, cost);
+          auto railPlan = heuristicPlan(*rail, cost, ctx.deadline);
           stages.add("heuristic routes", since(th));
+          if (!railPlan)
+            return;
+          Plan &railHeuristic = *railPlan;
           railHeuristic.method += " on rails";
           if (railHeuristicsDone.insert(k).second)
             report(railHeuristic.method,
@@ -630,7 +786,7 @@ void Driver::searchChunkup(int k, const Setup &setup,
     // Without rails, the quick pass tries the plain heuristic trees, and
     // the later pass the rest.
     if (!railsTried && plainHeuristicsDone.insert(k).second)
-      report("heuristic", evaluate(problem, setup, h, k));
+      report("heuristic", evaluate(problem, setup, *h, k));
     return;
   }
   if (Clock::now() < ctx.deadline) {
@@ -640,7 +796,7 @@ void Driver::searchChunkup(int k, const Setup &setup,
     ro.concentrate = bandwidthBound;
     ro.depthFirst = !bandwidthBound;
     ro.enterNodesOnce = bandwidthBound;
-    ro.hintBound = busyTime(problem, h, cost);
+    ro.hintBound = busyTime(problem, *h, cost);
     auto plans = routingPlans(problem, cost, ro, ctx);
     stages.add("routing (Z3)", since(t1));
     for (const Plan &p : plans) {
@@ -668,8 +824,13 @@ void Driver::searchChunkup(int k, const Setup &setup,
   result.timeLimitHit |= ctx.deadlineHit && timeUp();
 }
 
-/// Baselines larger than this are not simulated during a search.
-constexpr size_t kMaxBaselineTransfers = 200000;
+/// Most condition entries (values of output chunks) the collectives of a
+/// synthesis may hold: about 4 GB with their copies.
+constexpr double kMaxConditionEntries = 3e8;
+
+/// Baselines larger than this are not simulated during a search (memory);
+/// smaller ones are when the time left allows.
+constexpr size_t kMaxBaselineTransfers = 2000000;
 
 void Driver::measureBaselines() {
   if (opts.kind == CollectiveKind::Custom)
@@ -678,27 +839,82 @@ void Driver::measureBaselines() {
   BaselineOptions bo;
   bo.inPlace = opts.inPlace;
   bo.root = opts.root;
-  for (BaselineKind kind : {BaselineKind::Ring, BaselineKind::Tree,
-                            BaselineKind::Direct, BaselineKind::Hierarchical}) {
+  // Baselines get at most a quarter of the time limit: they are the floor
+  // to beat, not the search.
+  auto until = start + (deadline - start) / 4;
+  // Until one is simulated, assume 15 µs per transfer (a 262k-transfer
+  // AllGather on 512 ranks takes about 4 s); the ring comes last, since on
+  // large switched machines it has several times more transfers than the
+  // others and costs seconds only to build.
+  int n = topo.numRanks();
+  bool everyPair = opts.kind == CollectiveKind::AllGather ||
+                   opts.kind == CollectiveKind::ReduceScatter ||
+                   opts.kind == CollectiveKind::AllReduce ||
+                   opts.kind == CollectiveKind::AllToAll;
+  for (BaselineKind kind : {BaselineKind::Direct, BaselineKind::Hierarchical,
+                            BaselineKind::Tree, BaselineKind::Ring}) {
     if (!baselineSupports(kind, opts.kind, topo))
       continue;
+    if (Clock::now() >= until)
+      break;
+    // Every rank receives from every other one: at least n(n-1) transfers;
+    // the multi-ring baseline of a multi-node machine has up to one ring
+    // per GPU of a node (one per NIC rail), each with n(n-1).
+    double perTransfer =
+        measureSecPerTransfer > 0 ? measureSecPerTransfer : 15e-6;
+    double estimate = n * (n - 1.0);
+    if (kind == BaselineKind::Ring && topo.numNodes() > 1)
+      estimate *= (double)topo.ranksOfNode(0).size();
+    if (everyPair &&
+        (estimate > kMaxBaselineTransfers ||
+         Clock::now() + std::chrono::microseconds(
+                            (long long)(2 * perTransfer * estimate * 1e6)) >
+             until)) {
+      say(std::string("not simulating the ") + toString(kind) +
+          " baseline (no time left)");
+      continue;
+    }
     auto b = makeBaseline(kind, opts.kind, topo, bo);
     if (!b)
       continue;
     // A ring all-to-all on 64 ranks has a million transfers and takes
-    // longer to simulate than most searches; it never wins there anyway.
+    // longer to simulate than most searches.
     if (b->transfers.size() > kMaxBaselineTransfers) {
+      say(std::string("not simulating the ") + toString(kind) + " baseline (" +
+          std::to_string(b->transfers.size()) + " transfers)");
+      continue;
+    }
+    if (measureSecPerTransfer > 0 &&
+        Clock::now() + std::chrono::microseconds(
+                           (long long)(measureSecPerTransfer *
+                                       b->transfers.size() * 1e6)) >
+            until) {
       say(std::string("not simulating the ") + toString(kind) +
-          " baseline (" + std::to_string(b->transfers.size()) +
-          " transfers)");
+          " baseline (no time left)");
       continue;
     }
     SimOptions so;
     so.bytes = opts.targetBytes;
+    auto ts = Clock::now();
+    // Verified now, so that writing it instead of a slower schedule at the
+    // deadline costs nothing more.
+    VerifyOptions vo;
+    vo.topology = &topo;
+    if (!verifySchedule(*b, vo).ok()) {
+      result.notes.push_back(std::string("internal: the ") + toString(kind) +
+                             " baseline does not verify");
+      continue;
+    }
     auto sim = simulate(*b, topo, so);
+    measureSecPerTransfer =
+        std::max(measureSecPerTransfer,
+                 since(ts) / std::max<size_t>(1, b->transfers.size()));
     if (sim && sim->timeUs < baselineUs) {
       baselineUs = sim->timeUs;
+      baselineBusbw = sim->busbwGBps;
+      baselineMeasureSeconds = since(ts) / 2;
       baselineName = toString(kind);
+      baselineSchedule = b.take();
     }
   }
   stages.add("baselines", since(t0));
@@ -707,9 +923,46 @@ void Driver::measureBaselines() {
         " us (the search goes on while it is faster)");
 }
 
+void Driver::preferBaseline() {
+  if (!std::isfinite(baselineUs) || best.timeUs <= baselineUs * (1 + 1e-12))
+    return;
+  // Links of the baseline the sketch forbids (transfers without a link use
+  // the topology's best link).
+  bool allowed = true;
+  for (const Transfer &tr : baselineSchedule.transfers) {
+    if (tr.src.rank == tr.dst.rank)
+      continue;
+    int l = tr.link;
+    if (l < 0)
+      l = topo.bestLink(tr.src.rank, tr.dst.rank).value_or(-1);
+    if (l < 0 || l >= (int)sketchLinks.size() || !sketchLinks[l]) {
+      allowed = false;
+      break;
+    }
+  }
+  if (!allowed) {
+    result.sketchForbidsBaseline = true;
+    return;
+  }
+  best.schedule = baselineSchedule;
+  best.timeUs = baselineUs;
+  best.busbwGBps = baselineBusbw;
+  best.measureSeconds = baselineMeasureSeconds;
+  best.method = "the " + baselineName +
+                " baseline (no synthesized schedule found in time was faster)";
+  best.chunkup = 1;
+  best.proven = false;
+  best.smt.clear();
+  result.isBaseline = true;
+}
+
 Expected<SynthResult> Driver::run() {
-  deadline = start + std::chrono::microseconds(
-                         (long long)(std::max(0.0, opts.timeLimitSec) * 1e6));
+  auto limit = std::chrono::microseconds(
+      (long long)(std::max(0.0, opts.timeLimitSec) * 1e6));
+  deadline = start + limit;
+  hardDeadline = deadline + std::max<std::chrono::microseconds>(
+                                limit / 10, std::chrono::seconds(2)) /
+                                2;
   int n = topo.numRanks();
   if (opts.kind == CollectiveKind::Custom) {
     if (!opts.custom)
@@ -724,17 +977,45 @@ Expected<SynthResult> Driver::run() {
           "the custom collective has " + std::to_string(opts.custom->numRanks) +
           " ranks but topology '" + topo.name + "' has " + std::to_string(n));
   }
+  // The collectives' conditions list every value of every output chunk:
+  // n^2 entries for AllGather, n^3 for AllReduce (split into n chunks per
+  // rank for reduce-scatter + all-gather). Refuse what cannot fit in
+  // memory rather than exhaust it.
+  double entries = (double)n * n;
+  if (opts.kind == CollectiveKind::AllReduce)
+    entries *= n;
+  if (entries > kMaxConditionEntries)
+    return Error(std::string(toString(opts.kind)) + " on " + std::to_string(n) +
+                 " ranks needs about " + fmt(entries / 1e6, 0) +
+                 " million condition entries per chunk split, more than "
+                 "the synthesizer holds (" +
+                 fmt(kMaxConditionEntries / 1e6, 0) + " million)");
+  // Building them (the routed collective, the target and a copy) took up
+  // to 3 µs per output chunk (one list of values each) on a loaded
+  // machine: 13 s for an AllGather on 2,048 ranks.
+  double slots = (double)n * n;
+  if (Clock::now() +
+          std::chrono::microseconds((long long)(slots * 3 + entries * 0.01)) >
+      hardDeadline)
+    return Error("the time limit (" + fmt(opts.timeLimitSec, 1) +
+                 " s) is shorter than building the collective's conditions "
+                 "on " +
+                 std::to_string(n) + " ranks takes; allow more time");
+  auto t0 = Clock::now();
   auto bases = makeSetups(opts, n, 1);
   if (!bases)
     return bases.error();
+  // The bound on the coarsest split costs least (it is the same for all).
+  boundOnce(*bases->front().target);
+  setupSecondsPerSplit = since(t0);
   const Setup *base = &bases->front();
   std::vector<std::vector<int>> phases =
       chunkups(topo, sketch, opts, base->route);
   size_t remainingKs = 0;
   for (auto &ph : phases)
     remainingKs += ph.size();
-  say("synthesizing " + base->target.describe() + " on " + topo.name + " for " +
-      fmt(opts.targetBytes / 1024.0, 0) +
+  say("synthesizing " + base->target->describe() + " on " + topo.name +
+      " for " + fmt(opts.targetBytes / 1024.0, 0) +
       " KiB; chunk splits to "
       "try: " +
       [&] {
@@ -759,6 +1040,7 @@ Expected<SynthResult> Driver::run() {
     stages.add("problem", since(t0));
     if (problem && first) {
       first = false;
+      sketchLinks = problem->linkUsable;
       if (auto why = explainInfeasible(*problem, sketch)) {
         result.feasible = false;
         result.infeasibility = *why;
@@ -776,9 +1058,14 @@ Expected<SynthResult> Driver::run() {
     heuristicsOnly = true;
     auto until = Clock::now() + (deadline - Clock::now()) / 3;
     for (size_t i = 0; i < phases.front().size() && i < 3; ++i) {
-      if (Clock::now() >= until && std::isfinite(best.timeUs))
+      if (stopNow() || (Clock::now() >= until && haveSchedule()))
         break;
       int k = phases.front()[i];
+      if (!canSetUp(k)) {
+        result.timeLimitHit = true;
+        break;
+      }
+      auto ts = Clock::now();
       auto setups = makeSetups(opts, n, k);
       if (!setups)
         return setups.error();
@@ -790,8 +1077,8 @@ Expected<SynthResult> Driver::run() {
         result.stages = stages.list;
         return std::move(result);
       }
-      bound = std::max(
-          bound, lowerBound(setup.target, topo, opts.targetBytes).timeUs());
+      boundOnce(*setup.target);
+      noteSetUp(ts, k);
       say("chunkup " + std::to_string(k) + ": quick pass (heuristic trees)");
       quickSplits.insert(k);
       searchChunkup(k, setup, *problem, until);
@@ -806,10 +1093,12 @@ Expected<SynthResult> Driver::run() {
     double bestBefore = best.timeUs;
     for (size_t i = 0; i < ks.size() && !done; ++i, --remainingKs) {
       int k = ks[i];
-      if (timeUp() && std::isfinite(best.timeUs)) {
+      if (stopNow() || !canSetUp(k)) {
+        result.timeLimitHit = true;
         done = true;
         break;
       }
+      auto ts = Clock::now();
       auto setups = makeSetups(opts, n, k);
       if (!setups)
         return setups.error();
@@ -824,8 +1113,8 @@ Expected<SynthResult> Driver::run() {
         const Setup &setup = (*setups)[f];
         // Other families only while this split has time (building their
         // problem can take seconds on large machines).
-        if (f > 0 && (atBound() || Clock::now() >= until ||
-                      bandwidthBound(setup)))
+        if (f > 0 &&
+            (atBound() || Clock::now() >= until || bandwidthBound(setup)))
           break;
         auto problem = prepare(setup);
         if (!problem)
@@ -834,8 +1123,9 @@ Expected<SynthResult> Driver::run() {
           result.stages = stages.list;
           return std::move(result);
         }
-        double lb = lowerBound(setup.target, topo, opts.targetBytes).timeUs();
-        bound = std::max(bound, lb);
+        boundOnce(*setup.target);
+        if (f == 0)
+          noteSetUp(ts, k);
         // Moving contributions unreduced to their owner only pays when
         // latency dominates (checked above: at bandwidth-bound sizes it
         // multiplies the traffic into the owners).
@@ -863,13 +1153,21 @@ Expected<SynthResult> Driver::run() {
     if (done)
       break;
   }
-  if (!std::isfinite(best.timeUs))
-    return Error("no verified schedule was found (see the notes above)");
   result.timeLimitHit |= timeUp();
+  preferBaseline();
+  if (!std::isfinite(best.timeUs))
+    return Error(result.timeLimitHit
+                     ? "the time limit (" + fmt(opts.timeLimitSec, 1) +
+                           " s) ran out before any schedule, synthesized "
+                           "or baseline, was verified on " +
+                           topo.name + "; allow more time"
+                     : "no verified schedule was found (see the notes above)");
   result.schedule = best.schedule;
   result.method = best.method;
   result.chunkup = best.chunkup;
   result.timeUs = best.timeUs;
+  result.busbwGBps = best.busbwGBps;
+  result.measureSeconds = best.measureSeconds;
   result.lowerBoundUs = bound;
   result.baselineUs = baselineUs;
   result.baselineName = baselineName;

@@ -46,3 +46,23 @@ ccsynth_expect(synth-sketch-topology-mismatch RC 1
 ccsynth_expect(synth-unknown-collective RC 1 MATCH "unknown collective 'allgahter'"
   CMD ${CC} synth --topo dgx1 --collective allgahter
       -o ${E2E_OUT}/never-written-synth.json)
+
+# --exact-chunkup: the sketch's input_chunkup (6 on dgx1) is the split, as
+# in TACCL, where the search would otherwise also try others.
+ccsynth_expect(synth-exact-chunkup RC 0 MATCH "\\(chunk split 6\\)"
+  CMD ${CC} synth --topo dgx1 --sketch ${SK}/dgx1.json --collective allgather
+      --size 1K --exact-chunkup -q -o ${E2E_OUT}/synth-exact-chunkup.json)
+ccsynth_expect(synth-exact-chunkup-conflict RC 2
+  MATCH "--chunks 2 contradicts --exact-chunkup"
+  CMD ${CC} synth --topo dgx1 --sketch ${SK}/dgx1.json --collective allgather
+      --chunks 2 --exact-chunkup -o ${E2E_OUT}/never-written-exact.json)
+
+# A sketch that splits each node's NVSwitch in two groups forbids links the
+# ring baseline uses; the baseline is faster and the summary says so plainly
+# (the schedule written is the sketch's, slower, with enough digits).
+ccsynth_expect(synth-sketch-forbids-baseline RC 0
+  MATCH "0\\.[0-9]+x, slower than the baseline"
+        "the ring baseline is faster, but it uses links the sketch forbids"
+  CMD ${CC} synth --topo dgx-a100x2
+      --sketch ${IN}/split-switch-sketch.json --collective allgather
+      --time-limit 3 -q -o ${E2E_OUT}/synth-split-switch.json)

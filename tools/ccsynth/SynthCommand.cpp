@@ -7,15 +7,40 @@
 #include "ccsynth/Core/Verifier.h"
 #include "ccsynth/Synth/Synthesizer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
 namespace ccsynth::cli {
 
 namespace {
+
+/// A speed ratio that never prints a slower result as 1.000x: as many
+/// digits as it takes to show the difference (up to 1e-6), then the word.
+std::string formatSpeedup(double ratio) {
+  char buf[64];
+  if (std::abs(ratio - 1) <= 1e-12)
+    ratio = 1;
+  int digits = 3;
+  while (digits < 6) {
+    std::snprintf(buf, sizeof buf, "%.*f", digits, ratio);
+    double shown = std::atof(buf);
+    if ((ratio < 1) == (shown < 1) && (ratio > 1) == (shown > 1))
+      break;
+    ++digits;
+  }
+  std::snprintf(buf, sizeof buf, "%.*fx", digits, ratio);
+  std::string s = buf;
+  if (ratio < 1 - 1e-12)
+    s += ", slower than the baseline";
+  else if (ratio <= 1 + 1e-12)
+    s += ", tied";
+  return s;
+}
 
 struct SynthCliOptions {
   std::string topo;
@@ -29,6 +54,7 @@ struct SynthCliOptions {
   unsigned seed = 0;
   int root = 0;
   bool inPlace = false;
+  bool exactChunkup = false;
   double stopAt = 90;
   bool quiet = false;
 };
@@ -77,6 +103,8 @@ int runSynth(const SynthCliOptions &o) {
   // check both paths before a long search.
   if (Status s = checkOutputs({o.output, o.dumpSmt}); !s)
     return fail(s.error());
+  // The time limit counts from here: loading a large machine takes seconds.
+  auto t0 = std::chrono::steady_clock::now();
   auto topo = loadTopology(o.topo);
   if (!topo)
     return fail(topo.error());
@@ -124,6 +152,17 @@ int runSynth(const SynthCliOptions &o) {
                          std::to_string(topo->numRanks() - 1) + ")"));
   }
   so.chunkup = o.chunks;
+  if (o.exactChunkup) {
+    // TACCL's meaning: input_chunkup is the split, not a first guess.
+    int k = sketch.inputChunkup;
+    if (o.chunks > 0 && o.chunks != k)
+      return fail(Error("--chunks " + std::to_string(o.chunks) +
+                        " contradicts --exact-chunkup (the sketch's "
+                        "input_chunkup is " +
+                        std::to_string(k) + ")"),
+                  kExitUsage);
+    so.chunkup = k;
+  }
   so.targetBytes = sizes->front();
   so.timeLimitSec = o.timeLimit;
   so.seed = o.seed;
@@ -131,8 +170,10 @@ int runSynth(const SynthCliOptions &o) {
   so.keepSmt = !o.dumpSmt.empty();
   auto progress = std::make_shared<Progress>(o.quiet);
   so.progress = [progress](const std::string &line) { (*progress)(line); };
+  so.startedAt = t0;
+  // The tool is the edge that reads the environment.
+  so.debugCandidates = std::getenv("CCSYNTH_DEBUG_CANDIDATES") != nullptr;
 
-  auto t0 = std::chrono::steady_clock::now();
   auto result = synth::synthesize(*topo, sketch, so);
   double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
@@ -149,14 +190,29 @@ int runSynth(const SynthCliOptions &o) {
   // The topology fields let `ccsynth verify/simulate` find the machine and
   // notice when it changed.
   recordTopology(sched, o.topo, *topo);
-  VerifyOptions vo;
-  vo.topology = &*topo;
-  VerifyResult vr = verifySchedule(sched, vo);
-  if (!vr.ok())
-    return fail(Error("internal error: the synthesized schedule does not "
-                      "verify: " +
-                      vr.issues.front().message),
-                kExitVerifyFailed);
+  // What is left of the time limit (and of its grace, 10% or 2 s) for the
+  // summary: each further simulation costs about what the synthesizer's
+  // last verification and simulation of this schedule took.
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+        .count();
+  };
+  double budget = o.timeLimit + std::max(2.0, o.timeLimit * 0.1) * 0.9;
+  auto affordable = [&](double seconds) {
+    return elapsed() + seconds * 1.5 < budget;
+  };
+  // The synthesizer verified this very schedule; a second check in case of
+  // a bug costs one more verification, done while the time limit allows.
+  if (affordable(result->measureSeconds)) {
+    VerifyOptions vo;
+    vo.topology = &*topo;
+    VerifyResult vr = verifySchedule(sched, vo);
+    if (!vr.ok())
+      return fail(Error("internal error: the synthesized schedule does not "
+                        "verify: " +
+                        vr.issues.front().message),
+                  kExitVerifyFailed);
+  }
   std::vector<OutputFile> outputs{{o.output, scheduleToJson(sched)}};
   if (!o.dumpSmt.empty())
     outputs.push_back(
@@ -185,24 +241,47 @@ int runSynth(const SynthCliOptions &o) {
                      "bisection); see %bound");
   std::fprintf(out, "  %10s %12s %12s %12s %8s\n", "size", "time(us)",
                "busbw(GB/s)", "bound(us)", "%bound");
-  for (double bytes : {1024.0, 1024.0 * 1024, 1024.0 * 1024 * 1024}) {
-    SimOptions sim;
-    sim.bytes = bytes;
-    auto r = simulate(sched, *topo, sim);
-    if (!r)
-      return fail(r.error());
-    double lb = lowerBound(sched.collective, *topo, bytes).timeUs();
+  std::vector<double> sizesShown{1024.0, 1024.0 * 1024, 1024.0 * 1024 * 1024};
+  if (std::find(sizesShown.begin(), sizesShown.end(), so.targetBytes) ==
+      sizesShown.end())
+    sizesShown.push_back(so.targetBytes);
+  std::sort(sizesShown.begin(), sizesShown.end());
+  for (double bytes : sizesShown) {
+    double timeUs = result->timeUs, busbw = result->busbwGBps;
+    bool isTarget = bytes == so.targetBytes;
+    if (!isTarget) {
+      if (!affordable(result->measureSeconds)) {
+        std::fprintf(out, "  %10s %12s (not simulated: the time limit)\n",
+                     formatBytes(bytes).c_str(), "-");
+        continue;
+      }
+      SimOptions sim;
+      sim.bytes = bytes;
+      auto r = simulate(sched, *topo, sim);
+      if (!r)
+        return fail(r.error());
+      timeUs = r->timeUs;
+      busbw = r->busbwGBps;
+    }
+    double lb = isTarget ? result->lowerBoundUs
+                         : lowerBound(sched.collective, *topo, bytes).timeUs();
     std::fprintf(out, "  %10s %12.2f %12.2f %12.2f %7.1f%%\n",
-                 formatBytes(bytes).c_str(), r->timeUs, r->busbwGBps, lb,
-                 r->timeUs > 0 ? 100 * lb / r->timeUs : 100.0);
+                 formatBytes(bytes).c_str(), timeUs, busbw, lb,
+                 timeUs > 0 ? 100 * lb / timeUs : 100.0);
   }
-  if (std::isfinite(result->baselineUs) && result->baselineUs > 0)
-    std::fprintf(out,
-                 "  best baseline at %s: %s, %.2f us (synthesized: %.2f "
-                 "us, %.3fx)\n",
-                 formatBytes(so.targetBytes).c_str(),
-                 result->baselineName.c_str(), result->baselineUs,
-                 result->timeUs, result->baselineUs / result->timeUs);
+  if (std::isfinite(result->baselineUs) && result->baselineUs > 0) {
+    double ratio = result->baselineUs / result->timeUs;
+    std::fprintf(
+        out, "  best baseline at %s: %s, %.2f us (written: %.2f us, %s)\n",
+        formatBytes(so.targetBytes).c_str(), result->baselineName.c_str(),
+        result->baselineUs, result->timeUs, formatSpeedup(ratio).c_str());
+    if (result->sketchForbidsBaseline)
+      std::fprintf(out,
+                   "  the %s baseline is faster, but it uses links the sketch "
+                   "forbids, so the slower schedule allowed by the sketch was "
+                   "written\n",
+                   result->baselineName.c_str());
+  }
   std::string stages;
   for (const synth::StageTime &st : result->stages) {
     char buf[96];
@@ -254,6 +333,10 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--chunks", opts->chunks,
                   "Split every input chunk into this many pieces (default: "
                   "search the sketch's candidates)");
+  cmd->add_flag("--exact-chunkup", opts->exactChunkup,
+                "Split every input chunk into exactly the sketch's "
+                "input_chunkup pieces, as TACCL does (default: try it first, "
+                "then finer and coarser splits)");
   cmd->add_option("--size", opts->size,
                   "Buffer size the schedule is chosen for (default 1G)");
   cmd->add_option("--time-limit", opts->timeLimit,

@@ -21,6 +21,15 @@
 // AllReduce this is the classical 2(n-1)/n * M per rank. The time is that
 // traffic over an upper bound of what all links carry together.
 //
+// Quotient bounds: the same count on the machine with each group of ranks
+// contracted to one vertex (each node; groups of 2, 4, ... consecutive
+// nodes; each rail, GPU i of every node), counting only transfers between
+// groups, over the links between groups. On m nodes an AllReduce needs
+// 2(m-1) transfers of each element between nodes: 2(m-1)/m of the buffer
+// per node over its NICs. The proof and its assumptions (no reduction
+// inside the network, each link direction counted on its own) are in
+// docs/bounds.md.
+//
 // Capacities are upper bounds from link/resource covers: every link is
 // charged either its own bandwidth or one shared resource it crosses, a
 // resource counted once however many links it carries. The smallest of a
@@ -123,6 +132,10 @@ private:
   void subsetCuts(const std::vector<int> &groupOf, int numGroups,
                   const std::string &noun);
   void totalTraffic();
+  /// The total-traffic bound on the quotient that contracts each group of
+  /// ranks to one vertex (transfers inside a group are free).
+  void quotientTraffic(const std::vector<int> &groupOf,
+                       const std::string &what);
   double latencyBound() const;
 };
 
@@ -381,24 +394,79 @@ void BoundComputer::subsetCuts(const std::vector<int> &groupOf, int numGroups,
   }
 }
 
-void BoundComputer::totalTraffic() {
+void BoundComputer::quotientTraffic(const std::vector<int> &groupOf,
+                                    const std::string &what) {
   double chunks = 0;
+  std::vector<int> og, dg;
   for (const Demand &d : demands) {
     if (d.dests.empty())
       continue;
-    std::vector<int> common;
-    std::set_intersection(d.origins.begin(), d.origins.end(), d.dests.begin(),
-                          d.dests.end(), std::back_inserter(common));
-    chunks += (double)d.origins.size() - 1 + (common.empty() ? 1 : 0) +
-              (double)d.dests.size() - 1;
+    og.clear();
+    dg.clear();
+    for (int r : d.origins)
+      og.push_back(groupOf[r]);
+    for (int r : d.dests)
+      dg.push_back(groupOf[r]);
+    std::sort(og.begin(), og.end());
+    og.erase(std::unique(og.begin(), og.end()), og.end());
+    std::sort(dg.begin(), dg.end());
+    dg.erase(std::unique(dg.begin(), dg.end()), dg.end());
+    bool common = false;
+    for (size_t i = 0, j = 0; i < og.size() && j < dg.size() && !common;) {
+      if (og[i] < dg[j])
+        ++i;
+      else if (dg[j] < og[i])
+        ++j;
+      else
+        common = true;
+    }
+    chunks += (double)og.size() - 1 + (common ? 0 : 1) + (double)dg.size() - 1;
   }
-  std::vector<int> all(topo.links.size());
-  for (size_t l = 0; l < all.size(); ++l)
-    all[l] = (int)l;
-  consider(chunks, all, [] {
-    return std::string("all links together (every chunk transfer any "
-                       "correct schedule needs, summed over ranks)");
-  });
+  std::vector<int> crossing;
+  for (size_t l = 0; l < topo.links.size(); ++l)
+    if (groupOf[topo.links[l].src] != groupOf[topo.links[l].dst])
+      crossing.push_back((int)l);
+  consider(chunks, crossing, [&] { return what; });
+}
+
+void BoundComputer::totalTraffic() {
+  std::vector<int> rankGroup(n);
+  for (int r = 0; r < n; ++r)
+    rankGroup[r] = r;
+  quotientTraffic(rankGroup, "all links together (every chunk transfer any "
+                             "correct schedule needs, summed over ranks)");
+  int nodes = topo.numNodes();
+  if (nodes < 2)
+    return;
+  // Nodes contracted: an AllReduce's classical 2(m-1)/m of the buffer per
+  // node on m nodes, over the links between nodes (their NICs).
+  quotientTraffic(topo.nodeOf, "the node quotient (every chunk transfer "
+                               "between nodes any correct schedule needs, "
+                               "over the links between nodes)");
+  // Groups of 2, 4, ... consecutive nodes.
+  for (int g = 2; g < nodes; g *= 2) {
+    std::vector<int> groupOf(n);
+    for (int r = 0; r < n; ++r)
+      groupOf[r] = topo.nodeOf[r] / g;
+    quotientTraffic(groupOf, "the quotient of groups of " + std::to_string(g) +
+                                 " nodes (transfers between groups over the "
+                                 "links between them)");
+  }
+  // Rails: GPU i of every node contracted, when the nodes are alike.
+  std::vector<int> railOf(n);
+  int perNode = -1;
+  bool alike = true;
+  for (int node = 0; node < nodes && alike; ++node) {
+    auto ranks = topo.ranksOfNode(node);
+    alike = perNode < 0 || (int)ranks.size() == perNode;
+    perNode = (int)ranks.size();
+    for (size_t i = 0; i < ranks.size(); ++i)
+      railOf[ranks[i]] = (int)i;
+  }
+  if (alike && perNode > 1)
+    quotientTraffic(railOf, "the rail quotient (GPU i of every node "
+                            "contracted; transfers between rails over the "
+                            "links between them)");
 }
 
 /// Least total alpha from `src` to every rank (Dijkstra). A dense topology

@@ -27,8 +27,8 @@ double us(double bytes, double gbps) { return bytes / (gbps * 1e3); }
 
 TEST_CASE("allgather on a fully connected machine", "[bound]") {
   double m = 4e6;
-  LowerBound lb = lowerBound(builtin(CollectiveKind::AllGather, 4),
-                             builtinTopo("fc:4"), m);
+  LowerBound lb =
+      lowerBound(builtin(CollectiveKind::AllGather, 4), builtinTopo("fc:4"), m);
   // Each rank needs the other 3/4 of the output over 3 links of 25 GB/s.
   CHECK(lb.bandwidthUs == Approx(us(0.75 * m, 3 * 25)));
   CHECK(lb.latencyUs == Approx(0.7));
@@ -143,8 +143,9 @@ TEST_CASE("custom collectives use their pre/postconditions", "[bound]") {
   CHECK(lb.bandwidthUs == Approx(us(1e6, 50)));
 
   // A swap: each of two ranks needs the other's chunk over one link.
-  auto swap = Collective::custom("swap", 2, 1, 1, {{0}, {1}},
-                                 {{std::vector<int>{1}}, {std::vector<int>{0}}});
+  auto swap =
+      Collective::custom("swap", 2, 1, 1, {{0}, {1}},
+                         {{std::vector<int>{1}}, {std::vector<int>{0}}});
   REQUIRE(swap.ok());
   CHECK(lowerBound(*swap, builtinTopo("fc:2"), 1e6).bandwidthUs ==
         Approx(us(1e6, 25)));
@@ -172,4 +173,36 @@ TEST_CASE("impossible and mismatched inputs", "[bound]") {
   one.name = "one";
   one.nodeOf = {0};
   CHECK(lowerBound(*single, one, 1e6).timeUs() == 0);
+}
+
+TEST_CASE("allreduce on several nodes is bound on the node quotient",
+          "[bound]") {
+  double m = 1024.0 * 1024 * 1024;
+  // NDv2 x4: one 12.5 GB/s NIC per node; every element crosses between
+  // nodes 2(m-1) = 6 times, over 4 NICs: 2(m-1)/m of the buffer per NIC
+  // (the single-node cut gives only m / 12.5 GB/s).
+  LowerBound ndv2 = lowerBound(builtin(CollectiveKind::AllReduce, 32, 32),
+                               builtinTopo("ndv2x4"), m);
+  CHECK(ndv2.bandwidthUs == Approx(us(2 * 3.0 / 4 * m, 12.5)));
+  CHECK_THAT(ndv2.bindingCut, Catch::Contains("node quotient"));
+
+  // Eight DGX H100 (8 x 50 GB/s NICs each): 2 * 7/8 of the buffer per
+  // node over 400 GB/s; more chunks do not change it.
+  for (int k : {1, 4}) {
+    LowerBound h = lowerBound(builtin(CollectiveKind::AllReduce, 64, 64 * k),
+                              builtinTopo("dgx-h100x8"), m);
+    CHECK(h.bandwidthUs == Approx(us(2 * 7.0 / 8 * m, 400)));
+  }
+
+  // ReduceScatter and AllGather alone move (m-1)/m of the output per node:
+  // the node cut already says that.
+  LowerBound ag = lowerBound(builtin(CollectiveKind::AllGather, 32),
+                             builtinTopo("ndv2x4"), m);
+  CHECK(ag.bandwidthUs == Approx(us(3.0 / 4 * m, 12.5)));
+
+  // Within one node the node quotient has nothing to say: the per-rank
+  // bound stays.
+  LowerBound one = lowerBound(builtin(CollectiveKind::AllReduce, 8, 8),
+                              builtinTopo("dgx-a100"), m);
+  CHECK_THAT(one.bindingCut, Catch::Contains("all links"));
 }

@@ -68,8 +68,9 @@ TEST_CASE("merging contiguous transfers keeps the schedule correct",
   REQUIRE(col.ok());
   auto p = buildRoutingProblem(*t, defaultSketch(1), *col);
   REQUIRE(p.ok());
-  Plan plan = heuristicPlan(*p, makeCostModel(*t, 256));
-  auto list = lowerCopy(*p, plan);
+  auto plan = heuristicPlan(*p, makeCostModel(*t, 256));
+  REQUIRE(plan);
+  auto list = lowerCopy(*p, *plan);
   REQUIRE(list.ok());
   ListScheduleOptions lo;
   lo.bytes = 1024;

@@ -12,7 +12,11 @@
 // transfers any correct schedule needs in all (one-way gossip: a set needed
 // on D ranks with values from O ranks needs |O|-1 (+1 if O and D are
 // disjoint) + |D|-1 transfers) over the capacity of all links together;
-// for AllReduce this is the classical 2(n-1)/n of the buffer per rank.
+// for AllReduce this is the classical 2(n-1)/n of the buffer per rank. The
+// same count is also taken on quotients (each node, groups of nodes, each
+// rail contracted to one vertex; only transfers between them count, over
+// the links between them): on m nodes an AllReduce moves 2(m-1)/m of the
+// buffer per node through the NICs (docs/bounds.md).
 // Cuts tried: every single rank (both directions), every node, every set of
 // nodes when there are at most 12, and every set of ranks when there are at
 // most 16. Latency bound: the largest minimum alpha-path from a rank holding

@@ -24,6 +24,7 @@
 #include "ccsynth/Core/Topology.h"
 #include "ccsynth/Synth/Encoding.h"
 
+#include <memory>
 #include <vector>
 
 namespace ccsynth::synth {
@@ -39,7 +40,9 @@ struct Task {
 };
 
 struct TaskList {
-  Collective collective;
+  /// Shared by the variants of one lowering (an AllReduce's conditions on
+  /// 512 ranks take hundreds of MB).
+  std::shared_ptr<const Collective> collective;
   int scratchChunks = 0;
   std::vector<Task> tasks;
 };

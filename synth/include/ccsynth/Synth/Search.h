@@ -63,7 +63,13 @@ struct SearchContext {
   }
 };
 
-Plan heuristicPlan(const RoutingProblem &problem, const CostModel &cost);
+/// Greedy load-aware shortest-path trees. Returns nothing when `deadline`
+/// passes first (growing one tree per destination costs a shortest-path
+/// search over every link: minutes on hundreds of ranks).
+std::optional<Plan>
+heuristicPlan(const RoutingProblem &problem, const CostModel &cost,
+              std::optional<std::chrono::steady_clock::time_point> deadline =
+                  std::nullopt);
 
 /// The largest per-link / per-resource busy time of a plan, µs.
 double busyTime(const RoutingProblem &problem, const Plan &plan,
@@ -71,7 +77,40 @@ double busyTime(const RoutingProblem &problem, const Plan &plan,
 
 /// Minimum-hop trees (fewest hops, then smallest latency), ignoring load:
 /// the routes of a direct all-pairs exchange where the sketch allows them.
-Plan minHopPlan(const RoutingProblem &problem, const CostModel &cost);
+/// Nothing when `deadline` passes first.
+std::optional<Plan>
+minHopPlan(const RoutingProblem &problem, const CostModel &cost,
+           std::optional<std::chrono::steady_clock::time_point> deadline =
+               std::nullopt);
+
+/// Hierarchical routes of a multi-node machine, built without any search
+/// over the whole graph: a value goes from its origin to one entry rank in
+/// every other node that needs it (straight from the origin, GPU i to
+/// GPU i where the sketch allows that link, else the first allowed peer; or
+/// relayed along rings of the nodes on the origin's rail), and from the
+/// entry rank (or the origin) along the node's own minimum-hop tree to the
+/// ranks of that node that need it. Every value then crosses
+/// into each node once (the node cut's minimum) and each NIC carries its own
+/// GPU's values (the rails balance). Linear in the number of sends; nothing
+/// when the machine has one node, the sketch forbids such routes, or
+/// `deadline` passes first.
+/// How hierarchical routes cross between nodes.
+enum class RailRoutes {
+  /// The origin sends to every other node itself (its NIC's links share
+  /// the NIC at once: every copy arrives late).
+  Direct,
+  /// Along a ring of the nodes on the origin's rail, each node's rail GPU
+  /// relaying to the next (one link per NIC: a FIFO stream that pipelines).
+  Ring,
+  /// Both ways round that ring, halfway each (two links per NIC, half the
+  /// hops).
+  BidirectionalRing,
+};
+std::optional<Plan>
+hierarchicalPlan(const RoutingProblem &problem, const CostModel &cost,
+                 std::optional<std::chrono::steady_clock::time_point> deadline =
+                     std::nullopt,
+                 RailRoutes rails = RailRoutes::Direct);
 
 struct RoutingSearchOptions {
   /// Hop levels beyond the minimal depth.

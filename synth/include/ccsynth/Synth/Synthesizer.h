@@ -21,6 +21,7 @@
 #include "ccsynth/Core/Topology.h"
 #include "ccsynth/Synth/Sketch.h"
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -41,8 +42,11 @@ struct SynthOptions {
   int chunkup = 0;
   /// Buffer size (nccl-tests' meaning) the schedule is chosen for.
   double targetBytes = 1024.0 * 1024 * 1024;
-  /// Wall-clock budget for the whole search.
+  /// Wall-clock budget for the whole search, counted from `startedAt`.
   double timeLimitSec = 60;
+  /// When the time limit started (the tool passes its own start, so that
+  /// loading the topology counts); unset = when synthesize() is called.
+  std::optional<std::chrono::steady_clock::time_point> startedAt;
   /// Stop trying further chunk splits once a schedule reaches this fraction
   /// of the lower bound (1 = use the whole time limit unless the bound is
   /// reached).
@@ -52,6 +56,8 @@ struct SynthOptions {
   bool keepSmt = false;
   /// Receives progress lines (the tool prints them on stderr).
   std::function<void(const std::string &)> progress;
+  /// Also report every evaluated candidate with its simulated time.
+  bool debugCandidates = false;
 };
 
 struct StageTime {
@@ -76,14 +82,24 @@ struct SynthResult {
   Schedule schedule;
   std::string method;
   int chunkup = 1;
-  /// Simulated time and lower bound at the target size, µs.
+  /// Simulated time, bus bandwidth and lower bound at the target size, µs.
   double timeUs = 0;
+  double busbwGBps = 0;
   double lowerBoundUs = 0;
   /// The fastest baseline (ring, tree, direct, hierarchical) at the target
   /// size, which the search treats as a floor to beat; +inf when none
   /// applies (custom collectives).
   double baselineUs = 0;
   std::string baselineName;
+  /// The schedule is that baseline itself: no synthesized schedule found
+  /// in time was faster (or none was found in time).
+  bool isBaseline = false;
+  /// The baseline is faster than the schedule but uses links the sketch
+  /// forbids, so it was not written in its place.
+  bool sketchForbidsBaseline = false;
+  /// Seconds one verification and simulation of the chosen schedule took
+  /// (what each further size in a summary costs).
+  double measureSeconds = 0;
   /// The solver proved the optimum of the model behind the chosen schedule
   /// (every solver call of its search finished) and the search finished
   /// before the time limit.

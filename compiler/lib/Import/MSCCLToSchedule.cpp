@@ -481,9 +481,15 @@ Expected<Schedule> importMscclXml(const std::string &file,
   auto algo = parseXml(file, text, options, notes);
   if (!algo)
     return algo.error();
+  // Errors about the algorithm as a whole point at its <algo> element.
+  auto atAlgo = [&](Error e) {
+    if (!e.loc.known())
+      e.loc = algo->loc;
+    return e;
+  };
   auto col = inferMscclCollective(*algo);
   if (!col)
-    return col.error();
+    return atAlgo(col.error());
   CollectiveKind k = col->kind;
   if ((k == CollectiveKind::Broadcast || k == CollectiveKind::Reduce ||
        k == CollectiveKind::Gather || k == CollectiveKind::Scatter) &&
@@ -491,7 +497,10 @@ Expected<Schedule> importMscclXml(const std::string &file,
     notes->push_back(Error("MSCCL XML records no root and the runtime "
                            "ignores it when selecting; assuming root 0",
                            algo->loc));
-  return mscclToSchedule(*algo, *col);
+  auto sched = mscclToSchedule(*algo, *col);
+  if (!sched)
+    return atAlgo(sched.error());
+  return sched;
 }
 
 } // namespace ccsynth

@@ -23,7 +23,8 @@ using Bytes = std::unique_ptr<unsigned char[], AlignedFree>;
 
 Bytes allocate(std::size_t bytes) {
   std::size_t size = (bytes + 63) / 64 * 64;
-  return Bytes(static_cast<unsigned char *>(std::aligned_alloc(64, size ? size : 64)));
+  return Bytes(
+      static_cast<unsigned char *>(std::aligned_alloc(64, size ? size : 64)));
 }
 
 /// Seconds per iteration of n threads each copying `bytes` between two

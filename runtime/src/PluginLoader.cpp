@@ -33,8 +33,8 @@ std::unique_ptr<Plugin> Plugin::open(const std::string &path,
   auto get = reinterpret_cast<ccsynthPluginGetFn>(sym);
   const ccsynthPlugin *table = get();
   if (!table) {
-    error = "plugin '" + path + "': " + CCSYNTH_PLUGIN_ENTRY +
-            " returned no table";
+    error =
+        "plugin '" + path + "': " + CCSYNTH_PLUGIN_ENTRY + " returned no table";
     return nullptr;
   }
   if (table->abi_version != CCSYNTH_PLUGIN_ABI_VERSION) {
@@ -52,8 +52,8 @@ std::unique_ptr<Plugin> Plugin::open(const std::string &path,
   }
   for (int i = 0; i < table->num_algorithms; ++i) {
     const ccsynthAlgorithm &a = table->algorithms[i];
-    if (a.struct_size != sizeof(ccsynthAlgorithm) || !a.name ||
-        !a.collective || !a.launch || a.ranks < 1 ||
+    if (a.struct_size != sizeof(ccsynthAlgorithm) || !a.name || !a.collective ||
+        !a.launch || a.ranks < 1 ||
         (a.backend != ccsynthBackendHost && a.backend != ccsynthBackendCuda)) {
       error = "plugin '" + path + "': algorithm " + std::to_string(i) +
               " has a malformed descriptor";
@@ -96,7 +96,8 @@ const Named kOps[] = {
     {ccsynthMin, "min", {"ncclMin", nullptr, nullptr, nullptr}},
 };
 
-template <size_t N> int parseNamed(const Named (&table)[N], const std::string &s) {
+template <size_t N>
+int parseNamed(const Named (&table)[N], const std::string &s) {
   for (const Named &n : table) {
     if (s == n.name)
       return n.value;

@@ -163,11 +163,11 @@ double unitRoundoff(int dtype) {
 }
 
 template <class Op, class T>
-std::optional<Mismatch> checkTyped(const ReferenceSpec &spec,
-                                   const std::vector<std::vector<unsigned char>>
-                                       &inputs,
-                                   const std::vector<const unsigned char *> &outs,
-                                   std::size_t unitElems, int dtype, int op) {
+std::optional<Mismatch>
+checkTyped(const ReferenceSpec &spec,
+           const std::vector<std::vector<unsigned char>> &inputs,
+           const std::vector<const unsigned char *> &outs,
+           std::size_t unitElems, int dtype, int op) {
   for (int r = 0; r < spec.ranks; ++r) {
     const T *out = reinterpret_cast<const T *>(outs[r]);
     for (int u = 0; u < spec.outUnits; ++u) {
@@ -248,17 +248,20 @@ checkOutputs(const ReferenceSpec &spec,
     using T = decltype(t);
     switch (spec.reduces ? op : -1) {
     case ccsynthSum:
-      result = checkTyped<SumOp, T>(spec, inputs, outputs, unitElems, dtype, op);
+      result =
+          checkTyped<SumOp, T>(spec, inputs, outputs, unitElems, dtype, op);
       break;
     case ccsynthProd:
       result =
           checkTyped<ProdOp, T>(spec, inputs, outputs, unitElems, dtype, op);
       break;
     case ccsynthMax:
-      result = checkTyped<MaxOp, T>(spec, inputs, outputs, unitElems, dtype, op);
+      result =
+          checkTyped<MaxOp, T>(spec, inputs, outputs, unitElems, dtype, op);
       break;
     case ccsynthMin:
-      result = checkTyped<MinOp, T>(spec, inputs, outputs, unitElems, dtype, op);
+      result =
+          checkTyped<MinOp, T>(spec, inputs, outputs, unitElems, dtype, op);
       break;
     default:
       result = checkTyped<NoOp, T>(spec, inputs, outputs, unitElems, dtype, op);

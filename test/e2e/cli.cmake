@@ -33,10 +33,12 @@ set(rows
   "simulate|simulate ${CLI_NOFILE}.json|simulate ${CLI_NOFILE}.json --sizes 1K,12Q"
   "synth|synth -t dgx1 -k ${CLI_NOFILE}.json -c allgather -o ${CLI_OUT}/s.json|synth -t dgx1 -c allgather -o ${CLI_OUT}/s.json --chunks abc"
   "check|check ${CLI_NOFILE}.ccl|check"
+  "plugin.info|plugin info ${CLI_NOFILE}.so|plugin info"
 )
 if(CCSYNTH_ENABLE_MLIR)
   list(APPEND rows
-    "compile|compile ${CLI_NOFILE}.json -o ${CLI_OUT}/c.xml|compile ${CLI_NOFILE}.json --target nccl -o ${CLI_OUT}/c.xml")
+    "compile|compile ${CLI_NOFILE}.json -o ${CLI_OUT}/c.xml|compile ${CLI_NOFILE}.json --target nccl -o ${CLI_OUT}/c.xml"
+    "run|run ${CLI_NOFILE}.json --size 1M|run ${CLI_NOFILE}.json --size 1M --dtype fp33")
 endif()
 foreach(row ${rows})
   string(REPLACE "|" ";" fields "${row}")

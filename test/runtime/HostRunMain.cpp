@@ -43,8 +43,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (r.launchError) {
-    std::fprintf(stderr, "error: launch failed: %s\n",
-                 r.launchError->message);
+    std::fprintf(stderr, "error: launch failed: %s\n", r.launchError->message);
     return 1;
   }
   if (r.mismatch) {

@@ -43,8 +43,7 @@ Expected<long long> parseByteCount(const std::string &flag,
 /// Compiles one input with `c`; on failure prints the error and returns
 /// the exit code. `root` receives a schedule's root (when given).
 int compileOne(const std::string &input, CompileCliOptions &o,
-               const CompileOptions &c, std::string &out,
-               int *root = nullptr) {
+               const CompileOptions &c, std::string &out, int *root = nullptr) {
   CompileResult result;
   if (input.ends_with(".mlir")) {
     if (!o.defines.empty())

@@ -72,9 +72,8 @@ std::string findNvcc(const std::string &given) {
     size_t start = 0;
     while (start <= p.size()) {
       size_t end = p.find(':', start);
-      std::string dir = p.substr(start, end == std::string::npos
-                                            ? std::string::npos
-                                            : end - start);
+      std::string dir = p.substr(
+          start, end == std::string::npos ? std::string::npos : end - start);
       if (!dir.empty() && ::access((dir + "/nvcc").c_str(), X_OK) == 0)
         return dir + "/nvcc";
       if (end == std::string::npos)
@@ -92,9 +91,8 @@ Expected<unsigned> parseMask(const std::string &list, bool dtypes) {
   size_t start = 0;
   while (start <= list.size()) {
     size_t end = list.find(',', start);
-    std::string item = list.substr(start, end == std::string::npos
-                                              ? std::string::npos
-                                              : end - start);
+    std::string item = list.substr(
+        start, end == std::string::npos ? std::string::npos : end - start);
     int v = dtypes ? rt::parseDtype(item) : rt::parseOp(item);
     if (v < 0)
       return Error("unknown " + std::string(dtypes ? "data type" : "operator") +
@@ -154,8 +152,8 @@ Status buildPlugin(const std::vector<GeneratedSource> &algos,
   std::string list;
   for (const GeneratedSource &a : algos) {
     table += "CCSYNTH_DECLARE_ALGORITHM(" + a.name + ")\n";
-    list += (list.empty() ? "" : ", ") + std::string("ccsynthAlgorithm_") +
-            a.name;
+    list +=
+        (list.empty() ? "" : ", ") + std::string("ccsynthAlgorithm_") + a.name;
   }
   table += "CCSYNTH_PLUGIN_TABLE(" + list + ")\n";
   std::string tableFile = dir.path + "/table" + ext;
@@ -170,8 +168,8 @@ Status buildPlugin(const std::vector<GeneratedSource> &algos,
       "-DCCSYNTH_OP_MASK=" + std::to_string(o.opMask) + "u",
       "-I" CCSYNTH_RUNTIME_INCLUDE_DIR};
   if (cuda) {
-    argv = {findNvcc(o.nvcc), "-std=c++20", "-O3", "-shared",
-            "-Xcompiler", "-fPIC,-fvisibility=hidden"};
+    argv = {findNvcc(o.nvcc), "-std=c++20", "-O3",
+            "-shared",        "-Xcompiler", "-fPIC,-fvisibility=hidden"};
     for (const std::string &arch : o.cudaArchs)
       argv.push_back("-gencode=arch=compute_" + arch + ",code=sm_" + arch);
   } else {
@@ -180,8 +178,8 @@ Status buildPlugin(const std::vector<GeneratedSource> &algos,
       const char *env = std::getenv("CXX");
       cxx = env && *env ? env : "c++";
     }
-    argv = {cxx,     "-std=c++20", "-O2", "-fPIC", "-shared",
-            "-fvisibility=hidden", "-pthread"};
+    argv = {cxx,       "-std=c++20",          "-O2",     "-fPIC",
+            "-shared", "-fvisibility=hidden", "-pthread"};
   }
   argv.insert(argv.end(), std::begin(defines), std::end(defines));
   argv.insert(argv.end(), o.flags.begin(), o.flags.end());

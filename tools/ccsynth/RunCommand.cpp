@@ -66,25 +66,21 @@ int runRun(RunOptions &o) {
                       "--target plugin --backend cuda` and run it on a GPU "
                       "machine"));
   if (o.backend != "host")
-    return fail(Error("unknown backend '" + o.backend +
-                      "' (expected host or cuda)"),
-                kExitUsage);
+    return usage(
+        Error("unknown backend '" + o.backend + "' (expected host or cuda)"));
   int dtype = rt::parseDtype(o.dtype);
   if (dtype < 0)
-    return fail(Error("unknown --dtype '" + o.dtype + "' (expected " +
-                      rt::dtypeMaskNames(0x3ff) + ")"),
-                kExitUsage);
+    return usage(Error("unknown --dtype '" + o.dtype + "' (expected " +
+                       rt::dtypeMaskNames(0x3ff) + ")"));
   int op = rt::parseOp(o.op);
   if (op < 0)
-    return fail(Error("unknown --op '" + o.op + "' (expected " +
-                      rt::opMaskNames(0xf) + ")"),
-                kExitUsage);
+    return usage(Error("unknown --op '" + o.op + "' (expected " +
+                       rt::opMaskNames(0xf) + ")"));
   if (o.iters < 1 || o.warmup < 0)
-    return fail(Error("--iters must be at least 1 and --warmup at least 0"),
-                kExitUsage);
+    return usage(Error("--iters must be at least 1 and --warmup at least 0"));
   if (o.size.empty() == o.count.empty())
-    return fail(Error("give exactly one of --size BYTES and --count ELEMENTS"),
-                kExitUsage);
+    return usage(
+        Error("give exactly one of --size BYTES and --count ELEMENTS"));
 
   // The plugin: given, or built from the input for this dtype and operator.
   std::optional<Collective> collective;
@@ -104,8 +100,7 @@ int runRun(RunOptions &o) {
     auto tile = parseSizes(o.tileBytes);
     if (!tile || tile->size() != 1 || (long long)tile->front() % 16 != 0 ||
         tile->front() < 16)
-      return fail(Error("--tile-bytes must be a positive multiple of 16"),
-                  kExitUsage);
+      return usage(Error("--tile-bytes must be a positive multiple of 16"));
     c.tileBytes = (unsigned long long)tile->front();
     CompileResult result;
     if (o.input.ends_with(".mlir")) {
@@ -165,9 +160,8 @@ int runRun(RunOptions &o) {
   } else if (plugin->table().num_algorithms == 1) {
     algo = plugin->begin();
   } else {
-    return fail(Error("the plugin holds several algorithms: choose one with "
-                      "--algorithm (see `ccsynth plugin info`)"),
-                kExitUsage);
+    return usage(Error("the plugin holds several algorithms: choose one with "
+                       "--algorithm (see `ccsynth plugin info`)"));
   }
   if (algo->backend != ccsynthBackendHost)
     return fail(Error(std::string("algorithm '") + algo->name +
@@ -184,8 +178,8 @@ int runRun(RunOptions &o) {
   r.timeMemcpy = o.compareMemcpy;
   int inUnits = 1, outUnits = 1;
   std::size_t unitsPerCount = 1; // count elements per unit
-  if (auto spec = rt::builtinReference(algo->collective, algo->ranks,
-                                       algo->root)) {
+  if (auto spec =
+          rt::builtinReference(algo->collective, algo->ranks, algo->root)) {
     inUnits = spec->inUnits;
     outUnits = spec->outUnits;
   } else if (collective && collective->kind == CollectiveKind::Custom) {
@@ -202,16 +196,15 @@ int runRun(RunOptions &o) {
     char *end = nullptr;
     unsigned long long v = std::strtoull(o.count.c_str(), &end, 10);
     if (!end || *end || o.count[0] == '-')
-      return fail(Error("--count: expected a number of elements"), kExitUsage);
+      return usage(Error("--count: expected a number of elements"));
     r.count = v;
   } else {
     auto sizes = parseSizes(o.size);
     if (!sizes || sizes->size() != 1)
-      return fail(Error("--size: expected one byte count like 4096 or 1M"),
-                  kExitUsage);
+      return usage(Error("--size: expected one byte count like 4096 or 1M"));
     // nccl-tests' size: the larger buffer of a rank.
-    r.count = std::size_t(sizes->front()) / es /
-              std::max(inUnits, outUnits) * unitsPerCount;
+    r.count = std::size_t(sizes->front()) / es / std::max(inUnits, outUnits) *
+              unitsPerCount;
   }
   if (unitsPerCount > 1) {
     if (r.count % unitsPerCount != 0)

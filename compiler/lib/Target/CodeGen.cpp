@@ -61,16 +61,15 @@ Expected<BlockShape> blockShapeOf(const Collective &c) {
   case CollectiveKind::Scatter:
     if (!divides(out, in))
       break;
-    return BlockShape{c.kind == CollectiveKind::ReduceScatter
-                          ? "ReduceScatter"
-                          : "Scatter",
+    return BlockShape{c.kind == CollectiveKind::ReduceScatter ? "ReduceScatter"
+                                                              : "Scatter",
                       out, in / out, 1, 1};
   case CollectiveKind::AllReduce:
   case CollectiveKind::Broadcast:
   case CollectiveKind::Reduce:
     if (in != out)
       break;
-    return BlockShape{c.kind == CollectiveKind::AllReduce ? "AllReduce"
+    return BlockShape{c.kind == CollectiveKind::AllReduce   ? "AllReduce"
                       : c.kind == CollectiveKind::Broadcast ? "Broadcast"
                                                             : "Reduce",
                       in, 1, 1, 1};
@@ -89,9 +88,9 @@ Expected<BlockShape> blockShapeOf(const Collective &c) {
 struct Landing {
   bool direct = false;
   BufferKind buffer = BufferKind::Output; ///< direct: the destination
-  int offset = 0;       ///< direct: dst chunk; else landing chunk
-  int dataFlag = 0;     ///< at the receiver
-  int creditFlag = -1;  ///< at the sender (landing only)
+  int offset = 0;      ///< direct: dst chunk; else landing chunk
+  int dataFlag = 0;    ///< at the receiver
+  int creditFlag = -1; ///< at the sender (landing only)
 };
 
 class Generator {
@@ -126,8 +125,7 @@ private:
                 const char *thirdName = nullptr,
                 BufferKind thirdKind = BufferKind::Input, int thirdOff = 0);
   void emitSend(const std::string &indent, int rank, int tbId, int k,
-                const char *srcName, BufferKind srcKind, int srcOff,
-                int cnt);
+                const char *srcName, BufferKind srcKind, int srcOff, int cnt);
   void emitThreadblock(int rank, const msccl::Threadblock &tb);
   void emitDispatch(int lo, int hi, const std::string &indent);
   std::string stepComment(int rank, const msccl::Threadblock &tb, int k);
@@ -167,10 +165,10 @@ void Generator::planLandings() {
     // Straight into the destination only when nothing else writes it and it
     // holds no input: then no reader or writer of the range can race the
     // sender. Output slices differ per pass; scratch slices do not.
-    bool direct = (st.type == StepType::Recv ||
-                   st.type == StepType::RecvCopySend) &&
-                  col.canonical({m.recv.rank, st.dstBuf, st.dstOff}).buffer ==
-                      BufferKind::Output;
+    bool direct =
+        (st.type == StepType::Recv || st.type == StepType::RecvCopySend) &&
+        col.canonical({m.recv.rank, st.dstBuf, st.dstOff}).buffer ==
+            BufferKind::Output;
     for (int i = 0; direct && i < st.cnt; ++i) {
       ChunkLoc c = col.canonical({m.recv.rank, st.dstBuf, st.dstOff + i});
       if (c.buffer != BufferKind::Output || writes[{m.recv.rank, c}] != 1 ||
@@ -366,8 +364,7 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
       if (col.post[rank][j])
         outBlocks.insert(j / shape.blockChunks);
     os << i1 << "if (passes > 0 && x.isRemainder(passes - 1)) {\n";
-    os << i1 << "  CCSYNTH_TRY(x.awaitRankDone(" << tb.steps.size()
-       << "));\n";
+    os << i1 << "  CCSYNTH_TRY(x.awaitRankDone(" << tb.steps.size() << "));\n";
     for (int b : outBlocks)
       os << i1 << "  x.stageOut(" << b << ", " << b + 1 << ");\n";
     os << i1 << "}\n";
@@ -458,11 +455,10 @@ Expected<GeneratedCode> Generator::run() {
      << in.collectiveName << "\", Coll::" << shape.coll << ", " << algo.ngpus
      << ", " << in.root << ", " << (col.inPlace ? "true" : "false") << ", "
      << (reduces ? "true" : "false") << ", " << shape.blockChunks << ", "
-     << shape.inBlocks << ", " << shape.outBlocks << ", " << maxScratch
-     << ", " << maxLanding << ", " << maxData << ", " << maxCredit << ", "
-     << maxTbs << ", " << maxSteps << ", "
-     << (maxScratch > 0 ? "true" : "false") << ", " << shape.countMultiple
-     << ", \"" << in.irHash << "\"};\n"
+     << shape.inBlocks << ", " << shape.outBlocks << ", " << maxScratch << ", "
+     << maxLanding << ", " << maxData << ", " << maxCredit << ", " << maxTbs
+     << ", " << maxSteps << ", " << (maxScratch > 0 ? "true" : "false") << ", "
+     << shape.countMultiple << ", \"" << in.irHash << "\"};\n"
      << "  static constexpr unsigned long long tileBytes = " << in.tileBytes
      << "ull;\n"
      << "  static constexpr unsigned long long minBytes = " << in.minBytes

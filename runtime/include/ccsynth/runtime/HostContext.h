@@ -43,9 +43,9 @@ public:
   /// Waits until `peer` entered this launch and learns its buffers.
   bool connect(int peer) {
     RankSlot &ps = l.world->slot(peer);
-    if (!waitFor(ps.entered, l.epoch, -1,
-                 [&] { return "rank " + std::to_string(peer) +
-                              " to enter the launch"; }))
+    if (!waitFor(ps.entered, l.epoch, -1, [&] {
+          return "rank " + std::to_string(peer) + " to enter the launch";
+        }))
       return false;
     peerRank = peer;
     peerSend = static_cast<const char *>(ps.send);
@@ -64,8 +64,10 @@ public:
           return false;
     if (isRemainder(p) && tb != 0 &&
         !waitFor(flag(stagedIndex()).value, base() + std::uint64_t(p) + 1, -1,
-                 [&] { return std::string("threadblock 0 to stage the "
-                                          "remainder"); }))
+                 [&] {
+                   return std::string("threadblock 0 to stage the "
+                                      "remainder");
+                 }))
       return false;
     return true;
   }
@@ -121,8 +123,8 @@ public:
   bool waitCredit(int step, int creditFlag) {
     if (pass == 0)
       return true; // the receiver entered this launch: its landing is free
-    return waitFor(flag(l.shape->dataFlags + creditFlag).value, base() + pass, step,
-                   [&] {
+    return waitFor(flag(l.shape->dataFlags + creditFlag).value, base() + pass,
+                   step, [&] {
                      return "credit flag " + std::to_string(creditFlag) +
                             " (landing slot of pass " +
                             std::to_string(pass - 1) + " consumed)";
@@ -188,10 +190,11 @@ private:
     return l.shape->dataFlags + l.shape->creditFlags + l.shape->maxTbs;
   }
   bool waitProgress(int step, int otherTb, std::uint64_t value) {
-    return waitFor(flag(progressIndex(otherTb)).value, base() + value, step, [&] {
-      return "threadblock " + std::to_string(otherTb) + " progress >= " +
-             std::to_string(value);
-    });
+    return waitFor(flag(progressIndex(otherTb)).value, base() + value, step,
+                   [&] {
+                     return "threadblock " + std::to_string(otherTb) +
+                            " progress >= " + std::to_string(value);
+                   });
   }
 
   char *local(int b, int blk, int pos) {
@@ -226,8 +229,7 @@ private:
                       l.rank, tb, step, describe().c_str(),
                       (unsigned long long)(value & 0xffffffffu),
                       (unsigned long long)l.epoch,
-                      (unsigned long long)(seen >= base() ? seen - base()
-                                                          : 0));
+                      (unsigned long long)(seen >= base() ? seen - base() : 0));
         l.world->fail(err);
         return false;
       }

@@ -76,8 +76,8 @@ ccsynthResult hostRun(const ccsynthLaunchArgs *a, HostWorld &world,
 }
 
 template <class A, class T>
-ccsynthResult hostRunOp(const ccsynthLaunchArgs *a, HostWorld &w,
-                        std::size_t n, long off) {
+ccsynthResult hostRunOp(const ccsynthLaunchArgs *a, HostWorld &w, std::size_t n,
+                        long off) {
   constexpr std::uint32_t ops = CCSYNTH_OP_MASK;
   switch (a->op) {
   case ccsynthSum:
@@ -131,8 +131,7 @@ template <class A> ccsynthResult hostLaunch(const ccsynthLaunchArgs *a) {
     return reportError(a->error, ccsynthInvalidArgument, a->rank,
                        "%s: the communicator has %d ranks and %u flag words; "
                        "the algorithm needs %d and %d",
-                       s.name, w.ranks(), w.flagWords(), s.ranks,
-                       flagWords(s));
+                       s.name, w.ranks(), w.flagWords(), s.ranks, flagWords(s));
   if (w.aborted()) {
     if (a->error)
       *a->error = w.error();
@@ -191,9 +190,8 @@ template <class A> ccsynthResult hostLaunch(const ccsynthLaunchArgs *a) {
     constexpr std::uint32_t size1 = (1u << ccsynthInt8) | (1u << ccsynthUint8);
     constexpr std::uint32_t size2 =
         (1u << ccsynthFloat16) | (1u << ccsynthBfloat16);
-    constexpr std::uint32_t size4 = (1u << ccsynthInt32) |
-                                    (1u << ccsynthUint32) |
-                                    (1u << ccsynthFloat32);
+    constexpr std::uint32_t size4 =
+        (1u << ccsynthInt32) | (1u << ccsynthUint32) | (1u << ccsynthFloat32);
     switch (dtypeSize(t)) {
     case 1:
       if constexpr ((dtypes & size1) != 0)

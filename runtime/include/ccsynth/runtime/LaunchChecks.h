@@ -51,16 +51,13 @@ inline long inPlaceBlockOffset(const Shape &s, int rank) {
 /// Checks a launch; on success fills `blockCount` (elements per block) and
 /// `inBlockOffset`.
 inline ccsynthResult checkLaunch(const Shape &s, std::uint64_t tileBytes,
-                                 std::uint32_t dtypeMask,
-                                 std::uint32_t opMask,
+                                 std::uint32_t dtypeMask, std::uint32_t opMask,
                                  const ccsynthLaunchArgs *a,
-                                 std::size_t &blockCount,
-                                 long &inBlockOffset) {
+                                 std::size_t &blockCount, long &inBlockOffset) {
   if (!a)
     return ccsynthInvalidArgument;
-  ccsynthError *err = a->struct_size >= sizeof(ccsynthLaunchArgs)
-                          ? a->error
-                          : nullptr;
+  ccsynthError *err =
+      a->struct_size >= sizeof(ccsynthLaunchArgs) ? a->error : nullptr;
   if (a->struct_size < sizeof(ccsynthLaunchArgs))
     return ccsynthInvalidArgument;
   int rank = a->rank;
@@ -71,10 +68,10 @@ inline ccsynthResult checkLaunch(const Shape &s, std::uint64_t tileBytes,
   int es = dtypeSize(a->dtype);
   if (es == 0 || !(dtypeMask & (1u << a->dtype)))
     return reportError(err, ccsynthUnsupported, rank,
-                       "%s: data type %d is not built into this plugin",
-                       s.name, a->dtype);
-  if (s.reduces && (a->op < 0 || a->op >= ccsynthNumOps ||
-                    !(opMask & (1u << a->op))))
+                       "%s: data type %d is not built into this plugin", s.name,
+                       a->dtype);
+  if (s.reduces &&
+      (a->op < 0 || a->op >= ccsynthNumOps || !(opMask & (1u << a->op))))
     return reportError(err, ccsynthUnsupported, rank,
                        "%s: reduction operator %d is not built into this "
                        "plugin",
@@ -127,9 +124,8 @@ inline ccsynthResult checkLaunch(const Shape &s, std::uint64_t tileBytes,
                        s.name);
   }
   std::size_t tileElems = tileBytes / es;
-  std::uint64_t passes = (blockCount / s.blockChunks + tileElems - 1) /
-                             tileElems +
-                         1;
+  std::uint64_t passes =
+      (blockCount / s.blockChunks + tileElems - 1) / tileElems + 1;
   if (passes * std::uint64_t(s.maxSteps + 1) >= (1ull << 32))
     return reportError(err, ccsynthInvalidArgument, rank,
                        "%s: count %zu needs %llu passes, more than the flag "

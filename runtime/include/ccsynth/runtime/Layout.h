@@ -43,7 +43,7 @@ struct Geometry {
   char *userIn = nullptr;
   char *userOut = nullptr;
   char *scratch = nullptr;
-  std::size_t landOffset = 0;    ///< bytes into scratch
+  std::size_t landOffset = 0;     ///< bytes into scratch
   std::size_t stageOutOffset = 0; ///< bytes into scratch
   char *stageIn = nullptr;
   char *stageOut = nullptr;
@@ -60,8 +60,8 @@ struct Geometry {
   /// Sets up a launch. `inBlockOffset` is (user input - user output) in
   /// blocks for in-place calls, 0 otherwise.
   CCSYNTH_HD void init(const Shape &s, std::size_t n, std::size_t esize,
-                       std::size_t tile, const void *in, void *out,
-                       void *scr, long inBlockOffset) {
+                       std::size_t tile, const void *in, void *out, void *scr,
+                       long inBlockOffset) {
     count = n;
     blockChunks = std::size_t(s.blockChunks);
     chunkElems = n / blockChunks;
@@ -102,9 +102,8 @@ struct Geometry {
   }
   /// The same in a peer's output or landing (its buffers differ only in
   /// their bases: every rank of a launch has the same geometry).
-  CCSYNTH_HD char *peerAddress(char *peerOut, char *peerScratch, int b,
-                               int blk, int pos, int p,
-                               std::size_t esize) const {
+  CCSYNTH_HD char *peerAddress(char *peerOut, char *peerScratch, int b, int blk,
+                               int pos, int p, std::size_t esize) const {
     bool rem = isRemainder(p);
     std::size_t off = rem ? 0 : std::size_t(p) * tileElems;
     if (b == Out)

@@ -65,8 +65,9 @@ typedef enum {
 typedef enum {
   ccsynthTransportHostThreads = 1, /* ranks as threads of one process */
   ccsynthTransportHostShm = 2,     /* ranks as processes, shared memory */
-  ccsynthTransportCudaVirtual = 4, /* all ranks in one launch (one GPU or P2P) */
-  ccsynthTransportNcclDevice = 8   /* NCCL 2.28 device API: LSA + GIN */
+  ccsynthTransportCudaVirtual =
+      4,                         /* all ranks in one launch (one GPU or P2P) */
+  ccsynthTransportNcclDevice = 8 /* NCCL 2.28 device API: LSA + GIN */
 } ccsynthTransportKind;
 
 /* What a failed launch reports: the first wait that timed out (or the
@@ -93,28 +94,28 @@ typedef struct {
   int32_t op;    /* ccsynthRedOp; ignored when the algorithm does not reduce */
   void *scratch; /* at least `scratch_bytes` of the descriptor, 16-aligned */
   uint64_t scratch_bytes;
-  int32_t transport; /* ccsynthTransportKind */
-  void *comm;        /* the transport's communicator (see the transport) */
-  void *stream;      /* cudaStream_t for CUDA; unused on the host */
+  int32_t transport;      /* ccsynthTransportKind */
+  void *comm;             /* the transport's communicator (see the transport) */
+  void *stream;           /* cudaStream_t for CUDA; unused on the host */
   double timeout_seconds; /* per wait; <= 0 selects the default (30 s) */
   ccsynthError *error;    /* optional: filled on failure */
 } ccsynthLaunchArgs;
 
 /* One algorithm of a plugin. */
 typedef struct {
-  uint32_t struct_size;   /* sizeof(ccsynthAlgorithm) */
+  uint32_t struct_size; /* sizeof(ccsynthAlgorithm) */
   const char *name;
   const char *collective; /* allgather, reducescatter, allreduce, broadcast,
                              reduce, gather, scatter, alltoall, or a custom
                              collective's name */
   int32_t ranks;
-  int32_t root;    /* rooted collectives */
-  int32_t inplace; /* 1: in-place only, 0: out-of-place only */
-  uint64_t min_bytes; /* size range the algorithm is meant for (bytes of */
-  uint64_t max_bytes; /* the larger buffer, as MSCCL); 0 = unbounded */
-  uint32_t dtype_mask; /* bit (1 << ccsynthDataType) per dtype built in */
-  uint32_t op_mask;    /* bit (1 << ccsynthRedOp) per op; 0: no reduction */
-  uint64_t scratch_bytes; /* per rank, for any count */
+  int32_t root;            /* rooted collectives */
+  int32_t inplace;         /* 1: in-place only, 0: out-of-place only */
+  uint64_t min_bytes;      /* size range the algorithm is meant for (bytes of */
+  uint64_t max_bytes;      /* the larger buffer, as MSCCL); 0 = unbounded */
+  uint32_t dtype_mask;     /* bit (1 << ccsynthDataType) per dtype built in */
+  uint32_t op_mask;        /* bit (1 << ccsynthRedOp) per op; 0: no reduction */
+  uint64_t scratch_bytes;  /* per rank, for any count */
   uint64_t count_multiple; /* count must be a multiple of this (custom) */
   int32_t backend;         /* ccsynthBackend */
   uint32_t transport_mask; /* ccsynthTransportKind bits */
@@ -127,8 +128,8 @@ typedef struct {
 } ccsynthAlgorithm;
 
 typedef struct {
-  uint32_t abi_version; /* CCSYNTH_PLUGIN_ABI_VERSION */
-  uint32_t struct_size; /* sizeof(ccsynthPlugin) */
+  uint32_t abi_version;  /* CCSYNTH_PLUGIN_ABI_VERSION */
+  uint32_t struct_size;  /* sizeof(ccsynthPlugin) */
   const char *generator; /* "ccsynth <version>" */
   int32_t num_algorithms;
   const ccsynthAlgorithm *algorithms;

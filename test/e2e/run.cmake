@@ -19,7 +19,7 @@ if(CCSYNTH_ENABLE_MLIR)
     list(APPEND run_cases "tree-allreduce-${topo}=baseline:tree:allreduce:${topo}"
                           "tree-broadcast-${topo}=baseline:tree:broadcast:${topo}")
   endforeach()
-  foreach(coll allgather reducescatter allreduce alltoall broadcast)
+  foreach(coll allgather reducescatter allreduce alltoall)
     list(APPEND run_cases
       "hierarchical-${coll}-dgx-h100x2=baseline:hierarchical:${coll}:dgx-h100x2")
   endforeach()

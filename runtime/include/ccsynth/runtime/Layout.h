@@ -94,10 +94,13 @@ struct Geometry {
     case Out:
       return rem ? stageOut + (std::size_t(blk) * blockChunks + pos) * esize
                  : userOut + (blk * count + pos * chunkElems + off) * esize;
+    // Scratch and landing slots keep their place in every pass, the
+    // remainder's included: credits and the pass separation guard a slot,
+    // not a byte range, so no pass may reach into another slot.
     case Scr:
-      return scratch + (rem ? pos * esize : pos * tileBytes);
+      return scratch + pos * tileBytes;
     default:
-      return scratch + landOffset + (rem ? pos * esize : pos * tileBytes);
+      return scratch + landOffset + pos * tileBytes;
     }
   }
   /// The same in a peer's output or landing (its buffers differ only in
@@ -110,7 +113,7 @@ struct Geometry {
       return rem ? peerScratch + stageOutOffset +
                        (std::size_t(blk) * blockChunks + pos) * esize
                  : peerOut + (blk * count + pos * chunkElems + off) * esize;
-    return peerScratch + landOffset + (rem ? pos * esize : pos * tileBytes);
+    return peerScratch + landOffset + pos * tileBytes;
   }
 };
 

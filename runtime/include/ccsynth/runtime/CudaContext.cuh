@@ -48,6 +48,73 @@ template <class A> CCSYNTH_DEV int threadblocksOf(int rank) {
                            std::make_integer_sequence<int, A::shape.ranks>{});
 }
 
+/// This block's pass geometry, in shared memory: the out-of-line movers
+/// below compute every address from it, so a call site passes only small
+/// constants and nothing per step stays live in registers across the
+/// kernel. Raw storage: Geometry has member initializers, which a
+/// __shared__ variable may not run.
+struct BlockLayout {
+  Geometry geom;
+  std::size_t es; ///< element bytes
+};
+CCSYNTH_DEV BlockLayout &blockLayout() {
+  __shared__ alignas(16) unsigned char raw[sizeof(BlockLayout)];
+  return *reinterpret_cast<BlockLayout *>(raw);
+}
+
+/// Layout.h's Geometry::address and peerAddress with compares instead of
+/// a switch (no jump table in device code).
+CCSYNTH_DEV char *sliceAddress(const BlockLayout &l, int b, int blk, int pos,
+                               int p, char *peerOut, char *peerScratch) {
+  const Geometry &g = l.geom;
+  std::size_t es = l.es;
+  bool rem = g.isRemainder(p);
+  std::size_t off = rem ? 0 : std::size_t(p) * g.tileElems;
+  std::size_t stagePos = (std::size_t(blk) * g.blockChunks + pos) * es;
+  std::size_t userPos = (blk * g.count + pos * g.chunkElems + off) * es;
+  std::size_t slot = rem ? pos * es : pos * g.tileBytes;
+  if (peerOut) { // a peer's output or landing
+    if (b == Out)
+      return rem ? peerScratch + g.stageOutOffset + stagePos
+                 : peerOut + userPos;
+    return peerScratch + g.landOffset + slot;
+  }
+  if (b == In)
+    return rem ? g.stageIn + stagePos : g.userIn + userPos;
+  if (b == Out)
+    return rem ? g.stageOut + stagePos : g.userOut + userPos;
+  if (b == Scr)
+    return g.scratch + slot;
+  return g.scratch + g.landOffset + slot;
+}
+
+/// n chunk slices of pass p from (sb, sblk, spos) to (db, dblk, dpos): in
+/// this rank's buffers, or in a peer's output/landing when peerOut is set.
+template <class S>
+__device__ __noinline__ void copySlices(int p, int sb, int sblk, int spos,
+                                        int db, int dblk, int dpos, int n,
+                                        char *peerOut, char *peerScratch) {
+  const BlockLayout &l = blockLayout();
+  std::size_t len = l.geom.sliceLen(p) * l.es;
+  for (int c = 0; c < n; ++c)
+    blockCopy<S>(sliceAddress(l, db, dblk, dpos + c, p, peerOut, peerScratch),
+                 sliceAddress(l, sb, sblk, spos + c, p, nullptr, nullptr), len);
+}
+
+/// d = a op b for n chunk slices of pass p in this rank's buffers.
+template <class Op, class S>
+__device__ __noinline__ void reduceSlices(int p, int ab, int ablk, int apos,
+                                          int bb, int bblk, int bpos, int db,
+                                          int dblk, int dpos, int n) {
+  const BlockLayout &l = blockLayout();
+  std::size_t len = l.geom.sliceLen(p);
+  for (int c = 0; c < n; ++c)
+    blockReduce<Op, S>(sliceAddress(l, db, dblk, dpos + c, p, nullptr, nullptr),
+                       sliceAddress(l, ab, ablk, apos + c, p, nullptr, nullptr),
+                       sliceAddress(l, bb, bblk, bpos + c, p, nullptr, nullptr),
+                       len);
+}
+
 template <class A, class T, class Op, class Tr> class CudaContext {
   // The algorithm's constants, as constant expressions (no device copy of
   // A::shape is needed).
@@ -75,8 +142,12 @@ public:
     geom.init(s, tr.count, es, A::tileBytes, tr.in, tr.out, tr.scratch,
               tr.inBlockOffset);
     base = epochBase(tr.epoch);
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
       blockSite() = tr.site(); // read only by thread 0, which waits
+      blockLayout().geom = geom;
+      blockLayout().es = es;
+    }
+    __syncthreads(); // every thread's movers read the layout
   }
 
   /// Before the generated function: with GIN, blocks other than 0 wait
@@ -131,9 +202,7 @@ public:
   // --- data movement -------------------------------------------------------
   CCSYNTH_DEV void copy(int sb, int sblk, int spos, int db, int dblk, int dpos,
                         int n) {
-    std::size_t len = geom.sliceLen(pass) * es;
-    for (int c = 0; c < n; ++c)
-      blockCopy<S>(local(db, dblk, dpos + c), local(sb, sblk, spos + c), len);
+    copySlices<S>(pass, sb, sblk, spos, db, dblk, dpos, n, nullptr, nullptr);
     __syncthreads(); // the next step may read what this one wrote
   }
   CCSYNTH_DEV void reduce(int sb, int sblk, int spos, int db, int dblk,
@@ -143,19 +212,27 @@ public:
   CCSYNTH_DEV void reduce3(int ab, int ablk, int apos, int bb, int bblk,
                            int bpos, int db, int dblk, int dpos, int n) {
     static_assert(!kAnyWord || !kShape.reduces, "reductions need a type");
-    std::size_t len = geom.sliceLen(pass);
-    for (int c = 0; c < n; ++c)
-      blockReduce<Op, S>(local(db, dblk, dpos + c), local(ab, ablk, apos + c),
-                         local(bb, bblk, bpos + c), len);
+    reduceSlices<Op, S>(pass, ab, ablk, apos, bb, bblk, bpos, db, dblk, dpos,
+                        n);
     __syncthreads();
   }
   /// Writes n chunk slices into the connected peer's buffer.
   CCSYNTH_DEV void put(int peer, int sb, int sblk, int spos, int db, int dblk,
                        int dpos, int n) {
-    std::size_t len = geom.sliceLen(pass) * es;
-    for (int c = 0; c < n; ++c)
-      tr.template put<S>(peer, remote(db, dblk, dpos + c),
-                         local(sb, sblk, spos + c), len);
+#if CCSYNTH_NCCL_GIN
+    if constexpr (Tr::kGin) {
+      if (!tr.isLsa(peer)) { // GIN: NCCL reads the source, by window offset
+        std::size_t len = geom.sliceLen(pass) * es;
+        for (int c = 0; c < n; ++c)
+          tr.template put<S>(peer, remote(db, dblk, dpos + c),
+                             local(sb, sblk, spos + c), len);
+        return;
+      }
+    }
+#endif
+    (void)peer;
+    copySlices<S>(pass, sb, sblk, spos, db, dblk, dpos, n, peerOut,
+                  peerScratch);
   }
 
   // --- flags ---------------------------------------------------------------

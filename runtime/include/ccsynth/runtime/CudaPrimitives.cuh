@@ -115,8 +115,7 @@ CCSYNTH_DEV std::size_t vectorHead(std::uintptr_t a, std::uintptr_t b,
 /// Copies `bytes` (a multiple of sizeof(T)), by all threads of the block;
 /// T is the access width of the unaligned head and the tail.
 template <class T>
-__device__ __noinline__ void blockCopy(char *dst, const char *src,
-                                       std::size_t bytes) {
+CCSYNTH_DEV void blockCopy(char *dst, const char *src, std::size_t bytes) {
   const int tid = threadIdx.x;
   std::size_t head = vectorHead(std::uintptr_t(dst), std::uintptr_t(src),
                                 std::uintptr_t(src), bytes);
@@ -152,8 +151,8 @@ __device__ __noinline__ void blockCopy(char *dst, const char *src,
 /// dst[i] = a[i] op b[i] for n elements, by all threads of the block (dst
 /// may alias a or b element for element).
 template <class Op, class T>
-__device__ __noinline__ void blockReduce(char *dst, const char *a,
-                                         const char *b, std::size_t n) {
+CCSYNTH_DEV void blockReduce(char *dst, const char *a, const char *b,
+                             std::size_t n) {
   const int tid = threadIdx.x;
   std::size_t bytes = n * sizeof(T);
   std::size_t head = vectorHead(std::uintptr_t(dst), std::uintptr_t(a),

@@ -24,7 +24,8 @@
 #define CCSYNTH_BACKEND_LAUNCH(A) ::ccsynth::rt::cudaLaunch<A>
 #define CCSYNTH_BACKEND ccsynthBackendCuda
 #define CCSYNTH_TRANSPORTS                                                     \
-  (ccsynthTransportCudaVirtual | ccsynthTransportNcclDevice)
+  (ccsynthTransportCudaVirtual |                                               \
+   (CCSYNTH_WITH_NCCL ? ccsynthTransportNcclDevice : 0))
 #define CCSYNTH_CAPTURE_SAFE 1
 #else
 #include "ccsynth/runtime/HostLaunch.h"

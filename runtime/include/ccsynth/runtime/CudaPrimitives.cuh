@@ -1,0 +1,255 @@
+//===- CudaPrimitives.cuh - Device data movement, flags and clocks --------===//
+//
+// The device twin of HostTypes.h and of the flag helpers of HostWorld.h:
+// element operators for every NCCL dtype, block-cooperative copy and
+// reduce with 16-byte vector accesses where source and destination are
+// equally aligned (a scalar head and tail otherwise), 64-bit flag loads
+// and stores with acquire/release at GPU or system scope, and the global
+// timer the watchdog reads.
+//
+// Everything is __forceinline__, loops have compile-time bounds or stride
+// over memory (no local arrays indexed at run time), so kernels keep a
+// zero-byte stack frame.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#define CCSYNTH_DEV __device__ __forceinline__
+
+namespace ccsynth::rt {
+
+/// Threads of every block of a ccsynth kernel.
+inline constexpr int kCudaThreads = 256;
+/// 16-byte vectors each thread keeps in flight per loop iteration.
+inline constexpr int kCudaUnroll = 4;
+
+// --- element operators ------------------------------------------------------
+
+struct DevSum {
+  template <class A> static CCSYNTH_DEV A apply(A a, A b) { return a + b; }
+};
+struct DevProd {
+  template <class A> static CCSYNTH_DEV A apply(A a, A b) { return a * b; }
+};
+struct DevMax {
+  template <class A> static CCSYNTH_DEV A apply(A a, A b) {
+    return a < b ? b : a; // as std::max on the host
+  }
+};
+struct DevMin {
+  template <class A> static CCSYNTH_DEV A apply(A a, A b) {
+    return b < a ? b : a; // as std::min on the host
+  }
+};
+/// The element of an algorithm that only copies: one kernel serves every
+/// element size (the size is a launch argument; unaligned heads and tails
+/// move bytes).
+struct AnyWord {};
+
+/// The operator of an algorithm that does not reduce.
+struct DevNoOp {
+  template <class A> static CCSYNTH_DEV A apply(A a, A) { return a; }
+};
+
+/// a op b for one element. 16-bit floats go through float and round to
+/// nearest even, as the host backend does; signed integers wrap.
+template <class Op, class T> CCSYNTH_DEV T devCombine(T a, T b) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(Op::apply(__half2float(a), __half2float(b)));
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(
+        Op::apply(__bfloat162float(a), __bfloat162float(b)));
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> &&
+                       (std::is_same_v<Op, DevSum> ||
+                        std::is_same_v<Op, DevProd>)) {
+    using U = std::make_unsigned_t<T>;
+    using W = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, U>;
+    return T(U(Op::apply(W(U(a)), W(U(b)))));
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) < sizeof(int)) {
+    return T(Op::apply(int(a), int(b)));
+  } else {
+    return Op::apply(a, b);
+  }
+}
+
+/// A 16-byte vector seen as elements (indices are compile-time constants).
+template <class T> union Vec16 {
+  static constexpr int kElems = 16 / sizeof(T);
+  uint4 raw;
+  T e[kElems];
+  CCSYNTH_DEV Vec16() : raw() {}
+};
+
+template <class Op, class T> CCSYNTH_DEV uint4 devCombine16(uint4 a, uint4 b) {
+  Vec16<T> x, y;
+  x.raw = a;
+  y.raw = b;
+#pragma unroll
+  for (int i = 0; i < Vec16<T>::kElems; ++i)
+    x.e[i] = devCombine<Op>(x.e[i], y.e[i]);
+  return x.raw;
+}
+
+// --- block-cooperative data movement ----------------------------------------
+
+/// Loads bypass L1 (data a peer wrote during this launch is read once after
+/// an acquire; L2 is the coherence point).
+CCSYNTH_DEV uint4 loadVec(const uint4 *p) { return __ldcg(p); }
+
+/// Bytes before the first 16-byte boundary of `a` when all pointers share
+/// its alignment modulo 16; `bytes` (all scalar) otherwise.
+CCSYNTH_DEV std::size_t vectorHead(std::uintptr_t a, std::uintptr_t b,
+                                   std::uintptr_t c, std::size_t bytes) {
+  if (((a ^ b) | (a ^ c)) & 15)
+    return bytes;
+  std::size_t head = (16 - (a & 15)) & 15;
+  return head < bytes ? head : bytes;
+}
+
+/// Copies `bytes` (a multiple of sizeof(T)), by all threads of the block;
+/// T is the access width of the unaligned head and the tail.
+template <class T>
+CCSYNTH_DEV void blockCopy(char *dst, const char *src, std::size_t bytes) {
+  const int tid = threadIdx.x;
+  std::size_t head = vectorHead(std::uintptr_t(dst), std::uintptr_t(src),
+                                std::uintptr_t(src), bytes);
+  std::size_t headElems = head / sizeof(T);
+  for (std::size_t i = tid; i < headElems; i += kCudaThreads)
+    reinterpret_cast<T *>(dst)[i] = reinterpret_cast<const T *>(src)[i];
+  std::size_t nvec = (bytes - head) / 16;
+  const uint4 *s = reinterpret_cast<const uint4 *>(src + head);
+  uint4 *d = reinterpret_cast<uint4 *>(dst + head);
+  for (std::size_t base = tid; base < nvec;
+       base += std::size_t(kCudaThreads) * kCudaUnroll) {
+    uint4 v[kCudaUnroll];
+#pragma unroll
+    for (int u = 0; u < kCudaUnroll; ++u) {
+      std::size_t i = base + std::size_t(u) * kCudaThreads;
+      if (i < nvec)
+        v[u] = loadVec(s + i);
+    }
+#pragma unroll
+    for (int u = 0; u < kCudaUnroll; ++u) {
+      std::size_t i = base + std::size_t(u) * kCudaThreads;
+      if (i < nvec)
+        d[i] = v[u];
+    }
+  }
+  std::size_t done = head + nvec * 16;
+  std::size_t tail = (bytes - done) / sizeof(T);
+  for (std::size_t i = tid; i < tail; i += kCudaThreads)
+    reinterpret_cast<T *>(dst + done)[i] =
+        reinterpret_cast<const T *>(src + done)[i];
+}
+
+/// dst[i] = a[i] op b[i] for n elements, by all threads of the block (dst
+/// may alias a or b element for element).
+template <class Op, class T>
+CCSYNTH_DEV void blockReduce(char *dst, const char *a, const char *b,
+                             std::size_t n) {
+  const int tid = threadIdx.x;
+  std::size_t bytes = n * sizeof(T);
+  std::size_t head = vectorHead(std::uintptr_t(dst), std::uintptr_t(a),
+                                std::uintptr_t(b), bytes);
+  std::size_t headElems = head / sizeof(T);
+  for (std::size_t i = tid; i < headElems; i += kCudaThreads)
+    reinterpret_cast<T *>(dst)[i] = devCombine<Op>(
+        reinterpret_cast<const T *>(a)[i], reinterpret_cast<const T *>(b)[i]);
+  std::size_t nvec = (bytes - head) / 16;
+  const uint4 *va = reinterpret_cast<const uint4 *>(a + head);
+  const uint4 *vb = reinterpret_cast<const uint4 *>(b + head);
+  uint4 *d = reinterpret_cast<uint4 *>(dst + head);
+  for (std::size_t base = tid; base < nvec;
+       base += std::size_t(kCudaThreads) * kCudaUnroll) {
+    uint4 x[kCudaUnroll], y[kCudaUnroll];
+#pragma unroll
+    for (int u = 0; u < kCudaUnroll; ++u) {
+      std::size_t i = base + std::size_t(u) * kCudaThreads;
+      if (i < nvec) {
+        x[u] = loadVec(va + i);
+        y[u] = loadVec(vb + i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kCudaUnroll; ++u) {
+      std::size_t i = base + std::size_t(u) * kCudaThreads;
+      if (i < nvec)
+        d[i] = devCombine16<Op, T>(x[u], y[u]);
+    }
+  }
+  std::size_t done = head + nvec * 16;
+  std::size_t tail = (bytes - done) / sizeof(T);
+  for (std::size_t i = tid; i < tail; i += kCudaThreads)
+    reinterpret_cast<T *>(dst + done)[i] =
+        devCombine<Op>(reinterpret_cast<const T *>(a + done)[i],
+                       reinterpret_cast<const T *>(b + done)[i]);
+}
+
+// --- flags
+// --------------------------------------------------------------------
+
+/// Flags peers write (possibly from another GPU over NVLink/PCIe).
+CCSYNTH_DEV std::uint64_t loadAcquireSys(const std::uint64_t *p) {
+  std::uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];"
+               : "=l"(v)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+CCSYNTH_DEV void storeReleaseSys(std::uint64_t *p, std::uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
+}
+/// Flags only threadblocks of the same rank (same GPU) touch.
+CCSYNTH_DEV std::uint64_t loadAcquireGpu(const std::uint64_t *p) {
+  std::uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];"
+               : "=l"(v)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+CCSYNTH_DEV void storeReleaseGpu(std::uint64_t *p, std::uint64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
+}
+/// The abort word: read often, ordering irrelevant.
+CCSYNTH_DEV std::uint64_t loadRelaxedSys(const std::uint64_t *p) {
+  std::uint64_t v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];"
+               : "=l"(v)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+CCSYNTH_DEV void storeRelaxedSys(std::uint64_t *p, std::uint64_t v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v)
+               : "memory");
+}
+
+/// Nanoseconds of the GPU's global timer.
+CCSYNTH_DEV std::uint64_t globalTimerNs() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/// Picks `a[i]` for a run-time i < N by selects on constant indices, so a
+/// kernel-argument array is never copied to local memory.
+template <int N, class V> CCSYNTH_DEV V pickIndex(const V (&a)[N], int i) {
+  V v = a[0];
+#pragma unroll
+  for (int k = 1; k < N; ++k)
+    if (i == k)
+      v = a[k];
+  return v;
+}
+
+} // namespace ccsynth::rt

@@ -72,7 +72,8 @@ CCSYNTH_DEV char *sliceAddress(const BlockLayout &l, int b, int blk, int pos,
   std::size_t off = rem ? 0 : std::size_t(p) * g.tileElems;
   std::size_t stagePos = (std::size_t(blk) * g.blockChunks + pos) * es;
   std::size_t userPos = (blk * g.count + pos * g.chunkElems + off) * es;
-  std::size_t slot = rem ? pos * es : pos * g.tileBytes;
+  // Slots keep their place in every pass (see Layout.h).
+  std::size_t slot = pos * g.tileBytes;
   if (peerOut) { // a peer's output or landing
     if (b == Out)
       return rem ? peerScratch + g.stageOutOffset + stagePos

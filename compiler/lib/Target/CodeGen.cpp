@@ -140,21 +140,7 @@ const msccl::Threadblock &Generator::tbOf(int rank, int id) const {
 }
 
 void Generator::planLandings() {
-  // Canonical slots written per rank, and the slots holding input data.
-  std::map<std::pair<int, ChunkLoc>, int> writes;
-  for (const msccl::Gpu &g : algo.gpus)
-    for (const msccl::Threadblock &tb : g.tbs)
-      for (const msccl::Step &st : tb.steps)
-        if (st.type != StepType::Nop && msccl::writesDst(st.type))
-          for (int i = 0; i < st.cnt; ++i)
-            ++writes[{g.id, col.canonical({g.id, st.dstBuf, st.dstOff + i})}];
-  auto holdsInput = [&](int rank, ChunkLoc c) {
-    for (int i = 0; i < col.inputChunks; ++i)
-      if (col.pre[rank][i] >= 0 &&
-          col.canonical({rank, BufferKind::Input, i}) == c)
-        return true;
-    return false;
-  };
+  msccl::DirectLandings directLandings(algo, col);
   landingChunks.assign(algo.ngpus, 0);
   dataFlags.assign(algo.ngpus, 0);
   creditFlags.assign(algo.ngpus, 0);
@@ -162,19 +148,15 @@ void Generator::planLandings() {
     const msccl::Step &st = tbOf(m.recv.rank, m.recv.tb).steps[m.recv.step];
     Landing l;
     l.dataFlag = dataFlags[m.recv.rank]++;
-    // Straight into the destination only when nothing else writes it and it
-    // holds no input: then no reader or writer of the range can race the
-    // sender. Output slices differ per pass; scratch slices do not.
-    bool direct =
-        (st.type == StepType::Recv || st.type == StepType::RecvCopySend) &&
-        col.canonical({m.recv.rank, st.dstBuf, st.dstOff}).buffer ==
-            BufferKind::Output;
-    for (int i = 0; direct && i < st.cnt; ++i) {
-      ChunkLoc c = col.canonical({m.recv.rank, st.dstBuf, st.dstOff + i});
-      if (c.buffer != BufferKind::Output || writes[{m.recv.rank, c}] != 1 ||
-          holdsInput(m.recv.rank, c))
-        direct = false;
-    }
+    // Straight into the destination only when no reader or writer of the
+    // range can race the sender, and only into output: output slices
+    // differ per pass, scratch slices do not.
+    bool direct = directLandings.allows(m.recv.rank, st) &&
+                  col.canonical({m.recv.rank, st.dstBuf, st.dstOff}).buffer ==
+                      BufferKind::Output;
+    for (int i = 1; direct && i < st.cnt; ++i)
+      direct = col.canonical({m.recv.rank, st.dstBuf, st.dstOff + i}).buffer ==
+               BufferKind::Output;
     if (direct) {
       l.direct = true;
       l.buffer = st.dstBuf;

@@ -74,34 +74,13 @@ private:
 };
 
 void PlanBuilder::planLandings() {
-  // Canonical slots written per rank, and slots holding input data.
-  std::map<std::pair<int, ChunkLoc>, int> writes;
-  for (const msccl::Gpu &g : algo.gpus)
-    for (const msccl::Threadblock &tb : g.tbs)
-      for (const msccl::Step &st : tb.steps)
-        if (st.type != StepType::Nop && msccl::writesDst(st.type))
-          for (int i = 0; i < st.cnt; ++i)
-            ++writes[{g.id, col.canonical({g.id, st.dstBuf, st.dstOff + i})}];
-  auto holdsInput = [&](int rank, ChunkLoc c) {
-    for (int i = 0; i < col.inputChunks; ++i)
-      if (col.pre[rank][i] >= 0 &&
-          col.canonical({rank, BufferKind::Input, i}) == c)
-        return true;
-    return false;
-  };
+  msccl::DirectLandings directLandings(algo, col);
   scratchChunks.assign(algo.ngpus, 0);
   for (const msccl::Gpu &g : algo.gpus)
     scratchChunks[g.id] = g.sChunks;
   for (const msccl::Message &m : messages) {
     const msccl::Step &st = tbOf(m.recv.rank, m.recv.tb).steps[m.recv.step];
-    bool direct =
-        st.type == StepType::Recv || st.type == StepType::RecvCopySend;
-    for (int i = 0; direct && i < st.cnt; ++i) {
-      ChunkLoc c = col.canonical({m.recv.rank, st.dstBuf, st.dstOff + i});
-      if (writes[{m.recv.rank, c}] != 1 || holdsInput(m.recv.rank, c))
-        direct = false;
-    }
-    if (direct) {
+    if (directLandings.allows(m.recv.rank, st)) {
       landing.push_back({st.dstBuf, st.dstOff, false});
       continue;
     }

@@ -522,6 +522,32 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
   return issues;
 }
 
+DirectLandings::DirectLandings(const Algo &algo, const Collective &collective)
+    : col(collective) {
+  for (const Gpu &g : algo.gpus)
+    for (const Threadblock &tb : g.tbs)
+      for (const Step &st : tb.steps)
+        if (st.type != StepType::Nop && writesDst(st.type))
+          for (int i = 0; i < st.cnt; ++i)
+            ++writes[{g.id, col.canonical({g.id, st.dstBuf, st.dstOff + i})}];
+}
+
+bool DirectLandings::allows(int rank, const Step &st) const {
+  if (st.type != StepType::Recv && st.type != StepType::RecvCopySend)
+    return false;
+  for (int i = 0; i < st.cnt; ++i) {
+    ChunkLoc c = col.canonical({rank, st.dstBuf, st.dstOff + i});
+    auto it = writes.find({rank, c});
+    if (it == writes.end() || it->second != 1)
+      return false;
+    for (int k = 0; k < col.inputChunks; ++k)
+      if (col.pre[rank][k] >= 0 &&
+          col.canonical({rank, BufferKind::Input, k}) == c)
+        return false;
+  }
+  return true;
+}
+
 Matching matchMessages(const Algo &algo) {
   Matching result;
   using Key = std::tuple<int, int, int>; // channel, sender, receiver

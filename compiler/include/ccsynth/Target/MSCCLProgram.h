@@ -222,6 +222,23 @@ struct Matching {
 };
 Matching matchMessages(const Algo &algo);
 
+/// Where a received message may land straight in its destination: the
+/// receiving steps that only copy, into slots (canonical under the
+/// collective's in-place aliasing) that no other step of that rank writes
+/// and that hold no input data, so nothing can read or write them before
+/// the data arrives.
+class DirectLandings {
+public:
+  DirectLandings(const Algo &algo, const Collective &collective);
+  /// Whether the receive `step` of `rank` may be written straight into its
+  /// destination range.
+  bool allows(int rank, const Step &step) const;
+
+private:
+  const Collective &col;
+  std::map<std::pair<int, ChunkLoc>, int> writes;
+};
+
 /// Slots of one connection's buffer (channel, sender, receiver): NCCL's
 /// NCCL_STEPS, the ring of steps every primitive posts into.
 inline constexpr int kConnSlots = 8;

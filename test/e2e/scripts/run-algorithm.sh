@@ -31,7 +31,7 @@ esac
 # full product (copy-only algorithms need only the first).
 build() { # output, dtypes, ops
   "$cc" compile "$input" --target plugin --dtypes "$2" --ops "$3" \
-    --tile-bytes 4096 --plugin-flag=-O1 -o "$1"
+    --tile-bytes 4096 --plugin-flag=-O0 -o "$1"
 }
 build lib-sum.so fp32,bf16,int32 sum
 info=$("$cc" plugin info lib-sum.so)

@@ -45,6 +45,9 @@ mult=${mult:-1}
 custom=0
 grep -q '^  collective  *\(allgather\|reducescatter\|allreduce\|broadcast\|reduce\|gather\|scatter\|alltoall\)$' <<<"$info" || custom=1
 
+# Waits may last long here: a 64-rank program runs thousands of threads on
+# a few cores, and one wait can span most of a run. A lost message still
+# ends in the watchdog's report, only later.
 runs=0
 for count in 1 4099 16384; do
   for combo in "fp32 sum" "bf16 sum" "int32 max"; do
@@ -53,10 +56,10 @@ for count in 1 4099 16384; do
     if ((custom)); then
       # The reference of a custom collective comes from its source.
       "$cc" run "$input" --count "$n" --dtype "$1" --op "$2" --iters 1 \
-        --timeout 30 --tile-bytes 4096
+        --timeout 300 --tile-bytes 4096
     else
       "$cc" run "lib-$2.so" --count "$n" --dtype "$1" --op "$2" --iters 1 \
-        --timeout 30
+        --timeout 300
     fi
     runs=$((runs + 1))
   done

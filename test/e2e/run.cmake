@@ -37,6 +37,6 @@ if(CCSYNTH_ENABLE_MLIR)
     add_test(NAME e2e:run:${name}
       COMMAND ${run_script} $<TARGET_FILE:ccsynth> ${CCSYNTH_SOURCE_DIR}
               ${CMAKE_CURRENT_BINARY_DIR}/run/${name} ${spec})
-    set_tests_properties(e2e:run:${name} PROPERTIES LABELS run TIMEOUT 900)
+    set_tests_properties(e2e:run:${name} PROPERTIES LABELS run TIMEOUT 1800)
   endforeach()
 endif()

@@ -198,6 +198,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     budgets = {o.maxTbSteps};
   else if (o.target == CompileTarget::MscclppJson)
     budgets = {16, 8, 4, 2, 1};
+  else if (o.target == CompileTarget::Cuda)
+    budgets = {1024}; // generated code has no step table to fit in
   else
     budgets = {64};
 
@@ -214,7 +216,11 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     p.maxSteps = budgets[attempt];
     p.maxTbsPerChannel = o.maxTbsPerChannel;
     bool plan = o.target == CompileTarget::MscclppJson;
-    p.maxChannels = o.maxChannels > 0 ? o.maxChannels : plan ? 64 : 32;
+    // Generated code is not bound to NCCL's 32 channels.
+    bool generated = o.target == CompileTarget::Cuda;
+    p.maxChannels = o.maxChannels > 0 ? o.maxChannels
+                    : plan || generated ? 64
+                                        : 32;
     p.countDepNops = !plan;
     // MSCCL++ and generated code do not run on NCCL's bounded connection
     // buffers: every message has a landing place of its own.

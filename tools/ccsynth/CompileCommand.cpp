@@ -25,6 +25,7 @@ struct CompileCliOptions {
   bool noFuse = false;
   bool noVerify = false;
   std::string tileBytes;
+  bool noRankSharing = false;
   std::string dtypes = "all", ops = "all";
   std::vector<std::string> cudaArchs;
   PluginBuildOptions plugin;
@@ -94,6 +95,7 @@ int runCompile(CompileCliOptions &o) {
   CompileOptions &c = o.compile;
   c.target = *target;
   c.tileBytes = plugin && o.plugin.backend == "host" ? 64 << 10 : 1 << 20;
+  c.shareRanks = !o.noRankSharing;
   if (!o.tileBytes.empty()) {
     auto v = parseByteCount("--tile-bytes", o.tileBytes);
     if (!v)
@@ -220,6 +222,9 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--tile-bytes", opts->tileBytes,
                   "Generated code: bytes per chunk slice per pass (default "
                   "1M; 64K for host plugins)");
+  cmd->add_flag("--no-rank-sharing", opts->noRankSharing,
+               "Generated code: one function per (rank, threadblock) even "
+               "where symmetric ranks could share one (for comparison)");
   cmd->add_option("--cuda-arch", opts->cudaArchs,
                   "--backend cuda: SM architectures (default 80 and 90)");
   cmd->add_option("--cxx", opts->plugin.cxx,

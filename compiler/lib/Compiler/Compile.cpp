@@ -260,7 +260,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       break;
     }
     case CompileTarget::Cuda:
-      exported = ccl::exportGeneratedCode(*work, os, {o.tileBytes, o.origin});
+      exported = ccl::exportGeneratedCode(*work, os, {o.tileBytes, o.origin, o.shareRanks});
       break;
     }
     if (succeeded(exported)) {

@@ -111,6 +111,41 @@ private:
   std::vector<int> landingChunks, dataFlags, creditFlags;
   CodeGenStats stats;
   std::ostringstream os;
+  /// Values of the integer holes ("\x01") written into `os`, in order.
+  std::vector<long long> holeVals;
+  std::string H(long long v) {
+    holeVals.push_back(v);
+    return "\x01";
+  }
+  /// One threadblock's code with its integers left as holes.
+  struct TbCode {
+    int rank = 0, tb = 0;
+    std::string text;
+    std::vector<long long> vals;
+    std::string header; ///< comment line, for the unshared form
+  };
+  /// Threadblocks whose code differs only in its integers.
+  struct Group {
+    std::vector<int> members; ///< indices into codes
+    std::vector<std::string> exprs; ///< per hole: literal or rank expression
+    bool shared = false;
+    /// Values no rank expression fits: rows of a constant table indexed by
+    /// rank (all ranks, zero where not a member).
+    std::vector<std::vector<long long>> table;
+  };
+  /// Constant-table entries of all groups; bounded so that the tables fit
+  /// in a GPU's 64 KB constant bank with room to spare.
+  static constexpr long long kTableBudget = 12288;
+  long long tableEntries = 0;
+  std::vector<TbCode> codes;
+  std::vector<Group> groups;
+  void groupThreadblocks();
+  std::string functionName(int fn) const;
+  void emitFunctions(std::vector<std::string> &names);
+  void emitSelect(const std::vector<std::pair<int, int>> &runs, int lo, int hi,
+                  int fromId, int toId, const std::string &indent);
+  void emitCall(int lo, int hi, const std::vector<std::string> &names,
+                const std::string &indent);
 
   void planLandings();
   const msccl::Threadblock &tbOf(int rank, int id) const;
@@ -123,11 +158,11 @@ private:
                 const char *srcName, BufferKind srcKind, int srcOff,
                 const char *dstName, BufferKind dstKind, int dstOff, int cnt,
                 const char *thirdName = nullptr,
-                BufferKind thirdKind = BufferKind::Input, int thirdOff = 0);
+                BufferKind thirdKind = BufferKind::Input, int thirdOff = 0,
+                long long prefixValue = -1);
   void emitSend(const std::string &indent, int rank, int tbId, int k,
                 const char *srcName, BufferKind srcKind, int srcOff, int cnt);
   void emitThreadblock(int rank, const msccl::Threadblock &tb);
-  void emitDispatch(int lo, int hi, const std::string &indent);
   std::string stepComment(int rank, const msccl::Threadblock &tb, int k);
   int maxTbs = 0, maxSteps = 0;
 };
@@ -175,7 +210,7 @@ void Generator::emitRuns(const std::string &indent, const std::string &prefix,
                          const char *srcName, BufferKind srcKind, int srcOff,
                          const char *dstName, BufferKind dstKind, int dstOff,
                          int cnt, const char *thirdName, BufferKind thirdKind,
-                         int thirdOff) {
+                         int thirdOff, long long prefixValue) {
   int ks = blockChunksOf(srcKind), kd = blockChunksOf(dstKind);
   int kt = thirdName ? blockChunksOf(thirdKind) : 1 << 30;
   if (std::string(srcName) == "Land")
@@ -190,14 +225,18 @@ void Generator::emitRuns(const std::string &indent, const std::string &prefix,
     while (j < cnt && (srcOff + j) % ks != 0 && (dstOff + j) % kd != 0 &&
            (!thirdName || (thirdOff + j) % kt != 0))
       ++j;
-    auto loc = [](const char *name, int off, int k) {
-      return std::string(name) + ", " + std::to_string(off / k) + ", " +
-             std::to_string(off % k);
+    auto loc = [&](const char *name, int off, int k) {
+      std::string a = H(off / k);
+      return std::string(name) + ", " + a + ", " + H(off % k);
     };
-    os << indent << prefix << loc(srcName, srcOff + i, ks) << ", ";
+    os << indent << prefix;
+    if (prefixValue >= 0)
+      holeVals.push_back(prefixValue);
+    os << loc(srcName, srcOff + i, ks) << ", ";
     if (thirdName)
       os << loc(thirdName, thirdOff + i, kt) << ", ";
-    os << loc(dstName, dstOff + i, kd) << ", " << (j - i) << ");\n";
+    os << loc(dstName, dstOff + i, kd) << ", ";
+    os << H(j - i) << ");\n";
     i = j;
   }
 }
@@ -210,16 +249,17 @@ void Generator::emitSend(const std::string &indent, int rank, int tbId, int k,
   const Landing &l = landing[m];
   int peer = msg.recv.rank;
   if (!l.direct)
-    os << indent << "CCSYNTH_TRY(x.waitCredit(" << k << ", " << l.creditFlag
-       << "));\n";
-  std::string prefix = "x.put(" + std::to_string(peer) + ", ";
+    os << indent << "CCSYNTH_TRY(x.waitCredit(" << H(k) << ", "
+       << H(l.creditFlag) << "));\n";
+  std::string prefix = "x.put(\x01, ";
   if (l.direct)
     emitRuns(indent, prefix, srcName, srcKind, srcOff, bufName(l.buffer),
-             l.buffer, l.offset, cnt);
+             l.buffer, l.offset, cnt, nullptr, BufferKind::Input, 0, peer);
   else
     emitRuns(indent, prefix, srcName, srcKind, srcOff, "Land",
-             BufferKind::Scratch, l.offset, cnt);
-  os << indent << "x.signal(" << peer << ", " << l.dataFlag << ");\n";
+             BufferKind::Scratch, l.offset, cnt, nullptr, BufferKind::Input,
+             0, peer);
+  os << indent << "x.signal(" << H(peer) << ", " << H(l.dataFlag) << ");\n";
 }
 
 std::string Generator::stepComment(int rank, const msccl::Threadblock &tb,
@@ -247,16 +287,11 @@ std::string Generator::stepComment(int rank, const msccl::Threadblock &tb,
 
 void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
   const std::string i1 = "  ", i2 = "    ";
-  os << "\n// rank " << rank << ", threadblock " << tb.id << ": send "
-     << tb.send << ", recv " << tb.recv << ", channel " << tb.chan << ", "
-     << tb.steps.size() << " steps\n";
-  os << "template <class X> CCSYNTH_TB_FN bool r" << rank << "_tb" << tb.id
-     << "(X &x) {\n";
   bool puts = false;
   for (const msccl::Step &st : tb.steps)
     puts |= msccl::sends(st.type);
   if (puts)
-    os << i1 << "CCSYNTH_TRY(x.connect(" << tb.send << "));\n";
+    os << i1 << "CCSYNTH_TRY(x.connect(" << H(tb.send) << "));\n";
   os << i1 << "const int passes = x.numPasses();\n";
   os << i1 << "for (int p = 0; p < passes; ++p) {\n";
   os << i2 << "CCSYNTH_TRY(x.beginPass(p));\n";
@@ -268,20 +303,20 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
         inBlocks.insert(i / shape.blockChunks);
     os << i2 << "if (x.isRemainder(p)) {\n";
     for (int b : inBlocks)
-      os << i2 << "  x.stageIn(" << b << ", " << b + 1 << ");\n";
+      os << i2 << "  x.stageIn(" << H(b) << ", " << H(b + 1) << ");\n";
     os << i2 << "  x.publishStaged(p);\n" << i2 << "}\n";
   }
   for (int k = 0; k < (int)tb.steps.size(); ++k) {
     const msccl::Step &st = tb.steps[k];
     os << i2 << "// " << stepComment(rank, tb, k) << "\n";
     if (st.depid >= 0)
-      os << i2 << "CCSYNTH_TRY(x.waitStep(" << k << ", " << st.depid << ", "
-         << st.deps << "));\n";
+      os << i2 << "CCSYNTH_TRY(x.waitStep(" << H(k) << ", " << H(st.depid)
+         << ", " << H(st.deps) << "));\n";
     const char *src = bufName(st.srcBuf), *dst = bufName(st.dstBuf);
     auto recvPart = [&](bool reduce, bool store) -> const Landing * {
       int m = recvMsg.at({rank, tb.id, k});
       const Landing &l = landing[m];
-      os << i2 << "CCSYNTH_TRY(x.waitData(" << k << ", " << l.dataFlag
+      os << i2 << "CCSYNTH_TRY(x.waitData(" << H(k) << ", " << H(l.dataFlag)
          << "));\n";
       if (l.direct)
         return &l;
@@ -298,7 +333,8 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
     };
     auto creditBack = [&](const Landing *l) {
       if (!l->direct)
-        os << i2 << "x.credit(" << tb.recv << ", " << l->creditFlag << ");\n";
+        os << i2 << "x.credit(" << H(tb.recv) << ", " << H(l->creditFlag)
+           << ");\n";
     };
     switch (st.type) {
     case StepType::Nop:
@@ -337,7 +373,7 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
       break;
     }
     if (st.hasdep)
-      os << i2 << "x.done(" << k << ");\n";
+      os << i2 << "x.done(" << H(k) << ");\n";
   }
   os << i2 << "x.endPass(p);\n" << i1 << "}\n";
   if (tb.id == 0) {
@@ -346,35 +382,411 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
       if (col.post[rank][j])
         outBlocks.insert(j / shape.blockChunks);
     os << i1 << "if (passes > 0 && x.isRemainder(passes - 1)) {\n";
-    os << i1 << "  CCSYNTH_TRY(x.awaitRankDone(" << tb.steps.size() << "));\n";
+    os << i1 << "  CCSYNTH_TRY(x.awaitRankDone(" << H((long long)tb.steps.size())
+       << "));\n";
     for (int b : outBlocks)
-      os << i1 << "  x.stageOut(" << b << ", " << b + 1 << ");\n";
+      os << i1 << "  x.stageOut(" << H(b) << ", " << H(b + 1) << ");\n";
     os << i1 << "}\n";
   }
-  os << i1 << "return true;\n}\n";
+  os << i1 << "return true;\n";
   ++stats.threadblocks;
   stats.steps += (int)tb.steps.size();
 }
 
-void Generator::emitDispatch(int lo, int hi, const std::string &indent) {
-  // Ids lo..hi-1 (rank * maxTbs + tb); a balanced tree of direct branches.
+namespace {
+
+long long floorMod(long long a, long long m) { return ((a % m) + m) % m; }
+
+long long gcdOf(long long a, long long b) {
+  a = a < 0 ? -a : a;
+  b = b < 0 ? -b : b;
+  while (b) {
+    long long t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/// y = c + s * ((a * x + b) mod m) over x in [0, m).
+struct Fit1 {
+  long long c = 0, s = 0, a = 0, b = 0, m = 1;
+  long long at(long long x) const {
+    return s == 0 ? c : c + s * floorMod(a * x + b, m);
+  }
+};
+
+/// Fits `points` (distinct x in [0, m)) to Fit1; false when none is found.
+bool fit1(const std::vector<std::pair<long long, long long>> &pts, long long m,
+          Fit1 &out) {
+  out = Fit1{};
+  out.m = m;
+  out.c = pts.front().second;
+  bool constant = true;
+  for (auto &p : pts)
+    constant &= p.second == out.c;
+  if (constant)
+    return true;
+  if (pts.size() < 2)
+    return false;
+  long long lo = pts.front().second, s = 0;
+  for (auto &p : pts) {
+    lo = std::min(lo, p.second);
+    s = gcdOf(s, p.second - pts.front().second);
+  }
+  // Two ways to anchor the residues: the smallest value is residue 0, or
+  // (values that are residues already) the values themselves.
+  for (int anchor = 0; anchor < 2; ++anchor) {
+    long long c = anchor == 0 ? lo : 0, step = anchor == 0 ? s : 1;
+    std::vector<long long> z;
+    bool ok = true;
+    for (auto &p : pts) {
+      long long d = p.second - c;
+      if (d < 0 || d % step != 0 || d / step >= m) {
+        ok = false;
+        break;
+      }
+      z.push_back(d / step);
+    }
+    if (!ok)
+      continue;
+    long long dx = floorMod(pts[1].first - pts[0].first, m);
+    long long dz = floorMod(z[1] - z[0], m);
+    for (long long a = 0; a < m; ++a) {
+      if (floorMod(a * dx, m) != dz)
+        continue;
+      Fit1 f{c, step, a, floorMod(z[0] - a * pts[0].first, m), m};
+      bool all = true;
+      for (auto &p : pts)
+        all &= f.at(p.first) == p.second;
+      if (all) {
+        out = f;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// `f` as a C++ expression of `x`.
+std::string fitExpression(const Fit1 &f, const std::string &x) {
+  if (f.s == 0)
+    return std::to_string(f.c);
+  std::string r = f.a == 1 ? x : std::to_string(f.a) + " * " + x;
+  if (f.b)
+    r += " + " + std::to_string(f.b);
+  if (f.a != 1 || f.b != 0)
+    r = "(" + r + ") % " + std::to_string(f.m);
+  if (f.s != 1)
+    r = std::to_string(f.s) + " * (" + r + ")";
+  if (f.c > 0)
+    r += " + " + std::to_string(f.c);
+  else if (f.c < 0)
+    r += " - " + std::to_string(-f.c);
+  return r;
+}
+
+/// A C++ expression in `rank` for the values `vals` taken at `ranks`:
+/// v = F(rank / L) + G(rank % L), each of F and G an affine map modulo the
+/// size of its range (rings, rails, nodes). Empty when no such form fits.
+std::string rankExpression(const std::vector<int> &ranks,
+                           const std::vector<long long> &vals, int n) {
+  bool constant = true;
+  for (long long v : vals)
+    constant &= v == vals.front();
+  if (constant)
+    return std::to_string(vals.front());
+  for (long long L = n; L >= 1; --L) {
+    if (n % L != 0)
+      continue;
+    long long Q = n / L;
+    long long q0 = ranks[0] / L, l0 = ranks[0] % L, v0 = vals[0];
+    std::vector<std::pair<long long, long long>> byL, byQ;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i] / L == q0)
+        byL.push_back({ranks[i] % L, vals[i]});
+      if (ranks[i] % L == l0)
+        byQ.push_back({ranks[i] / L, vals[i]});
+    }
+    Fit1 g, f;
+    if (!fit1(byL, L, g) || !fit1(byQ, Q, f))
+      continue;
+    bool all = true;
+    for (size_t i = 0; i < ranks.size() && all; ++i)
+      all = f.at(ranks[i] / L) + g.at(ranks[i] % L) - v0 == vals[i];
+    if (!all)
+      continue;
+    long long c = f.c + g.c - v0;
+    std::string e;
+    auto term = [&](const Fit1 &t, const std::string &x) {
+      if (t.s == 0)
+        return;
+      std::string r = t.a == 1 ? x : std::to_string(t.a) + " * " + x;
+      if (t.b)
+        r += " + " + std::to_string(t.b);
+      // x is in [0, m): the reduction is needed only when it can wrap.
+      if (t.a != 1 || t.b != 0)
+        r = "(" + r + ") % " + std::to_string(t.m);
+      if (t.s != 1)
+        r = std::to_string(t.s) + " * (" + r + ")";
+      if (!e.empty())
+        e += " + ";
+      e += r;
+    };
+    term(f, L == 1 ? std::string("rank") : "(rank / " + std::to_string(L) + ")");
+    term(g, L == n ? std::string("rank") : "(rank % " + std::to_string(L) + ")");
+    if (c > 0)
+      e += " + " + std::to_string(c);
+    else if (c < 0)
+      e += " - " + std::to_string(-c);
+    return e;
+  }
+  return {};
+}
+
+std::string stripComments(const std::string &text) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    size_t i = line.find_first_not_of(' ');
+    if (i != std::string::npos && line.compare(i, 2, "//") == 0)
+      continue;
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+std::string rankList(const std::vector<int> &ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+      ++j;
+    if (!out.empty())
+      out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(ranks[j]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+} // namespace
+
+void Generator::groupThreadblocks() {
+  // The same code up to its integers, at most one threadblock per rank
+  // (the function is parameterized by the rank alone). Threadblock ids need
+  // not agree: ranks may number the same role differently.
+  std::map<std::string, std::vector<int>> byKey;
+  for (int i = 0; i < (int)codes.size(); ++i) {
+    auto it = byKey.try_emplace(stripComments(codes[i].text)).first;
+    // The first group of this code that has no threadblock of this rank.
+    int target = -1;
+    for (int gi : it->second) {
+      bool has = false;
+      for (int m : groups[gi].members)
+        has |= codes[m].rank == codes[i].rank;
+      if (!has) {
+        target = gi;
+        break;
+      }
+    }
+    if (target < 0) {
+      target = (int)groups.size();
+      it->second.push_back(target);
+      groups.push_back({});
+    }
+    groups[target].members.push_back(i);
+  }
+  // A group shares one function when every integer is a rank expression;
+  // otherwise its members keep their own functions.
+  std::vector<Group> out;
+  for (Group &g : groups) {
+    const TbCode &first = codes[g.members.front()];
+    if (g.members.size() > 1 && in.shareRanks) {
+      std::vector<int> ranks;
+      for (int m : g.members)
+        ranks.push_back(codes[m].rank);
+      const int n = algo.ngpus, size = (int)ranks.size();
+      const std::string tname = "t" + std::to_string(out.size());
+      std::map<std::vector<long long>, int> rows;
+      auto tableRow = [&](const std::vector<long long> &row) {
+        auto [it, fresh] = rows.try_emplace(row, (int)g.table.size());
+        if (fresh)
+          g.table.push_back(row);
+        return tname + "[" + std::to_string(it->second) + "]";
+      };
+      std::vector<std::vector<long long>> holeVals(first.vals.size());
+      std::vector<int> unfit;
+      for (size_t h = 0; h < first.vals.size(); ++h) {
+        for (int m : g.members)
+          holeVals[h].push_back(codes[m].vals[h]);
+        g.exprs.push_back(rankExpression(ranks, holeVals[h], n));
+        if (g.exprs.back().empty())
+          unfit.push_back((int)h);
+      }
+      // Ranks joined in one cycle by some value (a ring's next peer):
+      // positions along it relabel the ranks, and values that are affine
+      // in the position (chunks travelling the ring) need no row each.
+      std::vector<long long> pos(n, 0), order(n, 0);
+      bool cycle = false;
+      std::map<int, int> memberIndex;
+      for (int i = 0; i < size; ++i)
+        memberIndex[ranks[i]] = i;
+      for (size_t h = 0; h < holeVals.size() && !unfit.empty() && size >= 3 &&
+                         !cycle;
+           ++h) {
+        std::vector<char> seen(size, 0);
+        int cur = 0, len = 0;
+        bool ok = true;
+        while (ok && !seen[cur]) {
+          seen[cur] = 1;
+          order[len] = ranks[cur];
+          pos[ranks[cur]] = len++;
+          auto it = memberIndex.find((int)holeVals[h][cur]);
+          ok = it != memberIndex.end();
+          if (ok)
+            cur = it->second;
+        }
+        cycle = ok && len == size && cur == 0;
+      }
+      std::string posExpr = cycle ? tableRow(pos) + "[rank]" : "";
+      for (int h : unfit) {
+        std::string e;
+        if (cycle) {
+          std::vector<std::pair<long long, long long>> byPos, relabeled;
+          bool members = true;
+          for (int i = 0; i < size; ++i) {
+            long long v = holeVals[h][i];
+            byPos.push_back({pos[ranks[i]], v});
+            auto it = memberIndex.find((int)v);
+            members &= v >= 0 && v < n && it != memberIndex.end();
+            if (members)
+              relabeled.push_back({pos[ranks[i]], pos[v]});
+          }
+          std::sort(byPos.begin(), byPos.end());
+          std::sort(relabeled.begin(), relabeled.end());
+          Fit1 f;
+          if (fit1(byPos, size, f))
+            e = fitExpression(f, posExpr);
+          else if (members && fit1(relabeled, size, f) && f.c == 0 &&
+                   f.s == 1)
+            e = tableRow(order) + "[" + fitExpression(f, posExpr) + "]";
+        }
+        if (e.empty()) {
+          std::vector<long long> row(n, 0);
+          for (int i = 0; i < size; ++i)
+            row[ranks[i]] = holeVals[h][i];
+          e = tableRow(row) + "[rank]";
+        }
+        g.exprs[h] = e;
+      }
+      long long entries = (long long)g.table.size() * algo.ngpus;
+      if (tableEntries + entries <= kTableBudget) {
+        tableEntries += entries;
+        g.shared = true;
+        out.push_back(g);
+        continue;
+      }
+    }
+    for (int m : g.members) {
+      Group single;
+      single.members = {m};
+      for (long long v : codes[m].vals)
+        single.exprs.push_back(std::to_string(v));
+      out.push_back(single);
+    }
+  }
+  groups = std::move(out);
+}
+
+std::string Generator::functionName(int fn) const {
+  const Group &g = groups[fn];
+  const TbCode &c = codes[g.members.front()];
+  std::string name(1, g.shared ? 'g' : 'r');
+  name += std::to_string(g.shared ? fn : c.rank);
+  name += "_tb";
+  name += std::to_string(c.tb);
+  return name;
+}
+
+void Generator::emitFunctions(std::vector<std::string> &names) {
+  for (int fn = 0; fn < (int)groups.size(); ++fn) {
+    const Group &g = groups[fn];
+    const TbCode &c = codes[g.members.front()];
+    names.push_back(functionName(fn));
+    if (g.shared) {
+      std::vector<int> ranks;
+      for (int m : g.members)
+        ranks.push_back(codes[m].rank);
+      os << "\n// ranks " << rankList(ranks) << ", threadblock " << c.tb
+         << ": one function, parameterized by rank (comments show rank "
+         << c.rank << ")\n// " << c.header << "\n";
+      ++stats.sharedFunctions;
+      if (!g.table.empty()) {
+        os << "// Values of this function that are no simple expression of "
+              "the rank.\nCCSYNTH_TABLE int t"
+           << fn << "[" << g.table.size() << "][" << algo.ngpus << "] = {";
+        for (size_t r = 0; r < g.table.size(); ++r) {
+          os << (r ? ",\n    {" : "\n    {");
+          for (int k = 0; k < algo.ngpus; ++k)
+            os << (k ? ", " : "") << g.table[r][k];
+          os << "}";
+        }
+        os << "};\n";
+      }
+    } else {
+      os << "\n// rank " << c.rank << ", threadblock " << c.tb << ": "
+         << c.header << "\n";
+    }
+    os << "template <class X> CCSYNTH_TB_FN bool " << names.back()
+       << "(X &x, const int " << (g.shared ? "rank" : "/*rank*/") << ") {\n";
+    size_t h = 0;
+    for (char ch : c.text) {
+      if (ch == '\x01')
+        os << g.exprs.at(h++);
+      else
+        os << ch;
+    }
+    os << "}\n";
+  }
+  stats.functions = (int)groups.size();
+}
+
+void Generator::emitSelect(const std::vector<std::pair<int, int>> &runs,
+                           int lo, int hi, int fromId, int toId,
+                           const std::string &indent) {
+  // runs[i] = (first id, function) over ids fromId..toId-1; lo..hi-1 index
+  // runs. A balanced tree of direct branches.
+  (void)fromId;
+  (void)toId;
   if (hi - lo == 1) {
-    int rank = lo / maxTbs, tb = lo % maxTbs;
-    const msccl::Gpu *g = algo.gpu(rank);
-    bool exists = false;
-    for (const msccl::Threadblock &t : g->tbs)
-      exists |= t.id == tb;
-    if (exists)
-      os << indent << "return r" << rank << "_tb" << tb << "(x);\n";
-    else
-      os << indent << "return true;\n";
+    os << indent << "fn = " << runs[lo].second << ";\n";
     return;
   }
   int mid = lo + (hi - lo) / 2;
-  os << indent << "if (id < " << mid << ") {\n";
-  emitDispatch(lo, mid, indent + "  ");
+  os << indent << "if (id < " << runs[mid].first << ") {\n";
+  emitSelect(runs, lo, mid, 0, 0, indent + "  ");
   os << indent << "} else {\n";
-  emitDispatch(mid, hi, indent + "  ");
+  emitSelect(runs, mid, hi, 0, 0, indent + "  ");
+  os << indent << "}\n";
+}
+
+void Generator::emitCall(int lo, int hi, const std::vector<std::string> &names,
+                         const std::string &indent) {
+  if (hi - lo == 1) {
+    os << indent << "return " << names[lo] << "(x, rank);\n";
+    return;
+  }
+  int mid = lo + (hi - lo) / 2;
+  os << indent << "if (fn < " << mid << ") {\n";
+  emitCall(lo, mid, names, indent + "  ");
+  os << indent << "} else {\n";
+  emitCall(mid, hi, names, indent + "  ");
   os << indent << "}\n";
 }
 
@@ -412,11 +824,28 @@ Expected<GeneratedCode> Generator::run() {
   bool reduces = col.isReduction();
 
   std::ostringstream body;
-  std::swap(os, body);
   for (const msccl::Gpu &g : algo.gpus)
-    for (const msccl::Threadblock &tb : g.tbs)
+    for (const msccl::Threadblock &tb : g.tbs) {
+      os.str("");
+      holeVals.clear();
       emitThreadblock(g.id, tb);
-  std::swap(os, body);
+      TbCode c;
+      c.rank = g.id;
+      c.tb = tb.id;
+      c.text = os.str();
+      c.vals = std::move(holeVals);
+      c.header = "send " + std::to_string(tb.send) + ", recv " +
+                 std::to_string(tb.recv) + ", channel " +
+                 std::to_string(tb.chan) + ", " +
+                 std::to_string(tb.steps.size()) + " steps";
+      codes.push_back(std::move(c));
+    }
+  groupThreadblocks();
+  std::vector<std::string> names;
+  os.str("");
+  emitFunctions(names);
+  body << os.str();
+  os.str("");
 
   const std::string &ns = in.name;
   os << "// Generated by ccsynth: do not edit.\n"
@@ -426,7 +855,9 @@ Expected<GeneratedCode> Generator::run() {
      << "; IR hash " << in.irHash << "\n"
      << "// " << stats.threadblocks << " threadblocks, " << stats.steps
      << " steps, " << stats.messages << " messages (" << stats.directMessages
-     << " written straight into their destination)\n"
+     << " written straight into their destination); " << stats.functions
+     << " functions, " << stats.sharedFunctions
+     << " of them shared by symmetric ranks\n"
      << "// Build: nvcc (device) or the host C++ compiler; see "
         "docs/runtime.md.\n"
      << "#include \"ccsynth/runtime/Generated.h\"\n\n"
@@ -458,12 +889,27 @@ Expected<GeneratedCode> Generator::run() {
         "int tb);\n"
      << "};\n"
      << body.str() << "\n"
-     << "/// Runs threadblock `tb` of `rank`: chosen once, by direct "
-        "branches.\n"
+     << "/// Runs threadblock `tb` of `rank`: its function is chosen once, "
+        "by direct\n/// branches, and each function has one call site.\n"
      << "template <class X>\nCCSYNTH_INLINE bool Algo::run(X &x, int rank, "
         "int tb) {\n"
-     << "  const int id = rank * " << maxTbs << " + tb;\n";
-  emitDispatch(0, algo.ngpus * maxTbs, "  ");
+     << "  const int id = tb * " << algo.ngpus << " + rank;\n"
+     << "  int fn = -1;\n";
+  {
+    // Function of each id (tb-major, so that ranks sharing a function are
+    // one run), -1 where a rank has fewer threadblocks.
+    std::vector<int> fnOf(algo.ngpus * maxTbs, -1);
+    for (int f = 0; f < (int)groups.size(); ++f)
+      for (int m : groups[f].members)
+        fnOf[codes[m].tb * algo.ngpus + codes[m].rank] = f;
+    std::vector<std::pair<int, int>> runs;
+    for (int id = 0; id < (int)fnOf.size(); ++id)
+      if (runs.empty() || runs.back().second != fnOf[id])
+        runs.push_back({id, fnOf[id]});
+    emitSelect(runs, 0, (int)runs.size(), 0, 0, "  ");
+    os << "  if (fn < 0)\n    return true;\n";
+    emitCall(0, (int)names.size(), names, "  ");
+  }
   os << "}\n\n} // namespace ccsynth_gen_" << ns << "\n\n"
      << "#if defined(CCSYNTH_PLUGIN)\n"
      << "#include \"ccsynth/runtime/PluginEntry.h\"\n"

@@ -49,6 +49,7 @@ LogicalResult exportGeneratedCode(Operation *op, llvm::raw_ostream &os,
   if (in.origin.empty() && prog->getOrigin())
     in.origin = prog->getOrigin()->str();
   in.tileBytes = options.tileBytes;
+  in.shareRanks = options.shareRanks;
   std::string text;
   llvm::raw_string_ostream ts(text);
   prog->print(ts);

@@ -70,6 +70,8 @@ struct CompileOptions {
   unsigned long long tileBytes = 1 << 20;
   /// Generated code: where the program came from (header comment).
   std::string origin;
+  /// Generated code: symmetric ranks share one function.
+  bool shareRanks = true;
 };
 
 /// Threadblocks of 1024 threads that the GPU of a built-in topology

@@ -44,6 +44,9 @@ struct CodeGenInput {
   std::uint64_t maxBytes = 0;
   /// Bytes per chunk slice per pass (multiple of 16).
   std::uint64_t tileBytes = 1 << 20;
+  /// Threadblocks of different ranks whose code differs only in integers
+  /// that are expressions of the rank share one function.
+  bool shareRanks = true;
 };
 
 /// Statistics of the generated code (also in its header comment).
@@ -54,6 +57,10 @@ struct CodeGenStats {
   int messages = 0;
   int directMessages = 0;
   int landingChunks = 0;
+  /// Threadblock functions emitted, and how many of them serve several
+  /// ranks (parameterized by rank).
+  int functions = 0;
+  int sharedFunctions = 0;
 };
 
 struct GeneratedCode {

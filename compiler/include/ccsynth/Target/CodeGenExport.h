@@ -21,6 +21,9 @@ struct CodeGenExportOptions {
   std::uint64_t tileBytes = 1 << 20;
   /// Where the program came from, for the header comment.
   std::string origin;
+  /// Symmetric ranks share one rank-parameterized function (false: one
+  /// function per rank and threadblock, for comparison).
+  bool shareRanks = true;
 };
 
 /// Writes the generated source of the program in `op`; `stats` (optional)

@@ -18,6 +18,9 @@
 //   x.copy / x.reduce / x.reduce3   local data movement
 //   x.stageIn(b0, b1), x.publishStaged(p), x.awaitRankDone(step), x.stageOut
 //
+// A threadblock function takes the rank: functions shared by symmetric
+// ranks compute peers, offsets and flags from it; the others ignore it.
+//
 // Every wait returns false when it passed its deadline or the run was
 // aborted elsewhere; generated code then returns at once (CCSYNTH_TRY).
 //
@@ -26,19 +29,24 @@
 
 #include <cstdint>
 
-// CCSYNTH_TB_FN marks the function of one (rank, threadblock). On the GPU
-// it is inlined into the kernel (a direct branch tree, no call, no stack);
-// on the host each stays a function of its own, so that the compiler's
-// work grows with the program instead of with the square of one huge
-// function.
+// CCSYNTH_TB_FN marks the function of one threadblock: of one rank, or
+// of every rank of a symmetric group (then its integers are expressions of
+// the rank, or entries of a CCSYNTH_TABLE indexed by it). On the GPU it is
+// inlined into the kernel at its one call site (a direct branch tree, no
+// call, no stack); on the host each stays a function of its own, so that
+// the compiler's work grows with the program instead of with the square of
+// one huge function. CCSYNTH_TABLE puts a table in constant memory on the
+// GPU (a uniform index: one broadcast load).
 #if defined(__CUDACC__)
 #define CCSYNTH_HD __host__ __device__
 #define CCSYNTH_INLINE __device__ __forceinline__
 #define CCSYNTH_TB_FN __device__ __forceinline__
+#define CCSYNTH_TABLE static __constant__ const
 #else
 #define CCSYNTH_HD
 #define CCSYNTH_INLINE inline __attribute__((always_inline))
 #define CCSYNTH_TB_FN __attribute__((noinline))
+#define CCSYNTH_TABLE static const
 #endif
 
 /// Returns from the generated function when a wait failed.

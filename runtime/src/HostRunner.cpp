@@ -128,6 +128,10 @@ HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
   };
 
   HostWorld world(n, algo.flag_words);
+  if (!world.comm()) {
+    report.error = "cannot allocate the communicator";
+    return report;
+  }
   std::vector<ccsynthError> errors(n);
   std::vector<ccsynthResult> results(n, ccsynthSuccess);
   int total = o.warmup + o.iters;
@@ -148,7 +152,7 @@ HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
         a.scratch = scratch[r].get();
         a.scratch_bytes = algo.scratch_bytes;
         a.transport = ccsynthTransportHostThreads;
-        a.comm = &world;
+        a.comm = world.comm();
         a.timeout_seconds = o.timeoutSeconds;
         a.error = &errors[r];
         ccsynthResult res = algo.launch(&a);

@@ -39,6 +39,9 @@ if(CCSYNTH_ENABLE_MLIR)
   list(APPEND rows
     "compile|compile ${CLI_NOFILE}.json -o ${CLI_OUT}/c.xml|compile ${CLI_NOFILE}.json --target nccl -o ${CLI_OUT}/c.xml"
     "run|run ${CLI_NOFILE}.json --size 1M|run ${CLI_NOFILE}.json --size 1M --dtype fp33")
+  cli_expect(run.bad-ranks-as RC 2
+    MATCH "unknown --ranks-as 'cores'.*threads or processes"
+    CMD ${CLI_CC} run ${CLI_NOFILE}.json --size 1M --ranks-as cores)
 endif()
 foreach(row ${rows})
   string(REPLACE "|" ";" fields "${row}")

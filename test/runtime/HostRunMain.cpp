@@ -1,9 +1,10 @@
 //===- HostRunMain.cpp - Runs a host plugin algorithm for the tests -------===//
 //
-// `host-run PLUGIN COUNT DTYPE OP [TIMEOUT]`: loads the plugin's only (or
-// first) algorithm, runs it with ranks as threads and checks it against the
-// reference. Built twice: plainly and under ThreadSanitizer (then the
-// plugin must be built with -fsanitize=thread too). Exit 0 correct, 3
+// `host-run PLUGIN COUNT DTYPE OP [TIMEOUT [threads|processes]]`: loads the
+// plugin's only (or first) algorithm, runs it with ranks as threads (or
+// processes) and checks it against the reference. Built twice: plainly and
+// under ThreadSanitizer (then the plugin must be built with
+// -fsanitize=thread too). Exit 0 correct, 3
 // wrong result, 1 launch failure or bad usage.
 //
 //===----------------------------------------------------------------------===//
@@ -17,7 +18,9 @@
 int main(int argc, char **argv) {
   using namespace ccsynth::rt;
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s PLUGIN COUNT DTYPE OP [TIMEOUT]\n",
+    std::fprintf(stderr,
+                 "usage: %s PLUGIN COUNT DTYPE OP [TIMEOUT "
+                 "[threads|processes]]\n",
                  argv[0]);
     return 1;
   }
@@ -37,7 +40,15 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "error: unknown dtype or op\n");
     return 1;
   }
-  HostRunReport r = runHostAlgorithm(*plugin->begin(), o);
+  std::string ranksAs = argc > 6 ? argv[6] : "threads";
+  if (ranksAs != "threads" && ranksAs != "processes") {
+    std::fprintf(stderr, "error: ranks as '%s'? (threads or processes)\n",
+                 ranksAs.c_str());
+    return 1;
+  }
+  HostRunReport r = ranksAs == "processes"
+                        ? runHostAlgorithmProcesses(*plugin->begin(), o)
+                        : runHostAlgorithm(*plugin->begin(), o);
   if (!r.error.empty()) {
     std::fprintf(stderr, "error: %s\n", r.error.c_str());
     return 1;

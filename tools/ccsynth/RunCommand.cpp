@@ -35,6 +35,7 @@ struct RunOptions {
   std::string keepPlugin;
   std::vector<std::string> pluginFlags;
   bool compareMemcpy = false;
+  std::string ranksAs = "threads";
 };
 
 /// The reference of a custom collective, in chunks.
@@ -76,6 +77,12 @@ int runRun(RunOptions &o) {
   if (op < 0)
     return usage(Error("unknown --op '" + o.op + "' (expected " +
                        rt::opMaskNames(0xf) + ")"));
+  if (o.ranksAs != "threads" && o.ranksAs != "processes")
+    return usage(Error("unknown --ranks-as '" + o.ranksAs +
+                       "' (expected threads or processes)"));
+  bool processes = o.ranksAs == "processes";
+  if (processes && o.compareMemcpy)
+    return usage(Error("--compare-memcpy needs --ranks-as threads"));
   if (o.iters < 1 || o.warmup < 0)
     return usage(Error("--iters must be at least 1 and --warmup at least 0"));
   if (o.size.empty() == o.count.empty())
@@ -215,10 +222,13 @@ int runRun(RunOptions &o) {
   }
 
   std::cout << "# " << algo->name << ": " << algo->collective << " on "
-            << algo->ranks << " ranks (threads), " << rt::dtypeName(dtype)
+            << algo->ranks << " ranks (" << o.ranksAs << "), "
+            << rt::dtypeName(dtype)
             << (algo->op_mask ? std::string(" ") + rt::opName(op) : "")
             << ", count " << r.count << ", " << o.iters << " iterations\n";
-  rt::HostRunReport rep = rt::runHostAlgorithm(*algo, r);
+  std::cout.flush();
+  rt::HostRunReport rep = processes ? rt::runHostAlgorithmProcesses(*algo, r)
+                                    : rt::runHostAlgorithm(*algo, r);
   if (!rep.error.empty())
     return fail(Error(rep.error));
   if (rep.launchError) {
@@ -270,7 +280,8 @@ void addRunCommand(CLI::App &app, CommandContext &ctx) {
       "stated tolerance for floating sums and products), and print time and "
       "bandwidth per iteration. Exit 3 names the rank and first wrong "
       "element; a wait that passes --timeout reports rank, threadblock, step "
-      "and flag.");
+      "and flag. With --ranks-as processes every rank is a process of its "
+      "own and the ranks share a POSIX shared-memory window.");
   cmd->add_option("INPUT", opts->input,
                   "Schedule JSON, .ccl program, .mlir file or plugin .so")
       ->required();
@@ -300,6 +311,10 @@ void addRunCommand(CLI::App &app, CommandContext &ctx) {
                   "An extra compiler flag for the plugin (repeatable)");
   cmd->add_option("-D,--define", opts->defines,
                   "Set a .ccl program parameter, e.g. -D ranks=16");
+  cmd->add_option("--ranks-as", opts->ranksAs,
+                  "threads (default: every rank a thread of this process) or "
+                  "processes (one forked process per rank, sharing a POSIX "
+                  "shared-memory window, as NCCL jobs run)");
   cmd->add_flag("--compare-memcpy", opts->compareMemcpy,
                 "Also time every rank copying its output bytes with memcpy "
                 "at once, and print the ratio (the host benchmark's "

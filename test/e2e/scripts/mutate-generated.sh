@@ -10,6 +10,8 @@
 #   wait:   the first wait for a message that is read out of its landing
 #           slot is gone (build with -fsanitize=thread): ThreadSanitizer
 #           must report the race, or the result must be wrong.
+# CCSYNTH_RANKS_AS=processes runs the ranks as processes (host-shm
+# transport); then no rank process may outlive the run.
 set -uo pipefail
 cc=$1 runner=$2 inc=$3 work=$4 what=$5
 shift 5
@@ -42,7 +44,9 @@ ${CXX:-c++} -std=c++20 -O1 -g -fPIC -shared -pthread -DCCSYNTH_PLUGIN \
   exit 2
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 report_signal_unsafe=0"
 start=$(date +%s)
-timeout 240 "$runner" lib.so 65536 fp32 sum 3 >out.txt 2>&1
+ranks_as=${CCSYNTH_RANKS_AS:-threads}
+shm_before=$(ls /dev/shm 2>/dev/null | grep '^ccsynth-' | sort || true)
+timeout 240 "$runner" lib.so 65536 fp32 sum 3 "$ranks_as" >out.txt 2>&1
 rc=$?
 cat out.txt
 echo "exit $rc after $(($(date +%s) - start)) s"
@@ -53,5 +57,14 @@ fi
 if [ "$what" = signal ]; then
   grep -Eq 'rank [0-9]+ threadblock [0-9]+ step [0-9]+: timed out waiting for ' out.txt ||
     { echo "FAIL: no watchdog report" >&2; exit 1; }
+fi
+if [ "$ranks_as" = processes ]; then
+  sleep 0.2
+  shm_after=$(ls /dev/shm 2>/dev/null | grep '^ccsynth-' | sort || true)
+  if pgrep -f -- "$runner lib.so 65536" >/dev/null ||
+     comm -13 <(echo "$shm_before") <(echo "$shm_after") | grep -q .; then
+    echo "FAIL: a rank process or shared-memory object outlived the run" >&2
+    exit 1
+  fi
 fi
 echo "mutant rejected"

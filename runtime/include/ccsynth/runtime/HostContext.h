@@ -22,7 +22,7 @@ namespace ccsynth::rt {
 
 /// Per-launch state of one rank, shared by its threadblocks.
 struct HostRankLaunch {
-  HostWorld *world = nullptr;
+  CommHeader *comm = nullptr;
   const Shape *shape = nullptr;
   int rank = 0;
   int tbs = 0; ///< threadblocks of this rank
@@ -33,8 +33,7 @@ struct HostRankLaunch {
 
 template <class T, class Op> class HostContext {
 public:
-  HostContext(HostRankLaunch &launch, int tb)
-      : l(launch), tb(tb), self(launch.world->slot(launch.rank)) {}
+  HostContext(HostRankLaunch &launch, int tb) : l(launch), tb(tb) {}
 
   int numPasses() const { return l.geom.passes; }
   bool isRemainder(int p) const { return l.geom.isRemainder(p); }
@@ -42,15 +41,15 @@ public:
 
   /// Waits until `peer` entered this launch and learns its buffers.
   bool connect(int peer) {
-    RankSlot &ps = l.world->slot(peer);
+    RankSlot &ps = commSlot(l.comm, peer);
     if (!waitFor(ps.entered, l.epoch, -1, [&] {
           return "rank " + std::to_string(peer) + " to enter the launch";
         }))
       return false;
     peerRank = peer;
-    peerSend = static_cast<const char *>(ps.send);
-    peerRecv = static_cast<char *>(ps.recv);
-    peerScratch = static_cast<char *>(ps.scratch);
+    peerSend = commAddress(l.comm, ps.send);
+    peerRecv = commAddress(l.comm, ps.recv);
+    peerScratch = commAddress(l.comm, ps.scratch);
     return true;
   }
 
@@ -171,7 +170,6 @@ public:
 private:
   HostRankLaunch &l;
   int tb;
-  RankSlot &self;
   int pass = 0;
   int peerRank = -1;
   const char *peerSend = nullptr;
@@ -179,9 +177,9 @@ private:
   char *peerScratch = nullptr;
 
   std::uint64_t base() const { return epochBase(l.epoch); }
-  FlagWord &flag(int index) { return self.flags[index]; }
+  FlagWord &flag(int index) { return commFlag(l.comm, l.rank, index); }
   FlagWord &peerFlag(int peer, int index) {
-    return l.world->slot(peer).flags[index];
+    return commFlag(l.comm, peer, index);
   }
   int progressIndex(int t) const {
     return l.shape->dataFlags + l.shape->creditFlags + t;
@@ -214,7 +212,7 @@ private:
     for (;;) {
       if (loadAcquire(w) >= value)
         return true;
-      if (l.world->aborted())
+      if (commAborted(l.comm))
         return false;
       if (!backoff.pause()) {
         std::uint64_t seen = loadAcquire(w);
@@ -230,7 +228,7 @@ private:
                       (unsigned long long)(value & 0xffffffffu),
                       (unsigned long long)l.epoch,
                       (unsigned long long)(seen >= base() ? seen - base() : 0));
-        l.world->fail(err);
+        commFail(l.comm, err);
         return false;
       }
     }

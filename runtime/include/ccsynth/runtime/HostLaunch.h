@@ -19,13 +19,13 @@
 namespace ccsynth::rt {
 
 template <class A, class T, class Op>
-ccsynthResult hostRun(const ccsynthLaunchArgs *a, HostWorld &world,
+ccsynthResult hostRun(const ccsynthLaunchArgs *a, CommHeader *comm,
                       std::size_t blockCount, long inBlockOffset) {
   const Shape &s = A::shape;
   int rank = a->rank;
-  RankSlot &me = world.slot(rank);
+  RankSlot &me = commSlot(comm, rank);
   HostRankLaunch launch;
-  launch.world = &world;
+  launch.comm = comm;
   launch.shape = &s;
   launch.rank = rank;
   launch.tbs = A::threadblocks[rank];
@@ -33,9 +33,9 @@ ccsynthResult hostRun(const ccsynthLaunchArgs *a, HostWorld &world,
   launch.timeout = timeoutOf(a->timeout_seconds);
   launch.geom.init(s, blockCount, sizeof(T), A::tileBytes, a->sendbuff,
                    a->recvbuff, a->scratch, inBlockOffset);
-  me.send = a->sendbuff;
-  me.recv = a->recvbuff;
-  me.scratch = a->scratch;
+  me.send = commPublish(comm, a->sendbuff);
+  me.recv = commPublish(comm, a->recvbuff);
+  me.scratch = commPublish(comm, a->scratch);
   storeRelease(me.entered, launch.epoch);
 
   std::atomic<bool> ok{true};
@@ -57,16 +57,16 @@ ccsynthResult hostRun(const ccsynthLaunchArgs *a, HostWorld &world,
     std::snprintf(err.message, sizeof err.message,
                   "rank %d: cannot start threadblock threads: %s", rank,
                   e.what());
-    world.fail(err);
+    commFail(comm, err);
     ok = false;
   }
   if (launch.tbs > 0 && ok)
     body(0);
   for (std::thread &t : threads)
     t.join();
-  if (ok && !world.aborted())
+  if (ok && !commAborted(comm))
     return ccsynthSuccess;
-  ccsynthError first = world.error();
+  ccsynthError first = commError(comm);
   if (a->error) {
     *a->error = first;
     if (first.rank != rank && first.result == ccsynthTimeout)
@@ -76,8 +76,8 @@ ccsynthResult hostRun(const ccsynthLaunchArgs *a, HostWorld &world,
 }
 
 template <class A, class T>
-ccsynthResult hostRunOp(const ccsynthLaunchArgs *a, HostWorld &w, std::size_t n,
-                        long off) {
+ccsynthResult hostRunOp(const ccsynthLaunchArgs *a, CommHeader *w,
+                        std::size_t n, long off) {
   constexpr std::uint32_t ops = CCSYNTH_OP_MASK;
   switch (a->op) {
   case ccsynthSum:
@@ -101,7 +101,7 @@ ccsynthResult hostRunOp(const ccsynthLaunchArgs *a, HostWorld &w, std::size_t n,
 }
 
 template <class A, class T>
-ccsynthResult hostRunType(const ccsynthLaunchArgs *a, HostWorld &w,
+ccsynthResult hostRunType(const ccsynthLaunchArgs *a, CommHeader *w,
                           std::size_t n, long off) {
   if constexpr (A::shape.reduces)
     return hostRunOp<A, T>(a, w, n, off);
@@ -120,21 +120,51 @@ template <class A> ccsynthResult hostLaunch(const ccsynthLaunchArgs *a) {
   ccsynthResult r = checkLaunch(s, A::tileBytes, dtypes, ops, a, n, off);
   if (r != ccsynthSuccess)
     return r;
-  if (a->transport != ccsynthTransportHostThreads || !a->comm)
+  bool shm = a->transport == ccsynthTransportHostShm;
+  if ((a->transport != ccsynthTransportHostThreads && !shm) || !a->comm)
     return reportError(a->error, ccsynthUnsupported, a->rank,
-                       "%s: the host backend runs on the host-threads "
-                       "transport (got transport %d)",
+                       "%s: the host backend runs on the host-threads or "
+                       "host-shm transport (got transport %d)",
                        s.name, a->transport);
-  HostWorld &w = *static_cast<HostWorld *>(a->comm);
-  if (w.magic != HostWorld::kMagic || w.ranks() != s.ranks ||
-      w.flagWords() < std::uint32_t(flagWords(s)))
+  CommHeader *w = static_cast<CommHeader *>(a->comm);
+  if (w->magic != CommHeader::kMagic ||
+      w->layoutVersion != CommHeader::kLayoutVersion)
+    return reportError(a->error, ccsynthInvalidArgument, a->rank,
+                       "%s: the communicator is not a host communicator of "
+                       "layout version %u",
+                       s.name, CommHeader::kLayoutVersion);
+  if (w->nranks != s.ranks || w->flagWords < std::uint32_t(flagWords(s)))
     return reportError(a->error, ccsynthInvalidArgument, a->rank,
                        "%s: the communicator has %d ranks and %u flag words; "
                        "the algorithm needs %d and %d",
-                       s.name, w.ranks(), w.flagWords(), s.ranks, flagWords(s));
-  if (w.aborted()) {
+                       s.name, w->nranks, w->flagWords, s.ranks, flagWords(s));
+  if ((w->addressFree != 0) != shm)
+    return reportError(a->error, ccsynthInvalidArgument, a->rank,
+                       "%s: transport %d does not match the communicator "
+                       "(%s)",
+                       s.name, a->transport,
+                       w->addressFree ? "a shared-memory window"
+                                      : "ranks as threads");
+  if (shm) {
+    // Peers reach a rank's buffers only through the window.
+    std::uint64_t es = std::uint64_t(dtypeSize(a->dtype));
+    std::uint64_t blockBytes = std::uint64_t(n) * es;
+    bool needsSend = !((s.coll == Coll::Broadcast || s.coll == Coll::Scatter) &&
+                       a->rank != s.root);
+    if ((n > 0 && needsSend &&
+         !commContains(w, a->sendbuff, blockBytes * s.inBlocks)) ||
+        (n > 0 && !commContains(w, a->recvbuff, blockBytes * s.outBlocks)) ||
+        (a->scratch_bytes > 0 &&
+         !commContains(w, a->scratch, a->scratch_bytes)))
+      return reportError(a->error, ccsynthInvalidArgument, a->rank,
+                         "%s: with ranks as processes, the send, receive "
+                         "and scratch buffers must lie in the shared-memory "
+                         "window",
+                         s.name);
+  }
+  if (commAborted(w)) {
     if (a->error)
-      *a->error = w.error();
+      *a->error = commError(w);
     return ccsynthAborted;
   }
   if (n == 0)

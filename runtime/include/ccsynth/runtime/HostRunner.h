@@ -1,11 +1,11 @@
-//===- HostRunner.h - Running a host plugin algorithm, ranks as threads ---===//
+//===- HostRunner.h - Running a host plugin algorithm on the host ---------===//
 //
 // Drives one algorithm of a host-backend plugin the way an NCCL job would,
-// with every rank a thread of this process: allocates each rank's buffers
-// and scratch, fills the inputs with seeded random data, launches all ranks
-// for the warm-up and the timed iterations, and checks the outputs against
-// the reference collective (Reference.h). Shared by `ccsynth run` and the
-// tests (also under ThreadSanitizer).
+// every rank a thread of this process or a process of its own: allocates
+// each rank's buffers and scratch, fills the inputs with seeded random
+// data, launches all ranks for the warm-up and the timed iterations, and
+// checks the outputs against the reference collective (Reference.h).
+// Shared by `ccsynth run` and the tests (also under ThreadSanitizer).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -55,5 +55,12 @@ struct HostRunReport {
 /// Runs `algo` (a host-backend algorithm) on `algo.ranks` threads.
 HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
                                const HostRunOptions &options);
+
+/// Runs `algo` with one forked process per rank, sharing a POSIX
+/// shared-memory window (the host-shm transport). The parent reaps every
+/// rank, kills them when they outlive the watchdog's bound, and removes
+/// the window's name before any rank starts. `timeMemcpy` is ignored.
+HostRunReport runHostAlgorithmProcesses(const ccsynthAlgorithm &algo,
+                                        const HostRunOptions &options);
 
 } // namespace ccsynth::rt

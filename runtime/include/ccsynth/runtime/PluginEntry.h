@@ -31,7 +31,8 @@
 #include "ccsynth/runtime/HostLaunch.h"
 #define CCSYNTH_BACKEND_LAUNCH(A) ::ccsynth::rt::hostLaunch<A>
 #define CCSYNTH_BACKEND ccsynthBackendHost
-#define CCSYNTH_TRANSPORTS ccsynthTransportHostThreads
+#define CCSYNTH_TRANSPORTS                                                     \
+  (ccsynthTransportHostThreads | ccsynthTransportHostShm)
 #define CCSYNTH_CAPTURE_SAFE 0
 #endif
 

@@ -20,7 +20,9 @@
 extern "C" {
 #endif
 
-#define CCSYNTH_PLUGIN_ABI_VERSION 1
+/* 2: host transports share one address-free communicator layout
+ *    (HostWorld.h); the host-shm transport (ranks as processes). */
+#define CCSYNTH_PLUGIN_ABI_VERSION 2
 #define CCSYNTH_PLUGIN_ENTRY "ccsynthPluginGet"
 
 /* Element types, numbered as NCCL's ncclDataType_t. */
@@ -95,7 +97,10 @@ typedef struct {
   void *scratch; /* at least `scratch_bytes` of the descriptor, 16-aligned */
   uint64_t scratch_bytes;
   int32_t transport;      /* ccsynthTransportKind */
-  void *comm;             /* the transport's communicator (see the transport) */
+  void *comm;             /* the transport's communicator: host transports
+                             take the CommHeader of HostWorld.h (threads:
+                             HostWorld::comm(); shm: the window's start,
+                             and every buffer must lie in that window) */
   void *stream;           /* cudaStream_t for CUDA; unused on the host */
   double timeout_seconds; /* per wait; <= 0 selects the default (30 s) */
   ccsynthError *error;    /* optional: filled on failure */

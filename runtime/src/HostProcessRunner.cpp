@@ -1,0 +1,306 @@
+//===- HostProcessRunner.cpp - Running a host algorithm, ranks as processes
+//===//
+//
+// The parent creates a shared-memory window holding the communicator and,
+// per rank, a result record, a pristine copy of the input, the send and
+// receive buffers and scratch; it removes the window's name at once and
+// forks one process per rank. Each rank maps the window again at an
+// address of its own (dropping the inherited mapping, so that nothing can
+// rely on equal addresses), runs the iterations and writes its result
+// record. The parent reaps every child under a deadline (killing the rest
+// when it passes, or when a rank dies), then checks the outputs.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/runtime/HostRunner.h"
+
+#include "ccsynth/runtime/HostTypes.h"
+#include "ccsynth/runtime/ShmWindow.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace ccsynth::rt {
+
+namespace {
+
+/// What a rank reports to the parent, at the start of its data area.
+struct alignas(64) RankRecord {
+  std::uint32_t finished; ///< 1 when the record is complete (release)
+  std::int32_t result;    ///< ccsynthResult of the first failed launch
+  double seconds;         ///< timed iterations, this rank
+  ccsynthError error;
+};
+
+std::uint64_t roundUp(std::uint64_t v, std::uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+/// Offsets of one rank's buffers in its data area.
+struct Placement {
+  std::uint64_t pristine = 0, send = 0, recv = 0, scratch = 0, total = 0;
+};
+
+Placement place(const ccsynthAlgorithm &algo, const ReferenceSpec &spec,
+                int rank, std::uint64_t unitBytes, std::uint64_t inBytes,
+                std::uint64_t outBytes) {
+  Placement p;
+  std::uint64_t at = roundUp(sizeof(RankRecord), 64);
+  p.pristine = at;
+  at = roundUp(at + inBytes, 64);
+  if (!algo.inplace) {
+    p.send = at;
+    at = roundUp(at + inBytes, 64);
+    p.recv = at;
+    at = roundUp(at + outBytes, 64);
+  } else if (spec.outUnits > spec.inUnits) {
+    p.recv = at;
+    p.send = at + std::uint64_t(rank) * unitBytes;
+    at = roundUp(at + outBytes, 64);
+  } else if (spec.inUnits > spec.outUnits) {
+    p.send = at;
+    p.recv = at + std::uint64_t(rank) * unitBytes;
+    at = roundUp(at + inBytes, 64);
+  } else {
+    p.send = p.recv = at;
+    at = roundUp(at + outBytes, 64);
+  }
+  p.scratch = at;
+  at = roundUp(at + algo.scratch_bytes, 64);
+  p.total = at;
+  return p;
+}
+
+/// The body of rank `rank`'s process; never returns.
+[[noreturn]] void rankMain(const ShmWindow &parentWindow, pid_t parent,
+                           const ccsynthAlgorithm &algo,
+                           const HostRunOptions &o, int rank,
+                           const Placement &p, std::uint64_t inBytes,
+                           std::uint64_t outBytes) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent)
+    ::_exit(1);
+  std::string error;
+  std::unique_ptr<ShmWindow> own = parentWindow.remap(error);
+  if (!own)
+    ::_exit(2);
+  // Only the new mapping is used from here on.
+  ::munmap(parentWindow.comm(), parentWindow.bytes());
+  CommHeader *h = own->comm();
+  char *data = commData(h, rank);
+  auto *rec = reinterpret_cast<RankRecord *>(data);
+  char *send = data + p.send, *recv = data + p.recv;
+  int total = o.warmup + o.iters;
+  double seconds = 0;
+  ccsynthResult result = ccsynthSuccess;
+  for (int it = 0; it < total && result == ccsynthSuccess; ++it) {
+    std::memset(recv, 0xa5, outBytes);
+    std::memcpy(send, data + p.pristine, inBytes);
+    ccsynthLaunchArgs a{};
+    a.struct_size = sizeof a;
+    a.rank = rank;
+    a.sendbuff = send;
+    a.recvbuff = recv;
+    a.count = o.count;
+    a.dtype = o.dtype;
+    a.op = o.op;
+    a.scratch = algo.scratch_bytes ? data + p.scratch : nullptr;
+    a.scratch_bytes = algo.scratch_bytes;
+    a.transport = ccsynthTransportHostShm;
+    a.comm = h;
+    a.timeout_seconds = o.timeoutSeconds;
+    a.error = &rec->error;
+    auto start = std::chrono::steady_clock::now();
+    result = algo.launch(&a);
+    if (it >= o.warmup)
+      seconds += std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+  }
+  rec->result = result;
+  rec->seconds = seconds;
+  std::atomic_ref<std::uint32_t>(rec->finished)
+      .store(1, std::memory_order_release);
+  ::_exit(result == ccsynthSuccess ? 0 : 1);
+}
+
+} // namespace
+
+HostRunReport runHostAlgorithmProcesses(const ccsynthAlgorithm &algo,
+                                        const HostRunOptions &o) {
+  HostRunReport report;
+  int n = algo.ranks;
+  std::optional<ReferenceSpec> spec = o.reference;
+  if (!spec)
+    spec = builtinReference(algo.collective, n, algo.root);
+  if (!spec) {
+    report.error = std::string("no reference for collective '") +
+                   algo.collective + "': run it from its source";
+    return report;
+  }
+  int es = dtypeSize(o.dtype);
+  if (es == 0) {
+    report.error = "unknown data type " + std::to_string(o.dtype);
+    return report;
+  }
+  std::size_t unit = o.unitElems ? o.unitElems : o.count;
+  std::uint64_t unitBytes = std::uint64_t(unit) * es;
+  std::uint64_t inBytes = unitBytes * spec->inUnits;
+  std::uint64_t outBytes = unitBytes * spec->outUnits;
+  report.inBytes = inBytes;
+  report.outBytes = outBytes;
+
+  std::vector<Placement> places(n);
+  std::uint64_t perRank = 0;
+  for (int r = 0; r < n; ++r) {
+    places[r] = place(algo, *spec, r, unitBytes, inBytes, outBytes);
+    perRank = std::max(perRank, places[r].total);
+  }
+  std::string error;
+  std::unique_ptr<ShmWindow> window =
+      ShmWindow::create(n, algo.flag_words, perRank, error);
+  if (!window) {
+    report.error = error;
+    return report;
+  }
+  // The ranks map the inherited descriptor: the name is not needed.
+  window->unlink();
+  CommHeader *h = window->comm();
+  std::vector<std::vector<unsigned char>> inputs(n);
+  for (int r = 0; r < n; ++r) {
+    inputs[r].resize(inBytes);
+    fillRandom(inputs[r].data(), inBytes / es, o.dtype, o.op, o.seed, r);
+    std::memcpy(commData(h, r) + places[r].pristine, inputs[r].data(), inBytes);
+  }
+
+  std::fflush(nullptr);
+  pid_t self = ::getpid();
+  std::vector<pid_t> pids(n, -1);
+  std::vector<int> status(n, 0);
+  std::vector<bool> reaped(n, false);
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = ::fork();
+    if (pid == 0)
+      rankMain(*window, self, algo, o, r, places[r], inBytes, outBytes);
+    if (pid < 0) {
+      report.error = std::string("cannot fork rank ") + std::to_string(r) +
+                     ": " + std::strerror(errno);
+      ccsynthError e{};
+      e.result = ccsynthAborted;
+      e.rank = e.threadblock = e.step = -1;
+      std::snprintf(e.message, sizeof e.message, "the run could not start");
+      commFail(h, e);
+      break;
+    }
+    pids[r] = pid;
+  }
+
+  // Every wait of a rank ends by its deadline, so a rank finishes within
+  // about (iterations x timeout); past twice that (plus slack for a loaded
+  // machine) the parent kills the rest.
+  double limit = 2.0 * (o.warmup + o.iters) * o.timeoutSeconds + 30.0;
+  auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(limit));
+  int died = -1, diedSignal = 0;
+  bool killed = false;
+  for (;;) {
+    int alive = 0;
+    for (int r = 0; r < n; ++r) {
+      if (pids[r] < 0 || reaped[r])
+        continue;
+      pid_t got = ::waitpid(pids[r], &status[r], WNOHANG);
+      if (got == pids[r] || (got < 0 && errno == ECHILD)) {
+        reaped[r] = true;
+        if (got == pids[r] && WIFSIGNALED(status[r]) && died < 0 && !killed) {
+          died = r;
+          diedSignal = WTERMSIG(status[r]);
+          ccsynthError e{};
+          e.result = ccsynthAborted;
+          e.rank = r;
+          e.threadblock = e.step = -1;
+          std::snprintf(e.message, sizeof e.message,
+                        "rank %d: the process died (signal %d)", r, diedSignal);
+          commFail(h, e); // the others stop waiting for it
+        }
+        continue;
+      }
+      ++alive;
+    }
+    if (alive == 0)
+      break;
+    if (!killed && std::chrono::steady_clock::now() >= deadline) {
+      for (int r = 0; r < n; ++r)
+        if (pids[r] > 0 && !reaped[r])
+          ::kill(pids[r], SIGKILL);
+      killed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (!report.error.empty())
+    return report;
+  if (killed) {
+    report.error = "the ranks did not finish within " +
+                   std::to_string(int(limit)) + " s; killed them";
+    return report;
+  }
+
+  // Results: the rank that failed first over the ones it aborted.
+  auto record = [&](int r) {
+    return reinterpret_cast<RankRecord *>(commData(h, r));
+  };
+  auto finished = [&](int r) {
+    return std::atomic_ref<std::uint32_t>(record(r)->finished)
+               .load(std::memory_order_acquire) != 0;
+  };
+  int pick = -1;
+  for (int r = 0; r < n && pick < 0; ++r)
+    if (finished(r) && record(r)->result != ccsynthSuccess &&
+        record(r)->result != ccsynthAborted)
+      pick = r;
+  for (int r = 0; r < n && pick < 0; ++r)
+    if (!finished(r) || record(r)->result != ccsynthSuccess)
+      pick = r;
+  if (pick >= 0) {
+    RankRecord *rec = record(pick);
+    ccsynthError e{};
+    if (finished(pick)) {
+      e = rec->error;
+      e.result = rec->result;
+    } else if (died >= 0) {
+      e = commError(h);
+    } else {
+      e.result = ccsynthSystemError;
+      e.rank = pick;
+      e.threadblock = e.step = -1;
+      std::snprintf(e.message, sizeof e.message,
+                    "rank %d: the process exited without a result (status "
+                    "%d)",
+                    pick, status[pick]);
+    }
+    report.launchError = e;
+    return report;
+  }
+  std::vector<const unsigned char *> outs(n);
+  double slowest = 0;
+  for (int r = 0; r < n; ++r) {
+    outs[r] = reinterpret_cast<const unsigned char *>(commData(h, r) +
+                                                      places[r].recv);
+    slowest = std::max(slowest, record(r)->seconds);
+  }
+  report.mismatch = checkOutputs(*spec, inputs, outs, unit, o.dtype, o.op);
+  report.ok = !report.mismatch;
+  report.secondsPerIter = o.iters > 0 ? slowest / o.iters : 0;
+  return report;
+}
+
+} // namespace ccsynth::rt

@@ -5,4 +5,8 @@ if(CCSYNTH_ENABLE_MLIR)
       -DTRANSLATE=$<TARGET_FILE:ccsynth-translate> -DOPT=$<TARGET_FILE:ccsynth-opt>
       -DSRC=${CCSYNTH_SOURCE_DIR} -DWORKDIR=${CMAKE_CURRENT_BINARY_DIR}/out
       -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/roundtrip-dsl.cmake)
+  # Generated code grows with one rank's steps: symmetric ranks share.
+  add_test(NAME e2e:codegen-rank-sharing
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/codegen-sharing.sh
+      $<TARGET_FILE:ccsynth> ${CMAKE_CURRENT_BINARY_DIR}/codegen-sharing)
 endif()

@@ -743,10 +743,16 @@ void Generator::emitFunctions(std::vector<std::string> &names) {
       os << "\n// rank " << c.rank << ", threadblock " << c.tb << ": "
          << c.header << "\n";
     }
-    os << "template <class X> CCSYNTH_TB_FN bool " << names.back()
-       << "(X &x, const int " << (g.shared ? "rank" : "/*rank*/") << ") {\n";
+    os << "template <class X> CCSYNTH_TB_FN bool " << names.back() << "("
+       << (g.shared ? "X &x, int rank" : "X &x, const int /*rank*/")
+       << ") {\n";
     size_t h = 0;
-    for (char ch : c.text) {
+    bool lineStart = true;
+    for (size_t i = 0; i < c.text.size(); ++i) {
+      char ch = c.text[i];
+      if (lineStart && g.shared && c.text.compare(i, 12, "    // step ") == 0)
+        os << "    CCSYNTH_STEP_RANK(rank);\n";
+      lineStart = ch == '\n';
       if (ch == '\x01')
         os << g.exprs.at(h++);
       else

@@ -49,6 +49,13 @@
 #define CCSYNTH_TABLE static const
 #endif
 
+/// Written before each step of a function shared by symmetric ranks: the
+/// compiler may not move values computed from the rank across it, so each
+/// step computes its few integers where it uses them instead of the tiling
+/// loop holding every step's values in registers (which spills on the GPU).
+/// Emits no instruction.
+#define CCSYNTH_STEP_RANK(rank) asm volatile("" : "+r"(rank))
+
 /// Returns from the generated function when a wait failed.
 #define CCSYNTH_TRY(expr)                                                      \
   do {                                                                         \

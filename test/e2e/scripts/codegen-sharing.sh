@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# codegen-sharing.sh CCSYNTH WORKDIR
+#
+# Symmetric ranks share one rank-parameterized function: the generated code
+# of a ring AllGather grows with one rank's steps, not with ranks x steps.
+#   - 8, 16 and 64 ranks on rings: one function per threadblock role, and
+#     the source of 64 ranks stays within a small factor of 8 ranks' times
+#     the growth of one rank's steps (63 / 7);
+#   - dgx-h100x8 (64 ranks, a ring that is not rank order): at most one
+#     function per threadblock of a rank, and under 5% of the source that
+#     --no-rank-sharing writes for the same program.
+set -uo pipefail
+cc=$1 work=$2
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# header NAME: "threadblocks ranks functions lines" of NAME.cu
+header() {
+  local tbs ranks fns
+  tbs=$(sed -n '4s/^\/\/ \([0-9]*\) threadblocks.*/\1/p' "$1.cu")
+  ranks=$(sed -n '2s/.*), \([0-9]*\) ranks$/\1/p' "$1.cu")
+  fns=$(sed -n '4s/.*; \([0-9]*\) functions.*/\1/p' "$1.cu")
+  [ -n "$tbs" ] && [ -n "$ranks" ] && [ -n "$fns" ] ||
+    fail "no statistics in the header of $1.cu"
+  echo "$tbs $ranks $fns $(wc -l <"$1.cu")"
+}
+gen() { # NAME TOPO [compile flags]
+  local name=$1 topo=$2
+  shift 2
+  "$cc" baseline ring -c allgather -t "$topo" -o "$name.json" >/dev/null ||
+    fail "baseline on $topo"
+  "$cc" compile "$name.json" --target cuda "$@" -o "$name.cu" ||
+    fail "compile $name"
+}
+for n in 8 16 64; do
+  gen ring$n ring:$n
+  read -r tbs ranks fns lines <<<"$(header ring$n)"
+  echo "ring:$n: $ranks ranks, $tbs threadblocks, $fns functions, $lines lines"
+  [ "$fns" -le $((tbs / ranks)) ] ||
+    fail "ring:$n: $fns functions for $((tbs / ranks)) threadblocks per rank"
+  eval "lines$n=$lines"
+done
+# One rank's steps grow 9x from 8 to 64 ranks; allow 2x on top of that.
+[ "$lines64" -le $((lines8 * 9 * 2)) ] ||
+  fail "64 ranks: $lines64 lines against $lines8 for 8 ranks"
+
+gen h100 dgx-h100x8
+gen h100-unshared dgx-h100x8 --no-rank-sharing
+read -r tbs ranks fns lines <<<"$(header h100)"
+read -r _ _ fns_u lines_u <<<"$(header h100-unshared)"
+echo "dgx-h100x8: $ranks ranks, $tbs threadblocks: $fns functions," \
+  "$lines lines (unshared: $fns_u functions, $lines_u lines)"
+[ "$fns_u" -eq "$tbs" ] || fail "--no-rank-sharing: $fns_u functions for $tbs threadblocks"
+[ "$fns" -le $(((tbs + ranks - 1) / ranks)) ] ||
+  fail "dgx-h100x8: $fns functions for $tbs threadblocks of $ranks ranks"
+[ $((lines * 20)) -lt "$lines_u" ] ||
+  fail "dgx-h100x8: $lines lines shared against $lines_u unshared"
+echo "shared"

@@ -187,6 +187,9 @@ int runSynth(const SynthCliOptions &o) {
     return kExitInfeasible;
   }
   Schedule &sched = result->schedule;
+  // Times are on the machine as the sketch's switches model it.
+  const Topology &model =
+      result->modelTopology ? *result->modelTopology : *topo;
   // The topology fields let `ccsynth verify/simulate` find the machine and
   // notice when it changed.
   recordTopology(sched, o.topo, *topo);
@@ -205,7 +208,7 @@ int runSynth(const SynthCliOptions &o) {
   // a bug costs one more verification, done while the time limit allows.
   if (affordable(result->measureSeconds)) {
     VerifyOptions vo;
-    vo.topology = &*topo;
+    vo.topology = &model;
     VerifyResult vr = verifySchedule(sched, vo);
     if (!vr.ok())
       return fail(Error("internal error: the synthesized schedule does not "
@@ -257,14 +260,14 @@ int runSynth(const SynthCliOptions &o) {
       }
       SimOptions sim;
       sim.bytes = bytes;
-      auto r = simulate(sched, *topo, sim);
+      auto r = simulate(sched, model, sim);
       if (!r)
         return fail(r.error());
       timeUs = r->timeUs;
       busbw = r->busbwGBps;
     }
     double lb = isTarget ? result->lowerBoundUs
-                         : lowerBound(sched.collective, *topo, bytes).timeUs();
+                         : lowerBound(sched.collective, model, bytes).timeUs();
     std::fprintf(out, "  %10s %12.2f %12.2f %12.2f %7.1f%%\n",
                  formatBytes(bytes).c_str(), timeUs, busbw, lb,
                  timeUs > 0 ? 100 * lb / timeUs : 100.0);

@@ -99,3 +99,20 @@ ccsynth_expect(synth-taccl-block-symmetry RC 0
   CMD ${CC} synth --topo ndv2x2 --sketch ${IN}/block-symmetry-sketch.json
       --collective allgather --time-limit 10 -q
       -o ${E2E_OUT}/synth-ag-block-symmetry.json)
+
+# TACCL's NDv2 profile, as shipped, on the built-in shape; the schedule's
+# topology is the profiled one: simulate needs the same profile.
+set(TACCL_TOPO ${CCSYNTH_SOURCE_DIR}/test/inputs/taccl-topo)
+ccsynth_expect(synth-taccl-profile RC 0 FILE synth-ag-profiled.json
+  MATCH "allgather\\(ranks=16" "wrote"
+  CMD ${CC} synth --topo ndv2x2 --topo-profile ${TACCL_TOPO}/topo-ndv2-1MB.json
+      --sketch ${SK}/ndv2x2.json --collective allgather --time-limit 10 -q
+      -o ${E2E_OUT}/synth-ag-profiled.json)
+ccsynth_expect(synth-taccl-profile-simulate RC 0 MATCH "1G +[0-9.]+ "
+  CMD ${CC} simulate ${E2E_OUT}/synth-ag-profiled.json --sizes 1G
+      --topo-profile ${TACCL_TOPO}/topo-ndv2-1MB.json)
+ccsynth_expect(synth-taccl-profile-missing RC 1
+  MATCH "pass the --topo-profile it was made with"
+  CMD ${CC} simulate ${E2E_OUT}/synth-ag-profiled.json --sizes 1G)
+set_tests_properties(e2e:synth-taccl-profile-simulate
+  e2e:synth-taccl-profile-missing PROPERTIES DEPENDS e2e:synth-taccl-profile)

@@ -43,6 +43,7 @@ std::string formatSpeedup(double ratio) {
 }
 
 struct SynthCliOptions {
+  TopoProfileArgs profile;
   std::string topo;
   std::string sketch;
   std::string collective;
@@ -105,7 +106,7 @@ int runSynth(const SynthCliOptions &o) {
     return fail(s.error());
   // The time limit counts from here: loading a large machine takes seconds.
   auto t0 = std::chrono::steady_clock::now();
-  auto topo = loadTopology(o.topo);
+  auto topo = loadTopologyArg(o.topo, o.profile);
   if (!topo)
     return fail(topo.error());
   synth::Sketch sketch;
@@ -322,6 +323,7 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("-t,--topo", opts->topo,
                   "Topology: a built-in name (ccsynth topo list) or a file")
       ->required();
+  addTopoProfileOptions(cmd, opts->profile);
   cmd->add_option("-k,--sketch", opts->sketch,
                   "Communication sketch JSON (default: every link usable, no "
                   "symmetry)");

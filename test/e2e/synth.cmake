@@ -114,5 +114,10 @@ ccsynth_expect(synth-taccl-profile-simulate RC 0 MATCH "1G +[0-9.]+ "
 ccsynth_expect(synth-taccl-profile-missing RC 1
   MATCH "pass the --topo-profile it was made with"
   CMD ${CC} simulate ${E2E_OUT}/synth-ag-profiled.json --sizes 1G)
+ccsynth_expect(synth-taccl-profile-compile RC 0 FILE synth-ag-profiled.xml
+  CMD ${CC} compile ${E2E_OUT}/synth-ag-profiled.json --target msccl-xml
+      --topo-profile ${TACCL_TOPO}/topo-ndv2-1MB.json
+      -o ${E2E_OUT}/synth-ag-profiled.xml)
 set_tests_properties(e2e:synth-taccl-profile-simulate
-  e2e:synth-taccl-profile-missing PROPERTIES DEPENDS e2e:synth-taccl-profile)
+  e2e:synth-taccl-profile-missing e2e:synth-taccl-profile-compile
+  PROPERTIES DEPENDS e2e:synth-taccl-profile)

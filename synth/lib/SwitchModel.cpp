@@ -161,6 +161,10 @@ Expected<SwitchModel> applySketchSwitches(const Topology &machine,
   }
   int added = 0;
   std::set<int> unevenSwitches;
+  // Each covered link gets its sender's egress port, then its receiver's
+  // ingress port (the same order on every link, so that symmetries map
+  // resources position by position).
+  std::vector<int> outPort(numLinks, -1), inPort(numLinks, -1);
   for (auto &[key, ls] : portLinks) {
     auto [node, gi, gpu, dir] = key;
     if (resOfSet.count(ls))
@@ -184,9 +188,13 @@ Expected<SwitchModel> applySketchSwitches(const Topology &machine,
                            bw});
     int x = (int)t.resources.size() - 1;
     for (int l : ls)
-      t.links[l].resources.push_back(x);
+      (dir == 0 ? outPort : inPort)[l] = x;
     ++added;
   }
+  for (int l = 0; l < numLinks; ++l)
+    for (int x : {outPort[l], inPort[l]})
+      if (x >= 0)
+        t.links[l].resources.push_back(x);
   // Pairs a switch names without a link between them (checked on node 0;
   // nodes are equal in every shape a sketch can name).
   std::vector<int> node0 = t.ranksOfNode(0);

@@ -1185,7 +1185,12 @@ Expected<SynthResult> synthesize(const Topology &topo, const Sketch &sketch,
   if (Status s = topo.validate(); !s)
     return s.error();
   // A "switch" sketch models the machine (TACCL's meaning, SwitchModel.h):
-  // the search, its simulations and the bound all use that model.
+  // the search, its simulations and the bound all use that model. Other
+  // sketches use the machine itself (no copy of a 1,024-rank topology).
+  if (sketch.intra != IntraStrategy::Switch) {
+    Driver d(topo, sketch, options);
+    return d.run();
+  }
   auto model = applySketchSwitches(topo, sketch);
   if (!model)
     return model.error();

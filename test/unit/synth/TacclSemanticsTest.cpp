@@ -86,6 +86,25 @@ TEST_CASE("a switch keeps every link and adds shared port bandwidth",
   CHECK(noted);
 }
 
+TEST_CASE("switch ports map under the machine's symmetries",
+          "[taccl][switch]") {
+  // Rotating local ids by 2 within each quad maps the cube-mesh and both
+  // switches onto themselves (links 0->2 and 2->0 trade places), so the
+  // ports of the switch model must map too.
+  Topology t = topo("ndv2");
+  Sketch sk = sketchOf(R"({"nnodes": 1,
+  "intranode_sketch": {"strategy": "switch",
+    "switches": [[0,1,2,3],[4,5,6,7]],
+    "switch_hyperedge_strategy": ["uc-min", "uc-min"]},
+  "symmetry_offsets": [[2, 4]]})");
+  auto m = applySketchSwitches(t, sk);
+  REQUIRE(m.ok());
+  auto p = buildRoutingProblem(m->topo, sk, allgather(8));
+  if (!p)
+    FAIL(p.error().format());
+  CHECK(p->group.size() == 2);
+}
+
 TEST_CASE("the ndv2 quad-switch sketch synthesizes", "[taccl][switch]") {
   Topology t = topo("ndv2");
   Sketch sk = sketchOf(kNdv2Quads);

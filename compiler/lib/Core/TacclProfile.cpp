@@ -23,13 +23,20 @@ std::string fmtNum(double v) {
 Expected<Topology> applyTacclProfile(const Topology &shape,
                                      const std::string &path,
                                      const TacclProfileUnits &units) {
-  if (!(std::isfinite(units.sizeMB) && units.sizeMB > 0) ||
-      !(std::isfinite(units.scale) && units.scale > 0))
-    return Error("the profile's size (MB) and scale must be positive");
   auto doc = JsonDocument::load(path);
   if (!doc)
     return doc.error();
-  JsonReader in(*doc);
+  return applyTacclProfile(shape, *doc, units);
+}
+
+Expected<Topology> applyTacclProfile(const Topology &shape,
+                                     const JsonDocument &doc,
+                                     const TacclProfileUnits &units) {
+  if (!(std::isfinite(units.sizeMB) && units.sizeMB > 0) ||
+      !(std::isfinite(units.scale) && units.scale > 0))
+    return Error("the profile's size (MB) and scale must be positive");
+  const std::string &path = doc.file();
+  JsonReader in(doc);
   if (Status s = in.object(""); !s)
     return s.error();
   for (const char *custom : {"links", "betas", "invbws"})

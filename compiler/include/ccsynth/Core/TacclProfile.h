@@ -25,6 +25,8 @@
 
 namespace ccsynth {
 
+class JsonDocument;
+
 /// Units of a profile's figures. INPUT_GUIDE.md: a beta is µs per MB times
 /// the data size (MB) the profile is for, and a profile may be multiplied
 /// by a constant to keep its integer parts meaningful (TACCL's 1KB and 32KB
@@ -39,6 +41,10 @@ struct TacclProfileUnits {
 /// makeBuiltinTopology). Errors are located in the profile file.
 Expected<Topology> applyTacclProfile(const Topology &shape,
                                      const std::string &path,
+                                     const TacclProfileUnits &units = {});
+/// The same for a profile already parsed.
+Expected<Topology> applyTacclProfile(const Topology &shape,
+                                     const JsonDocument &profile,
                                      const TacclProfileUnits &units = {});
 
 } // namespace ccsynth

@@ -44,7 +44,7 @@ for corpus in "$root"/test/fuzz/corpus/*/; do
   dict=()
   case $name in
     dsl-fuzzer) dict=(-dict="$root/test/fuzz/dsl.dict") ;;
-    *json*|sketch-fuzzer) dict=(-dict="$root/test/fuzz/json.dict") ;;
+    *json*|sketch-fuzzer|taccl-profile-fuzzer) dict=(-dict="$root/test/fuzz/json.dict") ;;
     *xml*|nccl-*) dict=(-dict="$root/test/fuzz/xml.dict") ;;
   esac
   echo "== $name: ${seconds}s"

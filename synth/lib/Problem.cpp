@@ -1,5 +1,6 @@
 //===- Problem.cpp - Building the routing problem of a sketch -------------===//
 #include "ccsynth/Synth/Problem.h"
+#include "ccsynth/Synth/SwitchModel.h"
 
 #include <algorithm>
 #include <deque>
@@ -40,9 +41,15 @@ std::string listInts(const std::vector<int> &v) {
 }
 
 /// Builds the link and resource maps of the rank permutation `perm`, or
-/// explains why it is not an automorphism of the usable graph.
+/// explains why it is not an automorphism of the usable graph. As TACCL ties
+/// only sends within a symmetry block (taccl/routing.py _add_symmetry: sends
+/// src->r with src // size == r // size), only links inside a block of
+/// `blockSize` ranks must map; `wholeMachine` says whether the links between
+/// blocks map too (the maps are complete only then).
 Status mapLinks(const RoutingProblem &p, const std::vector<int> &perm,
-                std::vector<int> &linkMap, std::vector<int> &resMap) {
+                int blockSize, std::vector<int> &linkMap,
+                std::vector<int> &resMap, bool &wholeMachine) {
+  wholeMachine = true;
   const Topology &t = *p.topo;
   linkMap.assign(t.links.size(), -1);
   resMap.assign(t.resources.size(), -1);
@@ -58,6 +65,7 @@ Status mapLinks(const RoutingProblem &p, const std::vector<int> &perm,
            a.resources.size() == b.resources.size();
   };
   for (auto &[pair, ls] : byPair) {
+    bool inBlock = pair.first / blockSize == pair.second / blockSize;
     auto it = byPair.find({perm[pair.first], perm[pair.second]});
     for (size_t i = 0; i < ls.size(); ++i) {
       const Link &a = t.links[ls[i]];
@@ -74,6 +82,10 @@ Status mapLinks(const RoutingProblem &p, const std::vector<int> &perm,
       std::string what = "link " + std::to_string(a.src) + "->" +
                          std::to_string(a.dst) + " (" + toString(a.kind) +
                          ", " + std::to_string((int)a.bandwidthGBps) + " GB/s)";
+      if (found < 0 && !inBlock) {
+        wholeMachine = false;
+        break;
+      }
       if (found < 0)
         return Error(what + " maps to " + std::to_string(perm[a.src]) + "->" +
                      std::to_string(perm[a.dst]) +
@@ -83,9 +95,15 @@ Status mapLinks(const RoutingProblem &p, const std::vector<int> &perm,
       const Link &b = t.links[found];
       for (size_t k = 0; k < a.resources.size(); ++k) {
         int x = a.resources[k], y = b.resources[k];
-        if (t.resources[x].bandwidthGBps != t.resources[y].bandwidthGBps ||
-            (resMap[x] >= 0 && resMap[x] != y) ||
-            (resInv[y] >= 0 && resInv[y] != x))
+        bool clash = t.resources[x].bandwidthGBps !=
+                         t.resources[y].bandwidthGBps ||
+                     (resMap[x] >= 0 && resMap[x] != y) ||
+                     (resInv[y] >= 0 && resInv[y] != x);
+        if (clash && !inBlock) {
+          wholeMachine = false;
+          break;
+        }
+        if (clash)
           return Error(what + " maps to " + std::to_string(b.src) + "->" +
                        std::to_string(b.dst) +
                        ", whose shared resources (switch ports, NICs) do not "
@@ -95,6 +113,8 @@ Status mapLinks(const RoutingProblem &p, const std::vector<int> &perm,
       }
     }
   }
+  if (!wholeMachine)
+    return Status::success();
   // Resources no usable link names map to themselves.
   for (size_t x = 0; x < resMap.size(); ++x)
     if (resMap[x] < 0 && resInv[x] < 0) {
@@ -194,15 +214,20 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
     return Status::success();
   };
 
-  // Intra-node links.
-  std::vector<std::vector<int>> switchesOf(g);
-  for (size_t s = 0; s < sk.switches.size(); ++s) {
-    for (int id : sk.switches[s].gpus) {
-      if (Status st = checkLocal(id, sk.switches[s].loc, "a switch"); !st)
-        return st.error();
-      switchesOf[id].push_back((int)s);
-    }
-    p.switchStrategy.push_back(sk.switches[s].strategy);
+  // Switches (TACCL keeps every link; a switch only adds shared bandwidth,
+  // see SwitchModel.h): which switch each GPU pair's links go through.
+  std::vector<int> switchOfPair((size_t)g * g, -1);
+  if (sk.intra == IntraStrategy::Switch) {
+    auto groups = switchGroups(sk, g, topo.name);
+    if (!groups)
+      return groups.error();
+    for (const SwitchGroup &grp : *groups)
+      for (int a : grp.gpus)
+        for (int b : grp.gpus)
+          if (a != b)
+            switchOfPair[(size_t)a * g + b] = grp.first;
+    for (const SketchSwitch &s : sk.switches)
+      p.switchStrategy.push_back(s.strategy);
   }
   // Inter-node rules.
   p.multiNode = nodes > 1;
@@ -248,17 +273,8 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
     int a = p.localOf[link.src], b = p.localOf[link.dst];
     bool ok = false;
     if (topo.sameNode(link.src, link.dst)) {
-      if (sk.intra != IntraStrategy::Switch) {
-        ok = true;
-      } else {
-        for (int s : switchesOf[a])
-          if (std::find(switchesOf[b].begin(), switchesOf[b].end(), s) !=
-              switchesOf[b].end()) {
-            ok = true;
-            p.switchOfLink[l] = s;
-            break;
-          }
-      }
+      ok = true;
+      p.switchOfLink[l] = switchOfPair[(size_t)a * g + b];
     } else {
       ok = p.interConn[a][b];
     }
@@ -326,6 +342,8 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
 
   // Symmetry: generators from the sketch, checked against the topology.
   std::vector<std::vector<int>> genRank, genLink, genRes;
+  bool allWhole = true;
+  std::vector<std::string> partial;
   for (const SymmetryOffset &so : sk.symmetry) {
     std::string entry = "symmetry_offsets entry [" + std::to_string(so.offset) +
                         ", " + std::to_string(so.size) + "]";
@@ -339,11 +357,21 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
     for (int r = 0; r < n; ++r)
       perm[r] = (r % so.size + so.offset) % so.size + (r / so.size) * so.size;
     std::vector<int> lm, rm;
-    if (Status st = mapLinks(p, perm, lm, rm); !st)
-      return sketchError(so.loc,
-                         entry + " is not a symmetry of '" + topo.name +
-                             "' under this sketch: " + st.error().message,
-                         sk);
+    bool whole = true;
+    if (Status st = mapLinks(p, perm, so.size, lm, rm, whole); !st)
+      return sketchError(
+          so.loc,
+          entry + " is not a symmetry of '" + topo.name + "' under this " +
+              "sketch" +
+              (so.size < n ? " within its blocks of " +
+                                 std::to_string(so.size) + " ranks"
+                           : std::string()) +
+              ": " + st.error().message,
+          sk);
+    if (!whole) {
+      allWhole = false;
+      partial.push_back(entry);
+    }
     genRank.push_back(std::move(perm));
     genLink.push_back(std::move(lm));
     genRes.push_back(std::move(rm));
@@ -363,7 +391,52 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
   all.resource.push_back(idRes);
   seen[idRank] = 0;
   constexpr size_t kMaxGroup = 4096;
-  for (size_t e = 0; e < all.rank.size(); ++e) {
+  if (!allWhole) {
+    // Some generator maps the links inside its blocks but not those between
+    // blocks. TACCL then ties only the sends inside blocks; ccsynth's
+    // encoding ties whole routes, so it keeps the generated permutations
+    // that map the whole machine (a subgroup) and searches without the
+    // others: every schedule TACCL's ties allow is still in the search.
+    std::vector<std::vector<int>> perms{idRank};
+    for (size_t e = 0; e < perms.size(); ++e)
+      for (const auto &gen : genRank) {
+        std::vector<int> r(n);
+        for (int i = 0; i < n; ++i)
+          r[i] = gen[perms[e][i]];
+        if (seen.count(r))
+          continue;
+        if (perms.size() >= kMaxGroup)
+          return sketchError(sk.symmetry.front().loc,
+                             "symmetry_offsets generate more than " +
+                                 std::to_string(kMaxGroup) +
+                                 " symmetries; use fewer offsets",
+                             sk);
+        seen[r] = (int)perms.size();
+        perms.push_back(std::move(r));
+      }
+    for (size_t e = 1; e < perms.size(); ++e) {
+      std::vector<int> lm, rm;
+      bool whole = true;
+      if (!mapLinks(p, perms[e], n, lm, rm, whole) || !whole)
+        continue;
+      all.rank.push_back(perms[e]);
+      all.link.push_back(std::move(lm));
+      all.resource.push_back(std::move(rm));
+    }
+    std::string names;
+    for (const std::string &e : partial)
+      names += (names.empty() ? "" : ", ") + e;
+    p.notes.push_back(
+        names + (partial.size() == 1 ? " maps" : " map") +
+        " the links inside " + (partial.size() == 1 ? "its" : "their") +
+        " blocks but not those between blocks; TACCL would tie only the "
+        "sends inside blocks, ccsynth keeps the " +
+        std::to_string(all.rank.size()) + " of the " +
+        std::to_string(perms.size()) +
+        " generated symmetries that map the whole machine and searches "
+        "without the others");
+  }
+  for (size_t e = 0; allWhole && e < all.rank.size(); ++e) {
     for (size_t s = 0; s < genRank.size(); ++s) {
       std::vector<int> r(n), l(numLinks, -1), x(idRes.size());
       for (int i = 0; i < n; ++i)
@@ -573,9 +646,9 @@ std::optional<Error> explainInfeasible(const RoutingProblem &p,
             why = "the chunk may cross nodes only from GPUs " +
                   listInts(relayers) + ", but inside node " +
                   std::to_string(no) +
-                  " no usable intranode link carries it there (check the "
-                  "switch groups of intranode_sketch)";
-            loc = sk.intraLoc;
+                  " the topology has no intranode path that carries it "
+                  "there";
+            loc = sk.revMapLoc.known() ? sk.revMapLoc : sk.connLoc;
           } else {
             why = "GPUs " + listInts(reachedSenders) + " of node " +
                   std::to_string(no) +
@@ -594,12 +667,11 @@ std::optional<Error> explainInfeasible(const RoutingProblem &p,
         std::string why =
             "within node " + std::to_string(nd) + " it reaches GPUs " +
             listInts(reachedInNode) +
-            ", but no usable intranode link leads from them to GPU " +
-            std::to_string(p.localOf[d]);
-        if (sk.intra == IntraStrategy::Switch)
-          why += " (put GPU " + std::to_string(p.localOf[d]) +
-                 " in a switch with one of them)";
-        SourceLoc loc = sk.intraLoc;
+            ", but the topology has no intranode link from them to GPU " +
+            std::to_string(p.localOf[d]) +
+            (nd != no ? " (internode_conn decides where chunks enter a node)"
+                      : "");
+        SourceLoc loc = nd != no ? sk.connLoc : sk.intraLoc;
         first =
             Error(head + ": " + why, loc.known() ? loc : SourceLoc{sk.file});
       }

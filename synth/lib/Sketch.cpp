@@ -234,6 +234,17 @@ Status SketchReader::readInternode() {
       return entries.error();
     if (entries->empty())
       return in.error(cp, "internode_conn must name at least one sender");
+    // TACCL asserts that every sender has as many receivers (it splits the
+    // NIC's beta evenly over the links, taccl/cli/common.py
+    // parse_and_get_topo). ccsynth's NICs are shared resources, so unequal
+    // counts have a clear meaning; a sender with none does not (TACCL would
+    // count it in that split, yet it has no link).
+    for (const SenderEntry &e : *entries)
+      if (e.targets.empty())
+        return Error("internode_conn sender " + std::to_string(e.sender) +
+                         " lists no receivers; leave it out, or name the "
+                         "remote GPUs it sends to",
+                     e.loc);
     sk.connKind = InternodeConnKind::Explicit;
     sk.conn = entries.take();
   }

@@ -1,5 +1,6 @@
 //===- Synthesizer.cpp - Sketch-guided synthesis of collective schedules --===//
 #include "ccsynth/Synth/Synthesizer.h"
+#include "ccsynth/Synth/SwitchModel.h"
 
 #include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/LowerBound.h"
@@ -1183,8 +1184,24 @@ Expected<SynthResult> synthesize(const Topology &topo, const Sketch &sketch,
                                  const SynthOptions &options) {
   if (Status s = topo.validate(); !s)
     return s.error();
-  Driver d(topo, sketch, options);
-  return d.run();
+  // A "switch" sketch models the machine (TACCL's meaning, SwitchModel.h):
+  // the search, its simulations and the bound all use that model. Other
+  // sketches use the machine itself (no copy of a 1,024-rank topology).
+  if (sketch.intra != IntraStrategy::Switch) {
+    Driver d(topo, sketch, options);
+    return d.run();
+  }
+  auto model = applySketchSwitches(topo, sketch);
+  if (!model)
+    return model.error();
+  Driver d(model->topo, sketch, options);
+  auto result = d.run();
+  if (result && model->changed)
+    result->modelTopology = model->topo;
+  if (result)
+    result->notes.insert(result->notes.begin(), model->notes.begin(),
+                         model->notes.end());
+  return result;
 }
 
 } // namespace ccsynth::synth

@@ -103,3 +103,21 @@ add_test(NAME e2e:cli.outputs-all-or-none
 add_test(NAME e2e:cli.topology-identity
   COMMAND ${CMAKE_COMMAND} -DCC=${CLI_CC} -DWORKDIR=${CLI_OUT}/identity
     -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/topology-identity.cmake)
+
+# --topo-profile: TACCL's profile files as shipped on built-in shapes, and
+# located errors for a profile that does not fit the shape.
+set(CLI_TACCL ${CCSYNTH_SOURCE_DIR}/test/inputs/taccl-topo)
+cli_expect(topo-profile-ndv2 RC 0
+  MATCH "alpha 0\\.3 us +43\\.4783 GB/s" "alpha 2\\.6 us +9\\.52381 GB/s"
+        "TACCL topology profile 'NDv2_1MB'"
+  CMD ${CLI_CC} topo show ndv2x2 --topo-profile ${CLI_TACCL}/topo-ndv2-1MB.json)
+cli_expect(topo-profile-units RC 0
+  MATCH "alpha 0\\.3 us +100 GB/s"
+  CMD ${CLI_CC} topo show dgx2x2 --topo-profile ${CLI_TACCL}/topo-dgx2-1KB.json
+      --topo-profile-mb 0.001 --topo-profile-scale 100)
+cli_expect(topo-profile-mismatch RC 1
+  MATCH "topo-dgx2-1MB.json:3:[0-9]+: error: gpus_per_node is 16 but nodes of 'ndv2x2' have 8"
+  CMD ${CLI_CC} topo show ndv2x2 --topo-profile ${CLI_TACCL}/topo-dgx2-1MB.json)
+cli_expect(topo-profile-baseline RC 0 MATCH "wrote"
+  CMD ${CLI_CC} baseline ring --collective allgather --topo dgx2x2
+      --topo-profile ${CLI_TACCL}/topo-dgx2-1MB.json -o ${CLI_OUT}/ring-profiled.json)

@@ -57,12 +57,67 @@ ccsynth_expect(synth-exact-chunkup-conflict RC 2
   CMD ${CC} synth --topo dgx1 --sketch ${SK}/dgx1.json --collective allgather
       --chunks 2 --exact-chunkup -o ${E2E_OUT}/never-written-exact.json)
 
-# A sketch that splits each node's NVSwitch in two groups forbids links the
-# ring baseline uses; the baseline is faster and the summary says so plainly
-# (the schedule written is the sketch's, slower, with enough digits).
+# A sketch that lets only GPUs 0 and 4 cross nodes forbids links the ring
+# baseline uses; the baseline is faster and the summary says so plainly (the
+# schedule written is the sketch's, slower, with enough digits). Its two
+# switches share GPU 4, which TACCL refuses and ccsynth accepts: every link
+# still belongs to one switch.
 ccsynth_expect(synth-sketch-forbids-baseline RC 0
   MATCH "0\\.[0-9]+x, slower than the baseline"
         "the ring baseline is faster, but it uses links the sketch forbids"
   CMD ${CC} synth --topo dgx-a100x2
       --sketch ${IN}/split-switch-sketch.json --collective allgather
-      --time-limit 3 -q -o ${E2E_OUT}/synth-split-switch.json)
+      --time-limit 10 -q -o ${E2E_OUT}/synth-split-switch.json)
+
+# TACCL's meaning of "switch": links are kept and each switch adds shared
+# port bandwidth, so two quad switches on ndv2 (which once forbade the links
+# between the quads) are feasible; the written schedule verifies.
+ccsynth_expect(synth-taccl-quad-switches RC 0 FILE synth-ag-quads.json
+  MATCH "allgather\\(ranks=16" "32 switch port limits added"
+        "differ in bandwidth"
+  CMD ${CC} synth --topo ndv2x2 --sketch ${IN}/ndv2-quad-switches.json
+      --collective allgather --time-limit 20 -q
+      -o ${E2E_OUT}/synth-ag-quads.json)
+ccsynth_expect(synth-taccl-quad-switches-verify RC 0 MATCH "OK: allgather"
+  CMD ${CC} verify ${E2E_OUT}/synth-ag-quads.json)
+set_tests_properties(e2e:synth-taccl-quad-switches-verify PROPERTIES
+  DEPENDS e2e:synth-taccl-quad-switches)
+
+# Two switches sharing a GPU pair: which one a transfer crosses is unclear;
+# refused at the second switch.
+ccsynth_expect(synth-taccl-overlapping-switches RC 1
+  MATCH "overlap-pair-sketch.json:4:[0-9]+: error: switches 0 and 1 both contain GPUs 2 and 3"
+  CMD ${CC} synth --topo dgx-a100 --sketch ${IN}/overlap-pair-sketch.json
+      --collective allgather
+      -q -o ${E2E_OUT}/never-written-overlap.json)
+
+# A symmetry that maps each node onto itself but not the internode links:
+# TACCL ties only sends within its blocks and accepts it; so does ccsynth,
+# keeping the symmetries of the whole machine.
+ccsynth_expect(synth-taccl-block-symmetry RC 0
+  MATCH "\\[4, 8\\] maps the links inside its blocks"
+  CMD ${CC} synth --topo ndv2x2 --sketch ${IN}/block-symmetry-sketch.json
+      --collective allgather --time-limit 10 -q
+      -o ${E2E_OUT}/synth-ag-block-symmetry.json)
+
+# TACCL's NDv2 profile, as shipped, on the built-in shape; the schedule's
+# topology is the profiled one: simulate needs the same profile.
+set(TACCL_TOPO ${CCSYNTH_SOURCE_DIR}/test/inputs/taccl-topo)
+ccsynth_expect(synth-taccl-profile RC 0 FILE synth-ag-profiled.json
+  MATCH "allgather\\(ranks=16" "wrote"
+  CMD ${CC} synth --topo ndv2x2 --topo-profile ${TACCL_TOPO}/topo-ndv2-1MB.json
+      --sketch ${SK}/ndv2x2.json --collective allgather --time-limit 10 -q
+      -o ${E2E_OUT}/synth-ag-profiled.json)
+ccsynth_expect(synth-taccl-profile-simulate RC 0 MATCH "1G +[0-9.]+ "
+  CMD ${CC} simulate ${E2E_OUT}/synth-ag-profiled.json --sizes 1G
+      --topo-profile ${TACCL_TOPO}/topo-ndv2-1MB.json)
+ccsynth_expect(synth-taccl-profile-missing RC 1
+  MATCH "pass the --topo-profile it was made with"
+  CMD ${CC} simulate ${E2E_OUT}/synth-ag-profiled.json --sizes 1G)
+ccsynth_expect(synth-taccl-profile-compile RC 0 FILE synth-ag-profiled.xml
+  CMD ${CC} compile ${E2E_OUT}/synth-ag-profiled.json --target msccl-xml
+      --topo-profile ${TACCL_TOPO}/topo-ndv2-1MB.json
+      -o ${E2E_OUT}/synth-ag-profiled.xml)
+set_tests_properties(e2e:synth-taccl-profile-simulate
+  e2e:synth-taccl-profile-missing e2e:synth-taccl-profile-compile
+  PROPERTIES DEPENDS e2e:synth-taccl-profile)

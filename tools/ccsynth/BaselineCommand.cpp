@@ -11,6 +11,7 @@ namespace ccsynth::cli {
 namespace {
 
 struct BaselineCliOptions {
+  TopoProfileArgs profile;
   std::string kind;
   std::string collective;
   std::string topo;
@@ -31,7 +32,7 @@ int runBaseline(const BaselineCliOptions &o) {
                        "' (expected one of: " + collectiveKindNames() + ")"));
   if (Status s = checkOutputs({o.output}); !s)
     return fail(s.error());
-  auto topo = loadTopology(o.topo);
+  auto topo = loadTopologyArg(o.topo, o.profile);
   if (!topo)
     return fail(topo.error());
   BaselineOptions bo;
@@ -81,6 +82,7 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("-t,--topo", opts->topo,
                   "Topology: built-in name, JSON file or NCCL dump")
       ->required();
+  addTopoProfileOptions(cmd, opts->profile);
   cmd->add_option("-o,--output", opts->output,
                   "Schedule JSON to write ('-' = stdout)")
       ->required();

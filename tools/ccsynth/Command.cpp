@@ -1,6 +1,8 @@
 //===- Command.cpp - Shared helpers of the ccsynth subcommands ------------===//
 #include "Command.h"
 
+#include "ccsynth/Core/TacclProfile.h"
+
 #include "ccsynth/Core/Json.h"
 #include "ccsynth/DSL/Frontend.h"
 #ifdef CCSYNTH_HAVE_MLIR
@@ -179,12 +181,40 @@ std::string caretFor(const SourceLoc &loc) {
   return caretLine(*text, loc);
 }
 
+void addTopoProfileOptions(CLI::App *cmd, TopoProfileArgs &args) {
+  cmd->add_option("--topo-profile", args.file,
+                  "TACCL topology profile JSON (alpha, node_betas_list, "
+                  "remote_alpha, remote_beta, ...) applied to the built-in "
+                  "shape, as TACCL applies it to its DGX-2 / NDv2 shapes "
+                  "(docs/sketches.md)");
+  cmd->add_option("--topo-profile-mb", args.sizeMB,
+                  "The data size (MB) the profile's betas are for (TACCL: "
+                  "beta = us per MB x size); default 1");
+  cmd->add_option("--topo-profile-scale", args.scale,
+                  "The constant the profile's figures were multiplied by "
+                  "(TACCL's guide suggests scaling small ones); default 1");
+}
+
+Expected<Topology> loadTopologyArg(const std::string &nameOrPath,
+                                   const TopoProfileArgs &profile) {
+  auto topo = loadTopology(nameOrPath);
+  if (!topo || profile.file.empty())
+    return topo;
+  if (nameOrPath != topo->name)
+    return Error("--topo-profile applies to a built-in shape (dgx2, ndv2x4, "
+                 "...), not to the topology file '" +
+                 nameOrPath + "'; put the figures in the file instead");
+  return applyTacclProfile(*topo, profile.file,
+                           TacclProfileUnits{profile.sizeMB, profile.scale});
+}
+
 Expected<Topology> topologyFor(const Schedule &schedule,
-                               const std::string &explicitTopo) {
+                               const std::string &explicitTopo,
+                               const TopoProfileArgs *profile) {
   std::string name = explicitTopo.empty() ? schedule.topology : explicitTopo;
   if (name.empty())
     return Error("the schedule names no topology; pass --topo");
-  auto topo = loadTopology(name);
+  auto topo = profile ? loadTopologyArg(name, *profile) : loadTopology(name);
   if (!topo)
     return topo.error();
   if (explicitTopo.empty() && !schedule.topologyHash.empty()) {
@@ -194,7 +224,8 @@ Expected<Topology> topologyFor(const Schedule &schedule,
                    "' is not the one the schedule was made for (its content "
                    "hash is " +
                    hash + ", the schedule records " + schedule.topologyHash +
-                   "); pass --topo to use it anyway");
+                   "); pass the --topo-profile it was made with, or --topo "
+                   "to use it anyway");
   }
   if (topo->numRanks() != schedule.collective.numRanks)
     return Error("topology '" + topo->name + "' has " +
@@ -207,10 +238,11 @@ Expected<Topology> topologyFor(const Schedule &schedule,
 
 int proveSchedule(const Schedule &schedule, const std::string &path,
                   const std::string &explicitTopo, bool noTopo,
-                  std::optional<Topology> &topo, VerifyResult &out) {
+                  std::optional<Topology> &topo, VerifyResult &out,
+                  const TopoProfileArgs *profile) {
   VerifyOptions vo;
   if (!noTopo && (!explicitTopo.empty() || !schedule.topology.empty())) {
-    auto t = topologyFor(schedule, explicitTopo);
+    auto t = topologyFor(schedule, explicitTopo, profile);
     if (!t)
       return fail(t.error());
     topo = t.take();

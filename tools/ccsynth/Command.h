@@ -74,11 +74,26 @@ SourceLoc issueLocation(const Schedule &schedule, const std::string &path,
 /// loc.file), or empty when the file or line is unavailable.
 std::string caretFor(const SourceLoc &loc);
 
+/// `--topo-profile FILE` (a TACCL topology profile applied to a built-in
+/// shape) and the units of its figures.
+struct TopoProfileArgs {
+  std::string file;
+  double sizeMB = 1;
+  double scale = 1;
+};
+/// Adds --topo-profile, --topo-profile-mb and --topo-profile-scale.
+void addTopoProfileOptions(CLI::App *cmd, TopoProfileArgs &args);
+/// loadTopology, then the profile when one is given (built-in shapes only).
+Expected<Topology> loadTopologyArg(const std::string &nameOrPath,
+                                   const TopoProfileArgs &profile);
+
 /// Resolves the topology for a schedule: `explicitTopo` when given, else the
 /// schedule's own topology field, which must still have the content hash
 /// the schedule recorded. Fails when neither resolves, or on a mismatch.
+/// A profile, when given, is applied to the topology found.
 Expected<Topology> topologyFor(const Schedule &schedule,
-                               const std::string &explicitTopo);
+                               const std::string &explicitTopo,
+                               const TopoProfileArgs *profile = nullptr);
 
 /// Records in `schedule` the topology it was made for: the name or path the
 /// user gave (so that later commands find the same file) and its content
@@ -93,7 +108,8 @@ void recordTopology(Schedule &schedule, const std::string &nameOrPath,
 /// or kExitOk with the result in `out` (and the topology in `topo`).
 int proveSchedule(const Schedule &schedule, const std::string &path,
                   const std::string &explicitTopo, bool noTopo,
-                  std::optional<Topology> &topo, VerifyResult &out);
+                  std::optional<Topology> &topo, VerifyResult &out,
+                  const TopoProfileArgs *profile = nullptr);
 
 /// Writes `contents` to `path` ("-" = stdout) without leaving a partial file.
 Status writeOutput(const std::string &path, const std::string &contents);

@@ -16,6 +16,7 @@ namespace ccsynth::cli {
 namespace {
 
 struct CompileCliOptions {
+  TopoProfileArgs profile;
   std::vector<std::string> inputs;
   std::string output = "-";
   std::string target = "msccl-xml";
@@ -66,7 +67,8 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     if (c.verify) {
       std::optional<Topology> topo;
       VerifyResult proof;
-      if (int rc = proveSchedule(*sched, input, "", false, topo, proof))
+      if (int rc = proveSchedule(*sched, input, "", false, topo, proof,
+                                 &o.profile))
         return rc;
     }
     locateTransfers(*sched, input);
@@ -269,6 +271,7 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_flag("--check-roundtrip", opts->compile.checkRoundTrip,
                 "After writing MSCCL XML, read it back, check the runtime's "
                 "rules, run it into a schedule and prove that schedule");
+  addTopoProfileOptions(cmd, opts->profile);
   cmd->add_flag("--no-verify", opts->noVerify,
                 "Skip the collective proof (not recommended)");
   cmd->add_option("-D,--define", opts->defines,

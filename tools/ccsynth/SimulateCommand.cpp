@@ -16,6 +16,7 @@ namespace ccsynth::cli {
 namespace {
 
 struct SimulateCliOptions {
+  TopoProfileArgs profile;
   std::vector<std::string> inputs;
   std::string topo;
   std::string sizes = "1K,1M,1G";
@@ -57,7 +58,7 @@ int runSimulate(const SimulateCliOptions &o) {
     auto sched = loadScheduleInput(input, *defs);
     if (!sched)
       return fail(sched.error());
-    auto topo = topologyFor(*sched, o.topo);
+    auto topo = topologyFor(*sched, o.topo, &o.profile);
     if (!topo)
       return fail(topo.error());
     VerifyOptions vo;
@@ -169,6 +170,7 @@ void addSimulateCommand(CLI::App &app, CommandContext &ctx) {
       ->required();
   cmd->add_option("-t,--topo", opts->topo,
                   "Topology (default: the one the schedule names)");
+  addTopoProfileOptions(cmd, opts->profile);
   cmd->add_option("-s,--sizes", opts->sizes,
                   "Comma-separated buffer sizes (default 1K,1M,1G)");
   cmd->add_option("--plot", opts->plot, "Write an SVG plot of busbw vs size");

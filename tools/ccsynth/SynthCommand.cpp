@@ -43,6 +43,7 @@ std::string formatSpeedup(double ratio) {
 }
 
 struct SynthCliOptions {
+  TopoProfileArgs profile;
   std::string topo;
   std::string sketch;
   std::string collective;
@@ -105,7 +106,7 @@ int runSynth(const SynthCliOptions &o) {
     return fail(s.error());
   // The time limit counts from here: loading a large machine takes seconds.
   auto t0 = std::chrono::steady_clock::now();
-  auto topo = loadTopology(o.topo);
+  auto topo = loadTopologyArg(o.topo, o.profile);
   if (!topo)
     return fail(topo.error());
   synth::Sketch sketch;
@@ -187,6 +188,9 @@ int runSynth(const SynthCliOptions &o) {
     return kExitInfeasible;
   }
   Schedule &sched = result->schedule;
+  // Times are on the machine as the sketch's switches model it.
+  const Topology &model =
+      result->modelTopology ? *result->modelTopology : *topo;
   // The topology fields let `ccsynth verify/simulate` find the machine and
   // notice when it changed.
   recordTopology(sched, o.topo, *topo);
@@ -205,7 +209,7 @@ int runSynth(const SynthCliOptions &o) {
   // a bug costs one more verification, done while the time limit allows.
   if (affordable(result->measureSeconds)) {
     VerifyOptions vo;
-    vo.topology = &*topo;
+    vo.topology = &model;
     VerifyResult vr = verifySchedule(sched, vo);
     if (!vr.ok())
       return fail(Error("internal error: the synthesized schedule does not "
@@ -257,14 +261,14 @@ int runSynth(const SynthCliOptions &o) {
       }
       SimOptions sim;
       sim.bytes = bytes;
-      auto r = simulate(sched, *topo, sim);
+      auto r = simulate(sched, model, sim);
       if (!r)
         return fail(r.error());
       timeUs = r->timeUs;
       busbw = r->busbwGBps;
     }
     double lb = isTarget ? result->lowerBoundUs
-                         : lowerBound(sched.collective, *topo, bytes).timeUs();
+                         : lowerBound(sched.collective, model, bytes).timeUs();
     std::fprintf(out, "  %10s %12.2f %12.2f %12.2f %7.1f%%\n",
                  formatBytes(bytes).c_str(), timeUs, busbw, lb,
                  timeUs > 0 ? 100 * lb / timeUs : 100.0);
@@ -319,6 +323,7 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("-t,--topo", opts->topo,
                   "Topology: a built-in name (ccsynth topo list) or a file")
       ->required();
+  addTopoProfileOptions(cmd, opts->profile);
   cmd->add_option("-k,--sketch", opts->sketch,
                   "Communication sketch JSON (default: every link usable, no "
                   "symmetry)");

@@ -13,6 +13,7 @@ namespace ccsynth::cli {
 namespace {
 
 struct TopoOptions {
+  TopoProfileArgs profile;
   std::string name;
   std::string file;
   std::string output = "-";
@@ -91,7 +92,7 @@ int runList() {
 }
 
 int runShow(const TopoOptions &o) {
-  auto t = loadTopology(o.name);
+  auto t = loadTopologyArg(o.name, o.profile);
   if (!t)
     return fail(t.error());
   if (Status s =
@@ -165,6 +166,7 @@ void addTopoCommand(CLI::App &app, CommandContext &ctx) {
   show->add_flag("--json", opts->json,
                  "Print ccsynth's topology JSON instead of a summary");
   show->add_option("-o,--output", opts->output, "Output file (default stdout)");
+  addTopoProfileOptions(show, opts->profile);
   show->callback([opts, &ctx] { ctx.exitCode = runShow(*opts); });
 
   CLI::App *imp = topo->add_subcommand(

@@ -11,6 +11,7 @@ namespace ccsynth::cli {
 namespace {
 
 struct VerifyCliOptions {
+  TopoProfileArgs profile;
   std::string input;
   std::string topo;
   std::vector<std::string> defines;
@@ -26,7 +27,8 @@ int runVerify(const VerifyCliOptions &o) {
     return fail(sched.error());
   std::optional<Topology> topo;
   VerifyResult r;
-  if (int rc = proveSchedule(*sched, o.input, o.topo, o.noTopo, topo, r))
+  if (int rc = proveSchedule(*sched, o.input, o.topo, o.noTopo, topo, r,
+                             &o.profile))
     return rc;
   std::cout << o.input << ": OK: " << sched->collective.describe() << ", "
             << r.transfers << " transfers in " << r.steps << " steps"
@@ -53,6 +55,7 @@ void addVerifyCommand(CLI::App &app, CommandContext &ctx) {
                   "Check links against this topology instead of the "
                   "schedule's own");
   cmd->add_flag("--no-topo", opts->noTopo, "Do not check links");
+  addTopoProfileOptions(cmd, opts->profile);
   cmd->add_option("-D,--define", opts->defines,
                   "Set a .ccl program parameter, e.g. -D ranks=16");
   cmd->callback([opts, &ctx] { ctx.exitCode = runVerify(*opts); });

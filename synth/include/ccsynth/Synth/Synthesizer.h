@@ -111,6 +111,9 @@ struct SynthResult {
   std::vector<CandidateReport> candidates;
   std::vector<std::string> notes;
   std::string smt;
+  /// The machine as the sketch's switches model it, when that differs from
+  /// the topology given (see SwitchModel.h): the times above are on it.
+  std::optional<Topology> modelTopology;
 };
 
 /// Synthesizes a schedule. Errors are bad input (sketch vs topology,

@@ -66,7 +66,9 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
                      issues.front().message,
                  issues.front().loc);
   Matching matching = matchMessages(algo);
-  BufferModel buffers = BufferModel::forProtocol(algo.proto);
+  BufferModel buffers = o.boundedBuffers
+                            ? BufferModel::forProtocol(algo.proto)
+                            : BufferModel::unbounded();
   if (std::vector<ProgramIssue> dl = checkDeadlock(algo, matching, buffers);
       !dl.empty())
     return Error("the program cannot run: " + dl.front().message,

@@ -51,6 +51,9 @@ struct StepSimOptions {
   /// Loop iterations simulated one by one; beyond them the last
   /// iteration's increment is extrapolated (iterations are identical).
   int maxIterations = 48;
+  /// Model MSCCL's bounded connection buffers. Off only to study what
+  /// unbounded buffers would give (as CompileOptions::boundedBuffers).
+  bool boundedBuffers = true;
 };
 
 struct StepSimResult {

@@ -50,6 +50,16 @@ Expected<long long> parseByteCount(const std::string &flag,
 /// Predictions are notes: a topology that cannot be resolved skips them.
 void printPredictions(const Schedule &sched, const std::string &file,
                       const std::string &xml) {
+  // The chunk-level simulation of the largest schedules takes seconds per
+  // size; `ccsynth simulate` gives both levels for them on request.
+  constexpr size_t kMaxPredictedTransfers = 40000;
+  if (sched.transfers.size() > kMaxPredictedTransfers) {
+    std::cerr << "ccsynth: note: no prediction printed for "
+              << sched.transfers.size()
+              << " transfers; run `ccsynth simulate` (with --level steps for "
+                 "the program)\n";
+    return;
+  }
   auto topo = topologyFor(sched, "");
   if (!topo) {
     std::cerr << "ccsynth: note: no prediction: " << topo.error().message

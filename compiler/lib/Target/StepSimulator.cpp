@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -43,7 +44,7 @@ struct TbInfo {
   int link = -1;      ///< link to the send peer, when the tb sends
   double rate = 0;    ///< bytes/µs of its link share (sending steps)
   double latency = 0; ///< µs from send to arrival
-  size_t base = 0;    ///< first node (iteration 0, step 0)
+  uint32_t base = 0;  ///< first node (iteration 0, step 0)
 };
 
 } // namespace
@@ -145,33 +146,46 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
   long long iterations =
       std::max(1LL, (long long)std::ceil(chunkBytes / tile - 1e-9));
   double perIter = chunkBytes / (double)iterations;
-  int sim = (int)std::min<long long>(iterations, std::max(2, o.maxIterations));
+  // Iterations simulated one by one: at most maxIterations, and no more
+  // than keep the unrolled graph near kNodeBudget nodes (at least two, for
+  // the increment).
+  constexpr size_t kNodeBudget = 1 << 21;
+  size_t stepsPerIteration = 0;
+  for (const TbInfo &t : tbs)
+    stepsPerIteration += t.tb->steps.size();
+  long long byBudget =
+      (long long)(kNodeBudget / std::max<size_t>(1, stepsPerIteration));
+  int sim = (int)std::min<long long>(
+      iterations, std::max(2LL, std::min<long long>(o.maxIterations, byBudget)));
+  if (stepsPerIteration * (size_t)sim >= (size_t)UINT32_MAX / 2)
+    return Error("the program is too large to simulate step by step (" +
+                 std::to_string(stepsPerIteration) + " steps per loop)");
   result.protocol = algo.proto;
   result.channels = algo.nchannels;
   result.iterations = iterations;
   result.chunkBytesPerIteration = perIter;
   result.launchUs = model.launchUs[p];
 
-  size_t numNodes = 0;
+  uint32_t numNodes = 0;
   for (TbInfo &t : tbs) {
     t.base = numNodes;
-    numNodes += t.tb->steps.size() * (size_t)sim;
+    numNodes += (uint32_t)(t.tb->steps.size() * (size_t)sim);
   }
-  auto node = [&](int t, int it, int step) {
-    return tbs[t].base + (size_t)it * tbs[t].tb->steps.size() + step;
+  auto node = [&](int t, int it, int step) -> uint32_t {
+    return tbs[t].base + (uint32_t)(it * tbs[t].tb->steps.size() + step);
   };
 
   // Messages: the receive node of each send node, and the send nodes each
   // send waits for room behind (receives of earlier messages).
-  constexpr size_t kNone = (size_t)-1;
-  std::vector<size_t> recvOf(numNodes, kNone), sendOf(numNodes, kNone),
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> recvOf(numNodes, kNone), sendOf(numNodes, kNone),
       roomAfter(numNodes, kNone);
   std::map<std::tuple<int, int, int>, std::vector<const Message *>> conns;
   for (const Message &msg : matching.messages)
     conns[{msg.channel, msg.send.rank, msg.recv.rank}].push_back(&msg);
   for (auto &[key, msgs] : conns) {
     std::vector<long long> slots;
-    std::vector<std::pair<size_t, size_t>> pairs; // (send, recv) nodes
+    std::vector<std::pair<uint32_t, uint32_t>> pairs; // (send, recv) nodes
     for (int it = 0; it < sim; ++it)
       for (const Message *msg : msgs) {
         const Step &st =
@@ -191,11 +205,13 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
     }
   }
 
-  // Predecessors, then one pass in topological order.
-  std::vector<std::vector<size_t>> succs(numNodes);
-  std::vector<int> indeg(numNodes, 0);
-  auto edge = [&](size_t from, size_t to) {
-    succs[from].push_back(to);
+  // Edges (at most four into each node), then successors as compressed
+  // rows, then one pass in topological order.
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  edges.reserve((size_t)numNodes * 2);
+  std::vector<uint32_t> indeg(numNodes, 0);
+  auto edge = [&](uint32_t from, uint32_t to) {
+    edges.push_back({from, to});
     ++indeg[to];
   };
   for (int t = 0; t < (int)tbs.size(); ++t) {
@@ -203,7 +219,7 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
     int len = (int)tb.steps.size();
     for (int it = 0; it < sim; ++it)
       for (int i = 0; i < len; ++i) {
-        size_t v = node(t, it, i);
+        uint32_t v = node(t, it, i);
         if (i > 0)
           edge(v - 1, v);
         else if (it > 0)
@@ -222,14 +238,28 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
       }
   }
 
+  std::vector<uint32_t> succStart(numNodes + 1, 0), succs(edges.size());
+  for (auto [from, to] : edges)
+    ++succStart[from + 1];
+  for (uint32_t v = 0; v < numNodes; ++v)
+    succStart[v + 1] += succStart[v];
+  {
+    std::vector<uint32_t> fill(succStart.begin(), succStart.end() - 1);
+    for (auto [from, to] : edges)
+      succs[fill[from]++] = to;
+  }
+  edges.clear();
+  edges.shrink_to_fit();
+
   std::vector<double> firstSlice(numNodes, 0), arrival(numNodes, 0);
   std::vector<double> ready(numNodes, 0); // max end of waits met so far
-  std::vector<size_t> queue;
-  for (size_t v = 0; v < numNodes; ++v)
+  std::vector<uint32_t> queue;
+  queue.reserve(numNodes);
+  for (uint32_t v = 0; v < numNodes; ++v)
     if (!indeg[v])
       queue.push_back(v);
   // Node -> threadblock, iteration and step.
-  std::vector<int> tbOfNode(numNodes);
+  std::vector<uint32_t> tbOfNode(numNodes);
   for (int t = 0; t < (int)tbs.size(); ++t)
     std::fill(tbOfNode.begin() + tbs[t].base,
               tbOfNode.begin() + tbs[t].base + tbs[t].tb->steps.size() * sim,
@@ -237,7 +267,7 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
   std::vector<double> iterEnd(sim, 0);
   size_t done = 0;
   for (size_t qi = 0; qi < queue.size(); ++qi) {
-    size_t v = queue[qi];
+    uint32_t v = queue[qi];
     ++done;
     const TbInfo &t = tbs[tbOfNode[v]];
     size_t len = t.tb->steps.size();
@@ -265,7 +295,8 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
       }
     }
     iterEnd[it] = std::max(iterEnd[it], finish);
-    for (size_t w : succs[v]) {
+    for (uint32_t k = succStart[v]; k < succStart[v + 1]; ++k) {
+      uint32_t w = succs[k];
       // A receive waits for its message's slices, not for the send's end.
       if (w != recvOf[v])
         ready[w] = std::max(ready[w], finish);

@@ -29,6 +29,7 @@ struct CompileCliOptions {
   bool noFuse = false;
   bool noVerify = false;
   bool noPredict = false;
+  std::string predictTopo;
   std::string tileBytes;
   std::string dtypes = "all", ops = "all";
   std::vector<std::string> cudaArchs;
@@ -49,7 +50,7 @@ Expected<long long> parseByteCount(const std::string &flag,
 /// step-level prediction of the program `xml` that was written for it.
 /// Predictions are notes: a topology that cannot be resolved skips them.
 void printPredictions(const Schedule &sched, const std::string &file,
-                      const std::string &xml) {
+                      const std::string &xml, const std::string &topoArg) {
   // The chunk-level simulation of the largest schedules takes seconds per
   // size; `ccsynth simulate` gives both levels for them on request.
   constexpr size_t kMaxPredictedTransfers = 40000;
@@ -60,9 +61,13 @@ void printPredictions(const Schedule &sched, const std::string &file,
                  "the program)\n";
     return;
   }
-  auto topo = topologyFor(sched, "");
+  auto topo = topologyFor(sched, topoArg);
   if (!topo) {
-    std::cerr << "ccsynth: note: no prediction: " << topo.error().message
+    std::cerr << "ccsynth: note: no prediction: "
+              << (sched.topology.empty() && topoArg.empty()
+                      ? std::string("the schedule names no topology; pass "
+                                    "--predict-topo")
+                      : topo.error().message)
               << "\n";
     return;
   }
@@ -248,7 +253,7 @@ int runCompile(CompileCliOptions &o) {
       std::cerr << "ccsynth: note: " << sel.served << "\n";
     }
   if (c.target == CompileTarget::MscclXml && sched && !o.noPredict)
-    printPredictions(*sched, o.output, out);
+    printPredictions(*sched, o.output, out, o.predictTopo);
   if (!c.mscclColl.empty())
     std::cerr << "ccsynth: note: MSCCL will run this program for every "
               << c.mscclColl
@@ -338,6 +343,9 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_flag("--no-predict", opts->noPredict,
                 "MSCCL XML: do not print the chunk- and step-level "
                 "predictions at 1K, 1M and 1G");
+  cmd->add_option("--predict-topo", opts->predictTopo,
+                  "MSCCL XML: the topology for the printed predictions "
+                  "(default: the one the schedule names)");
   cmd->add_flag("--no-verify", opts->noVerify,
                 "Skip the collective proof (not recommended)");
   cmd->add_option("-D,--define", opts->defines,

@@ -32,6 +32,10 @@ constexpr double kNvlinkLaneGBps = 25.0;
 /// (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6 GB/s per 25 GB/s link)
 /// gives the link efficiency. Launch and step costs are NCCL's ring
 /// baseLat and NVLink hwLat per protocol, the same for every generation.
+/// A reducing step moves 0.92 of what a copy does: the ratio one H100
+/// threadblock showed (bench/ThreadblockCopyBench.cu, docs/calibration.md).
+constexpr double kReduceOverCopy = 0.92;
+
 StepModel gpuStepModel(int generation) {
   StepModel m;
   double simple = 24.0, ll128 = 20.0, eff = 20.0 / kNvlinkLaneGBps;
@@ -43,8 +47,10 @@ StepModel gpuStepModel(int generation) {
     eff = 20.6 / kNvlinkLaneGBps;
   }
   double perProto[3] = {simple, ll128, simple / 2};
-  for (int i = 0; i < 3; ++i)
-    m.tbCopyGBps[i] = m.tbReduceGBps[i] = perProto[i];
+  for (int i = 0; i < 3; ++i) {
+    m.tbCopyGBps[i] = perProto[i];
+    m.tbReduceGBps[i] = perProto[i] * kReduceOverCopy;
+  }
   m.linkEfficiency = eff;
   return m;
 }

@@ -66,7 +66,7 @@ struct StepModel {
   double tbCopyGBps[3] = {24.0, 20.0, 12.0};
   /// Bytes per second one threadblock reduces (rrs, rrc, rrcs, re), per
   /// protocol, GB/s of payload.
-  double tbReduceGBps[3] = {24.0, 20.0, 12.0};
+  double tbReduceGBps[3] = {24.0 * 0.92, 20.0 * 0.92, 12.0 * 0.92};
   /// Fraction of a link's line rate that carries data (packet headers,
   /// flow control).
   double linkEfficiency = 0.8;

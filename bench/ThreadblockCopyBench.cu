@@ -1,9 +1,11 @@
-//===- ThreadblockCopyBench.cu - What one threadblock copies and reduces ---===//
+//===- ThreadblockCopyBench.cu - What one threadblock copies and reduces
+//---===//
 //
 // G threadblocks of T threads copy (dst = src; plain, and with four loads
 // in flight per thread) or reduce (dst = a + b, fp32) 256 MiB of local
-// device memory with 16-byte accesses, against cudaMemcpy in the same run (docs/calibration.md uses it for the per-threadblock
-// throughput). Build: nvcc -O3 -arch=sm_90 ThreadblockCopyBench.cu
+// device memory with 16-byte accesses, against cudaMemcpy in the same run
+// (docs/calibration.md uses it for the per-threadblock throughput). Build: nvcc
+// -O3 -arch=sm_90 ThreadblockCopyBench.cu
 //
 //===----------------------------------------------------------------------===//
 #include <cstdio>
@@ -82,12 +84,12 @@ int main() {
   };
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  double memcpyGBps =
-      timed([&] { CHECK_CUDA(cudaMemcpyAsync(c, a, bytes, cudaMemcpyDefault)); });
+  double memcpyGBps = timed(
+      [&] { CHECK_CUDA(cudaMemcpyAsync(c, a, bytes, cudaMemcpyDefault)); });
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   std::printf("cudaMemcpy device to device: %.1f GB/s\n", memcpyGBps);
-  std::printf("%8s %8s %12s %12s %12s %10s\n", "blocks", "threads",
-              "copy GB/s", "copy4 GB/s", "reduce GB/s", "copy/cpy");
+  std::printf("%8s %8s %12s %12s %12s %10s\n", "blocks", "threads", "copy GB/s",
+              "copy4 GB/s", "reduce GB/s", "copy/cpy");
   for (int threads : {544, 640})
     for (int blocks : {1, 8, 32}) {
       double cp = timed([&] {
@@ -103,8 +105,8 @@ int main() {
                                           (const float4 *)b, n);
         CHECK_CUDA(cudaGetLastError());
       });
-      std::printf("%8d %8d %12.1f %12.1f %12.1f %10.3f\n", blocks, threads,
-                  cp, cp4, rd, cp / memcpyGBps);
+      std::printf("%8d %8d %12.1f %12.1f %12.1f %10.3f\n", blocks, threads, cp,
+                  cp4, rd, cp / memcpyGBps);
     }
   return 0;
 }

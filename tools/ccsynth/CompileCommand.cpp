@@ -87,13 +87,13 @@ void printPredictions(const Schedule &sched, const std::string &file,
     ss.busBwFactor = sched.collective.busBwFactor();
     auto step = msccl::simulateSteps(*algo, *topo, ss);
     char line[200];
-    std::snprintf(line, sizeof line, "ccsynth: note:   %6s", 
+    std::snprintf(line, sizeof line, "ccsynth: note:   %6s",
                   formatBytes(bytes).c_str());
     std::cerr << line;
     if (chunk) {
       std::snprintf(line, sizeof line,
-                    "  chunk level %10.2f us (busbw %7.2f GB/s)",
-                    chunk->timeUs, chunk->busbwGBps);
+                    "  chunk level %10.2f us (busbw %7.2f GB/s)", chunk->timeUs,
+                    chunk->busbwGBps);
       std::cerr << line;
     }
     if (step) {

@@ -94,8 +94,8 @@ int runSimulate(const SimulateCliOptions &o) {
     return usage(defs.error());
   bool steps = o.level == "steps";
   if (!steps && o.level != "chunks")
-    return usage(Error("unknown level '" + o.level +
-                       "' (expected chunks or steps)"));
+    return usage(
+        Error("unknown level '" + o.level + "' (expected chunks or steps)"));
   if (!steps && (!o.protocol.empty() || o.instances != 1 || o.pipeline != 1))
     return usage(Error("--protocol, --instances and --pipeline apply to "
                        "--level steps"));
@@ -138,8 +138,8 @@ int runSimulate(const SimulateCliOptions &o) {
     std::vector<Row> rows;
     std::string program;
     if (steps) {
-      if (int rc = simulateStepLevel(o, input, *sched, *topo, *sizes, rows,
-                                     program);
+      if (int rc =
+              simulateStepLevel(o, input, *sched, *topo, *sizes, rows, program);
           rc != kExitOk)
         return rc;
     } else {

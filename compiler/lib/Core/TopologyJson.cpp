@@ -68,9 +68,9 @@ Status readStepModel(const JsonReader &rd, StepModel &m) {
   const std::string p = "/step_model";
   if (Status s = rd.object(p); !s)
     return s;
-  if (Status s = rd.onlyKeys(p, {"launch_us", "step_us",
-                                 "threadblock_copy_gbps",
-                                 "threadblock_reduce_gbps", "link_efficiency"});
+  if (Status s =
+          rd.onlyKeys(p, {"launch_us", "step_us", "threadblock_copy_gbps",
+                          "threadblock_reduce_gbps", "link_efficiency"});
       !s)
     return s;
   struct Field {
@@ -83,8 +83,8 @@ Status readStepModel(const JsonReader &rd, StepModel &m) {
                 {"threadblock_reduce_gbps", m.tbReduceGBps, false}};
   for (const Field &f : fields)
     if (rd.has(p, f.key))
-      if (Status s = readPerProtocol(rd, jsonPath(p, f.key), f.values,
-                                     f.allowZero);
+      if (Status s =
+              readPerProtocol(rd, jsonPath(p, f.key), f.values, f.allowZero);
           !s)
         return s;
   if (rd.has(p, "link_efficiency")) {
@@ -105,9 +105,9 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
   JsonReader rd(doc);
   if (Status s = rd.object(""); !s)
     return s.error();
-  if (Status s = rd.onlyKeys("", {"format", "version", "name", "description",
-                                  "ranks", "node_of", "resources", "links",
-                                  "step_model"});
+  if (Status s =
+          rd.onlyKeys("", {"format", "version", "name", "description", "ranks",
+                           "node_of", "resources", "links", "step_model"});
       !s)
     return s.error();
   auto format = rd.string("/format");

@@ -49,13 +49,11 @@ struct TbInfo {
 
 } // namespace
 
-Expected<StepSimResult> simulateSteps(const Algo &algo,
-                                      const Topology &topo,
+Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
                                       const StepSimOptions &o) {
   std::optional<int> proto = stepProtocolIndex(algo.proto);
   if (!proto)
-    return Error("protocol '" + algo.proto +
-                 "' is not Simple, LL or LL128");
+    return Error("protocol '" + algo.proto + "' is not Simple, LL or LL128");
   if (!(o.bytes > 0) || !std::isfinite(o.bytes))
     return Error("the buffer size must be a positive number of bytes");
   if (algo.ngpus != topo.numRanks())
@@ -67,9 +65,8 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
                      issues.front().message,
                  issues.front().loc);
   Matching matching = matchMessages(algo);
-  BufferModel buffers = o.boundedBuffers
-                            ? BufferModel::forProtocol(algo.proto)
-                            : BufferModel::unbounded();
+  BufferModel buffers = o.boundedBuffers ? BufferModel::forProtocol(algo.proto)
+                                         : BufferModel::unbounded();
   if (std::vector<ProgramIssue> dl = checkDeadlock(algo, matching, buffers);
       !dl.empty())
     return Error("the program cannot run: " + dl.front().message,
@@ -156,7 +153,8 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
   long long byBudget =
       (long long)(kNodeBudget / std::max<size_t>(1, stepsPerIteration));
   int sim = (int)std::min<long long>(
-      iterations, std::max(2LL, std::min<long long>(o.maxIterations, byBudget)));
+      iterations,
+      std::max(2LL, std::min<long long>(o.maxIterations, byBudget)));
   if (stepsPerIteration * (size_t)sim >= (size_t)UINT32_MAX / 2)
     return Error("the program is too large to simulate step by step (" +
                  std::to_string(stepsPerIteration) + " steps per loop)");
@@ -188,8 +186,8 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
     std::vector<std::pair<uint32_t, uint32_t>> pairs; // (send, recv) nodes
     for (int it = 0; it < sim; ++it)
       for (const Message *msg : msgs) {
-        const Step &st =
-            tbs[tbOf.at({msg->send.rank, msg->send.tb})].tb->steps[msg->send.step];
+        const Step &st = tbs[tbOf.at({msg->send.rank, msg->send.tb})]
+                             .tb->steps[msg->send.step];
         slots.push_back(buffers.slotsOf(st.cnt));
         pairs.push_back(
             {node(tbOf.at({msg->send.rank, msg->send.tb}), it, msg->send.step),

@@ -8,11 +8,11 @@
 // NCCL-style ring program within the table's tolerance.
 //
 //===----------------------------------------------------------------------===//
+#include "ccsynth/Target/StepSimulator.h"
 #include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Core/Json.h"
 #include "ccsynth/DSL/Frontend.h"
 #include "ccsynth/Target/MSCCLXml.h"
-#include "ccsynth/Target/StepSimulator.h"
 
 #include <catch2/catch.hpp>
 
@@ -161,8 +161,8 @@ Algo senderStall(bool sendFirst, const std::string &proto) {
   for (int i = 0; i < 4; ++i)
     sendsOf.push_back(step(0, StepType::Send, BufferKind::Input, i,
                            BufferKind::Output, -1, 1));
-  copy.push_back(step(0, StepType::Copy, BufferKind::Input, 4,
-                      BufferKind::Output, 4, 4));
+  copy.push_back(
+      step(0, StepType::Copy, BufferKind::Input, 4, BufferKind::Output, 4, 4));
   if (sendFirst) {
     t0.steps = sendsOf;
     t0.steps.insert(t0.steps.end(), copy.begin(), copy.end());
@@ -203,8 +203,7 @@ TEST_CASE("bounded connection buffers stall a sender", "[stepsim]") {
   CHECK(stalled > 1.15 * unbounded);
   // Copying first, rank 0 never finds the connection full.
   double b = timeIt(copyFirst, fc, bytes).timeUs;
-  CHECK(std::abs(b - timeIt(copyFirst, fc, bytes, 1, false).timeUs) <
-        0.01 * b);
+  CHECK(std::abs(b - timeIt(copyFirst, fc, bytes, 1, false).timeUs) < 0.01 * b);
   // LL: one slot per send, eight per connection: all four sends fit.
   Algo ll = senderStall(true, "LL");
   double llTime = timeIt(ll, fc, bytes).timeUs;
@@ -363,9 +362,10 @@ std::vector<CalibrationRow> calibrationRows() {
 double sizeBytes(const std::string &s) {
   double v = std::stod(s);
   char unit = s.back();
-  return unit == 'K' ? v * kKiB : unit == 'M' ? v * kMiB
-                              : unit == 'G'   ? v * kGiB
-                                              : v;
+  return unit == 'K'   ? v * kKiB
+         : unit == 'M' ? v * kMiB
+         : unit == 'G' ? v * kGiB
+                       : v;
 }
 
 } // namespace
@@ -378,14 +378,13 @@ TEST_CASE("the step-level model meets every published figure of the "
   std::set<std::string> machines;
   for (const CalibrationRow &row : rows) {
     INFO(row.id << ": " << row.collective << " " << row.size << " on "
-                << row.machine << ", " << row.protocol << ", "
-                << row.channels << " channels, published " << row.published
-                << " " << row.metric);
+                << row.machine << ", " << row.protocol << ", " << row.channels
+                << " channels, published " << row.published << " "
+                << row.metric);
     machines.insert(row.machine);
     REQUIRE((row.collective == "allreduce" || row.collective == "allgather"));
     Schedule ring = shippedProgram(
-        row.collective == "allreduce" ? "ring_allreduce" : "ring_allgather",
-        8);
+        row.collective == "allreduce" ? "ring_allreduce" : "ring_allgather", 8);
     Algo algo = lower(ring, row.channels, row.protocol);
     StepSimResult r = timeIt(algo, machine(row.machine), sizeBytes(row.size),
                              ring.collective.busBwFactor());

@@ -144,9 +144,9 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
       std::max(1LL, (long long)std::ceil(chunkBytes / tile - 1e-9));
   double perIter = chunkBytes / (double)iterations;
   // Iterations simulated one by one: at most maxIterations, and no more
-  // than keep the unrolled graph near kNodeBudget nodes (at least two, for
-  // the increment).
-  constexpr size_t kNodeBudget = 1 << 21;
+  // than keep the unrolled graph near kNodeBudget nodes, about 100 MB (at
+  // least two, for the increment).
+  constexpr size_t kNodeBudget = 1 << 20;
   size_t stepsPerIteration = 0;
   for (const TbInfo &t : tbs)
     stepsPerIteration += t.tb->steps.size();

@@ -21,6 +21,7 @@ set(CC $<TARGET_FILE:ccsynth>)
 
 ccsynth_expect(topo-list RC 0 MATCH "dgx-h100\\[xN\\]" CMD ${CC} topo list)
 ccsynth_expect(topo-show RC 0 MATCH "16 ranks in 2 nodes" "rdma"
+  "step model \\(Simple/LL128/LL\\): launch 8.4/14/6.6 us"
   CMD ${CC} topo show dgx-a100x2)
 ccsynth_expect(topo-unknown RC 1
   MATCH "error: unknown topology 'dgx-z'" "valid built-in topologies" "dgx-h100\\[xN\\]"

@@ -2,12 +2,16 @@
 #include "Command.h"
 
 #include "PluginBuild.h"
+#include "StepPrediction.h"
 
 #include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Core/Plot.h"
+#include "ccsynth/Core/Simulator.h"
 #include "ccsynth/Core/TextLimits.h"
 #include "ccsynth/Import/ScheduleText.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -25,6 +29,8 @@ struct CompileCliOptions {
   std::string minBytes, maxBytes;
   bool noFuse = false;
   bool noVerify = false;
+  bool noPredict = false;
+  std::string predictTopo;
   std::string tileBytes;
   bool noRankSharing = false;
   std::string dtypes = "all", ops = "all";
@@ -42,10 +48,74 @@ Expected<long long> parseByteCount(const std::string &flag,
   return (long long)sizes->front();
 }
 
+/// Prints, for a few sizes, the chunk-level prediction of `sched` and the
+/// step-level prediction of the program `xml` that was written for it.
+/// Predictions are notes: a topology that cannot be resolved skips them.
+void printPredictions(const Schedule &sched, const std::string &file,
+                      const std::string &xml, const std::string &topoArg) {
+  // The chunk-level simulation of the largest schedules takes seconds per
+  // size; `ccsynth simulate` gives both levels for them on request.
+  constexpr size_t kMaxPredictedTransfers = 40000;
+  if (sched.transfers.size() > kMaxPredictedTransfers) {
+    std::cerr << "ccsynth: note: no prediction printed for "
+              << sched.transfers.size()
+              << " transfers; run `ccsynth simulate` (with --level steps for "
+                 "the program)\n";
+    return;
+  }
+  auto topo = topologyFor(sched, topoArg);
+  if (!topo) {
+    std::cerr << "ccsynth: note: no prediction: "
+              << (sched.topology.empty() && topoArg.empty()
+                      ? std::string("the schedule names no topology; pass "
+                                    "--predict-topo")
+                      : topo.error().message)
+              << "\n";
+    return;
+  }
+  auto algo = msccl::parseXml(file, xml);
+  if (!algo)
+    return;
+  std::cerr << "ccsynth: note: predicted on " << topo->name
+            << " (chunk level: the schedule's transfers; step level: this "
+               "program, "
+            << describeProgram(*algo) << "):\n";
+  for (double bytes : {1024.0, 1048576.0, 1073741824.0}) {
+    SimOptions so;
+    so.bytes = bytes;
+    auto chunk = simulate(sched, *topo, so);
+    msccl::StepSimOptions ss;
+    ss.bytes = bytes;
+    ss.busBwFactor = sched.collective.busBwFactor();
+    auto step = msccl::simulateSteps(*algo, *topo, ss);
+    char line[200];
+    std::snprintf(line, sizeof line, "ccsynth: note:   %6s",
+                  formatBytes(bytes).c_str());
+    std::cerr << line;
+    if (chunk) {
+      std::snprintf(line, sizeof line,
+                    "  chunk level %10.2f us (busbw %7.2f GB/s)", chunk->timeUs,
+                    chunk->busbwGBps);
+      std::cerr << line;
+    }
+    if (step) {
+      std::snprintf(line, sizeof line,
+                    "  step level %10.2f us (busbw %7.2f GB/s)", step->timeUs,
+                    step->busbwGBps);
+      std::cerr << line;
+    } else {
+      std::cerr << "  step level: " << step.error().message;
+    }
+    std::cerr << "\n";
+  }
+}
+
 /// Compiles one input with `c`; on failure prints the error and returns
-/// the exit code. `root` receives a schedule's root (when given).
+/// the exit code. `root` receives a schedule's root (when given), `loaded`
+/// the schedule (when the input is not .mlir).
 int compileOne(const std::string &input, CompileCliOptions &o,
-               const CompileOptions &c, std::string &out, int *root = nullptr) {
+               const CompileOptions &c, std::string &out, int *root = nullptr,
+               std::optional<Schedule> *loaded = nullptr) {
   CompileResult result;
   if (input.ends_with(".mlir")) {
     if (!o.defines.empty())
@@ -75,6 +145,8 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     if (root)
       *root = sched->collective.root;
     result = compileSchedule(*sched, c);
+    if (loaded)
+      *loaded = std::move(*sched);
   }
   if (!result.ok())
     return fail(result.failure.error, result.failure.verificationFailed
@@ -171,7 +243,9 @@ int runCompile(CompileCliOptions &o) {
   std::string out;
   int root = -1; // of a rooted collective, when the input says
   c.origin = o.inputs.front();
-  if (int rc = compileOne(o.inputs.front(), o, c, out, &root); rc != kExitOk)
+  std::optional<Schedule> sched;
+  if (int rc = compileOne(o.inputs.front(), o, c, out, &root, &sched);
+      rc != kExitOk)
     return rc;
   if (Status s = writeOutput(o.output, out); !s)
     return fail(s.error());
@@ -182,6 +256,8 @@ int runCompile(CompileCliOptions &o) {
         std::cerr << "ccsynth: warning: " << sel.warning << "\n";
       std::cerr << "ccsynth: note: " << sel.served << "\n";
     }
+  if (c.target == CompileTarget::MscclXml && sched && !o.noPredict)
+    printPredictions(*sched, o.output, out, o.predictTopo);
   if (!c.mscclColl.empty())
     std::cerr << "ccsynth: note: MSCCL will run this program for every "
               << c.mscclColl
@@ -272,6 +348,12 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                 "After writing MSCCL XML, read it back, check the runtime's "
                 "rules, run it into a schedule and prove that schedule");
   addTopoProfileOptions(cmd, opts->profile);
+  cmd->add_flag("--no-predict", opts->noPredict,
+                "MSCCL XML: do not print the chunk- and step-level "
+                "predictions at 1K, 1M and 1G");
+  cmd->add_option("--predict-topo", opts->predictTopo,
+                  "MSCCL XML: the topology for the printed predictions "
+                  "(default: the one the schedule names)");
   cmd->add_flag("--no-verify", opts->noVerify,
                 "Skip the collective proof (not recommended)");
   cmd->add_option("-D,--define", opts->defines,

@@ -7,6 +7,10 @@
 #include "ccsynth/Core/Simulator.h"
 #include "ccsynth/Core/Verifier.h"
 
+#ifdef CCSYNTH_HAVE_MLIR
+#include "StepPrediction.h"
+#endif
+
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -25,6 +29,12 @@ struct SimulateCliOptions {
   std::string timelineSize;
   std::vector<std::string> defines;
   bool json = false;
+  /// chunks: the schedule's transfers; steps: the lowered program.
+  std::string level = "chunks";
+  /// Lowering for --level steps.
+  std::string protocol;
+  int instances = 1;
+  int pipeline = 1;
 };
 
 struct Row {
@@ -33,6 +43,49 @@ struct Row {
   LowerBound bound;
 };
 
+/// Times one input at every size with the step-level simulator; `program`
+/// receives a description of what was timed.
+int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
+                      const Schedule &sched, const Topology &topo,
+                      const std::vector<double> &sizes, std::vector<Row> &rows,
+                      std::string &program) {
+#ifdef CCSYNTH_HAVE_MLIR
+  CompileOptions c;
+  c.instances = o.instances;
+  c.pipeline = o.pipeline;
+  c.protocol = o.protocol;
+  c.verify = false; // proven just above
+  if (isMscclXmlInput(input) &&
+      (!o.protocol.empty() || o.instances != 1 || o.pipeline != 1))
+    return usage(Error("--protocol, --instances and --pipeline lower a "
+                       "schedule; an MSCCL XML input is timed as written",
+                       SourceLoc{input}));
+  auto algo = stepProgram(input, sched, c);
+  if (!algo)
+    return fail(algo.error());
+  program = describeProgram(*algo);
+  for (double bytes : sizes) {
+    msccl::StepSimOptions so;
+    so.bytes = bytes;
+    so.busBwFactor = sched.collective.busBwFactor();
+    auto r = msccl::simulateSteps(*algo, topo, so);
+    if (!r)
+      return fail(r.error());
+    SimResult sim;
+    sim.timeUs = r->timeUs;
+    sim.algbwGBps = r->algbwGBps;
+    sim.busbwGBps = r->busbwGBps;
+    rows.push_back({bytes, sim, lowerBound(sched.collective, topo, bytes)});
+  }
+  return kExitOk;
+#else
+  (void)o, (void)sched, (void)topo, (void)sizes, (void)rows, (void)program;
+  return fail(Error("--level steps needs the compiler, which this build "
+                    "(without MLIR) lacks",
+                    SourceLoc{input}));
+#endif
+}
+
 int runSimulate(const SimulateCliOptions &o) {
   auto sizes = parseSizes(o.sizes);
   if (!sizes)
@@ -40,6 +93,18 @@ int runSimulate(const SimulateCliOptions &o) {
   auto defs = parseDefines(o.defines);
   if (!defs)
     return usage(defs.error());
+  bool steps = o.level == "steps";
+  if (!steps && o.level != "chunks")
+    return usage(
+        Error("unknown level '" + o.level + "' (expected chunks or steps)"));
+  if (!steps && (!o.protocol.empty() || o.instances != 1 || o.pipeline != 1))
+    return usage(Error("--protocol, --instances and --pipeline apply to "
+                       "--level steps"));
+  if (o.instances < 1 || o.pipeline < 1)
+    return usage(Error("--instances and --pipeline must be at least 1"));
+  if (steps && !o.timeline.empty())
+    return usage(Error("--timeline draws the chunk-level simulation; drop "
+                       "--level steps"));
   double timelineBytes = sizes->back();
   if (!o.timelineSize.empty()) {
     auto ts = parseSizes(o.timelineSize);
@@ -72,14 +137,22 @@ int runSimulate(const SimulateCliOptions &o) {
                         SourceLoc{input}),
                   kExitVerifyFailed);
     std::vector<Row> rows;
-    for (double bytes : *sizes) {
-      SimOptions so;
-      so.bytes = bytes;
-      auto sim = simulate(*sched, *topo, so);
-      if (!sim)
-        return fail(sim.error());
-      rows.push_back(
-          {bytes, *sim, lowerBound(sched->collective, *topo, bytes)});
+    std::string program;
+    if (steps) {
+      if (int rc =
+              simulateStepLevel(o, input, *sched, *topo, *sizes, rows, program);
+          rc != kExitOk)
+        return rc;
+    } else {
+      for (double bytes : *sizes) {
+        SimOptions so;
+        so.bytes = bytes;
+        auto sim = simulate(*sched, *topo, so);
+        if (!sim)
+          return fail(sim.error());
+        rows.push_back(
+            {bytes, *sim, lowerBound(sched->collective, *topo, bytes)});
+      }
     }
     PlotSeries busbw{sched->name.empty() ? input : sched->name, {}};
     PlotSeries boundSeries{"lower bound (" + topo->name + ")", {}};
@@ -98,6 +171,9 @@ int runSimulate(const SimulateCliOptions &o) {
       j["schedule"] = sched->name;
       j["topology"] = topo->name;
       j["collective"] = sched->collective.describe();
+      j["level"] = o.level;
+      if (steps)
+        j["program"] = program;
       for (const Row &r : rows)
         j["results"].push_back(
             {{"bytes", r.bytes},
@@ -113,6 +189,8 @@ int runSimulate(const SimulateCliOptions &o) {
                 input.c_str(), sched->collective.describe().c_str(),
                 topo->name.c_str(), topo->numRanks(), sched->transfers.size(),
                 sched->numSteps());
+    if (steps)
+      std::printf("  step level: the lowered program (%s)\n", program.c_str());
     std::printf("%10s %12s %12s %12s %12s %8s\n", "size", "time(us)",
                 "algbw(GB/s)", "busbw(GB/s)", "bound(us)", "%bound");
     for (const Row &r : rows)
@@ -164,7 +242,9 @@ void addSimulateCommand(CLI::App &app, CommandContext &ctx) {
       "divided max-min fairly; a transfer starts when its inputs have "
       "arrived. Sizes follow nccl-tests (total bytes for allgather/"
       "reducescatter/alltoall; K/M/G are powers of 1024); busbw uses "
-      "nccl-tests' factors. The schedule is verified first.");
+      "nccl-tests' factors. The schedule is verified first. --level steps "
+      "times the program the compiler lowers it to instead (docs/"
+      "calibration.md).");
   cmd->add_option("FILE", opts->inputs,
                   "Schedule JSON or .ccl program (several to compare)")
       ->required();
@@ -182,6 +262,19 @@ void addSimulateCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("-D,--define", opts->defines,
                   "Set a .ccl program parameter, e.g. -D ranks=16");
   cmd->add_flag("--json", opts->json, "Print results as JSON");
+  cmd->add_option("--level", opts->level,
+                  "chunks (default): time the schedule's transfers; steps: "
+                  "time the lowered per-threadblock program MSCCL runs "
+                  "(protocol, channels, threadblocks, bounded buffers; an "
+                  "MSCCL XML input as written)");
+  cmd->add_option("--protocol", opts->protocol,
+                  "--level steps: lower with this protocol (Simple, LL, "
+                  "LL128; default: the schedule's)");
+  cmd->add_option("--instances", opts->instances,
+                  "--level steps: lower with this many instances (channels)");
+  cmd->add_option("--pipeline", opts->pipeline,
+                  "--level steps: split chunks into this many pipelined "
+                  "parts");
   cmd->callback([opts, &ctx] { ctx.exitCode = runSimulate(*opts); });
 }
 

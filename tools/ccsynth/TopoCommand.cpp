@@ -53,6 +53,14 @@ std::string summarize(const Topology &t) {
     for (auto &[bw, count] : res)
       os << "    " << count << " x " << fmt(bw) << " GB/s\n";
   }
+  const StepModel &m = t.stepModel;
+  auto three = [&](const double *v) {
+    return fmt(v[0]) + "/" + fmt(v[1]) + "/" + fmt(v[2]);
+  };
+  os << "  step model (Simple/LL128/LL): launch " << three(m.launchUs)
+     << " us, step " << three(m.stepUs) << " us, threadblock copy "
+     << three(m.tbCopyGBps) << " GB/s, reduce " << three(m.tbReduceGBps)
+     << " GB/s, link efficiency " << fmt(m.linkEfficiency) << "\n";
   if (t.numRanks() <= 16) {
     os << "  bandwidth matrix (GB/s, best link src->dst):\n      ";
     for (int d = 0; d < t.numRanks(); ++d)

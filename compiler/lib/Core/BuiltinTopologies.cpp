@@ -24,6 +24,37 @@ constexpr double kIbAlphaUs = 1.7;
 /// whitepapers: 300 / 600 / 900 GB/s bidirectional over 6 / 12 / 18 links).
 constexpr double kNvlinkLaneGBps = 25.0;
 
+/// Step-model figures per GPU generation (docs/calibration.md gives the
+/// derivations). NCCL's tuning model (src/graph/tuning.cc) supplies the
+/// per-channel caps: Simple as perChMaxTreeBws (one channel runs one
+/// threadblock), LL128 as perChMaxRingLL128Bws, LL at half of Simple (an
+/// LL line carries 8 data bytes in 16). NCCL's usable NVLink bandwidth
+/// (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6 GB/s per 25 GB/s link)
+/// gives the link efficiency. Launch and step costs are NCCL's ring
+/// baseLat and NVLink hwLat per protocol, the same for every generation.
+/// A reducing step moves 0.92 of what a copy does: the ratio one H100
+/// threadblock showed (bench/ThreadblockCopyBench.cu, docs/calibration.md).
+constexpr double kReduceOverCopy = 0.92;
+
+StepModel gpuStepModel(int generation) {
+  StepModel m;
+  double simple = 24.0, ll128 = 20.0, eff = 20.0 / kNvlinkLaneGBps;
+  if (generation == 70) {
+    simple = 26.5;
+  } else if (generation == 90) {
+    simple = 38.7;
+    ll128 = 36.7;
+    eff = 20.6 / kNvlinkLaneGBps;
+  }
+  double perProto[3] = {simple, ll128, simple / 2};
+  for (int i = 0; i < 3; ++i) {
+    m.tbCopyGBps[i] = perProto[i];
+    m.tbReduceGBps[i] = perProto[i] * kReduceOverCopy;
+  }
+  m.linkEfficiency = eff;
+  return m;
+}
+
 /// Incrementally builds a topology: per node GPUs, switches and NICs.
 class Builder {
 public:
@@ -126,6 +157,7 @@ Topology dgx1(int nodes, bool ndv2) {
     }
   }
   Topology t = b.take();
+  t.stepModel = gpuStepModel(70);
   t.description = ndv2 ? "Azure NDv2: 8x V100 hybrid cube-mesh NVLink2 (25 "
                          "GB/s per link), 1x 100 Gb/s IB per node"
                        : "NVIDIA DGX-1: 8x V100 hybrid cube-mesh NVLink2 (25 "
@@ -154,9 +186,12 @@ Topology dgx2(int nodes) {
   std::vector<int> nic(16);
   for (int i = 0; i < 16; ++i)
     nic[i] = i / 2;
-  return switched("dgx2", nodes, 16, 6 * kNvlinkLaneGBps, nic, 12.5,
-                  "NVIDIA DGX-2: 16x V100 on NVSwitch (150 GB/s per GPU per "
-                  "direction), 8x 100 Gb/s IB per node");
+  Topology t =
+      switched("dgx2", nodes, 16, 6 * kNvlinkLaneGBps, nic, 12.5,
+               "NVIDIA DGX-2: 16x V100 on NVSwitch (150 GB/s per GPU per "
+               "direction), 8x 100 Gb/s IB per node");
+  t.stepModel = gpuStepModel(70);
+  return t;
 }
 
 Topology dgxA100(int nodes, const std::string &base) {
@@ -164,9 +199,12 @@ Topology dgxA100(int nodes, const std::string &base) {
   // direction; 8x 200 Gb/s HDR ConnectX-6, one per GPU (DGX A100 System
   // Architecture whitepaper). Azure NDv4 (ND A100 v4) has the same shape.
   std::vector<int> nic{0, 1, 2, 3, 4, 5, 6, 7};
-  return switched(base, nodes, 8, 12 * kNvlinkLaneGBps, nic, 25.0,
-                  "NVIDIA DGX A100 / Azure NDv4: 8x A100 on NVSwitch (300 GB/s "
-                  "per GPU per direction), 8x 200 Gb/s IB per node");
+  Topology t =
+      switched(base, nodes, 8, 12 * kNvlinkLaneGBps, nic, 25.0,
+               "NVIDIA DGX A100 / Azure NDv4: 8x A100 on NVSwitch (300 GB/s "
+               "per GPU per direction), 8x 200 Gb/s IB per node");
+  t.stepModel = gpuStepModel(80);
+  return t;
 }
 
 Topology dgxH100(int nodes, const std::string &base) {
@@ -174,9 +212,12 @@ Topology dgxH100(int nodes, const std::string &base) {
   // direction; 8x 400 Gb/s NDR ConnectX-7, one per GPU (DGX H100 datasheet).
   // Azure NDv5 (ND H100 v5) has the same shape.
   std::vector<int> nic{0, 1, 2, 3, 4, 5, 6, 7};
-  return switched(base, nodes, 8, 18 * kNvlinkLaneGBps, nic, 50.0,
-                  "NVIDIA DGX H100 / Azure NDv5: 8x H100 on NVSwitch (450 GB/s "
-                  "per GPU per direction), 8x 400 Gb/s IB per node");
+  Topology t =
+      switched(base, nodes, 8, 18 * kNvlinkLaneGBps, nic, 50.0,
+               "NVIDIA DGX H100 / Azure NDv5: 8x H100 on NVSwitch (450 GB/s "
+               "per GPU per direction), 8x 400 Gb/s IB per node");
+  t.stepModel = gpuStepModel(90);
+  return t;
 }
 
 // Generic shapes: every link is one 25 GB/s NVLink-class link.

@@ -35,6 +35,13 @@ std::optional<LinkKind> parseLinkKind(const std::string &s) {
   return std::nullopt;
 }
 
+std::optional<int> stepProtocolIndex(const std::string &protocol) {
+  for (int i = 0; i < 3; ++i)
+    if (protocol == kStepProtocols[i])
+      return i;
+  return std::nullopt;
+}
+
 int Topology::numNodes() const {
   int n = 0;
   for (int node : nodeOf)

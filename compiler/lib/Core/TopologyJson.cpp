@@ -38,14 +38,76 @@ Expected<double> readBandwidth(const JsonReader &rd, const std::string &p) {
   return 1e3 / *beta;
 }
 
+/// Reads `{"Simple": x, "LL128": y, "LL": z}` (any subset) into `out`.
+Status readPerProtocol(const JsonReader &rd, const std::string &p, double *out,
+                       bool allowZero) {
+  if (Status s = rd.object(p); !s)
+    return s;
+  if (Status s = rd.onlyKeys(p, {"Simple", "LL128", "LL"}); !s)
+    return s;
+  for (int i = 0; i < 3; ++i) {
+    if (!rd.has(p, kStepProtocols[i]))
+      continue;
+    std::string fp = jsonPath(p, kStepProtocols[i]);
+    auto v = rd.number(fp);
+    if (!v)
+      return v.error();
+    bool ok = allowZero ? isUsableAlpha(*v) : isUsableBandwidth(*v);
+    if (!ok)
+      return rd.error(fp, allowZero ? "must be zero or a positive, finite, "
+                                      "normal number of us"
+                                    : "must be a positive, finite, normal "
+                                      "number of GB/s");
+    out[i] = *v;
+  }
+  return {};
+}
+
+/// The optional `step_model` object; absent fields keep `m`'s values.
+Status readStepModel(const JsonReader &rd, StepModel &m) {
+  const std::string p = "/step_model";
+  if (Status s = rd.object(p); !s)
+    return s;
+  if (Status s =
+          rd.onlyKeys(p, {"launch_us", "step_us", "threadblock_copy_gbps",
+                          "threadblock_reduce_gbps", "link_efficiency"});
+      !s)
+    return s;
+  struct Field {
+    const char *key;
+    double *values;
+    bool allowZero;
+  } fields[] = {{"launch_us", m.launchUs, true},
+                {"step_us", m.stepUs, true},
+                {"threadblock_copy_gbps", m.tbCopyGBps, false},
+                {"threadblock_reduce_gbps", m.tbReduceGBps, false}};
+  for (const Field &f : fields)
+    if (rd.has(p, f.key))
+      if (Status s =
+              readPerProtocol(rd, jsonPath(p, f.key), f.values, f.allowZero);
+          !s)
+        return s;
+  if (rd.has(p, "link_efficiency")) {
+    std::string fp = p + "/link_efficiency";
+    auto v = rd.number(fp);
+    if (!v)
+      return v.error();
+    if (!(*v > 0 && *v <= 1) || !isUsableBandwidth(*v))
+      return rd.error(fp, "link_efficiency must be in (0, 1]");
+    m.linkEfficiency = *v;
+  }
+  return {};
+}
+
 } // namespace
 
 Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
   JsonReader rd(doc);
   if (Status s = rd.object(""); !s)
     return s.error();
-  if (Status s = rd.onlyKeys("", {"format", "version", "name", "description",
-                                  "ranks", "node_of", "resources", "links"});
+  if (Status s =
+          rd.onlyKeys("", {"format", "version", "name", "description", "ranks",
+                           "node_of", "resources", "links", "step_model"});
       !s)
     return s.error();
   auto format = rd.string("/format");
@@ -192,12 +254,15 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
     }
     t.links.push_back(std::move(l));
   }
+  if (rd.has("", "step_model"))
+    if (Status s = readStepModel(rd, t.stepModel); !s)
+      return s.error();
   if (Status s = t.validate(); !s)
     return Error(s.error().message, SourceLoc{doc.file()});
   return t;
 }
 
-std::string topologyToJson(const Topology &t) {
+std::string topologyToJson(const Topology &t, bool withStepModel) {
   OrderedJson j;
   j["format"] = "ccsynth-topology";
   j["version"] = 1;
@@ -241,12 +306,28 @@ std::string topologyToJson(const Topology &t) {
   list("resources", res);
   out += ",\n";
   list("links", links);
+  if (withStepModel) {
+    const StepModel &m = t.stepModel;
+    auto perProto = [](const double *v) {
+      OrderedJson j;
+      for (int i = 0; i < 3; ++i)
+        j[kStepProtocols[i]] = v[i];
+      return j;
+    };
+    OrderedJson sm;
+    sm["launch_us"] = perProto(m.launchUs);
+    sm["step_us"] = perProto(m.stepUs);
+    sm["threadblock_copy_gbps"] = perProto(m.tbCopyGBps);
+    sm["threadblock_reduce_gbps"] = perProto(m.tbReduceGBps);
+    sm["link_efficiency"] = m.linkEfficiency;
+    out += ",\n  \"step_model\": " + sm.dump();
+  }
   out += "\n}\n";
   return out;
 }
 
 std::string topologyHash(const Topology &topo) {
-  std::string canonical = topologyToJson(topo);
+  std::string canonical = topologyToJson(topo, /*withStepModel=*/false);
   unsigned long long h = 1469598103934665603ULL;
   for (unsigned char c : canonical) {
     h ^= c;

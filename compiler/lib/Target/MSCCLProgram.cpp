@@ -625,6 +625,28 @@ int WaitGraph::nodeOf(StepRef ref) const {
   return it->second.first + ref.step;
 }
 
+std::vector<int> bufferWaits(const std::vector<long long> &slots,
+                             const BufferModel &buffers) {
+  std::vector<int> waits(slots.size(), -1);
+  if (!buffers.bounded())
+    return waits;
+  // used[k]: slots taken by messages 0..k-1 (prefix sums).
+  std::vector<long long> used(slots.size() + 1, 0);
+  for (size_t k = 0; k < slots.size(); ++k)
+    used[k + 1] = used[k] + slots[k];
+  for (size_t k = 0; k < slots.size(); ++k) {
+    // Send k fits once messages j..k no longer all wait in the buffer: it
+    // waits for receive j, the latest with used[k+1] - used[j] > slots
+    // (j == k: the message alone is larger).
+    long long excess = used[k + 1] - buffers.slots;
+    auto it = std::lower_bound(used.begin(), used.begin() + k + 1, excess);
+    int j = (int)(it - used.begin()) - 1;
+    if (j >= 0 && j < (int)k)
+      waits[k] = j;
+  }
+  return waits;
+}
+
 WaitGraph buildWaitGraph(const Algo &algo, const Matching &matching,
                          const BufferModel &buffers) {
   WaitGraph g;
@@ -664,26 +686,20 @@ WaitGraph buildWaitGraph(const Algo &algo, const Matching &matching,
     conns[{m.channel, m.send.rank, m.recv.rank}].push_back(&m);
   std::vector<std::pair<int, int>> oversized; // (send node, recv node)
   for (auto &[key, msgs] : conns) {
-    // used[k]: slots taken by messages 0..k-1 (prefix sums).
-    std::vector<long long> used(msgs.size() + 1, 0);
+    std::vector<long long> slots(msgs.size());
     for (size_t k = 0; k < msgs.size(); ++k) {
       const Step *st = findStep(algo, msgs[k]->send);
-      used[k + 1] = used[k] + buffers.slotsOf(st ? st->cnt : 1);
+      slots[k] = buffers.slotsOf(st ? st->cnt : 1);
     }
+    std::vector<int> waits = bufferWaits(slots, buffers);
     for (size_t k = 0; k < msgs.size(); ++k) {
       int s = g.nodeOf(msgs[k]->send);
       if (s < 0)
         continue;
-      // Send k fits once messages j..k no longer all wait in the buffer:
-      // it waits for receive j, the latest with used[k+1] - used[j] >
-      // slots (j == k: the message alone is larger, handled below).
-      long long excess = used[k + 1] - buffers.slots;
-      auto it = std::lower_bound(used.begin(), used.begin() + k + 1, excess);
-      int j = (int)(it - used.begin()) - 1;
-      if (j >= 0 && j < (int)k)
+      if (int j = waits[k]; j >= 0)
         if (int r = g.nodeOf(msgs[j]->recv); r >= 0)
           g.preds[s].push_back({r, WaitGraph::BufferSpace});
-      if (used[k + 1] - used[k] > buffers.slots)
+      if (slots[k] > buffers.slots)
         if (int r = g.nodeOf(msgs[k]->recv); r >= 0)
           oversized.push_back({s, r});
     }

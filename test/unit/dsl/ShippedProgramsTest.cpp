@@ -51,6 +51,7 @@ std::vector<ShippedCase> shippedCases() {
     halo.push_back(d);
   return {
       {"ring_allreduce.ccl", byRanks()},
+      {"ring_allgather.ccl", byRanks()},
       {"allpairs_allreduce.ccl", byRanks()},
       {"hierarchical_allreduce.ccl", byNodes()},
       {"alltoall_twostep.ccl", byNodes()},
@@ -112,6 +113,7 @@ TEST_CASE("shipped programs cover the required algorithms", "[dsl][shipped]") {
     kinds[baseName(path)] = lowered->schedule.collective.kind;
   }
   CHECK(kinds["ring_allreduce.ccl"] == CollectiveKind::AllReduce);
+  CHECK(kinds["ring_allgather.ccl"] == CollectiveKind::AllGather);
   CHECK(kinds["allpairs_allreduce.ccl"] == CollectiveKind::AllReduce);
   CHECK(kinds["hierarchical_allreduce.ccl"] == CollectiveKind::AllReduce);
   CHECK(kinds["alltoall_twostep.ccl"] == CollectiveKind::AllToAll);

@@ -49,6 +49,34 @@ struct Link {
   }
 };
 
+/// What the step-level simulator needs beyond links: the runtime's
+/// per-protocol costs and what one threadblock can move. Protocols are
+/// indexed Simple, LL128, LL (see stepProtocolIndex). Defaults and their
+/// sources: docs/calibration.md.
+struct StepModel {
+  /// Fixed cost of one collective call (kernel launch and start), per
+  /// protocol, µs.
+  double launchUs[3] = {8.4, 14.0, 6.6};
+  /// Synchronization cost of one step (a message between two ranks: flag
+  /// written, polled, seen), per protocol, µs. A message takes at least
+  /// this and at least its link's alpha.
+  double stepUs[3] = {3.4, 1.9, 0.6};
+  /// Bytes per second one threadblock copies (send, receive, copy), per
+  /// protocol, GB/s of payload.
+  double tbCopyGBps[3] = {24.0, 20.0, 12.0};
+  /// Bytes per second one threadblock reduces (rrs, rrc, rrcs, re), per
+  /// protocol, GB/s of payload.
+  double tbReduceGBps[3] = {24.0 * 0.92, 20.0 * 0.92, 12.0 * 0.92};
+  /// Fraction of a link's line rate that carries data (packet headers,
+  /// flow control).
+  double linkEfficiency = 0.8;
+};
+
+/// "Simple" -> 0, "LL128" -> 1, "LL" -> 2; nullopt otherwise.
+std::optional<int> stepProtocolIndex(const std::string &protocol);
+/// Protocol names in StepModel index order.
+inline const char *const kStepProtocols[3] = {"Simple", "LL128", "LL"};
+
 class Topology {
 public:
   std::string name;
@@ -58,6 +86,8 @@ public:
   std::vector<Resource> resources;
   /// Free-form provenance (built-in source, imported file).
   std::string description;
+  /// Runtime costs for the step-level simulator.
+  StepModel stepModel;
 
   int numRanks() const { return (int)nodeOf.size(); }
   int numNodes() const;
@@ -107,8 +137,9 @@ Expected<Topology> loadTopology(const std::string &nameOrPath);
 
 /// Reads ccsynth's topology JSON (docs/formats.md#topology).
 Expected<Topology> parseTopologyJson(const JsonDocument &doc);
-/// Writes ccsynth's topology JSON.
-std::string topologyToJson(const Topology &topo);
+/// Writes ccsynth's topology JSON (with `step_model` unless
+/// `withStepModel` is false).
+std::string topologyToJson(const Topology &topo, bool withStepModel = true);
 
 /// Whether a bandwidth figure (GB/s) is usable: finite, positive and not
 /// subnormal (a subnormal one turns times into inf and ratios into NaN).
@@ -116,9 +147,11 @@ bool isUsableBandwidth(double gbps);
 /// Whether a latency (µs) is usable: zero, or finite, positive and normal.
 bool isUsableAlpha(double us);
 
-/// A content hash of a topology (FNV-1a 64 of its canonical JSON, as 16 hex
-/// digits): equal for the same ranks, links and figures however the file is
-/// formatted, different when any figure changes.
+/// A content hash of a topology (FNV-1a 64 of its canonical JSON without
+/// the step model, as 16 hex digits): equal for the same ranks, links and
+/// figures however the file is formatted, different when any rank, link or
+/// resource figure changes. The step model changes predictions, not which
+/// schedules fit the machine, so it is not hashed.
 std::string topologyHash(const Topology &topo);
 
 /// Options for importing an NCCL topology dump.

@@ -275,6 +275,15 @@ struct BufferModel {
   }
 };
 
+/// For the messages of one connection, in order, taking `slots[k]` slots
+/// each: waits[k] is the latest message j < k whose receive must complete
+/// before send k can be posted (sends j+1..k would need more slots than
+/// the connection has), or -1 when send k never waits for room. A message
+/// that alone needs more slots than the connection has waits for no
+/// earlier receive on that account (it drains while its receive runs).
+std::vector<int> bufferWaits(const std::vector<long long> &slots,
+                             const BufferModel &buffers);
+
 /// The wait-for graph of a program: one node per step (nops included);
 /// preds[v] lists the steps v waits for and why.
 struct WaitGraph {

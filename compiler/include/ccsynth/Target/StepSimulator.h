@@ -1,0 +1,81 @@
+//===- StepSimulator.h - Timing of the lowered per-threadblock program ----===//
+//
+// The chunk-level simulator times transfers; this one times what MSCCL
+// runs: every threadblock of every rank executing its step list in order,
+// once per loop iteration over tiles of the buffer. What it sees that the
+// chunk level cannot:
+//  - the protocol: LL carries 8 data bytes per 16-byte line (half the
+//    link), LL128 120 of 128, Simple all of it; each has its own launch
+//    cost, per-step synchronization cost and tile size;
+//  - threadblocks and channels: a step streams no faster than one
+//    threadblock copies or reduces; threadblocks sending over the same
+//    link or shared resource (several channels to one peer, an NVSwitch
+//    port) divide it evenly;
+//  - MSCCL's bounded connection buffers: the k-th send of a connection
+//    waits for the receive that frees room for it (NCCL_STEPS slots,
+//    BufferModel's arithmetic);
+//  - dependencies (depid/deps, nops) and program order within a
+//    threadblock.
+//
+// Timing of a step: it starts when its threadblock finished the previous
+// step, its dependency finished, the first slice of the message it
+// receives has arrived and, for a send, its connection has room. A step
+// moving b bytes streams at the rate of its threadblock (copy or reduce)
+// and, when it sends, of its share of the link; it ends no earlier than
+// the message it receives has fully arrived. A message arrives
+// max(link alpha, the protocol's step cost) after it is sent, and its
+// first slice (half a Simple call; LL and LL128 are line-granular) that
+// much plus the slice's streaming time after the send started. The whole
+// call pays the protocol's launch cost once. Units: µs, GB/s = 1e9 B/s.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Target/MSCCLProgram.h"
+
+namespace ccsynth::msccl {
+
+/// Payload bytes one MSCCL call moves per chunk per loop iteration, per
+/// protocol (NCCL's default buffers, src/init.cc): Simple 4 MiB / NCCL_STEPS
+/// x MSCCL_CHUNKSTEPS (4) = 2 MiB; LL 512 KiB / 8 steps, half of it data =
+/// 32 KiB; LL128 4,915,200 B / 8 steps x 120/128 = 576,000 B.
+double tileBytes(const std::string &protocol);
+
+struct StepSimOptions {
+  /// Buffer size with nccl-tests' meaning; a chunk is bytes / nchunksperloop.
+  double bytes = 1 << 20;
+  /// nccl-tests' busbw factor of the collective (1 when unknown).
+  double busBwFactor = 1;
+  /// Loop iterations simulated one by one; beyond them the last
+  /// iteration's increment is extrapolated (iterations are identical).
+  int maxIterations = 48;
+  /// Model MSCCL's bounded connection buffers. Off only to study what
+  /// unbounded buffers would give (as CompileOptions::boundedBuffers).
+  bool boundedBuffers = true;
+};
+
+struct StepSimResult {
+  double timeUs = 0;
+  double algbwGBps = 0;
+  double busbwGBps = 0;
+  /// What the prediction assumed.
+  std::string protocol;
+  int channels = 0;
+  /// Most threadblocks on one rank.
+  int threadblocksPerRank = 0;
+  /// Loop iterations over tiles, and bytes per chunk in each.
+  long long iterations = 1;
+  double chunkBytesPerIteration = 0;
+  double launchUs = 0;
+};
+
+/// Times `algo` on `topology`. Fails with the reason when the program
+/// breaks a runtime rule, deadlocks on bounded buffers, sends between
+/// ranks with no link, or names an unknown protocol.
+Expected<StepSimResult> simulateSteps(const Algo &algo,
+                                      const Topology &topology,
+                                      const StepSimOptions &options);
+
+} // namespace ccsynth::msccl

@@ -1,0 +1,322 @@
+//===- StepSimulator.cpp - Timing of the lowered per-threadblock program --===//
+//
+// The program is unrolled over loop iterations into one node per executed
+// step. Every wait is an edge to an earlier node (program order,
+// dependencies, a receive's message, a send's room in its connection), so
+// the times follow from one pass in topological order: each node's start
+// is a maximum over its predecessors, its end a start plus a streaming
+// time. The deadlock check runs first; a program it accepts has an acyclic
+// graph per iteration, and waits across iterations point backwards.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/Target/StepSimulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+namespace ccsynth::msccl {
+
+double tileBytes(const std::string &protocol) {
+  if (protocol == "LL")
+    return 512.0 * 1024 / 8 / 2;
+  if (protocol == "LL128")
+    return 4915200.0 / 8 * 120 / 128;
+  return 4.0 * 1024 * 1024 / 8 * 4;
+}
+
+namespace {
+
+bool reducing(StepType t) {
+  return t == StepType::RecvReduceSend || t == StepType::RecvReduceCopy ||
+         t == StepType::RecvReduceCopySend || t == StepType::Reduce;
+}
+
+/// Bytes per µs of a GB/s figure.
+double perUs(double gbps) { return gbps * 1e3; }
+
+struct TbInfo {
+  int rank = 0;
+  const Threadblock *tb = nullptr;
+  int link = -1;      ///< link to the send peer, when the tb sends
+  double rate = 0;    ///< bytes/µs of its link share (sending steps)
+  double latency = 0; ///< µs from send to arrival
+  uint32_t base = 0;  ///< first node (iteration 0, step 0)
+};
+
+} // namespace
+
+Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
+                                      const StepSimOptions &o) {
+  std::optional<int> proto = stepProtocolIndex(algo.proto);
+  if (!proto)
+    return Error("protocol '" + algo.proto + "' is not Simple, LL or LL128");
+  if (!(o.bytes > 0) || !std::isfinite(o.bytes))
+    return Error("the buffer size must be a positive number of bytes");
+  if (algo.ngpus != topo.numRanks())
+    return Error("the program has " + std::to_string(algo.ngpus) +
+                 " ranks but topology '" + topo.name + "' has " +
+                 std::to_string(topo.numRanks()));
+  if (std::vector<ProgramIssue> issues = validateAlgo(algo); !issues.empty())
+    return Error("the program breaks a rule of the MSCCL runtime: " +
+                     issues.front().message,
+                 issues.front().loc);
+  Matching matching = matchMessages(algo);
+  BufferModel buffers = o.boundedBuffers ? BufferModel::forProtocol(algo.proto)
+                                         : BufferModel::unbounded();
+  if (std::vector<ProgramIssue> dl = checkDeadlock(algo, matching, buffers);
+      !dl.empty())
+    return Error("the program cannot run: " + dl.front().message,
+                 dl.front().loc);
+
+  const int p = *proto;
+  const StepModel &model = topo.stepModel;
+  const double protoFraction[3] = {1.0, 120.0 / 128.0, 0.5};
+
+  // The link the runtime would use between two ranks (Topology::bestLink's
+  // rule), indexed once.
+  int n = topo.numRanks();
+  std::unordered_map<long long, int> best;
+  for (int i = 0; i < (int)topo.links.size(); ++i) {
+    const Link &l = topo.links[i];
+    long long key = (long long)l.src * n + l.dst;
+    auto [it, fresh] = best.try_emplace(key, i);
+    if (fresh)
+      continue;
+    double bw = topo.effectiveBandwidth(i),
+           bestBw = topo.effectiveBandwidth(it->second);
+    if (bw > bestBw ||
+        (bw == bestBw && l.alphaUs < topo.links[it->second].alphaUs))
+      it->second = i;
+  }
+
+  // Threadblocks, and how many sending threadblocks share each link and
+  // resource.
+  std::vector<TbInfo> tbs;
+  std::map<std::pair<int, int>, int> tbOf;
+  std::vector<int> linkUsers(topo.links.size(), 0),
+      resUsers(topo.resources.size(), 0);
+  StepSimResult result;
+  for (const Gpu &g : algo.gpus) {
+    result.threadblocksPerRank =
+        std::max(result.threadblocksPerRank, (int)g.tbs.size());
+    for (const Threadblock &tb : g.tbs) {
+      TbInfo info;
+      info.rank = g.id;
+      info.tb = &tb;
+      bool sendsAny = std::any_of(tb.steps.begin(), tb.steps.end(),
+                                  [](const Step &s) { return sends(s.type); });
+      if (sendsAny) {
+        auto it = best.find((long long)g.id * n + tb.send);
+        if (it == best.end())
+          return Error("rank " + std::to_string(g.id) + " tb " +
+                           std::to_string(tb.id) + " sends to rank " +
+                           std::to_string(tb.send) + ", but topology '" +
+                           topo.name + "' has no link between them",
+                       tb.loc);
+        info.link = it->second;
+        ++linkUsers[info.link];
+        for (int r : topo.links[info.link].resources)
+          ++resUsers[r];
+      }
+      tbOf[{g.id, tb.id}] = (int)tbs.size();
+      tbs.push_back(info);
+    }
+  }
+  for (TbInfo &t : tbs) {
+    if (t.link < 0)
+      continue;
+    const Link &l = topo.links[t.link];
+    double share = l.bandwidthGBps / linkUsers[t.link];
+    for (int r : l.resources)
+      share = std::min(share, topo.resources[r].bandwidthGBps / resUsers[r]);
+    t.rate = perUs(share * model.linkEfficiency * protoFraction[p]);
+    t.latency = std::max(l.alphaUs, model.stepUs[p]);
+  }
+
+  // Loop iterations over tiles of each chunk.
+  double chunkBytes = o.bytes / std::max(1, algo.nchunksperloop);
+  double tile = tileBytes(algo.proto);
+  long long iterations =
+      std::max(1LL, (long long)std::ceil(chunkBytes / tile - 1e-9));
+  double perIter = chunkBytes / (double)iterations;
+  // Iterations simulated one by one: at most maxIterations, and no more
+  // than keep the unrolled graph near kNodeBudget nodes, about 100 MB (at
+  // least two, for the increment).
+  constexpr size_t kNodeBudget = 1 << 20;
+  size_t stepsPerIteration = 0;
+  for (const TbInfo &t : tbs)
+    stepsPerIteration += t.tb->steps.size();
+  long long byBudget =
+      (long long)(kNodeBudget / std::max<size_t>(1, stepsPerIteration));
+  int sim = (int)std::min<long long>(
+      iterations,
+      std::max(2LL, std::min<long long>(o.maxIterations, byBudget)));
+  if (stepsPerIteration * (size_t)sim >= (size_t)UINT32_MAX / 2)
+    return Error("the program is too large to simulate step by step (" +
+                 std::to_string(stepsPerIteration) + " steps per loop)");
+  result.protocol = algo.proto;
+  result.channels = algo.nchannels;
+  result.iterations = iterations;
+  result.chunkBytesPerIteration = perIter;
+  result.launchUs = model.launchUs[p];
+
+  uint32_t numNodes = 0;
+  for (TbInfo &t : tbs) {
+    t.base = numNodes;
+    numNodes += (uint32_t)(t.tb->steps.size() * (size_t)sim);
+  }
+  auto node = [&](int t, int it, int step) -> uint32_t {
+    return tbs[t].base + (uint32_t)(it * tbs[t].tb->steps.size() + step);
+  };
+
+  // Messages: the receive node of each send node, and the send nodes each
+  // send waits for room behind (receives of earlier messages).
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> recvOf(numNodes, kNone), sendOf(numNodes, kNone),
+      roomAfter(numNodes, kNone);
+  std::map<std::tuple<int, int, int>, std::vector<const Message *>> conns;
+  for (const Message &msg : matching.messages)
+    conns[{msg.channel, msg.send.rank, msg.recv.rank}].push_back(&msg);
+  for (auto &[key, msgs] : conns) {
+    std::vector<long long> slots;
+    std::vector<std::pair<uint32_t, uint32_t>> pairs; // (send, recv) nodes
+    for (int it = 0; it < sim; ++it)
+      for (const Message *msg : msgs) {
+        const Step &st = tbs[tbOf.at({msg->send.rank, msg->send.tb})]
+                             .tb->steps[msg->send.step];
+        slots.push_back(buffers.slotsOf(st.cnt));
+        pairs.push_back(
+            {node(tbOf.at({msg->send.rank, msg->send.tb}), it, msg->send.step),
+             node(tbOf.at({msg->recv.rank, msg->recv.tb}), it,
+                  msg->recv.step)});
+      }
+    std::vector<int> waits = bufferWaits(slots, buffers);
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      recvOf[pairs[k].first] = pairs[k].second;
+      sendOf[pairs[k].second] = pairs[k].first;
+      if (waits[k] >= 0)
+        roomAfter[pairs[k].first] = pairs[waits[k]].second;
+    }
+  }
+
+  // Edges (at most four into each node), then successors as compressed
+  // rows, then one pass in topological order.
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  edges.reserve((size_t)numNodes * 2);
+  std::vector<uint32_t> indeg(numNodes, 0);
+  auto edge = [&](uint32_t from, uint32_t to) {
+    edges.push_back({from, to});
+    ++indeg[to];
+  };
+  for (int t = 0; t < (int)tbs.size(); ++t) {
+    const Threadblock &tb = *tbs[t].tb;
+    int len = (int)tb.steps.size();
+    for (int it = 0; it < sim; ++it)
+      for (int i = 0; i < len; ++i) {
+        uint32_t v = node(t, it, i);
+        if (i > 0)
+          edge(v - 1, v);
+        else if (it > 0)
+          edge(node(t, it - 1, len - 1), v);
+        const Step &st = tb.steps[i];
+        if (st.depid >= 0) {
+          auto d = tbOf.find({tbs[t].rank, st.depid});
+          if (d != tbOf.end() && st.deps >= 0 &&
+              st.deps < (int)tbs[d->second].tb->steps.size())
+            edge(node(d->second, it, st.deps), v);
+        }
+        if (sendOf[v] != kNone)
+          edge(sendOf[v], v);
+        if (roomAfter[v] != kNone)
+          edge(roomAfter[v], v);
+      }
+  }
+
+  std::vector<uint32_t> succStart(numNodes + 1, 0), succs(edges.size());
+  for (auto [from, to] : edges)
+    ++succStart[from + 1];
+  for (uint32_t v = 0; v < numNodes; ++v)
+    succStart[v + 1] += succStart[v];
+  {
+    std::vector<uint32_t> fill(succStart.begin(), succStart.end() - 1);
+    for (auto [from, to] : edges)
+      succs[fill[from]++] = to;
+  }
+  edges.clear();
+  edges.shrink_to_fit();
+
+  std::vector<double> firstSlice(numNodes, 0), arrival(numNodes, 0);
+  std::vector<double> ready(numNodes, 0); // max end of waits met so far
+  std::vector<uint32_t> queue;
+  queue.reserve(numNodes);
+  for (uint32_t v = 0; v < numNodes; ++v)
+    if (!indeg[v])
+      queue.push_back(v);
+  // Node -> threadblock, iteration and step.
+  std::vector<uint32_t> tbOfNode(numNodes);
+  for (int t = 0; t < (int)tbs.size(); ++t)
+    std::fill(tbOfNode.begin() + tbs[t].base,
+              tbOfNode.begin() + tbs[t].base + tbs[t].tb->steps.size() * sim,
+              t);
+  std::vector<double> iterEnd(sim, 0);
+  size_t done = 0;
+  for (size_t qi = 0; qi < queue.size(); ++qi) {
+    uint32_t v = queue[qi];
+    ++done;
+    const TbInfo &t = tbs[tbOfNode[v]];
+    size_t len = t.tb->steps.size();
+    int it = (int)((v - t.base) / len);
+    const Step &st = t.tb->steps[(v - t.base) % len];
+    double s = ready[v];
+    double finish;
+    if (st.type == StepType::Nop) {
+      finish = s;
+    } else {
+      double bytes = perIter * std::max(1, st.cnt);
+      double tbRate = perUs(reducing(st.type) ? model.tbReduceGBps[p]
+                                              : model.tbCopyGBps[p]);
+      double rate = sends(st.type) ? std::min(tbRate, t.rate) : tbRate;
+      if (receives(st.type) && sendOf[v] != kNone)
+        s = std::max(s, firstSlice[sendOf[v]]);
+      finish = s + bytes / rate;
+      if (receives(st.type) && sendOf[v] != kNone)
+        finish = std::max(finish, arrival[sendOf[v]]);
+      if (sends(st.type)) {
+        // Simple posts a call as two slices; LL and LL128 forward lines.
+        double slice = p == 0 ? bytes / 2 : 0;
+        firstSlice[v] = s + t.latency + slice / rate;
+        arrival[v] = finish + t.latency;
+      }
+    }
+    iterEnd[it] = std::max(iterEnd[it], finish);
+    for (uint32_t k = succStart[v]; k < succStart[v + 1]; ++k) {
+      uint32_t w = succs[k];
+      // A receive waits for its message's slices, not for the send's end.
+      if (w != recvOf[v])
+        ready[w] = std::max(ready[w], finish);
+      if (--indeg[w] == 0)
+        queue.push_back(w);
+    }
+  }
+  if (done != numNodes)
+    return Error("the program cannot run: its loop iterations wait for "
+                 "each other in a cycle (bounded connection buffers)");
+
+  double last = sim > 0 ? iterEnd[sim - 1] : 0;
+  for (int it = 0; it < sim; ++it)
+    last = std::max(last, iterEnd[it]);
+  if (iterations > sim) {
+    double step = sim >= 2 ? iterEnd[sim - 1] - iterEnd[sim - 2] : last;
+    last += (double)(iterations - sim) * std::max(0.0, step);
+  }
+  result.timeUs = model.launchUs[p] + last;
+  result.algbwGBps = o.bytes / (result.timeUs * 1e3);
+  result.busbwGBps = result.algbwGBps * o.busBwFactor;
+  return result;
+}
+
+} // namespace ccsynth::msccl

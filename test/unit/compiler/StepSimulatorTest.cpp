@@ -1,0 +1,398 @@
+//===- StepSimulatorTest.cpp - Timing of the lowered MSCCL program --------===//
+//
+// Qualitative facts the step-level model must show (more channels are
+// faster than one threadblock, LL loses at 1 GB and wins at 1 KB, bounded
+// buffers stall a sender, pipelining changes the program's time), its
+// topology parameters, and the calibration table of docs/calibration.md:
+// every published figure there is compared with the prediction for the
+// NCCL-style ring program within the table's tolerance.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/Target/StepSimulator.h"
+#include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Core/Json.h"
+#include "ccsynth/DSL/Frontend.h"
+#include "ccsynth/Target/MSCCLXml.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ccsynth;
+using namespace ccsynth::msccl;
+
+namespace {
+
+Schedule shippedProgram(const std::string &name, int ranks) {
+  dsl::LoweringOptions lo;
+  lo.defines["ranks"] = ranks;
+  auto lowered = dsl::compileFile(
+      std::string(CCSYNTH_SOURCE_DIR) + "/sketches/dsl/" + name + ".ccl", lo);
+  INFO((lowered ? std::string() : lowered.error().format()));
+  REQUIRE(lowered.ok());
+  return lowered->schedule;
+}
+
+/// The program `compile` writes for `s`.
+Algo lower(const Schedule &s, int instances, const std::string &protocol,
+           int pipeline = 1) {
+  CompileOptions o;
+  o.instances = instances;
+  o.protocol = protocol;
+  o.pipeline = pipeline;
+  CompileResult r = compileSchedule(s, o);
+  INFO((r.ok() ? std::string() : r.failure.error.format()));
+  REQUIRE(r.ok());
+  auto algo = parseXml("lowered.xml", *r.output);
+  REQUIRE(algo.ok());
+  return algo.take();
+}
+
+Topology machine(const std::string &name) {
+  auto t = makeBuiltinTopology(name);
+  REQUIRE(t.ok());
+  return t.take();
+}
+
+StepSimResult timeIt(const Algo &algo, const Topology &topo, double bytes,
+                     double factor = 1, bool bounded = true) {
+  StepSimOptions o;
+  o.bytes = bytes;
+  o.busBwFactor = factor;
+  o.boundedBuffers = bounded;
+  auto r = simulateSteps(algo, topo, o);
+  INFO((r.ok() ? std::string() : r.error().format()));
+  REQUIRE(r.ok());
+  return *r;
+}
+
+constexpr double kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+
+} // namespace
+
+TEST_CASE("one threadblock cannot fill an NVLink: channels change the time",
+          "[stepsim]") {
+  Topology a100 = machine("dgx-a100");
+  Schedule ring = shippedProgram("ring_allgather", 8);
+  double one = timeIt(lower(ring, 1, "Simple"), a100, kGiB).timeUs;
+  double eight = timeIt(lower(ring, 8, "Simple"), a100, kGiB).timeUs;
+  // The chunk-level model cannot tell them apart; here a single channel is
+  // capped by one threadblock's throughput, far below the 300 GB/s port.
+  CHECK(one > 3 * eight);
+  // Twenty-four channels share the port: more channels stop helping.
+  double many = timeIt(lower(ring, 24, "Simple"), a100, kGiB).timeUs;
+  CHECK(many < eight);
+  CHECK(many > 0.5 * eight);
+}
+
+TEST_CASE("LL is slower than Simple at 1 GB and faster at small sizes",
+          "[stepsim]") {
+  Topology a100 = machine("dgx-a100");
+  Schedule ring = shippedProgram("ring_allreduce", 8);
+  for (int channels : {1, 16}) {
+    INFO("channels " << channels);
+    Algo simple = lower(ring, channels, "Simple");
+    Algo ll = lower(ring, channels, "LL");
+    Algo ll128 = lower(ring, channels, "LL128");
+    CHECK(timeIt(ll, a100, kGiB).timeUs > timeIt(simple, a100, kGiB).timeUs);
+    CHECK(timeIt(ll, a100, 8 * kKiB).timeUs <
+          timeIt(simple, a100, 8 * kKiB).timeUs);
+    CHECK(timeIt(ll, a100, kKiB).timeUs < timeIt(ll128, a100, kKiB).timeUs);
+  }
+  // With enough channels (24, as NCCL runs on this machine) the link
+  // binds: LL moves half of it, LL128 120 of every 128 bytes.
+  Algo simple = lower(ring, 24, "Simple"), ll = lower(ring, 24, "LL"),
+       ll128 = lower(ring, 24, "LL128");
+  double ts = timeIt(simple, a100, kGiB).timeUs,
+         tl = timeIt(ll, a100, kGiB).timeUs,
+         t128 = timeIt(ll128, a100, kGiB).timeUs;
+  CHECK(tl > 1.6 * ts);
+  CHECK(t128 > ts);
+  CHECK(t128 < tl);
+}
+
+TEST_CASE("pipelining changes the lowered program's time", "[stepsim]") {
+  // A binomial-tree broadcast forwards a chunk only once it has arrived:
+  // smaller parts let the children start sooner.
+  Topology h100 = machine("dgx-h100");
+  Schedule tree = shippedProgram("tree_broadcast", 8);
+  double one = timeIt(lower(tree, 1, "Simple", 1), h100, 4 * kMiB).timeUs;
+  double four = timeIt(lower(tree, 1, "Simple", 4), h100, 4 * kMiB).timeUs;
+  CHECK(four < 0.9 * one);
+  // At small sizes the extra steps' synchronization shows instead.
+  double small1 = timeIt(lower(tree, 1, "Simple", 1), h100, 64 * kKiB).timeUs;
+  double small4 = timeIt(lower(tree, 1, "Simple", 4), h100, 64 * kKiB).timeUs;
+  CHECK(std::abs(small4 - small1) > 0.01 * small1);
+}
+
+namespace {
+
+/// Rank 0 sends four one-chunk messages to rank 1 and copies four chunks
+/// locally (sends first when `sendFirst`); rank 1 copies four chunks twice
+/// and then receives the four messages.
+Algo senderStall(bool sendFirst, const std::string &proto) {
+  Algo a;
+  a.name = "stall";
+  a.proto = proto;
+  a.nchannels = 1;
+  a.nchunksperloop = 8;
+  a.ngpus = 2;
+  a.coll = "allreduce";
+  auto step = [](int s, StepType t, BufferKind sb, int so, BufferKind db,
+                 int dOff, int cnt) {
+    Step st;
+    st.s = s;
+    st.type = t;
+    st.srcBuf = sb;
+    st.srcOff = so;
+    st.dstBuf = db;
+    st.dstOff = dOff;
+    st.cnt = cnt;
+    return st;
+  };
+  Gpu g0{0, 8, 8, 0, {}, {}};
+  Threadblock t0{0, 1, -1, 0, {}, {}};
+  std::vector<Step> sendsOf, copy;
+  for (int i = 0; i < 4; ++i)
+    sendsOf.push_back(step(0, StepType::Send, BufferKind::Input, i,
+                           BufferKind::Output, -1, 1));
+  copy.push_back(
+      step(0, StepType::Copy, BufferKind::Input, 4, BufferKind::Output, 4, 4));
+  if (sendFirst) {
+    t0.steps = sendsOf;
+    t0.steps.insert(t0.steps.end(), copy.begin(), copy.end());
+  } else {
+    t0.steps = copy;
+    t0.steps.insert(t0.steps.end(), sendsOf.begin(), sendsOf.end());
+  }
+  for (int i = 0; i < (int)t0.steps.size(); ++i)
+    t0.steps[i].s = i;
+  g0.tbs.push_back(t0);
+  Gpu g1{1, 8, 8, 0, {}, {}};
+  Threadblock t1{0, -1, 0, 0, {}, {}};
+  for (int i = 0; i < 2; ++i)
+    t1.steps.push_back(step(i, StepType::Copy, BufferKind::Input, 4,
+                            BufferKind::Output, 4, 4));
+  for (int i = 0; i < 4; ++i)
+    t1.steps.push_back(step(2 + i, StepType::Recv, BufferKind::Input, -1,
+                            BufferKind::Output, i, 1));
+  g1.tbs.push_back(t1);
+  a.gpus = {g0, g1};
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("bounded connection buffers stall a sender", "[stepsim]") {
+  Topology fc = machine("fc:2");
+  REQUIRE(validateAlgo(senderStall(true, "Simple")).empty());
+  // One loop iteration (2 MiB per chunk). Simple: a connection holds two
+  // one-chunk sends, so rank 0's third send waits for rank 1's first
+  // receive, which comes after rank 1's copies; rank 0's own copy starts
+  // late. Unbounded buffers would let all four sends go.
+  double bytes = 16 * kMiB;
+  Algo sendFirst = senderStall(true, "Simple");
+  Algo copyFirst = senderStall(false, "Simple");
+  double stalled = timeIt(sendFirst, fc, bytes).timeUs;
+  double unbounded = timeIt(sendFirst, fc, bytes, 1, false).timeUs;
+  CHECK(stalled > 1.15 * unbounded);
+  // Copying first, rank 0 never finds the connection full.
+  double b = timeIt(copyFirst, fc, bytes).timeUs;
+  CHECK(std::abs(b - timeIt(copyFirst, fc, bytes, 1, false).timeUs) < 0.01 * b);
+  // LL: one slot per send, eight per connection: all four sends fit.
+  Algo ll = senderStall(true, "LL");
+  double llTime = timeIt(ll, fc, bytes).timeUs;
+  CHECK(std::abs(llTime - timeIt(ll, fc, bytes, 1, false).timeUs) <
+        0.01 * llTime);
+}
+
+TEST_CASE("a program that deadlocks on bounded buffers is refused",
+          "[stepsim]") {
+  // Both ranks send three chunks before receiving any (Simple: two fit).
+  Algo a;
+  a.name = "swap";
+  a.proto = "Simple";
+  a.nchunksperloop = 8;
+  a.ngpus = 2;
+  a.coll = "allreduce";
+  for (int r = 0; r < 2; ++r) {
+    Gpu g{r, 8, 8, 0, {}, {}};
+    Threadblock tb{0, 1 - r, 1 - r, 0, {}, {}};
+    for (int i = 0; i < 6; ++i) {
+      Step st;
+      st.s = i;
+      st.type = i < 3 ? StepType::Send : StepType::Recv;
+      st.srcBuf = BufferKind::Input;
+      st.srcOff = i < 3 ? i : -1;
+      st.dstBuf = BufferKind::Output;
+      st.dstOff = i < 3 ? -1 : i - 3;
+      tb.steps.push_back(st);
+    }
+    g.tbs.push_back(tb);
+    a.gpus.push_back(g);
+  }
+  auto r = simulateSteps(a, machine("fc:2"), {});
+  REQUIRE(!r.ok());
+  CHECK(r.error().message.find("deadlock") != std::string::npos);
+  a.proto = "LL"; // eight one-slot sends fit
+  CHECK(simulateSteps(a, machine("fc:2"), {}).ok());
+}
+
+TEST_CASE("per-threadblock throughput and protocol costs are topology "
+          "parameters",
+          "[stepsim]") {
+  Schedule ring = shippedProgram("ring_allgather", 8);
+  Algo one = lower(ring, 1, "Simple");
+  Topology a100 = machine("dgx-a100");
+  Topology fast = a100;
+  for (double &g : fast.stepModel.tbCopyGBps)
+    g *= 2;
+  double base = timeIt(one, a100, kGiB).timeUs;
+  CHECK(timeIt(one, fast, kGiB).timeUs < 0.6 * base);
+  Topology slowSync = a100;
+  slowSync.stepModel.stepUs[0] += 10;
+  CHECK(timeIt(one, slowSync, kKiB).timeUs >
+        timeIt(one, a100, kKiB).timeUs + 7 * 9);
+  // The built-in generations differ.
+  CHECK(machine("dgx-h100").stepModel.tbCopyGBps[0] >
+        machine("dgx-a100").stepModel.tbCopyGBps[0]);
+}
+
+TEST_CASE("step_model in topology JSON", "[stepsim][formats]") {
+  Topology t = machine("ring:4");
+  std::string text = topologyToJson(t);
+  CHECK(text.find("\"step_model\"") != std::string::npos);
+  std::string edited = text;
+  size_t at = edited.find("\"link_efficiency\":");
+  REQUIRE(at != std::string::npos);
+  edited.replace(at, std::string("\"link_efficiency\":").size(),
+                 "\"link_efficiency\":0.5,\"ignored_before\":");
+  // Unknown key: rejected with a location.
+  auto bad = JsonDocument::parse("t.json", edited);
+  REQUIRE(bad.ok());
+  auto badTopo = parseTopologyJson(*bad);
+  REQUIRE(!badTopo.ok());
+  CHECK(badTopo.error().loc.line > 0);
+
+  std::string custom = text;
+  size_t sm = custom.find("\"step_model\"");
+  custom = custom.substr(0, sm) +
+           "\"step_model\": {\"launch_us\": {\"LL\": 3},"
+           " \"threadblock_copy_gbps\": {\"Simple\": 50}}\n}\n";
+  auto doc = JsonDocument::parse("t.json", custom);
+  REQUIRE(doc.ok());
+  auto parsed = parseTopologyJson(*doc);
+  INFO((parsed ? std::string() : parsed.error().format()));
+  REQUIRE(parsed.ok());
+  CHECK(parsed->stepModel.launchUs[2] == 3);
+  CHECK(parsed->stepModel.tbCopyGBps[0] == 50);
+  CHECK(parsed->stepModel.launchUs[0] == t.stepModel.launchUs[0]);
+  // The hash covers links and resources, not the step model.
+  CHECK(topologyHash(*parsed) == topologyHash(t));
+
+  std::string negative = text.substr(0, sm) +
+                         "\"step_model\": {\"step_us\": {\"Simple\": -1}}\n}\n";
+  auto negDoc = JsonDocument::parse("t.json", negative);
+  REQUIRE(negDoc.ok());
+  auto neg = parseTopologyJson(*negDoc);
+  REQUIRE(!neg.ok());
+  CHECK(neg.error().message.find("us") != std::string::npos);
+}
+
+namespace {
+
+struct CalibrationRow {
+  std::string id, machine, collective, size, metric, protocol;
+  double published = 0;
+  int channels = 0;
+};
+
+std::vector<std::string> cells(const std::string &line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string cell;
+  std::getline(ss, cell, '|'); // before the first bar
+  while (std::getline(ss, cell, '|')) {
+    size_t a = cell.find_first_not_of(' '), b = cell.find_last_not_of(' ');
+    out.push_back(a == std::string::npos ? "" : cell.substr(a, b - a + 1));
+  }
+  if (!out.empty() && out.back().empty())
+    out.pop_back();
+  return out;
+}
+
+/// The rows between the calibration-table markers of docs/calibration.md.
+std::vector<CalibrationRow> calibrationRows() {
+  std::ifstream in(std::string(CCSYNTH_SOURCE_DIR) + "/docs/calibration.md");
+  REQUIRE(in.good());
+  std::vector<CalibrationRow> rows;
+  std::string line;
+  bool inTable = false;
+  while (std::getline(in, line)) {
+    if (line.find("<!-- calibration-table:begin -->") != std::string::npos) {
+      inTable = true;
+      continue;
+    }
+    if (line.find("<!-- calibration-table:end -->") != std::string::npos)
+      break;
+    if (!inTable || line.rfind("| ", 0) != 0 || line.find("---") == 2)
+      continue;
+    std::vector<std::string> c = cells(line);
+    if (c.size() < 9 || c[0] == "id")
+      continue;
+    CalibrationRow r;
+    r.id = c[0];
+    r.machine = c[1];
+    r.collective = c[2];
+    r.size = c[3];
+    r.published = std::stod(c[4]);
+    r.metric = c[5];
+    r.protocol = c[6];
+    r.channels = std::stoi(c[7]);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+double sizeBytes(const std::string &s) {
+  double v = std::stod(s);
+  char unit = s.back();
+  return unit == 'K'   ? v * kKiB
+         : unit == 'M' ? v * kMiB
+         : unit == 'G' ? v * kGiB
+                       : v;
+}
+
+} // namespace
+
+TEST_CASE("the step-level model meets every published figure of the "
+          "calibration table within 15%",
+          "[stepsim][calibration]") {
+  std::vector<CalibrationRow> rows = calibrationRows();
+  REQUIRE(rows.size() >= 6);
+  std::set<std::string> machines;
+  for (const CalibrationRow &row : rows) {
+    INFO(row.id << ": " << row.collective << " " << row.size << " on "
+                << row.machine << ", " << row.protocol << ", " << row.channels
+                << " channels, published " << row.published << " "
+                << row.metric);
+    machines.insert(row.machine);
+    REQUIRE((row.collective == "allreduce" || row.collective == "allgather"));
+    Schedule ring = shippedProgram(
+        row.collective == "allreduce" ? "ring_allreduce" : "ring_allgather", 8);
+    Algo algo = lower(ring, row.channels, row.protocol);
+    StepSimResult r = timeIt(algo, machine(row.machine), sizeBytes(row.size),
+                             ring.collective.busBwFactor());
+    double predicted = row.metric == "us" ? r.timeUs : r.busbwGBps;
+    INFO("predicted " << predicted);
+    REQUIRE((row.metric == "us" || row.metric == "busbw GB/s"));
+    CHECK(std::abs(predicted - row.published) <= 0.15 * row.published);
+  }
+  CHECK(machines.count("dgx-a100") == 1);
+  CHECK(machines.count("dgx-h100") == 1);
+}

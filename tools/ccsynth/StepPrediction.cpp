@@ -1,0 +1,50 @@
+//===- StepPrediction.cpp - Step-level predictions for simulate/compile ---===//
+#include "StepPrediction.h"
+
+#include "ccsynth/Target/MSCCLXml.h"
+
+#include <algorithm>
+
+namespace ccsynth::cli {
+
+bool isMscclXmlInput(const std::string &path) {
+  if (path.ends_with(".xml"))
+    return true;
+  if (path.ends_with(".json") || path.ends_with(".ccl"))
+    return false;
+  auto text = readFile(path);
+  if (!text)
+    return false;
+  size_t first = text->find_first_not_of(" \t\r\n");
+  return first != std::string::npos && (*text)[first] == '<';
+}
+
+Expected<msccl::Algo> stepProgram(const std::string &path,
+                                  const Schedule &schedule,
+                                  CompileOptions options) {
+  if (isMscclXmlInput(path)) {
+    auto text = readFile(path);
+    if (!text)
+      return text.error();
+    msccl::XmlReadOptions ro;
+    ro.legacyAttributes = true;
+    return msccl::parseXml(path, *text, ro);
+  }
+  options.target = CompileTarget::MscclXml;
+  CompileResult compiled = compileSchedule(schedule, options);
+  if (!compiled.ok())
+    return compiled.failure.error;
+  return msccl::parseXml(path + " (lowered)", *compiled.output);
+}
+
+std::string describeProgram(const msccl::Algo &algo) {
+  size_t tbs = 0;
+  for (const msccl::Gpu &g : algo.gpus)
+    tbs = std::max(tbs, g.tbs.size());
+  return algo.proto + ", " + std::to_string(algo.nchannels) + " channel" +
+         (algo.nchannels == 1 ? "" : "s") + ", " + std::to_string(tbs) +
+         " threadblock" + (tbs == 1 ? "" : "s") + " per rank, " +
+         std::to_string(algo.nchunksperloop) + " chunks per loop";
+}
+
+} // namespace ccsynth::cli

@@ -1,0 +1,35 @@
+//===- StepPrediction.h - Step-level predictions for simulate and compile -===//
+//
+// Both commands time the lowered program (what the MSCCL runtime runs)
+// with the step-level simulator: `simulate --level steps` and the
+// predictions `compile` prints. Needs the MLIR-based compiler to lower a
+// schedule; an MSCCL XML input is timed as written.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Target/MSCCLProgram.h"
+#include "ccsynth/Target/StepSimulator.h"
+
+#include <string>
+#include <vector>
+
+namespace ccsynth::cli {
+
+/// Whether `path` holds MSCCL XML (by extension or first character).
+bool isMscclXmlInput(const std::string &path);
+
+/// The step-level program of an input: an MSCCL XML file as written, else
+/// the schedule lowered through the default pipeline to MSCCL XML with
+/// `options` (target forced to msccl-xml).
+Expected<msccl::Algo> stepProgram(const std::string &path,
+                                  const Schedule &schedule,
+                                  CompileOptions options);
+
+/// "LL, 8 channels, 16 threadblocks per rank, 64 chunks per loop".
+std::string describeProgram(const msccl::Algo &algo);
+
+} // namespace ccsynth::cli

@@ -243,8 +243,15 @@ private:
     if (boundKnown)
       return;
     auto t0 = Clock::now();
-    bound =
-        std::max(bound, lowerBound(target, topo, opts.targetBytes).timeUs());
+    // The latency search grows with ranks times links (half a minute on
+    // 1,024 ranks): an eighth of the time left, then a weaker bound.
+    LowerBound lb = lowerBound(target, topo, opts.targetBytes,
+                               t0 + (deadline - t0) / 8);
+    bound = std::max(bound, lb.timeUs());
+    if (lb.latencyCutShort)
+      result.notes.push_back(
+          "the time limit cut the latency bound's shortest-path search "
+          "short; a weaker latency bound is used");
     stages.add("bound", since(t0));
     boundKnown = true;
   }
@@ -425,8 +432,9 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
   bool reduction = setup.lowering == Setup::Lowering::Inverse ||
                    setup.lowering == Setup::Lowering::AllReduce;
   double bestHere = std::numeric_limits<double>::infinity();
-  // Past the time limit, one verified schedule is enough.
-  if (timeUp() && std::isfinite(best.timeUs))
+  // Past the time limit, one verified schedule is enough; past the grace,
+  // lowering another candidate only overruns the limit.
+  if (stopNow() || (timeUp() && std::isfinite(best.timeUs)))
     return bestHere;
   // A reduction tree replayed as the mirror image in time of the copy
   // tree's schedule: on symmetric links that is a schedule of the same
@@ -440,7 +448,7 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
         AccumulatorInit::Early}) {
     if (!reduction && init != AccumulatorInit::AfterFirstArrival)
       break;
-    if (timeUp() && std::isfinite(best.timeUs))
+    if (stopNow() || (timeUp() && std::isfinite(best.timeUs)))
       break;
     // Early copies of every accumulator cost local bandwidth that only
     // pays off when latency dominates.
@@ -646,7 +654,7 @@ void Driver::searchChunkup(int k, const Setup &setup,
       stages.add("heuristic routes", since(t0));
       if (hp)
         report(hp->method, evaluate(problem, setup, *hp, k));
-      if (atBound() || timeUp())
+      if (atBound() || timeUp() || stopNow())
         return;
     }
   }

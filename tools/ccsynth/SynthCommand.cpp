@@ -267,8 +267,13 @@ int runSynth(const SynthCliOptions &o) {
       timeUs = r->timeUs;
       busbw = r->busbwGBps;
     }
-    double lb = isTarget ? result->lowerBoundUs
-                         : lowerBound(sched.collective, model, bytes).timeUs();
+    // The latency search of the bound stops where the time limit does.
+    auto until =
+        t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                 std::chrono::duration<double>(budget));
+    double lb = isTarget
+                    ? result->lowerBoundUs
+                    : lowerBound(sched.collective, model, bytes, until).timeUs();
     std::fprintf(out, "  %10s %12.2f %12.2f %12.2f %7.1f%%\n",
                  formatBytes(bytes).c_str(), timeUs, busbw, lb,
                  timeUs > 0 ? 100 * lb / timeUs : 100.0);

@@ -41,6 +41,7 @@
 #include "ccsynth/Core/Plot.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -90,8 +91,9 @@ std::string formatGBps(double gbps) {
 
 class BoundComputer {
 public:
-  BoundComputer(const Collective &c, const Topology &t, double b)
-      : col(c), topo(t), bytes(b) {}
+  BoundComputer(const Collective &c, const Topology &t, double b,
+                std::optional<std::chrono::steady_clock::time_point> until)
+      : col(c), topo(t), bytes(b), searchUntil(until) {}
 
   LowerBound compute();
 
@@ -99,6 +101,7 @@ private:
   const Collective &col;
   const Topology &topo;
   double bytes;
+  std::optional<std::chrono::steady_clock::time_point> searchUntil;
   int n = 0;
   double chunkBytes = 0;
   std::vector<Demand> demands;
@@ -136,7 +139,7 @@ private:
   /// ranks to one vertex (transfers inside a group are free).
   void quotientTraffic(const std::vector<int> &groupOf,
                        const std::string &what);
-  double latencyBound() const;
+  double latencyBound(bool &cutShort) const;
 };
 
 void BoundComputer::collectDemands() {
@@ -514,15 +517,17 @@ std::vector<double> alphaFrom(const Topology &topo,
   return dist;
 }
 
-double BoundComputer::latencyBound() const {
+double BoundComputer::latencyBound(bool &cutShort) const {
   // Distances are needed only from the ranks where demanded values
   // originate, to the ranks that need them. Any path into d ends with a
   // link into d, so a direct link o -> d as fast as d's fastest incoming
   // link is the shortest path: fully connected machines need no search.
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> minIn(n, inf);
-  for (const Link &l : topo.links)
+  std::vector<double> minIn(n, inf), minOut(n, inf);
+  for (const Link &l : topo.links) {
     minIn[l.dst] = std::min(minIn[l.dst], l.alphaUs);
+    minOut[l.src] = std::min(minOut[l.src], l.alphaUs);
+  }
   std::vector<std::vector<int>> destsOf(n);
   for (const auto &[set, ranks] : allSets) {
     std::vector<int> origins;
@@ -545,10 +550,17 @@ double BoundComputer::latencyBound() const {
       direct[topo.links[l].dst] =
           std::min(direct[topo.links[l].dst], topo.links[l].alphaUs);
     bool needSearch = false;
+    // Past the deadline: a path from o to d is its direct link or has at
+    // least two links, o's fastest way out and d's fastest way in.
+    bool cheap = searchUntil && std::chrono::steady_clock::now() >= *searchUntil;
     for (int d : dests)
       if (d != o) {
         if (direct[d] == minIn[d])
           worst = std::max(worst, direct[d]);
+        else if (cheap) {
+          worst = std::max(worst, std::min(direct[d], minOut[o] + minIn[d]));
+          cutShort = true;
+        }
         else
           needSearch = true;
       }
@@ -613,15 +625,16 @@ LowerBound BoundComputer::compute() {
   totalTraffic();
   if (bestTime < 0)
     best.bandwidthUs = 0;
-  best.latencyUs = latencyBound();
+  best.latencyUs = latencyBound(best.latencyCutShort);
   return best;
 }
 
 } // namespace
 
-LowerBound lowerBound(const Collective &collective, const Topology &topology,
-                      double bytes) {
-  BoundComputer computer(collective, topology, bytes);
+LowerBound
+lowerBound(const Collective &collective, const Topology &topology, double bytes,
+           std::optional<std::chrono::steady_clock::time_point> searchUntil) {
+  BoundComputer computer(collective, topology, bytes, searchUntil);
   return computer.compute();
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 namespace ccsynth {
 
@@ -262,7 +263,15 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
   return t;
 }
 
-std::string topologyToJson(const Topology &t, bool withStepModel) {
+namespace {
+
+/// Writes the canonical topology JSON piece by piece to `emit`: the links
+/// of a 4,096-rank machine (16.7M) make gigabytes of text, which the hash
+/// need not hold at once. Each link is formatted as nlohmann's dump() of
+/// {src, dst, kind, alpha_us, bandwidth_gbps[, resources]} would be, with
+/// its numbers' text cached (a machine has few distinct figures).
+template <typename Emit>
+void writeTopologyJson(const Topology &t, bool withStepModel, Emit &&emit) {
   OrderedJson j;
   j["format"] = "ccsynth-topology";
   j["version"] = 1;
@@ -270,42 +279,44 @@ std::string topologyToJson(const Topology &t, bool withStepModel) {
   j["description"] = t.description;
   j["ranks"] = t.numRanks();
   j["node_of"] = t.nodeOf;
-  j["resources"] = OrderedJson::array();
-  for (const Resource &r : t.resources)
-    j["resources"].push_back(
-        {{"name", r.name}, {"bandwidth_gbps", r.bandwidthGBps}});
-  std::string out = "{\n";
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "resources")
-      continue;
-    out +=
+  std::string head = "{\n";
+  for (auto it = j.begin(); it != j.end(); ++it)
+    head +=
         "  " + OrderedJson(it.key()).dump() + ": " + it.value().dump() + ",\n";
-  }
-  auto list = [&](const char *key, const std::vector<std::string> &rows) {
-    out += std::string("  \"") + key + "\": [";
-    for (size_t i = 0; i < rows.size(); ++i)
-      out += (i ? ",\n    " : "\n    ") + rows[i];
-    out += rows.empty() ? "]" : "\n  ]";
+  head += "  \"resources\": [";
+  for (size_t i = 0; i < t.resources.size(); ++i)
+    head += (i ? ",\n    " : "\n    ") +
+            OrderedJson{{"name", t.resources[i].name},
+                        {"bandwidth_gbps", t.resources[i].bandwidthGBps}}
+                .dump();
+  head += t.resources.empty() ? "]" : "\n  ]";
+  head += ",\n  \"links\": [";
+  emit(head);
+  std::map<double, std::string> numbers;
+  auto number = [&](double x) -> const std::string & {
+    auto it = numbers.find(x);
+    if (it == numbers.end())
+      it = numbers.emplace(x, OrderedJson(x).dump()).first;
+    return it->second;
   };
-  std::vector<std::string> res, links;
-  for (const Resource &r : t.resources)
-    res.push_back(
-        OrderedJson{{"name", r.name}, {"bandwidth_gbps", r.bandwidthGBps}}
-            .dump());
-  for (const Link &l : t.links) {
-    OrderedJson lj;
-    lj["src"] = l.src;
-    lj["dst"] = l.dst;
-    lj["kind"] = toString(l.kind);
-    lj["alpha_us"] = l.alphaUs;
-    lj["bandwidth_gbps"] = l.bandwidthGBps;
-    if (!l.resources.empty())
-      lj["resources"] = l.resources;
-    links.push_back(lj.dump());
+  std::string row;
+  for (size_t i = 0; i < t.links.size(); ++i) {
+    const Link &l = t.links[i];
+    row = i ? ",\n    " : "\n    ";
+    row += "{\"src\":" + std::to_string(l.src) +
+           ",\"dst\":" + std::to_string(l.dst) + ",\"kind\":\"" +
+           toString(l.kind) + "\",\"alpha_us\":" + number(l.alphaUs) +
+           ",\"bandwidth_gbps\":" + number(l.bandwidthGBps);
+    if (!l.resources.empty()) {
+      row += ",\"resources\":[";
+      for (size_t k = 0; k < l.resources.size(); ++k)
+        row += (k ? "," : "") + std::to_string(l.resources[k]);
+      row += "]";
+    }
+    row += "}";
+    emit(row);
   }
-  list("resources", res);
-  out += ",\n";
-  list("links", links);
+  emit(t.links.empty() ? "]" : "\n  ]");
   if (withStepModel) {
     const StepModel &m = t.stepModel;
     auto perProto = [](const double *v) {
@@ -320,19 +331,29 @@ std::string topologyToJson(const Topology &t, bool withStepModel) {
     sm["threadblock_copy_gbps"] = perProto(m.tbCopyGBps);
     sm["threadblock_reduce_gbps"] = perProto(m.tbReduceGBps);
     sm["link_efficiency"] = m.linkEfficiency;
-    out += ",\n  \"step_model\": " + sm.dump();
+    emit(",\n  \"step_model\": " + sm.dump());
   }
-  out += "\n}\n";
+  emit("\n}\n");
+}
+
+} // namespace
+
+std::string topologyToJson(const Topology &t, bool withStepModel) {
+  std::string out;
+  writeTopologyJson(t, withStepModel,
+                    [&](const std::string &piece) { out += piece; });
   return out;
 }
 
 std::string topologyHash(const Topology &topo) {
-  std::string canonical = topologyToJson(topo, /*withStepModel=*/false);
   unsigned long long h = 1469598103934665603ULL;
-  for (unsigned char c : canonical) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
+  writeTopologyJson(topo, /*withStepModel=*/false,
+                    [&](const std::string &piece) {
+    for (unsigned char c : piece) {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+  });
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", h);
   return hex;

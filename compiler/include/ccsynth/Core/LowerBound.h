@@ -33,6 +33,8 @@
 #include "ccsynth/Core/Collective.h"
 #include "ccsynth/Core/Topology.h"
 
+#include <chrono>
+#include <optional>
 #include <string>
 
 namespace ccsynth {
@@ -44,6 +46,11 @@ struct LowerBound {
   /// must cross it and its capacity; starts with "no bound:" when the inputs
   /// do not fit together (rank counts differ, invalid topology or size).
   std::string bindingCut;
+  /// The exact latency search (shortest alpha paths from every origin)
+  /// stopped at its deadline; latencyUs is then a weaker bound that still
+  /// holds (a direct link, or at least two links: the origin's fastest
+  /// outgoing plus the destination's fastest incoming).
+  bool latencyCutShort = false;
   double timeUs() const {
     return bandwidthUs > latencyUs ? bandwidthUs : latencyUs;
   }
@@ -52,7 +59,11 @@ struct LowerBound {
 /// Lower bound on the time of `collective` moving `bytes` (nccl-tests size)
 /// on `topology`. A chunk is bytes / collective.sizeDivisor(). When data
 /// must cross a cut no link crosses, bandwidthUs is +infinity.
-LowerBound lowerBound(const Collective &collective, const Topology &topology,
-                      double bytes);
+/// `searchUntil`, when given, bounds the latency search, the one part whose
+/// cost grows with ranks times links (about 30 s for 1,024 ranks with
+/// explicit links between every pair of nodes' GPUs).
+LowerBound lowerBound(
+    const Collective &collective, const Topology &topology, double bytes,
+    std::optional<std::chrono::steady_clock::time_point> searchUntil = {});
 
 } // namespace ccsynth

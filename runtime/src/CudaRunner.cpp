@@ -148,8 +148,8 @@ RunReport runCudaAlgorithm(const CudaApi &api, const ccsynthCudaComms &comms,
       comms.virtual_comm_create(device, n, algo.flag_words, &d.comm, &commErr);
   if (made != ccsynthSuccess) {
     d.comm = nullptr;
-    report.error = std::string("cannot create the virtual-ranks comm: ") +
-                   commErr.message;
+    report.error =
+        std::string("cannot create the virtual-ranks comm: ") + commErr.message;
     return report;
   }
 
@@ -206,9 +206,9 @@ RunReport runCudaAlgorithm(const CudaApi &api, const ccsynthCudaComms &comms,
   double timed = 0;
   for (int it = 0; it < total; ++it) {
     for (int r = 0; r < n; ++r) {
-      if (su.outBytes && !d.ok(api.memsetAsync(recv[r], 0xa5, su.outBytes,
-                                               d.stream),
-                               "cudaMemsetAsync"))
+      if (su.outBytes &&
+          !d.ok(api.memsetAsync(recv[r], 0xa5, su.outBytes, d.stream),
+                "cudaMemsetAsync"))
         return failed(report);
       if (su.inBytes &&
           !d.ok(api.memcpyAsync(send[r], pristine[r], su.inBytes,
@@ -284,8 +284,8 @@ RunReport runCudaAlgorithm(const CudaApi &api, const ccsynthCudaComms &comms,
           !d.ok(api.eventRecord(start, d.stream), "cudaEventRecord"))
         return failed(report);
       for (int it = 0; it < o.iters; ++it)
-        if (!d.ok(api.memcpyAsync(dst, src, bytes,
-                                  cuda::kMemcpyDeviceToDevice, d.stream),
+        if (!d.ok(api.memcpyAsync(dst, src, bytes, cuda::kMemcpyDeviceToDevice,
+                                  d.stream),
                   "cudaMemcpyAsync (baseline copy)"))
           return failed(report);
       double seconds = 0;

@@ -177,9 +177,9 @@ HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
   report.secondsPerIter = o.iters > 0 ? timed / o.iters : 0;
   if (ok && o.timeMemcpy) {
     report.memcpySecondsPerIter = timeParallelMemcpy(n, su.outBytes, o.iters);
-    report.memcpyWhat = "memcpy of each rank's " +
-                        std::to_string(su.outBytes) + " output bytes, " +
-                        std::to_string(n) + " threads at once";
+    report.memcpyWhat = "memcpy of each rank's " + std::to_string(su.outBytes) +
+                        " output bytes, " + std::to_string(n) +
+                        " threads at once";
   }
   return report;
 }

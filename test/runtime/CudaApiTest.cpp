@@ -32,8 +32,8 @@ bool contains(const std::string &s, const std::string &part) {
 
 int main() {
   std::string error;
-  auto none = CudaApi::load(error, {"libccsynth-no-such-cudart.so.99",
-                                    "/nonexistent/libcudart.so"});
+  auto none = CudaApi::load(
+      error, {"libccsynth-no-such-cudart.so.99", "/nonexistent/libcudart.so"});
   expect(!none, "a missing library loaded");
   expect(contains(error, "cannot load the CUDA runtime library") &&
              contains(error, "libccsynth-no-such-cudart.so.99") &&

@@ -162,8 +162,8 @@ int runRun(RunOptions &o) {
     CompileOptions c;
     c.target = CompileTarget::Cuda;
     c.origin = o.input;
-    auto tile = parseSizes(o.tileBytes.empty() ? (cuda ? "1M" : "64K")
-                                               : o.tileBytes);
+    auto tile =
+        parseSizes(o.tileBytes.empty() ? (cuda ? "1M" : "64K") : o.tileBytes);
     if (!tile || tile->size() != 1 || (long long)tile->front() % 16 != 0 ||
         tile->front() < 16)
       return usage(Error("--tile-bytes must be a positive multiple of 16"));

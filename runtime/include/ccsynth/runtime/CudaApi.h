@@ -94,7 +94,7 @@ private:
 /// builds anything.
 struct CudaDeviceInfo {
   int device = 0;
-  int count = 0;           ///< devices visible
+  int count = 0;            ///< devices visible
   int major = 0, minor = 0; ///< compute capability
   int sms = 0;
   std::string name; ///< empty when the runtime did not say

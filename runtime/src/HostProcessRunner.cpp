@@ -49,29 +49,20 @@ struct Placement {
   std::uint64_t pristine = 0, send = 0, recv = 0, scratch = 0, total = 0;
 };
 
-Placement place(const ccsynthAlgorithm &algo, const ReferenceSpec &spec,
-                int rank, std::uint64_t unitBytes, std::uint64_t inBytes,
-                std::uint64_t outBytes) {
+Placement place(const ccsynthAlgorithm &algo, const RunSetup &su, int rank) {
   Placement p;
   std::uint64_t at = roundUp(sizeof(RankRecord), 64);
   p.pristine = at;
-  at = roundUp(at + inBytes, 64);
-  if (!algo.inplace) {
+  at = roundUp(at + su.inBytes, 64);
+  if (!su.inplace) {
     p.send = at;
-    at = roundUp(at + inBytes, 64);
+    at = roundUp(at + su.inBytes, 64);
     p.recv = at;
-    at = roundUp(at + outBytes, 64);
-  } else if (spec.outUnits > spec.inUnits) {
-    p.recv = at;
-    p.send = at + std::uint64_t(rank) * unitBytes;
-    at = roundUp(at + outBytes, 64);
-  } else if (spec.inUnits > spec.outUnits) {
-    p.send = at;
-    p.recv = at + std::uint64_t(rank) * unitBytes;
-    at = roundUp(at + inBytes, 64);
+    at = roundUp(at + su.outBytes, 64);
   } else {
-    p.send = p.recv = at;
-    at = roundUp(at + outBytes, 64);
+    p.send = at + su.sendOffset(rank);
+    p.recv = at + su.recvOffset(rank);
+    at = roundUp(at + su.sharedBytes(), 64);
   }
   p.scratch = at;
   at = roundUp(at + algo.scratch_bytes, 64);
@@ -138,30 +129,18 @@ HostRunReport runHostAlgorithmProcesses(const ccsynthAlgorithm &algo,
                                         const HostRunOptions &o) {
   HostRunReport report;
   int n = algo.ranks;
-  std::optional<ReferenceSpec> spec = o.reference;
-  if (!spec)
-    spec = builtinReference(algo.collective, n, algo.root);
-  if (!spec) {
-    report.error = std::string("no reference for collective '") +
-                   algo.collective + "': run it from its source";
+  std::optional<RunSetup> setup = prepareRun(algo, o, report.error);
+  if (!setup)
     return report;
-  }
-  int es = dtypeSize(o.dtype);
-  if (es == 0) {
-    report.error = "unknown data type " + std::to_string(o.dtype);
-    return report;
-  }
-  std::size_t unit = o.unitElems ? o.unitElems : o.count;
-  std::uint64_t unitBytes = std::uint64_t(unit) * es;
-  std::uint64_t inBytes = unitBytes * spec->inUnits;
-  std::uint64_t outBytes = unitBytes * spec->outUnits;
+  const RunSetup &su = *setup;
+  std::uint64_t inBytes = su.inBytes, outBytes = su.outBytes;
   report.inBytes = inBytes;
   report.outBytes = outBytes;
 
   std::vector<Placement> places(n);
   std::uint64_t perRank = 0;
   for (int r = 0; r < n; ++r) {
-    places[r] = place(algo, *spec, r, unitBytes, inBytes, outBytes);
+    places[r] = place(algo, su, r);
     perRank = std::max(perRank, places[r].total);
   }
   std::string error;
@@ -174,12 +153,9 @@ HostRunReport runHostAlgorithmProcesses(const ccsynthAlgorithm &algo,
   // The ranks map the inherited descriptor: the name is not needed.
   window->unlink();
   CommHeader *h = window->comm();
-  std::vector<std::vector<unsigned char>> inputs(n);
-  for (int r = 0; r < n; ++r) {
-    inputs[r].resize(inBytes);
-    fillRandom(inputs[r].data(), inBytes / es, o.dtype, o.op, o.seed, r);
-    std::memcpy(commData(h, r) + places[r].pristine, inputs[r].data(), inBytes);
-  }
+  for (int r = 0; r < n; ++r)
+    std::memcpy(commData(h, r) + places[r].pristine, su.inputs[r].data(),
+                inBytes);
 
   std::fflush(nullptr);
   pid_t self = ::getpid();
@@ -297,7 +273,7 @@ HostRunReport runHostAlgorithmProcesses(const ccsynthAlgorithm &algo,
                                                       places[r].recv);
     slowest = std::max(slowest, record(r)->seconds);
   }
-  report.mismatch = checkOutputs(*spec, inputs, outs, unit, o.dtype, o.op);
+  report.mismatch = su.check(outs, o.dtype, o.op);
   report.ok = !report.mismatch;
   report.secondsPerIter = o.iters > 0 ? slowest / o.iters : 0;
   return report;

@@ -68,52 +68,26 @@ HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
                                const HostRunOptions &o) {
   HostRunReport report;
   int n = algo.ranks;
-  std::optional<ReferenceSpec> spec = o.reference;
-  if (!spec)
-    spec = builtinReference(algo.collective, n, algo.root);
-  if (!spec) {
-    report.error = std::string("no reference for collective '") +
-                   algo.collective + "': run it from its source";
+  std::optional<RunSetup> setup = prepareRun(algo, o, report.error);
+  if (!setup)
     return report;
-  }
-  int es = dtypeSize(o.dtype);
-  if (es == 0) {
-    report.error = "unknown data type " + std::to_string(o.dtype);
-    return report;
-  }
-  std::size_t unit = o.unitElems ? o.unitElems : o.count;
-  std::size_t inElems = unit * spec->inUnits, outElems = unit * spec->outUnits;
-  report.inBytes = inElems * es;
-  report.outBytes = outElems * es;
+  const RunSetup &su = *setup;
+  report.inBytes = su.inBytes;
+  report.outBytes = su.outBytes;
 
-  // Buffers: in place, the input is a block of the output (allgather,
-  // gather), the output a block of the input (reducescatter, scatter), or
-  // both are one buffer.
-  std::string coll = algo.collective;
-  bool inplace = algo.inplace != 0;
   std::vector<Bytes> inStore(n), outStore(n), scratch(n);
   std::vector<unsigned char *> send(n), recv(n);
-  std::vector<std::vector<unsigned char>> inputs(n);
   for (int r = 0; r < n; ++r) {
-    inputs[r].resize(inElems * es);
-    fillRandom(inputs[r].data(), inElems, o.dtype, o.op, o.seed, r);
     scratch[r] = allocate(algo.scratch_bytes);
-    if (!inplace) {
-      inStore[r] = allocate(inElems * es);
-      outStore[r] = allocate(outElems * es);
+    if (!su.inplace) {
+      inStore[r] = allocate(su.inBytes);
+      outStore[r] = allocate(su.outBytes);
       send[r] = inStore[r].get();
       recv[r] = outStore[r].get();
-    } else if (spec->outUnits > spec->inUnits) {
-      outStore[r] = allocate(outElems * es);
-      recv[r] = outStore[r].get();
-      send[r] = recv[r] + std::size_t(r) * unit * es;
-    } else if (spec->inUnits > spec->outUnits) {
-      inStore[r] = allocate(inElems * es);
-      send[r] = inStore[r].get();
-      recv[r] = send[r] + std::size_t(r) * unit * es;
     } else {
-      outStore[r] = allocate(outElems * es);
-      send[r] = recv[r] = outStore[r].get();
+      outStore[r] = allocate(su.sharedBytes());
+      send[r] = outStore[r] ? outStore[r].get() + su.sendOffset(r) : nullptr;
+      recv[r] = outStore[r] ? outStore[r].get() + su.recvOffset(r) : nullptr;
     }
     if (!scratch[r] || !send[r] || !recv[r]) {
       report.error = "cannot allocate the buffers of rank " + std::to_string(r);
@@ -122,8 +96,8 @@ HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
   }
   auto resetBuffers = [&] {
     for (int r = 0; r < n; ++r) {
-      std::memset(recv[r], 0xa5, outElems * es);
-      std::memcpy(send[r], inputs[r].data(), inElems * es);
+      std::memset(recv[r], 0xa5, su.outBytes);
+      std::memcpy(send[r], su.inputs[r].data(), su.inBytes);
     }
   };
 
@@ -163,21 +137,11 @@ HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
     });
 
   auto check = [&]() -> bool {
-    for (int r = 0; r < n; ++r)
-      if (results[r] != ccsynthSuccess) {
-        // Prefer the rank that failed first over the ones it aborted.
-        int pick = r;
-        for (int q = 0; q < n; ++q)
-          if (results[q] != ccsynthSuccess && results[q] != ccsynthAborted) {
-            pick = q;
-            break;
-          }
-        report.launchError = errors[pick];
-        report.launchError->result = results[pick];
-        return false;
-      }
+    report.launchError = firstLaunchError(results, errors);
+    if (report.launchError)
+      return false;
     std::vector<const unsigned char *> outs(recv.begin(), recv.end());
-    report.mismatch = checkOutputs(*spec, inputs, outs, unit, o.dtype, o.op);
+    report.mismatch = su.check(outs, o.dtype, o.op);
     return !report.mismatch;
   };
 
@@ -211,8 +175,12 @@ HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
     t.join();
   report.ok = ok;
   report.secondsPerIter = o.iters > 0 ? timed / o.iters : 0;
-  if (ok && o.timeMemcpy)
-    report.memcpySecondsPerIter = timeParallelMemcpy(n, outElems * es, o.iters);
+  if (ok && o.timeMemcpy) {
+    report.memcpySecondsPerIter = timeParallelMemcpy(n, su.outBytes, o.iters);
+    report.memcpyWhat = "memcpy of each rank's " + std::to_string(su.outBytes) +
+                        " output bytes, " + std::to_string(n) +
+                        " threads at once";
+  }
   return report;
 }
 

@@ -61,6 +61,22 @@ std::unique_ptr<Plugin> Plugin::open(const std::string &path,
     }
   }
   p->plugin = table;
+  // The optional CUDA entry: absent is fine, malformed is not.
+  if (void *cuda = ::dlsym(p->handle, CCSYNTH_CUDA_COMMS_ENTRY)) {
+    const ccsynthCudaComms *c = reinterpret_cast<ccsynthCudaCommsGetFn>(cuda)();
+    if (!c || c->version != CCSYNTH_CUDA_COMMS_VERSION ||
+        c->struct_size != sizeof(ccsynthCudaComms) || !c->virtual_comm_create ||
+        !c->virtual_comm_error || !c->virtual_comm_destroy) {
+      error = "plugin '" + path + "': " + CCSYNTH_CUDA_COMMS_ENTRY +
+              (c ? " has version " + std::to_string(c->version) +
+                       " or a malformed table; this build reads version " +
+                       std::to_string(CCSYNTH_CUDA_COMMS_VERSION) +
+                       " (rebuild it with this ccsynth)"
+                 : std::string(" returned no table"));
+      return nullptr;
+    }
+    p->comms = c;
+  }
   return p;
 }
 

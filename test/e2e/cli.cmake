@@ -42,6 +42,23 @@ if(CCSYNTH_ENABLE_MLIR)
   cli_expect(run.bad-ranks-as RC 2
     MATCH "unknown --ranks-as 'cores'.*threads or processes"
     CMD ${CLI_CC} run ${CLI_NOFILE}.json --size 1M --ranks-as cores)
+  cli_expect(run.cuda-processes RC 2
+    MATCH "--ranks-as processes is for the host backend"
+    CMD ${CLI_CC} run ${CLI_NOFILE}.json --size 1M --backend cuda
+        --ranks-as processes)
+  cli_expect(run.cuda-flags-on-host RC 2
+    MATCH "--device, --cuda-arch and --nvcc need --backend cuda"
+    CMD ${CLI_CC} run ${CLI_NOFILE}.json --size 1M --cuda-arch 90)
+  cli_expect(run.cuda-bad-arch RC 2
+    MATCH "--cuda-arch 'sm_90': expected an SM version"
+    CMD ${CLI_CC} run ${CLI_NOFILE}.json --size 1M --backend cuda
+        --cuda-arch sm_90)
+  # Without a GPU: exit 5 and "no CUDA device", nothing else; with one, a
+  # 4-rank ring AllGather that matches the reference.
+  add_test(NAME e2e:cli.run.cuda
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/run-cuda.sh ${CLI_CC}
+            ${CLI_OUT}/run-cuda source)
+  set_tests_properties(e2e:cli.run.cuda PROPERTIES TIMEOUT 900)
 endif()
 foreach(row ${rows})
   string(REPLACE "|" ";" fields "${row}")

@@ -6,7 +6,9 @@
 // context instead of throwing.
 //
 // Exit codes: 0 success, 1 bad input or failure, 2 usage error (CLI11),
-// 3 the schedule does not implement its collective, 4 infeasible sketch.
+// 3 the schedule does not implement its collective (or `run` computed a
+// wrong result), 4 infeasible sketch, 5 `run --backend cuda` found no CUDA
+// runtime or device.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -31,6 +33,7 @@ enum ExitCode : int {
   kExitUsage = 2,
   kExitVerifyFailed = 3,
   kExitInfeasible = 4,
+  kExitNoDevice = 5,
 };
 
 struct CommandContext {

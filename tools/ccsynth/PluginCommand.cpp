@@ -32,6 +32,20 @@ int runInfo(const std::string &path) {
   std::cout << path << ": " << (t.generator ? t.generator : "?")
             << ", ABI version " << t.abi_version << ", " << t.num_algorithms
             << " algorithm" << (t.num_algorithms == 1 ? "" : "s") << "\n";
+  bool cuda = false;
+  for (const ccsynthAlgorithm &a : *plugin)
+    cuda |= a.backend == ccsynthBackendCuda;
+  if (cuda)
+    std::cout << "CUDA comms entry: "
+              << (plugin->cudaComms()
+                      ? "version " +
+                            std::to_string(plugin->cudaComms()->version) +
+                            " (virtual-ranks communicator; `ccsynth run "
+                            "--backend cuda` can drive it)"
+                      : std::string("absent (built before version 1; "
+                                    "`ccsynth run --backend cuda` needs it: "
+                                    "rebuild the plugin)"))
+              << "\n";
   for (const ccsynthAlgorithm &a : *plugin) {
     std::cout << "\n" << a.name << "\n";
     auto row = [](const char *k, const std::string &v) {

@@ -5,6 +5,8 @@
 #include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Core/TextLimits.h"
 #include "ccsynth/Import/ScheduleText.h"
+#include "ccsynth/runtime/CudaApi.h"
+#include "ccsynth/runtime/CudaRunner.h"
 #include "ccsynth/runtime/HostRunner.h"
 #include "ccsynth/runtime/HostTypes.h"
 #include "ccsynth/runtime/PluginLoader.h"
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <regex>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -31,11 +34,13 @@ struct RunOptions {
   double timeout = 30;
   std::string algorithm;
   std::vector<std::string> defines;
-  std::string tileBytes = "64K";
+  std::string tileBytes; ///< default: 64K on the host, 1M on CUDA
   std::string keepPlugin;
   std::vector<std::string> pluginFlags;
   bool compareMemcpy = false;
   std::string ranksAs = "threads";
+  int device = 0;
+  std::string cudaArch, nvcc;
 };
 
 /// The reference of a custom collective, in chunks.
@@ -60,13 +65,32 @@ rt::ReferenceSpec customReference(const Collective &c) {
   return s;
 }
 
+/// Prints the result table of a run that matched the reference.
+void printReport(const ccsynthAlgorithm &algo, const rt::RunReport &rep,
+                 bool compareMemcpy) {
+  double bytes = double(std::max(rep.inBytes, rep.outBytes));
+  double algbw = rep.secondsPerIter > 0 ? bytes / rep.secondsPerIter / 1e9 : 0;
+  double factor = 1;
+  std::string c = algo.collective;
+  int n = algo.ranks;
+  if (c == "allreduce")
+    factor = 2.0 * (n - 1) / n;
+  else if (c == "allgather" || c == "reducescatter" || c == "alltoall")
+    factor = double(n - 1) / n;
+  std::printf("%12s %14s %12s %12s  %s\n", "bytes", "time/iter(us)",
+              "algbw(GB/s)", "busbw(GB/s)", "check");
+  std::printf("%12.0f %14.1f %12.3f %12.3f  %s\n", bytes,
+              rep.secondsPerIter * 1e6, algbw, algbw * factor,
+              "correct (matches the reference)");
+  if (compareMemcpy && rep.memcpySecondsPerIter > 0)
+    std::printf("%s: %.1f us; algorithm / memcpy time: %.2fx\n",
+                rep.memcpyWhat.c_str(), rep.memcpySecondsPerIter * 1e6,
+                rep.secondsPerIter / rep.memcpySecondsPerIter);
+}
+
 int runRun(RunOptions &o) {
-  if (o.backend == "cuda")
-    return fail(Error("--backend cuda: this build runs algorithms on the host "
-                      "only; build a CUDA plugin with `ccsynth compile "
-                      "--target plugin --backend cuda` and run it on a GPU "
-                      "machine"));
-  if (o.backend != "host")
+  bool cuda = o.backend == "cuda";
+  if (!cuda && o.backend != "host")
     return usage(
         Error("unknown backend '" + o.backend + "' (expected host or cuda)"));
   int dtype = rt::parseDtype(o.dtype);
@@ -83,11 +107,45 @@ int runRun(RunOptions &o) {
   bool processes = o.ranksAs == "processes";
   if (processes && o.compareMemcpy)
     return usage(Error("--compare-memcpy needs --ranks-as threads"));
+  if (cuda && processes)
+    return usage(Error("--ranks-as processes is for the host backend; "
+                       "--backend cuda runs every rank as blocks of one "
+                       "launch on one GPU"));
+  if (!cuda && (!o.cudaArch.empty() || !o.nvcc.empty() || o.device != 0))
+    return usage(Error("--device, --cuda-arch and --nvcc need --backend cuda"));
+  if (!o.cudaArch.empty() &&
+      !std::regex_match(o.cudaArch, std::regex("[0-9]{2,3}[a-z]?")))
+    return usage(Error("--cuda-arch '" + o.cudaArch +
+                       "': expected an SM version like 80, 90 or 90a"));
   if (o.iters < 1 || o.warmup < 0)
     return usage(Error("--iters must be at least 1 and --warmup at least 0"));
   if (o.size.empty() == o.count.empty())
     return usage(
         Error("give exactly one of --size BYTES and --count ELEMENTS"));
+
+  if (!o.size.empty()) {
+    auto sizes = parseSizes(o.size);
+    if (!sizes || sizes->size() != 1)
+      return usage(Error("--size: expected one byte count like 4096 or 1M"));
+  }
+
+  // CUDA: the runtime and the device before anything is built, so that a
+  // machine without them says so at once and prints nothing else.
+  std::unique_ptr<rt::CudaApi> cudaApi;
+  rt::CudaDeviceInfo device;
+  if (cuda) {
+    std::error_code ec;
+    if (!fs::is_regular_file(o.input, ec))
+      return fail(Error("cannot read '" + o.input + "': no such file"));
+    std::string why;
+    cudaApi = rt::CudaApi::load(why);
+    if (!cudaApi || !rt::probeCudaDevice(*cudaApi, o.device, device, why))
+      return fail(Error("no CUDA device: " + why), kExitNoDevice);
+  }
+  std::string arch = o.cudaArch;
+  if (cuda && arch.empty())
+    arch = device.major > 0 ? std::to_string(device.major * 10 + device.minor)
+                            : "90";
 
   // The plugin: given, or built from the input for this dtype and operator.
   std::optional<Collective> collective;
@@ -104,7 +162,8 @@ int runRun(RunOptions &o) {
     CompileOptions c;
     c.target = CompileTarget::Cuda;
     c.origin = o.input;
-    auto tile = parseSizes(o.tileBytes);
+    auto tile =
+        parseSizes(o.tileBytes.empty() ? (cuda ? "1M" : "64K") : o.tileBytes);
     if (!tile || tile->size() != 1 || (long long)tile->front() % 16 != 0 ||
         tile->front() < 16)
       return usage(Error("--tile-bytes must be a positive multiple of 16"));
@@ -139,6 +198,13 @@ int runRun(RunOptions &o) {
     b.dtypeMask = 1u << dtype;
     b.opMask = 1u << op;
     b.flags = o.pluginFlags;
+    if (cuda) {
+      b.backend = "cuda";
+      b.cudaArchs = {arch};
+      b.nvcc = o.nvcc;
+      // A run uses the virtual-ranks transport only: half the kernels.
+      b.flags.insert(b.flags.begin(), "-DCCSYNTH_WITH_NCCL=0");
+    }
     if (o.keepPlugin.empty()) {
       std::string tmpl =
           (fs::temp_directory_path() / "ccsynth-run-XXXXXX.so").string();
@@ -151,7 +217,9 @@ int runRun(RunOptions &o) {
     } else {
       pluginPath = o.keepPlugin;
     }
-    std::cerr << "ccsynth: building " << *name << " for the host backend\n";
+    std::cerr << "ccsynth: building " << *name << " for the "
+              << (cuda ? "cuda backend (sm_" + arch + ")" : "host backend")
+              << "\n";
     if (Status s = buildPlugin({{*name, *result.output}}, b, pluginPath); !s)
       return fail(s.error());
   }
@@ -170,10 +238,18 @@ int runRun(RunOptions &o) {
     return usage(Error("the plugin holds several algorithms: choose one with "
                        "--algorithm (see `ccsynth plugin info`)"));
   }
-  if (algo->backend != ccsynthBackendHost)
+  int wantBackend = cuda ? ccsynthBackendCuda : ccsynthBackendHost;
+  if (algo->backend != wantBackend)
     return fail(Error(std::string("algorithm '") + algo->name +
                       "' was built for the " + rt::backendName(algo->backend) +
-                      " backend"));
+                      " backend, not " + o.backend));
+  if (cuda && !(algo->transport_mask & ccsynthTransportCudaVirtual))
+    return fail(Error(std::string("algorithm '") + algo->name +
+                      "' was built without the virtual-ranks transport"));
+  if (cuda && !plugin->cudaComms())
+    return fail(Error("plugin '" + pluginPath + "' has no " +
+                      CCSYNTH_CUDA_COMMS_ENTRY +
+                      " entry (built by an older ccsynth): rebuild it"));
 
   rt::HostRunOptions r;
   r.dtype = dtype;
@@ -221,14 +297,22 @@ int runRun(RunOptions &o) {
     r.unitElems = r.count / unitsPerCount;
   }
 
+  std::string where = o.ranksAs;
+  if (cuda)
+    where = "virtual ranks on GPU " + std::to_string(device.device) +
+            (device.name.empty() ? "" : ": " + device.name) + ", sm_" +
+            std::to_string(device.major * 10 + device.minor);
   std::cout << "# " << algo->name << ": " << algo->collective << " on "
-            << algo->ranks << " ranks (" << o.ranksAs << "), "
+            << algo->ranks << " ranks (" << where << "), "
             << rt::dtypeName(dtype)
             << (algo->op_mask ? std::string(" ") + rt::opName(op) : "")
             << ", count " << r.count << ", " << o.iters << " iterations\n";
   std::cout.flush();
-  rt::HostRunReport rep = processes ? rt::runHostAlgorithmProcesses(*algo, r)
-                                    : rt::runHostAlgorithm(*algo, r);
+  rt::HostRunReport rep =
+      cuda        ? rt::runCudaAlgorithm(*cudaApi, *plugin->cudaComms(), *algo,
+                                         o.device, r)
+      : processes ? rt::runHostAlgorithmProcesses(*algo, r)
+                  : rt::runHostAlgorithm(*algo, r);
   if (!rep.error.empty())
     return fail(Error(rep.error));
   if (rep.launchError) {
@@ -245,25 +329,7 @@ int runRun(RunOptions &o) {
       msg += " (tolerance " + std::to_string(m.allowed) + ")";
     return fail(Error(msg), kExitVerifyFailed);
   }
-  double bytes = double(std::max(rep.inBytes, rep.outBytes));
-  double algbw = bytes / rep.secondsPerIter / 1e9;
-  double factor = 1;
-  std::string c = algo->collective;
-  int n = algo->ranks;
-  if (c == "allreduce")
-    factor = 2.0 * (n - 1) / n;
-  else if (c == "allgather" || c == "reducescatter" || c == "alltoall")
-    factor = double(n - 1) / n;
-  std::printf("%12s %14s %12s %12s  %s\n", "bytes", "time/iter(us)",
-              "algbw(GB/s)", "busbw(GB/s)", "check");
-  std::printf("%12.0f %14.1f %12.3f %12.3f  %s\n", bytes,
-              rep.secondsPerIter * 1e6, algbw, algbw * factor,
-              "correct (matches the reference)");
-  if (o.compareMemcpy && rep.memcpySecondsPerIter > 0)
-    std::printf("memcpy of each rank's %zu output bytes, %d threads at once: "
-                "%.1f us; algorithm / memcpy time: %.2fx\n",
-                rep.outBytes, n, rep.memcpySecondsPerIter * 1e6,
-                rep.secondsPerIter / rep.memcpySecondsPerIter);
+  printReport(*algo, rep, o.compareMemcpy);
   return kExitOk;
 }
 
@@ -281,11 +347,16 @@ void addRunCommand(CLI::App &app, CommandContext &ctx) {
       "bandwidth per iteration. Exit 3 names the rank and first wrong "
       "element; a wait that passes --timeout reports rank, threadblock, step "
       "and flag. With --ranks-as processes every rank is a process of its "
-      "own and the ranks share a POSIX shared-memory window.");
+      "own and the ranks share a POSIX shared-memory window. With --backend "
+      "cuda the plugin is built by nvcc and every rank's buffers live on "
+      "one GPU, all ranks being blocks of one launch (the virtual-ranks "
+      "transport); the CUDA runtime is loaded at run time, and a machine "
+      "without it or without a device exits 5 (\"no CUDA device\").");
   cmd->add_option("INPUT", opts->input,
                   "Schedule JSON, .ccl program, .mlir file or plugin .so")
       ->required();
-  cmd->add_option("--backend", opts->backend, "host (default) or cuda");
+  cmd->add_option("--backend", opts->backend,
+                  "host (default) or cuda (virtual ranks on one GPU)");
   cmd->add_option("--size", opts->size,
                   "Bytes of the larger buffer of a rank (nccl-tests' size), "
                   "e.g. 1M");
@@ -304,7 +375,8 @@ void addRunCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--algorithm", opts->algorithm,
                   "Which algorithm of a plugin holding several");
   cmd->add_option("--tile-bytes", opts->tileBytes,
-                  "Bytes per chunk slice per pass (default 64K)");
+                  "Bytes per chunk slice per pass (default 64K on the host, "
+                  "1M on CUDA)");
   cmd->add_option("--keep-plugin", opts->keepPlugin,
                   "Write the plugin built from INPUT here");
   cmd->add_option("--plugin-flag", opts->pluginFlags,
@@ -316,9 +388,18 @@ void addRunCommand(CLI::App &app, CommandContext &ctx) {
                   "processes (one forked process per rank, sharing a POSIX "
                   "shared-memory window, as NCCL jobs run)");
   cmd->add_flag("--compare-memcpy", opts->compareMemcpy,
-                "Also time every rank copying its output bytes with memcpy "
-                "at once, and print the ratio (the host benchmark's "
-                "baseline)");
+                "Also time a plain copy of the same bytes in the same run "
+                "and print the ratio: on the host every rank copying its "
+                "output bytes with memcpy at once, on CUDA one cudaMemcpy "
+                "device-to-device of all ranks' output bytes");
+  cmd->add_option("--device", opts->device,
+                  "--backend cuda: the GPU to run on (default 0)");
+  cmd->add_option("--cuda-arch", opts->cudaArch,
+                  "--backend cuda: the SM architecture to build for "
+                  "(default: the device's, e.g. 90)");
+  cmd->add_option("--nvcc", opts->nvcc,
+                  "--backend cuda: nvcc (default: on PATH, else "
+                  "/usr/local/cuda/bin/nvcc)");
   cmd->callback([opts, &ctx] { ctx.exitCode = runRun(*opts); });
 }
 

@@ -3,7 +3,8 @@
 // Used by `ccsynth run`, `ccsynth plugin info` and the NCCL-API interposer.
 // A library is refused, with one message saying why, when it cannot be
 // opened, lacks the entry symbol, reports another ABI version, or carries a
-// descriptor that does not hold together.
+// descriptor that does not hold together (and when its optional CUDA
+// communicator entry has another version).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -35,11 +36,15 @@ public:
   }
   /// The algorithm called `name`, or null.
   const ccsynthAlgorithm *find(const std::string &name) const;
+  /// The CUDA communicator entry (CCSYNTH_CUDA_COMMS_ENTRY), or null when
+  /// the plugin has none (host plugins, CUDA plugins built before it).
+  const ccsynthCudaComms *cudaComms() const { return comms; }
 
 private:
   Plugin() = default;
   void *handle = nullptr;
   const ccsynthPlugin *plugin = nullptr;
+  const ccsynthCudaComms *comms = nullptr;
   std::string file;
 };
 

@@ -142,6 +142,35 @@ typedef struct {
 
 typedef const ccsynthPlugin *(*ccsynthPluginGetFn)(void);
 
+/* Optional, CUDA-backend plugins only: the communicator of the
+ * virtual-ranks transport, so that a loader that links no CUDA library
+ * (`ccsynth run --backend cuda` loads the CUDA runtime with dlopen) can
+ * create the `comm` of ccsynthTransportCudaVirtual launches. Exported as
+ * its own symbol with its own version, so plugins built before it still
+ * load (they only lack this entry); loaders refuse other versions.
+ *
+ * virtual_comm_create: makes `device` current on the calling thread and
+ *   creates a comm for `ranks` ranks (all blocks of one launch) and
+ *   algorithms needing at most `flag_words` flag words per rank.
+ * virtual_comm_error: after the launch's stream is idle, ccsynthSuccess or
+ *   the first failed wait (ccsynthTimeout with rank, threadblock and step
+ *   in `error`); ccsynthInvalidArgument for a comm it did not create.
+ * virtual_comm_destroy: frees the comm; its launches must have finished. */
+#define CCSYNTH_CUDA_COMMS_VERSION 1
+#define CCSYNTH_CUDA_COMMS_ENTRY "ccsynthPluginCudaComms"
+
+typedef struct {
+  uint32_t version;     /* CCSYNTH_CUDA_COMMS_VERSION */
+  uint32_t struct_size; /* sizeof(ccsynthCudaComms) */
+  ccsynthResult (*virtual_comm_create)(int32_t device, int32_t ranks,
+                                       uint32_t flag_words, void **comm,
+                                       ccsynthError *error);
+  ccsynthResult (*virtual_comm_error)(void *comm, ccsynthError *error);
+  void (*virtual_comm_destroy)(void *comm);
+} ccsynthCudaComms;
+
+typedef const ccsynthCudaComms *(*ccsynthCudaCommsGetFn)(void);
+
 #ifdef __cplusplus
 }
 #endif

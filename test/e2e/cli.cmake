@@ -53,6 +53,18 @@ if(CCSYNTH_ENABLE_MLIR)
     MATCH "--cuda-arch 'sm_90': expected an SM version"
     CMD ${CLI_CC} run ${CLI_NOFILE}.json --size 1M --backend cuda
         --cuda-arch sm_90)
+  # What runs is proven first, links included, as compile and verify do:
+  # a transfer on a link the topology lacks is exit 3, before any build.
+  cli_expect(run.bad-link RC 3
+    MATCH "bad-link.json:8:5: error: \\[bad-link\\] transfer #2"
+    NOMATCH "building"
+    CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/lit/CLI/Inputs/bad-link.json
+        --count 4)
+  cli_expect(run.bad-link-mlir RC 3
+    MATCH "bad-link.mlir:6:5: error: \\[bad-link\\] transfer #2"
+    NOMATCH "building"
+    CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/lit/CLI/Inputs/bad-link.mlir
+        --count 4)
   # Without a GPU: exit 5 and "no CUDA device", nothing else; with one, a
   # 4-rank ring AllGather that matches the reference.
   add_test(NAME e2e:cli.run.cuda

@@ -162,6 +162,8 @@ int runRun(RunOptions &o) {
     CompileOptions c;
     c.target = CompileTarget::Cuda;
     c.origin = o.input;
+    // What runs is proven first, links included, as by compile and verify.
+    c.checkLinks = true;
     auto tile =
         parseSizes(o.tileBytes.empty() ? (cuda ? "1M" : "64K") : o.tileBytes);
     if (!tile || tile->size() != 1 || (long long)tile->front() % 16 != 0 ||
@@ -183,6 +185,12 @@ int runRun(RunOptions &o) {
       auto sched = loadScheduleInput(o.input, *defs);
       if (!sched)
         return fail(sched.error());
+      {
+        std::optional<Topology> topo;
+        VerifyResult proof;
+        if (int rc = proveSchedule(*sched, o.input, "", false, topo, proof))
+          return rc;
+      }
       locateTransfers(*sched, o.input);
       collective = sched->collective;
       result = compileSchedule(*sched, c);

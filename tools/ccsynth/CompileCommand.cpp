@@ -178,13 +178,13 @@ int runMscclDir(CompileCliOptions &o, CompileOptions c) {
     if (!algo)
       return fail(Error("internal error: the XML written for this input "
                         "does not read back: " +
-                        algo.error().message,
+                            algo.error().message,
                         SourceLoc{input}));
     std::vector<msccl::ProgramIssue> issues = msccl::validateAlgo(*algo);
     if (!issues.empty())
       return fail(Error("internal error: the XML written for this input "
                         "breaks a runtime rule: " +
-                        issues.front().message,
+                            issues.front().message,
                         SourceLoc{input}));
     msccl::DirEntry e;
     e.file = msccl::dirFileName((int)j, *algo);
@@ -203,8 +203,7 @@ int runMscclDir(CompileCliOptions &o, CompileOptions c) {
   std::vector<OutputFile> files;
   files.push_back({"README.md", msccl::dirReadme(entries)});
   for (const msccl::DirEntry &e : entries)
-    files.push_back(
-        {std::string(msccl::kAlgoSubdir) + "/" + e.file, e.text});
+    files.push_back({std::string(msccl::kAlgoSubdir) + "/" + e.file, e.text});
   if (Status s = writeDirectoryAtomic(o.output, files, ours); !s)
     return fail(s.error());
   for (size_t j = 0; j < entries.size(); ++j) {

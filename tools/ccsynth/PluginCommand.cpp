@@ -70,8 +70,7 @@ int runDirInfo(const std::string &path) {
   // MSCCL runs the first match in this order; say where that hides one.
   for (size_t i = 0; i < dir->entries.size(); ++i)
     for (size_t j = i + 1; j < dir->entries.size(); ++j)
-      if (msccl::selectionOverlaps(dir->entries[i].algo,
-                                   dir->entries[j].algo))
+      if (msccl::selectionOverlaps(dir->entries[i].algo, dir->entries[j].algo))
         std::cout << "\nnote: " << dir->entries[i].file << " and "
                   << dir->entries[j].file
                   << " serve overlapping calls; MSCCL runs "

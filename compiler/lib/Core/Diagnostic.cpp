@@ -388,8 +388,7 @@ std::string trimSlashes(const std::string &dir) {
 
 Status checkDirectoryWritable(
     const std::string &dir,
-    const std::function<bool(const std::string &)> &mayReplace,
-    bool *replace) {
+    const std::function<bool(const std::string &)> &mayReplace, bool *replace) {
   std::string target = trimSlashes(dir);
   if (target.empty())
     return Error("no output directory named");
@@ -458,8 +457,8 @@ Status writeDirectoryAtomic(
     }
     std::string path = staged.path + "/" + f.path;
     staged.slots.push_back(registerTemporaryFile(path));
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                    0666);
+    int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0)
       return writeError(dir + "/" + f.path, errno);
     int err = writeAll(fd, f.contents);

@@ -89,8 +89,8 @@ Status checkNoOverlap(const std::vector<DirEntry> &entries) {
                                           : std::min(a.maxBytes, b.maxBytes);
       return Error(entries[i].file + " (from " + entries[i].source + ", " +
                    sizeRange(a) + ") and " + entries[j].file + " (from " +
-                   entries[j].source + ", " + sizeRange(b) +
-                   ") both serve " + a.coll + " on " + std::to_string(a.ngpus) +
+                   entries[j].source + ", " + sizeRange(b) + ") both serve " +
+                   a.coll + " on " + std::to_string(a.ngpus) +
                    " ranks for sizes " + sizeRange(shared) +
                    ": MSCCL would always run the first; give them disjoint "
                    "size ranges (--split)");
@@ -100,8 +100,8 @@ Status checkNoOverlap(const std::vector<DirEntry> &entries) {
 
 std::string dirReadme(const std::vector<DirEntry> &entries) {
   std::string s = std::string(kDirReadmeTitle) + "\n\n";
-  s += "`" + std::string(kAlgoSubdir) +
-       "/` holds " + std::to_string(entries.size()) + " algorithm" +
+  s += "`" + std::string(kAlgoSubdir) + "/` holds " +
+       std::to_string(entries.size()) + " algorithm" +
        (entries.size() == 1 ? "" : "s") +
        " for msccl-executor-nccl (MSCCL's NCCL). Point MSCCL at that "
        "subdirectory, not at this one:\n\n"
@@ -193,21 +193,21 @@ Expected<AlgoDir> readAlgoDir(const std::string &path) {
   if (files.empty())
     return Error("'" + dir.algoDir + "' holds no algorithm files");
   if ((int)files.size() > kMaxAlgos)
-    return Error("'" + dir.algoDir + "' holds " +
-                 std::to_string(files.size()) + " files; MSCCL holds at most " +
-                 std::to_string(kMaxAlgos) + " algorithms");
+    return Error("'" + dir.algoDir + "' holds " + std::to_string(files.size()) +
+                 " files; MSCCL holds at most " + std::to_string(kMaxAlgos) +
+                 " algorithms");
   for (const std::string &f : files) {
     auto text = readFile(f);
     if (!text)
       return Error(text.error().message +
-                   " (MSCCL reads every file in MSCCL_ALGO_DIR as an "
-                   "algorithm)",
+                       " (MSCCL reads every file in MSCCL_ALGO_DIR as an "
+                       "algorithm)",
                    {f});
     auto algo = parseXml(f, *text);
     if (!algo)
       return Error(algo.error().message +
-                   " (MSCCL reads every file in MSCCL_ALGO_DIR as an "
-                   "algorithm)",
+                       " (MSCCL reads every file in MSCCL_ALGO_DIR as an "
+                       "algorithm)",
                    algo.error().loc);
     std::vector<ProgramIssue> issues = validateAlgo(*algo);
     if (!issues.empty())

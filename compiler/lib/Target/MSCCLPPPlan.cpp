@@ -143,9 +143,8 @@ FailureOr<json::Value> PlanBuilder::build() {
     json::Array channels;
     for (int t : {0, 1})
       for (auto &[c, peers] : peersByChannel[t])
-        channels.push_back(
-            json::Object{{"channel_type", t ? "port" : "memory"},
-                         {"connected_to", std::move(peers)}});
+        channels.push_back(json::Object{{"channel_type", t ? "port" : "memory"},
+                                        {"connected_to", std::move(peers)}});
 
     std::map<Key3, std::vector<int>> acquireOf, releaseOf;
     int numSems = 0;
@@ -281,10 +280,11 @@ FailureOr<json::Value> PlanBuilder::build() {
           auto [rit, fresh] = remoteIndex.try_emplace(
               {tb.send, (int)out.buffer}, (int)remoteIndex.size());
           if (fresh)
-            remoteBuffers.push_back(json::Object{
-                {"rank", tb.send},
-                {"type", msccl::bufferCode(out.buffer)},
-                {"access_channel_types", json::Array{channelType(r, tb.send)}}});
+            remoteBuffers.push_back(
+                json::Object{{"rank", tb.send},
+                             {"type", msccl::bufferCode(out.buffer)},
+                             {"access_channel_types",
+                              json::Array{channelType(r, tb.send)}}});
           std::vector<int> &refs = tbRemote[port ? 1 : 0];
           auto [lit, lfresh] =
               tbRemoteOf.try_emplace(rit->second, (int)refs.size());
@@ -327,9 +327,9 @@ FailureOr<json::Value> PlanBuilder::build() {
         if ((int)tbChannels[t].size() > kMscclppMaxChannels ||
             (int)tbRemote[t].size() > kMscclppMaxChannels) {
           originOf({r, tb.id, 0})->emitError()
-              << "rank " << r << " threadblock " << tb.id
-              << " uses more than " << kMscclppMaxChannels << " "
-              << (t ? "port" : "memory") << " channels or remote buffers";
+              << "rank " << r << " threadblock " << tb.id << " uses more than "
+              << kMscclppMaxChannels << " " << (t ? "port" : "memory")
+              << " channels or remote buffers";
           return failure();
         }
       json::Object tbObj{{"id", tb.id}, {"ops", std::move(ops)}};
@@ -347,8 +347,9 @@ FailureOr<json::Value> PlanBuilder::build() {
         const char *type = t ? "port" : "memory";
         tbChanArr.push_back(json::Object{{"channel_type", type},
                                          {"channel_ids", std::move(ids)}});
-        tbRemArr.push_back(json::Object{{"access_channel_type", type},
-                                        {"remote_buffer_ids", std::move(refs)}});
+        tbRemArr.push_back(
+            json::Object{{"access_channel_type", type},
+                         {"remote_buffer_ids", std::move(refs)}});
       }
       tbObj["channels"] = std::move(tbChanArr);
       tbObj["remote_buffer_refs"] = std::move(tbRemArr);

@@ -1,4 +1,5 @@
-//===- MSCCLPPPlanCheck.cpp - Symbolic run of an MSCCL++ execution plan ----===//
+//===- MSCCLPPPlanCheck.cpp - Symbolic run of an MSCCL++ execution plan
+//----===//
 #include "ccsynth/Target/MSCCLPPPlanCheck.h"
 
 #include "ccsynth/Core/Json.h"
@@ -86,8 +87,8 @@ private:
         (*tb.ops)[tb.pc]["name"].is_string())
       op = (*tb.ops)[tb.pc]["name"].get<std::string>();
     return "rank " + std::to_string(tb.rank) + " threadblock " +
-           std::to_string(tb.id) + " op " + std::to_string(tb.pc) + " (" +
-           op + ")";
+           std::to_string(tb.id) + " op " + std::to_string(tb.pc) + " (" + op +
+           ")";
   }
 
   Status loadRank(const Json &gpu, int r);
@@ -164,8 +165,8 @@ Status PlanRun::loadRank(const Json &gpu, int r) {
                  std::to_string(tbList.size()) +
                  " threadblocks, more than the budget of " +
                  std::to_string(options.maxThreadblocksPerRank));
-  summary.maxThreadblocks = std::max(summary.maxThreadblocks,
-                                     (int)tbList.size());
+  summary.maxThreadblocks =
+      std::max(summary.maxThreadblocks, (int)tbList.size());
   int expectId = 0;
   for (const Json &t : tbList) {
     Threadblock tb;
@@ -185,7 +186,8 @@ Status PlanRun::loadRank(const Json &gpu, int r) {
         if (g < 0 || g >= (int)rk.peer[*type].size())
           return error("rank " + std::to_string(r) + " threadblock " +
                        std::to_string(tb.id) + " names " + chanName(*type) +
-                       " channel " + std::to_string(g) + ", which the rank "
+                       " channel " + std::to_string(g) +
+                       ", which the rank "
                        "does not have");
         tb.channels[*type].push_back(g);
       }
@@ -221,18 +223,16 @@ Expected<std::vector<ChunkLoc>> PlanRun::local(const Threadblock &tb,
   int have = ranks[tb.rank].chunks[(int)*kind];
   if (index < 0 || size < 1 || index + size > have)
     return error(where(tb) + ": chunks " + std::to_string(index) + ".." +
-                 std::to_string(index + size - 1) + " of " +
-                 toString(*kind) + " are outside its " +
-                 std::to_string(have) + " chunks");
+                 std::to_string(index + size - 1) + " of " + toString(*kind) +
+                 " are outside its " + std::to_string(have) + " chunks");
   std::vector<ChunkLoc> out;
   for (int k = 0; k < size; ++k)
     out.push_back(col.canonical({tb.rank, *kind, index + k}));
   return out;
 }
 
-Expected<std::vector<ChunkLoc>> PlanRun::remote(const Threadblock &tb,
-                                                const Json &b, int t,
-                                                int &owner) {
+Expected<std::vector<ChunkLoc>>
+PlanRun::remote(const Threadblock &tb, const Json &b, int t, int &owner) {
   int id = b.at("buffer_id").get<int>();
   if (id < 0 || id >= (int)tb.remotes[t].size())
     return error(where(tb) + ": remote buffer " + std::to_string(id) +
@@ -318,9 +318,8 @@ Expected<bool> PlanRun::step(Threadblock &tb) {
       if (!g)
         return g.error();
       int peer = rk.peer[*t][*g], ord = rk.ordinal[*t][*g];
-      keys.push_back(name == "wait"
-                         ? std::tuple{peer, tb.rank, *t, ord}
-                         : std::tuple{tb.rank, peer, *t, ord});
+      keys.push_back(name == "wait" ? std::tuple{peer, tb.rank, *t, ord}
+                                    : std::tuple{tb.rank, peer, *t, ord});
     }
     if (name == "flush")
       return true;
@@ -403,8 +402,8 @@ Expected<bool> PlanRun::step(Threadblock &tb) {
         if (!g)
           return g.error();
         if (rk.peer[Port][*g] != owner)
-          return error(where(tb) + " puts into rank " +
-                       std::to_string(owner) + "'s buffer over its port "
+          return error(where(tb) + " puts into rank " + std::to_string(owner) +
+                       "'s buffer over its port "
                        "channel to rank " +
                        std::to_string(rk.peer[Port][*g]));
         signals.push_back({tb.rank, owner, Port, rk.ordinal[Port][*g]});

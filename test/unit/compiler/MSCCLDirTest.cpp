@@ -6,9 +6,9 @@
 // is written all or nothing.
 //
 //===----------------------------------------------------------------------===//
+#include "ccsynth/Target/MSCCLDir.h"
 #include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Target/MSCCLDir.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
 #include <catch2/catch.hpp>
@@ -164,8 +164,8 @@ TEST_CASE("directories are written all or nothing", "[msccl][dir]") {
     REQUIRE_FALSE(write(tmp.path + "/no/such", one));
   }
   SECTION("a file name that escapes the directory") {
-    Status s = writeDirectoryAtomic(tmp.path + "/out",
-                                    {{"../escape.xml", "x"}});
+    Status s =
+        writeDirectoryAtomic(tmp.path + "/out", {{"../escape.xml", "x"}});
     REQUIRE_FALSE(s);
     CHECK_FALSE(fs::exists(tmp.path + "/escape.xml"));
     CHECK_FALSE(fs::exists(tmp.path + "/out"));

@@ -174,8 +174,8 @@ TEST_CASE("every shipped schedule's plan fits its GPU and runs correctly",
     for (const Json &g : Json::parse(text)["gpus"])
       if (o.maxThreadblocksPerRank > 0)
         CHECK((int)g["threadblocks"].size() <= o.maxThreadblocksPerRank);
-    auto run = msccl::checkMscclppPlan(e.path().string(), text,
-                                       sched->collective, o);
+    auto run =
+        msccl::checkMscclppPlan(e.path().string(), text, sched->collective, o);
     INFO((run ? std::string() : run.error().format()));
     CHECK(run.ok());
   }
@@ -242,8 +242,8 @@ TEST_CASE("the plan checker refuses broken plans", "[mscclpp][check]") {
     (*pwsf)["dst_buff"][0]["index"] =
         (*pwsf)["dst_buff"][0]["index"].get<int>() == 0 ? 1 : 0;
     std::string e = error(p, o);
-    CHECK((has(e, "must hold") || has(e, "holds no data") ||
-           has(e, "outside")));
+    CHECK(
+        (has(e, "must hold") || has(e, "holds no data") || has(e, "outside")));
   }
   SECTION("the threadblock budget") {
     msccl::PlanCheckOptions tight = o;

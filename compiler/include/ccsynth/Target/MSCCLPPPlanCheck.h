@@ -1,4 +1,5 @@
-//===- MSCCLPPPlanCheck.h - Symbolic run of an MSCCL++ execution plan ------===//
+//===- MSCCLPPPlanCheck.h - Symbolic run of an MSCCL++ execution plan
+//------===//
 //
 // Reads an execution plan the way MSCCL++'s executor does (channels and
 // remote buffers flattened per channel type, channel pairing in order,

@@ -9,6 +9,7 @@
 #include "ccsynth/Core/Simulator.h"
 #include "ccsynth/Core/TextLimits.h"
 #include "ccsynth/Import/ScheduleText.h"
+#include "ccsynth/Target/MSCCLDir.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
 #include <cstdio>
@@ -27,6 +28,7 @@ struct CompileCliOptions {
   std::vector<std::string> defines;
   CompileOptions compile;
   std::string minBytes, maxBytes;
+  std::string split;
   bool noFuse = false;
   bool noVerify = false;
   bool noPredict = false;
@@ -156,16 +158,162 @@ int compileOne(const std::string &input, CompileCliOptions &o,
   return kExitOk;
 }
 
+/// Splits "a,b,c" at commas (an empty string gives no items).
+std::vector<std::string> commaList(const std::string &s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size() && !s.empty()) {
+    size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma - start));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// `--target msccl-dir`: one MSCCL XML per size range (and its protocol),
+/// from one input for every range or one input per range, written with a
+/// README as an MSCCL_ALGO_DIR layout.
+int runMscclDir(CompileCliOptions &o, CompileOptions c) {
+  if (o.output == "-")
+    return usage(Error("--target msccl-dir writes a directory: name it with "
+                       "-o"));
+  // Size ranges: [min, b1), [b1, b2), ..., [bk, max].
+  long long lo = c.minBytes < 0 ? 0 : c.minBytes;
+  long long hi = c.maxBytes < 0 ? 0 : c.maxBytes; // 0: unbounded
+  if (hi > 0 && lo > hi)
+    return usage(Error("--min-bytes lies above --max-bytes"));
+  std::vector<long long> bounds;
+  if (!o.split.empty()) {
+    auto sizes = parseSizes(o.split);
+    if (!sizes)
+      return usage(Error("--split: " + sizes.error().message));
+    for (double b : *sizes)
+      bounds.push_back((long long)b);
+  }
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    if (bounds[i] <= lo + 1 || (i > 0 && bounds[i] <= bounds[i - 1]))
+      return usage(Error("--split sizes must increase and lie above "
+                         "--min-bytes + 1"));
+    if (hi > 0 && bounds[i] > hi)
+      return usage(Error("--split size " + std::to_string(bounds[i]) +
+                         " lies above --max-bytes"));
+  }
+  struct Range {
+    long long min, max;
+  };
+  std::vector<Range> ranges;
+  long long start = lo;
+  for (long long b : bounds) {
+    ranges.push_back({start, b - 1});
+    start = b;
+  }
+  ranges.push_back({start, hi});
+
+  std::vector<std::string> protocols = commaList(o.compile.protocol);
+  if (protocols.size() > 1 && protocols.size() != ranges.size())
+    return usage(Error("--protocol: " + std::to_string(protocols.size()) +
+                       " protocols for " + std::to_string(ranges.size()) +
+                       " size ranges; give one, or one per range"));
+  size_t jobs = ranges.size();
+  if (o.inputs.size() > 1) {
+    if (ranges.size() > 1 && o.inputs.size() != ranges.size())
+      return usage(Error(std::to_string(o.inputs.size()) + " inputs for " +
+                         std::to_string(ranges.size()) +
+                         " size ranges; give one input for every range, or "
+                         "one per range"));
+    jobs = o.inputs.size();
+  }
+
+  // Check the destination before the work that fills it.
+  auto ours = [](const std::string &dir) {
+    auto readme = readFile(dir + "/README.md");
+    return readme && readme->rfind(msccl::kDirReadmeTitle, 0) == 0;
+  };
+  if (Status s = checkDirectoryWritable(o.output, ours); !s)
+    return fail(s.error());
+
+  std::vector<msccl::DirEntry> entries;
+  std::vector<int> roots;
+  for (size_t j = 0; j < jobs; ++j) {
+    const std::string &input = o.inputs[o.inputs.size() > 1 ? j : 0];
+    Range r = ranges[ranges.size() > 1 ? j : 0];
+    CompileOptions cj = c;
+    cj.minBytes = r.min;
+    cj.maxBytes = r.max;
+    if (!protocols.empty())
+      cj.protocol = protocols[protocols.size() > 1 ? j : 0];
+    cj.origin = input;
+    std::string xml;
+    int root = -1;
+    if (int rc = compileOne(input, o, cj, xml, &root); rc != kExitOk)
+      return rc;
+    auto algo = msccl::parseXml(input, xml);
+    if (!algo)
+      return fail(Error("internal error: the XML written for this input "
+                        "does not read back: " +
+                            algo.error().message,
+                        SourceLoc{input}));
+    std::vector<msccl::ProgramIssue> issues = msccl::validateAlgo(*algo);
+    if (!issues.empty())
+      return fail(Error("internal error: the XML written for this input "
+                        "breaks a runtime rule: " +
+                            issues.front().message,
+                        SourceLoc{input}));
+    msccl::DirEntry e;
+    e.file = msccl::dirFileName((int)j, *algo);
+    e.source = input;
+    e.algo = algo.take();
+    e.text = std::move(xml);
+    entries.push_back(std::move(e));
+    roots.push_back(root);
+  }
+  if ((int)entries.size() > msccl::kMaxAlgos)
+    return usage(Error("MSCCL holds at most " +
+                       std::to_string(msccl::kMaxAlgos) + " algorithms"));
+  if (Status s = msccl::checkNoOverlap(entries); !s)
+    return fail(s.error());
+
+  std::vector<OutputFile> files;
+  files.push_back({"README.md", msccl::dirReadme(entries)});
+  for (const msccl::DirEntry &e : entries)
+    files.push_back({std::string(msccl::kAlgoSubdir) + "/" + e.file, e.text});
+  if (Status s = writeDirectoryAtomic(o.output, files, ours); !s)
+    return fail(s.error());
+  for (size_t j = 0; j < entries.size(); ++j) {
+    msccl::SelectionReport sel =
+        msccl::describeSelection(entries[j].algo, roots[j]);
+    if (!sel.warning.empty())
+      std::cerr << "ccsynth: warning: " << entries[j].file << ": "
+                << sel.warning << "\n";
+  }
+  std::cerr << "ccsynth: wrote " << entries.size() << " algorithm"
+            << (entries.size() == 1 ? "" : "s") << " to " << o.output << "/"
+            << msccl::kAlgoSubdir << " (set MSCCL_ALGO_DIR to it; see "
+            << o.output << "/README.md)\n";
+  return kExitOk;
+}
+
 int runCompile(CompileCliOptions &o) {
   bool plugin = o.target == "plugin";
-  auto target = plugin ? std::optional(CompileTarget::Cuda)
-                       : parseCompileTarget(o.target);
+  bool mscclDir = o.target == "msccl-dir";
+  auto target = plugin     ? std::optional(CompileTarget::Cuda)
+                : mscclDir ? std::optional(CompileTarget::MscclXml)
+                           : parseCompileTarget(o.target);
   if (!target)
     return usage(Error("unknown target '" + o.target +
-                       "' (expected mlir, msccl-xml, mscclpp-json, cuda or "
-                       "plugin)"));
-  if (o.inputs.size() > 1 && !plugin)
-    return usage(Error("several inputs make one plugin: use --target plugin"));
+                       "' (expected mlir, msccl-xml, msccl-dir, mscclpp-json, "
+                       "cuda or plugin)"));
+  if (o.inputs.size() > 1 && !plugin && !mscclDir)
+    return usage(Error("several inputs make one plugin or one MSCCL "
+                       "algorithm directory: use --target plugin or "
+                       "msccl-dir"));
+  if (!o.split.empty() && !mscclDir)
+    return usage(Error("--split applies to --target msccl-dir only"));
+  if (!mscclDir && o.compile.protocol.find(',') != std::string::npos)
+    return usage(Error("--protocol takes one protocol (a list, one per "
+                       "size range, only with --target msccl-dir)"));
   CompileOptions &c = o.compile;
   c.target = *target;
   c.tileBytes = plugin && o.plugin.backend == "host" ? 64 << 10 : 1 << 20;
@@ -206,7 +354,8 @@ int runCompile(CompileCliOptions &o) {
     c.maxBytes = *v;
   }
   if (!c.mscclColl.empty() && c.target != CompileTarget::MscclXml)
-    return usage(Error("--msccl-coll applies to --target msccl-xml only"));
+    return usage(Error("--msccl-coll applies to --target msccl-xml and "
+                       "msccl-dir only"));
   if (c.instances < 1 || c.pipeline < 1 || c.maxCount < 1 || c.maxTbSteps < 0 ||
       c.maxTbsPerChannel < 1 || c.maxChannels < 0)
     return usage(Error("--instances, --pipeline, --max-count and "
@@ -215,6 +364,8 @@ int runCompile(CompileCliOptions &o) {
   // The same proof `ccsynth verify` gives, links included: every transfer
   // on a link of the topology its schedule or algorithm names.
   c.checkLinks = c.verify;
+  if (mscclDir)
+    return runMscclDir(o, c);
   if (Status s = checkOutputs({o.output}); !s)
     return fail(s.error());
 
@@ -281,13 +432,16 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
       "the final MLIR. Nothing is written when any check fails.");
   cmd->add_option("INPUT", opts->inputs,
                   "Schedule JSON, .ccl program or .mlir file (several for "
-                  "one plugin holding each)")
+                  "one plugin holding each, or for an msccl-dir: one per "
+                  "--split range, or any number of different collectives "
+                  "or rank counts)")
       ->required();
   cmd->add_option("--target,-t", opts->target,
-                  "mlir | msccl-xml | mscclpp-json | cuda (generated code, "
-                  "built by nvcc or the host C++ compiler) | plugin (a "
-                  "shared library exporting the ccsynth plugin ABI); default "
-                  "msccl-xml");
+                  "mlir | msccl-xml | msccl-dir (a directory for "
+                  "MSCCL_ALGO_DIR: one XML per size range, with a README) | "
+                  "mscclpp-json | cuda (generated code, built by nvcc or the "
+                  "host C++ compiler) | plugin (a shared library exporting "
+                  "the ccsynth plugin ABI); default msccl-xml");
   cmd->add_option("--backend", opts->plugin.backend,
                   "--target plugin: host (threads as threadblocks, built by "
                   "the system C++ compiler) or cuda (nvcc); default host");
@@ -318,7 +472,12 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--pipeline", opts->compile.pipeline,
                   "Split chunks into this many pipelined parts");
   cmd->add_option("--protocol", opts->compile.protocol,
-                  "Override the protocol: Simple, LL or LL128");
+                  "Override the protocol: Simple, LL or LL128 (msccl-dir: "
+                  "one, or a comma list with one per --split range)");
+  cmd->add_option("--split", opts->split,
+                  "--target msccl-dir: sizes that cut --min-bytes.."
+                  "--max-bytes into ranges, one XML each, e.g. 64K,4M gives "
+                  "[min, 64K), [64K, 4M), [4M, max]");
   cmd->add_option("--max-tb-steps", opts->compile.maxTbSteps,
                   "Most steps per threadblock (default: 64, or what fits "
                   "MSCCL++'s executor)");

@@ -1,7 +1,13 @@
 //===- PluginCommand.cpp - `ccsynth plugin info` --------------------------===//
 #include "Command.h"
 
+#ifdef CCSYNTH_HAVE_MLIR
+#include "ccsynth/Target/MSCCLDir.h"
+#endif
 #include "ccsynth/runtime/PluginLoader.h"
+
+#include <algorithm>
+#include <sys/stat.h>
 
 #include <iomanip>
 #include <iostream>
@@ -23,7 +29,60 @@ std::string bytes(unsigned long long b) {
   return std::to_string(b) + units[u];
 }
 
+/// Lists an MSCCL algorithm directory (an msccl-dir output or any
+/// MSCCL_ALGO_DIR) in the order MSCCL loads it.
+int runDirInfo(const std::string &path) {
+#ifndef CCSYNTH_HAVE_MLIR
+  return fail(Error("reading MSCCL algorithm directories needs a build "
+                    "with CCSYNTH_ENABLE_MLIR",
+                    SourceLoc{path}));
+#else
+  auto dir = msccl::readAlgoDir(path);
+  if (!dir)
+    return fail(dir.error());
+  std::cout << path << ": MSCCL algorithm directory, " << dir->entries.size()
+            << " algorithm" << (dir->entries.size() == 1 ? "" : "s")
+            << " (MSCCL_ALGO_DIR=" << dir->algoDir << ")\n";
+  for (const msccl::DirEntry &e : dir->entries) {
+    const msccl::Algo &a = e.algo;
+    int tbs = 0, maxTbs = 0;
+    for (const msccl::Gpu &g : a.gpus) {
+      tbs += (int)g.tbs.size();
+      maxTbs = std::max(maxTbs, (int)g.tbs.size());
+    }
+    std::cout << "\n" << e.file << "\n";
+    auto row = [](const char *k, const std::string &v) {
+      std::cout << "  " << std::left << std::setw(14) << k << v << "\n";
+    };
+    row("name", a.name);
+    row("collective", a.coll);
+    row("ranks", std::to_string(a.ngpus));
+    row("sizes", msccl::sizeRange(a));
+    row("protocol", a.proto);
+    row("placement", a.inplace && a.outofplace ? "in-place and out-of-place"
+                     : a.inplace               ? "in-place"
+                                               : "out-of-place");
+    row("chunks", "nchunksperloop " + std::to_string(a.nchunksperloop));
+    row("channels", std::to_string(a.nchannels));
+    row("threadblocks", std::to_string(maxTbs) + " per rank at most, " +
+                            std::to_string(tbs) + " in all");
+  }
+  // MSCCL runs the first match in this order; say where that hides one.
+  for (size_t i = 0; i < dir->entries.size(); ++i)
+    for (size_t j = i + 1; j < dir->entries.size(); ++j)
+      if (msccl::selectionOverlaps(dir->entries[i].algo, dir->entries[j].algo))
+        std::cout << "\nnote: " << dir->entries[i].file << " and "
+                  << dir->entries[j].file
+                  << " serve overlapping calls; MSCCL runs "
+                  << dir->entries[i].file << " for those\n";
+  return kExitOk;
+#endif
+}
+
 int runInfo(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return runDirInfo(path);
   std::string error;
   auto plugin = rt::Plugin::open(path, error);
   if (!plugin)
@@ -78,14 +137,22 @@ int runInfo(const std::string &path) {
 void addPluginCommand(CLI::App &app, CommandContext &ctx) {
   CLI::App *cmd = app.add_subcommand(
       "plugin", "Inspect plugin libraries built by `ccsynth compile --target "
-                "plugin`");
+                "plugin` and MSCCL algorithm directories (`--target "
+                "msccl-dir`)");
   cmd->require_subcommand(1);
   auto path = std::make_shared<std::string>();
   CLI::App *info = cmd->add_subcommand(
       "info", "Load a plugin, check its ABI version and descriptors, and "
               "print its algorithms: collective, ranks, size range, dtypes, "
-              "operators, placement, scratch, backend and transports");
-  info->add_option("PLUGIN", *path, "Plugin shared library (.so)")->required();
+              "operators, placement, scratch, backend and transports. Given "
+              "a directory, read it as MSCCL does (MSCCL_ALGO_DIR, or an "
+              "msccl-dir output) and list each XML: collective, ranks, size "
+              "range, protocol, placement, nchunksperloop, channels and "
+              "threadblocks");
+  info->add_option("PLUGIN", *path,
+                   "Plugin shared library (.so) or MSCCL algorithm "
+                   "directory")
+      ->required();
   info->callback([path, &ctx] { ctx.exitCode = runInfo(*path); });
 }
 

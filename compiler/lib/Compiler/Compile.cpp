@@ -11,6 +11,7 @@
 #include "ccsynth/Target/CodeGenExport.h"
 #include "ccsynth/Target/MSCCLExport.h"
 #include "ccsynth/Target/MSCCLPPPlan.h"
+#include "ccsynth/Target/MSCCLPPPlanCheck.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -247,16 +248,43 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       ccl::MscclppExportOptions po;
       po.maxThreadblocksPerRank = o.maxThreadblocksPerRank;
       po.budgetReason = "--max-tbs-per-rank";
+      FailureOr<ccl::ProgramOp> prog = ccl::findProgram(*work);
+      StringAttr topo;
+      if (succeeded(prog))
+        topo = (*prog)->getAttrOfType<StringAttr>("topology");
       if (o.maxThreadblocksPerRank < 0) {
         po.maxThreadblocksPerRank = 0;
-        if (FailureOr<ccl::ProgramOp> prog = ccl::findProgram(*work);
-            succeeded(prog))
-          if (auto topo = (*prog)->getAttrOfType<StringAttr>("topology"))
-            po.maxThreadblocksPerRank =
-                residentThreadblocks(topo.str(), &po.budgetReason);
+        if (topo)
+          po.maxThreadblocksPerRank =
+              residentThreadblocks(topo.str(), &po.budgetReason);
       }
+      // Which ranks share a node decides memory or port channels.
+      FailureOr<std::vector<int>> nodes = ccl::programNodes(*work);
+      if (failed(nodes)) {
+        result.failure = diags.failure();
+        return result;
+      }
+      po.nodeOfRank = *nodes;
       po.opsPerThreadblockExceeded = &retryable;
       exported = ccl::exportMSCCLPPPlan(*work, os, po);
+      if (succeeded(exported) && o.verify) {
+        // Run the plan as the executor would and prove its outputs.
+        os.flush();
+        auto col = (*prog).buildCollective();
+        if (col) {
+          msccl::PlanCheckOptions co;
+          co.nodeOfRank = po.nodeOfRank;
+          co.maxThreadblocksPerRank = po.maxThreadblocksPerRank;
+          auto checked = msccl::checkMscclppPlan("<plan>", out, *col, co);
+          if (!checked) {
+            result.failure.error =
+                Error("internal error: the MSCCL++ plan written for this "
+                      "program does not run correctly: " +
+                      checked.error().message);
+            return result;
+          }
+        }
+      }
       break;
     }
     case CompileTarget::Cuda:

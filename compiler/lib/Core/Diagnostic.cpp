@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
+#include <functional>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -177,9 +179,12 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void removeTemporariesAndReraise(int sig) {
   int savedErrno = errno;
-  for (TempSlot &slot : tempSlots)
-    if (slot.state.load(std::memory_order_acquire) == 2)
-      ::unlink(slot.path);
+  // Newest first, so a staged directory's files go before the directory
+  // itself (rmdir removes only an empty one).
+  for (int i = kTempSlots - 1; i >= 0; --i)
+    if (tempSlots[i].state.load(std::memory_order_acquire) == 2)
+      if (::unlink(tempSlots[i].path) != 0 && errno == EISDIR)
+        ::rmdir(tempSlots[i].path);
   errno = savedErrno;
   // Default action, so the parent sees death by this signal.
   ::signal(sig, SIG_DFL);
@@ -345,6 +350,152 @@ Status writeFilesAtomic(const std::vector<OutputFile> &files) {
 
 Status writeFileAtomic(const std::string &path, const std::string &contents) {
   return writeFilesAtomic({OutputFile{path, contents}});
+}
+
+namespace {
+
+/// Whether `dir` is a directory without entries.
+bool emptyDirectory(const std::string &dir) {
+  std::error_code ec;
+  return std::filesystem::is_empty(dir, ec) && !ec;
+}
+
+/// A directory staged beside its target, removed with everything in it
+/// unless released.
+struct StagedDir {
+  std::string path;
+  std::vector<int> slots;
+  ~StagedDir() {
+    if (!path.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+    for (int s : slots)
+      releaseTemporaryFile(s);
+  }
+};
+
+} // namespace
+
+namespace {
+std::string trimSlashes(const std::string &dir) {
+  std::string t = dir;
+  while (t.size() > 1 && t.back() == '/')
+    t.pop_back();
+  return t;
+}
+} // namespace
+
+Status checkDirectoryWritable(
+    const std::string &dir,
+    const std::function<bool(const std::string &)> &mayReplace, bool *replace) {
+  std::string target = trimSlashes(dir);
+  if (target.empty())
+    return Error("no output directory named");
+  if (replace)
+    *replace = false;
+  struct stat st;
+  if (::lstat(target.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode))
+      return Error("cannot write the directory '" + dir +
+                   "': it exists and is not a directory");
+    if (!emptyDirectory(target)) {
+      if (!mayReplace || !mayReplace(target))
+        return Error("cannot write the directory '" + dir +
+                     "': it exists and holds files ccsynth did not write "
+                     "there; remove it or name another directory");
+      if (replace)
+        *replace = true;
+    }
+  } else if (errno != ENOENT && errno != ENOTDIR) {
+    return writeError(dir, errno);
+  }
+  size_t slash = target.rfind('/');
+  std::string parent = slash == std::string::npos ? "."
+                       : slash == 0               ? "/"
+                                                  : target.substr(0, slash);
+  if (::stat(parent.c_str(), &st) != 0)
+    return Error("cannot write the directory '" + dir +
+                 "': " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return Error("cannot write the directory '" + dir +
+                 "': " + std::strerror(ENOTDIR));
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    return Error("cannot write the directory '" + dir +
+                 "': " + std::strerror(errno));
+  return Status::success();
+}
+
+Status writeDirectoryAtomic(
+    const std::string &dir, const std::vector<OutputFile> &files,
+    const std::function<bool(const std::string &)> &mayReplace) {
+  bool replace = false;
+  if (Status s = checkDirectoryWritable(dir, mayReplace, &replace); !s)
+    return s;
+  std::string target = trimSlashes(dir);
+
+  // Stage everything in a fresh sibling, then rename it into place.
+  StagedDir staged;
+  std::string tmpl = target + ".tmp-XXXXXX";
+  if (!::mkdtemp(tmpl.data()))
+    return writeError(dir, errno);
+  staged.path = tmpl;
+  staged.slots.push_back(registerTemporaryFile(tmpl));
+  for (const OutputFile &f : files) {
+    if (f.path.empty() || f.path.front() == '/' ||
+        f.path.find("..") != std::string::npos)
+      return Error("cannot write '" + f.path + "' inside '" + dir +
+                   "': not a plain relative path");
+    // Subdirectories of the file, outermost first.
+    for (size_t p = f.path.find('/'); p != std::string::npos;
+         p = f.path.find('/', p + 1)) {
+      std::string sub = staged.path + "/" + f.path.substr(0, p);
+      if (::mkdir(sub.c_str(), 0777) == 0)
+        staged.slots.push_back(registerTemporaryFile(sub));
+      else if (errno != EEXIST)
+        return writeError(dir + "/" + f.path.substr(0, p), errno);
+    }
+    std::string path = staged.path + "/" + f.path;
+    staged.slots.push_back(registerTemporaryFile(path));
+    int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0)
+      return writeError(dir + "/" + f.path, errno);
+    int err = writeAll(fd, f.contents);
+    if (::close(fd) != 0 && err == 0)
+      err = errno;
+    if (err != 0)
+      return writeError(dir + "/" + f.path, err);
+  }
+  // mkdtemp made the directory 0700; give it the usual permissions.
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::chmod(staged.path.c_str(), 0777 & ~mask);
+
+  if (!replace) {
+    // rename() also replaces an empty directory.
+    if (::rename(staged.path.c_str(), target.c_str()) != 0)
+      return writeError(dir, errno);
+  } else {
+    // Move the old directory aside, the new one in, then drop the old.
+    std::string old = target + ".old-XXXXXX";
+    if (!::mkdtemp(old.data()))
+      return writeError(dir, errno);
+    if (::rename(target.c_str(), old.c_str()) != 0) {
+      int err = errno;
+      ::rmdir(old.c_str());
+      return writeError(dir, err);
+    }
+    if (::rename(staged.path.c_str(), target.c_str()) != 0) {
+      int err = errno;
+      ::rename(old.c_str(), target.c_str());
+      return writeError(dir, err);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(old, ec);
+  }
+  staged.path.clear();
+  return Status::success();
 }
 
 } // namespace ccsynth

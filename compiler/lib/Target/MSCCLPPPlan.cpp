@@ -1,6 +1,7 @@
 //===- MSCCLPPPlan.cpp - ccl.program to an MSCCL++ execution plan ---------===//
 #include "ccsynth/Target/MSCCLPPPlan.h"
 
+#include "ccsynth/Core/Topology.h"
 #include "ccsynth/Target/MSCCLExport.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -33,8 +34,9 @@ json::Object buff(BufferKind b, int index, int size) {
 class PlanBuilder {
 public:
   PlanBuilder(ProgramOp prog, const msccl::Algo &algo,
-              const StepOrigins &origins, const Collective &col)
-      : prog(prog), algo(algo), origins(origins), col(col) {}
+              const StepOrigins &origins, const Collective &col,
+              const std::vector<int> &nodeOf)
+      : prog(prog), algo(algo), origins(origins), col(col), nodeOf(nodeOf) {}
 
   FailureOr<json::Value> build();
   /// build() failed only because a threadblock needs more than
@@ -46,6 +48,17 @@ private:
   const msccl::Algo &algo;
   const StepOrigins &origins;
   const Collective &col;
+  const std::vector<int> &nodeOf;
+
+  /// Port channels (proxy-driven, over the network) join ranks on
+  /// different nodes; memory channels (peer-mapped memory) only ranks of
+  /// one node.
+  bool crossesNodes(int a, int b) const {
+    return !nodeOf.empty() && nodeOf[a] != nodeOf[b];
+  }
+  const char *channelType(int a, int b) const {
+    return crossesNodes(a, b) ? "port" : "memory";
+  }
 
   /// Where a message's data lands at the receiver.
   struct Landing {
@@ -105,8 +118,10 @@ FailureOr<json::Value> PlanBuilder::build() {
   }
   planLandings();
 
-  // Memory channels per rank: one per (channel, peer) with messages either
-  // way, ordered by (channel, peer) so both ends pair them in order.
+  // Channels per rank: one per (channel, peer) with messages either way,
+  // ordered by (channel, peer) so both ends pair them in order. Memory and
+  // port channels are numbered separately (the executor flattens each type
+  // on its own).
   std::vector<std::set<std::pair<int, int>>> conns(algo.ngpus);
   for (const msccl::Message &m : messages) {
     conns[m.send.rank].insert({m.channel, m.recv.rank});
@@ -116,16 +131,20 @@ FailureOr<json::Value> PlanBuilder::build() {
   json::Array gpus;
   for (const msccl::Gpu &g : algo.gpus) {
     int r = g.id;
+    // (channel, peer) -> index among the channels of its type.
     std::map<std::pair<int, int>, int> connIndex;
-    std::map<int, json::Array> peersByChannel;
+    int numOfType[2] = {0, 0}; // memory, port
+    std::map<int, json::Array> peersByChannel[2];
     for (auto [c, peer] : conns[r]) {
-      connIndex[{c, peer}] = (int)connIndex.size();
-      peersByChannel[c].push_back(peer);
+      int t = crossesNodes(r, peer) ? 1 : 0;
+      connIndex[{c, peer}] = numOfType[t]++;
+      peersByChannel[t][c].push_back(peer);
     }
     json::Array channels;
-    for (auto &[c, peers] : peersByChannel)
-      channels.push_back(json::Object{{"channel_type", "memory"},
-                                      {"connected_to", std::move(peers)}});
+    for (int t : {0, 1})
+      for (auto &[c, peers] : peersByChannel[t])
+        channels.push_back(json::Object{{"channel_type", t ? "port" : "memory"},
+                                        {"connected_to", std::move(peers)}});
 
     std::map<Key3, std::vector<int>> acquireOf, releaseOf;
     int numSems = 0;
@@ -147,17 +166,20 @@ FailureOr<json::Value> PlanBuilder::build() {
     json::Array remoteBuffers;
     json::Array tbs;
     for (const msccl::Threadblock &tb : g.tbs) {
-      std::vector<int> tbChannels;    // global memory channel ids
-      std::map<int, int> tbChannelOf; // peer -> index in tbChannels
+      // Per channel type (0 memory, 1 port): the global channel ids and
+      // remote buffer ids this threadblock uses, in its own order.
+      std::vector<int> tbChannels[2];
+      std::map<int, int> tbChannelOf; // peer -> index in its type's list
       for (int peer : {tb.send, tb.recv}) {
         auto it = connIndex.find({tb.chan, peer});
         if (peer >= 0 && it != connIndex.end() && !tbChannelOf.count(peer)) {
-          tbChannelOf[peer] = (int)tbChannels.size();
-          tbChannels.push_back(it->second);
+          std::vector<int> &list = tbChannels[crossesNodes(r, peer) ? 1 : 0];
+          tbChannelOf[peer] = (int)list.size();
+          list.push_back(it->second);
         }
       }
-      std::vector<int> tbRemote;     // global remote buffer ids
-      std::map<int, int> tbRemoteOf; // global id -> local index
+      std::vector<int> tbRemote[2];  // global remote buffer ids
+      std::map<int, int> tbRemoteOf; // global id -> index in its type's list
       json::Array ops;
       bool dirty = false;
       auto barrier = [&] {
@@ -167,7 +189,7 @@ FailureOr<json::Value> PlanBuilder::build() {
       };
       auto chanOp = [&](const char *name, int peer) {
         return json::Object{{"name", name},
-                            {"channel_type", "memory"},
+                            {"channel_type", channelType(r, peer)},
                             {"channel_ids", json::Array{tbChannelOf[peer]}}};
       };
       auto semOp = [&](const char *name, const std::vector<int> &ids) {
@@ -254,26 +276,36 @@ FailureOr<json::Value> PlanBuilder::build() {
         // Send: put into the receiver's landing range, then signal.
         if (msccl::sends(st.type)) {
           const Landing &out = landing[sendMsg.at(key)];
+          bool port = crossesNodes(r, tb.send);
           auto [rit, fresh] = remoteIndex.try_emplace(
               {tb.send, (int)out.buffer}, (int)remoteIndex.size());
           if (fresh)
             remoteBuffers.push_back(
                 json::Object{{"rank", tb.send},
                              {"type", msccl::bufferCode(out.buffer)},
-                             {"access_channel_types", json::Array{"memory"}}});
+                             {"access_channel_types",
+                              json::Array{channelType(r, tb.send)}}});
+          std::vector<int> &refs = tbRemote[port ? 1 : 0];
           auto [lit, lfresh] =
-              tbRemoteOf.try_emplace(rit->second, (int)tbRemote.size());
+              tbRemoteOf.try_emplace(rit->second, (int)refs.size());
           if (lfresh)
-            tbRemote.push_back(rit->second);
+            refs.push_back(rit->second);
           barrier();
-          json::Object put = chanOp("put", tb.send);
+          // A port channel's put is carried out later by the proxy; the
+          // flush in `pwsf` waits until it has read the source, so later
+          // steps may overwrite it. (A separate `flush` op would do nothing:
+          // the executor counts a flush's channels by its outputs, which a
+          // flush has none of.)
+          json::Object put = chanOp(port ? "pwsf" : "put", tb.send);
           put["src_buff"] = json::Array{buff(dataBuf, dataOff, st.cnt)};
           put["dst_buff"] = json::Array{json::Object{{"buffer_id", lit->second},
                                                      {"index", out.index},
                                                      {"size", st.cnt}}};
           ops.push_back(std::move(put));
-          ops.push_back(json::Object{{"name", "nop"}});
-          ops.push_back(chanOp("signal", tb.send));
+          if (!port) {
+            ops.push_back(json::Object{{"name", "nop"}});
+            ops.push_back(chanOp("signal", tb.send));
+          }
           dirty = false;
         }
         if (auto it = releaseOf.find(key); it != releaseOf.end()) {
@@ -291,24 +323,36 @@ FailureOr<json::Value> PlanBuilder::build() {
             << "(--max-tb-steps)";
         return failure();
       }
-      if ((int)tbChannels.size() > kMscclppMaxChannels ||
-          (int)tbRemote.size() > kMscclppMaxChannels) {
-        originOf({r, tb.id, 0})->emitError()
-            << "rank " << r << " threadblock " << tb.id << " uses more than "
-            << kMscclppMaxChannels << " channels or remote buffers";
-        return failure();
-      }
+      for (int t : {0, 1})
+        if ((int)tbChannels[t].size() > kMscclppMaxChannels ||
+            (int)tbRemote[t].size() > kMscclppMaxChannels) {
+          originOf({r, tb.id, 0})->emitError()
+              << "rank " << r << " threadblock " << tb.id << " uses more than "
+              << kMscclppMaxChannels << " " << (t ? "port" : "memory")
+              << " channels or remote buffers";
+          return failure();
+        }
       json::Object tbObj{{"id", tb.id}, {"ops", std::move(ops)}};
+      // The memory entry is always written (single-node plans look as they
+      // did before port channels); the port entry only when used.
       json::Array tbChanArr, tbRemArr;
-      for (int c : tbChannels)
-        tbChanArr.push_back(c);
-      for (int b : tbRemote)
-        tbRemArr.push_back(b);
-      tbObj["channels"] = json::Array{json::Object{
-          {"channel_type", "memory"}, {"channel_ids", std::move(tbChanArr)}}};
-      tbObj["remote_buffer_refs"] =
-          json::Array{json::Object{{"access_channel_type", "memory"},
-                                   {"remote_buffer_ids", std::move(tbRemArr)}}};
+      for (int t : {0, 1}) {
+        if (t == 1 && tbChannels[1].empty() && tbRemote[1].empty())
+          continue;
+        json::Array ids, refs;
+        for (int c : tbChannels[t])
+          ids.push_back(c);
+        for (int b : tbRemote[t])
+          refs.push_back(b);
+        const char *type = t ? "port" : "memory";
+        tbChanArr.push_back(json::Object{{"channel_type", type},
+                                         {"channel_ids", std::move(ids)}});
+        tbRemArr.push_back(
+            json::Object{{"access_channel_type", type},
+                         {"remote_buffer_ids", std::move(refs)}});
+      }
+      tbObj["channels"] = std::move(tbChanArr);
+      tbObj["remote_buffer_refs"] = std::move(tbRemArr);
       tbs.push_back(std::move(tbObj));
     }
     gpus.push_back(json::Object{{"id", r},
@@ -340,6 +384,21 @@ FailureOr<json::Value> PlanBuilder::build() {
 }
 
 } // namespace
+
+FailureOr<std::vector<int>> programNodes(Operation *op) {
+  FailureOr<ProgramOp> prog = findProgram(op);
+  if (failed(prog))
+    return failure();
+  auto name = (*prog)->getAttrOfType<StringAttr>("topology");
+  if (!name)
+    return std::vector<int>{};
+  auto topo = loadTopology(name.str());
+  if (!topo)
+    return prog->emitError()
+           << "cannot tell which ranks share a node for the MSCCL++ plan: "
+           << topo.error().message;
+  return topo->nodeOf;
+}
 
 LogicalResult exportMSCCLPPPlan(Operation *op, llvm::raw_ostream &os,
                                 const MscclppExportOptions &options) {
@@ -377,7 +436,12 @@ LogicalResult exportMSCCLPPPlan(Operation *op, llvm::raw_ostream &os,
   std::sort(
       algo->gpus.begin(), algo->gpus.end(),
       [](const msccl::Gpu &a, const msccl::Gpu &b) { return a.id < b.id; });
-  PlanBuilder builder(*prog, *algo, origins, *col);
+  if (!options.nodeOfRank.empty() &&
+      (int)options.nodeOfRank.size() != algo->ngpus)
+    return prog->emitOpError()
+           << "the topology has " << options.nodeOfRank.size()
+           << " ranks but the program " << algo->ngpus;
+  PlanBuilder builder(*prog, *algo, origins, *col, options.nodeOfRank);
   FailureOr<json::Value> plan = builder.build();
   if (failed(plan)) {
     if (options.opsPerThreadblockExceeded)

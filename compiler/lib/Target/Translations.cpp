@@ -120,7 +120,12 @@ void registerTranslations() {
          MLIRContext *ctx) {
         return exportMlir(sm, os, ctx,
                           [](Operation *op, llvm::raw_ostream &out) {
-                            return exportMSCCLPPPlan(op, out);
+                            MscclppExportOptions options;
+                            auto nodes = programNodes(op);
+                            if (failed(nodes))
+                              return failure();
+                            options.nodeOfRank = *nodes;
+                            return exportMSCCLPPPlan(op, out, options);
                           });
       });
   static llvm::cl::opt<unsigned long long> tileBytes(

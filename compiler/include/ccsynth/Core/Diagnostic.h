@@ -9,6 +9,7 @@
 
 #include <cassert>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -134,6 +135,24 @@ struct OutputFile {
 /// into place; on any failure every temporary is removed and no output is
 /// changed. (Devices and FIFOs, which cannot be staged, are written last.)
 Status writeFilesAtomic(const std::vector<OutputFile> &files);
+
+/// Checks, without writing anything, that writeDirectoryAtomic could write
+/// `dir`: it is absent, an empty directory, or one `mayReplace` accepts
+/// (`replace` then says so), and its parent is a writable directory.
+Status checkDirectoryWritable(
+    const std::string &dir,
+    const std::function<bool(const std::string &)> &mayReplace = {},
+    bool *replace = nullptr);
+
+/// Writes a directory all or nothing: `files` (paths relative to `dir`,
+/// subdirectories created as needed) are written into a temporary sibling
+/// that is then renamed to `dir`; on any failure the sibling is removed and
+/// `dir` is unchanged. An existing `dir` must be a directory that is empty
+/// or that `mayReplace` accepts (it is then replaced whole); a file, or a
+/// directory holding other things, is an error.
+Status writeDirectoryAtomic(
+    const std::string &dir, const std::vector<OutputFile> &files,
+    const std::function<bool(const std::string &)> &mayReplace = {});
 
 /// Installs SIGINT, SIGTERM and SIGHUP handlers that remove the temporary
 /// files of writes still in progress (with async-signal-safe calls only) and

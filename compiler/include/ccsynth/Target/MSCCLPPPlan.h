@@ -2,12 +2,17 @@
 //
 // Writes the JSON that MSCCL++'s executor loads (src/core/executor/
 // execution_plan.cc): gpus[rank] with input/output/scratch chunk counts,
-// memory channels (paired per rank pair in channel order), the remote
-// buffers each rank writes, semaphores for cross-threadblock dependencies,
-// and per threadblock its channels, remote buffer references and ops.
+// channels (paired per rank pair in channel order), the remote buffers each
+// rank writes, semaphores for cross-threadblock dependencies, and per
+// threadblock its channels, remote buffer references and ops.
 //
-// Lowering of one MSCCL step (memory channels, Simple protocol):
-//   send      -> [nop] put(local -> peer's buffer), nop, signal
+// Ranks of one node talk over memory channels (peer-mapped memory, CUDA
+// IPC); ranks on different nodes over port channels (MSCCL++'s proxy
+// drives the transfer, over InfiniBand between IPC domains). Lowering of
+// one MSCCL step (Simple protocol):
+//   send, same node   -> [nop] put(local -> peer's buffer), nop, signal
+//   send, other node  -> [nop] pwsf (put, signal, and flush: the proxy has
+//                        read the source before the threadblock goes on)
 //   recv      -> wait, nop [, copy from the staging chunk]
 //   recv+reduce -> wait, nop, re(dst <- src + staging)
 //   a dependency -> sem_acquire before, nop + sem_release after the producer
@@ -23,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace ccsynth::ccl {
 
@@ -39,10 +45,19 @@ struct MscclppExportOptions {
   int maxThreadblocksPerRank = 0;
   /// What the limit is, for the error ("108 SMs of an A100, ...").
   std::string budgetReason;
+  /// Node of each rank (from the program's topology). Peers on different
+  /// nodes are joined by port channels, peers on one node by memory
+  /// channels; empty: every rank on one node.
+  std::vector<int> nodeOfRank;
   /// Set (when given) on failure if only the executor's 64 operations per
   /// threadblock were exceeded, which fewer steps per threadblock can fix.
   bool *opsPerThreadblockExceeded = nullptr;
 };
+
+/// The node of each rank of the topology the program in `op` names (its
+/// `topology` attribute, a built-in name or a file); empty when it names
+/// none. Fails with a diagnostic when the topology cannot be loaded.
+mlir::FailureOr<std::vector<int>> programNodes(mlir::Operation *op);
 
 /// Writes the single ccl.program in `op` as an MSCCL++ execution plan.
 /// Fails (with diagnostics, writing nothing) when the program exceeds the

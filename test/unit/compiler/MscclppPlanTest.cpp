@@ -1,0 +1,257 @@
+//===- MscclppPlanTest.cpp - MSCCL++ plans: channels, budgets, results ----===//
+//
+// Multi-node plans must join ranks on different nodes with port channels
+// only (memory channels map the peer's memory and need one node), every
+// plan must fit the GPU's resident threadblocks, and a symbolic run of the
+// plan as the executor reads it must produce the collective's outputs. The
+// checks parse the JSON; the checker itself must catch broken plans.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Core/Baselines.h"
+#include "ccsynth/Core/Json.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Target/MSCCLPPPlanCheck.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+using namespace ccsynth;
+
+namespace {
+
+struct Case {
+  std::string topo;
+  BaselineKind kind;
+  CollectiveKind coll;
+};
+
+Schedule baseline(const Case &c, const Topology &topo) {
+  auto s = makeBaseline(c.kind, c.coll, topo);
+  INFO((s ? std::string() : s.error().format()));
+  REQUIRE(s.ok());
+  Schedule sched = s.take();
+  sched.topology = c.topo;
+  return sched;
+}
+
+std::string plan(const Schedule &sched) {
+  CompileOptions o;
+  o.target = CompileTarget::MscclppJson;
+  CompileResult r = compileSchedule(sched, o);
+  INFO(r.failure.error.format());
+  REQUIRE(r.ok());
+  return *r.output;
+}
+
+/// Checks every channel and remote buffer of a parsed plan against the
+/// node layout; returns the number of port channels.
+int checkChannelTypes(const Json &p, const Topology &topo) {
+  int ports = 0;
+  for (const Json &g : p["gpus"]) {
+    int r = g["id"];
+    std::vector<int> peerOf[2]; // memory, port: flattened channel -> peer
+    for (const Json &ch : g["channels"]) {
+      bool port = ch["channel_type"] == "port";
+      CHECK((port || ch["channel_type"] == "memory"));
+      for (int peer : ch["connected_to"]) {
+        INFO("rank " << r << " peer " << peer);
+        CHECK(topo.sameNode(r, peer) != port);
+        peerOf[port].push_back(peer);
+        ports += port;
+      }
+    }
+    for (const Json &b : g["remote_buffers"]) {
+      bool port = b["access_channel_types"] == Json::array({"port"});
+      CHECK(topo.sameNode(r, b["rank"].get<int>()) != port);
+    }
+    for (const Json &tb : g["threadblocks"]) {
+      std::vector<int> tbChannels[2];
+      for (const Json &c : tb["channels"])
+        for (int id : c["channel_ids"])
+          tbChannels[c["channel_type"] == "port"].push_back(id);
+      for (const Json &op : tb["ops"]) {
+        if (!op.contains("channel_type"))
+          continue;
+        bool port = op["channel_type"] == "port";
+        std::string name = op["name"];
+        if (port)
+          CHECK((name == "pwsf" || name == "wait"));
+        else
+          CHECK((name == "put" || name == "signal" || name == "wait"));
+        for (int local : op["channel_ids"]) {
+          REQUIRE(local < (int)tbChannels[port].size());
+          int peer = peerOf[port].at(tbChannels[port][local]);
+          CHECK(topo.sameNode(r, peer) != port);
+        }
+      }
+    }
+  }
+  return ports;
+}
+
+std::string schedulesDir() {
+  return std::string(CCSYNTH_SOURCE_DIR) + "/test/inputs/schedules";
+}
+
+} // namespace
+
+TEST_CASE("multi-node MSCCL++ plans cross nodes on port channels only",
+          "[mscclpp][port]") {
+  const std::vector<Case> cases = {
+      {"dgx-a100x2", BaselineKind::Hierarchical, CollectiveKind::AllReduce},
+      {"dgx-a100x2", BaselineKind::Hierarchical, CollectiveKind::AllGather},
+      {"dgx-a100x2", BaselineKind::Tree, CollectiveKind::Broadcast},
+      {"dgx-h100x2", BaselineKind::Hierarchical, CollectiveKind::AllReduce},
+      {"dgx-h100x2", BaselineKind::Ring, CollectiveKind::AllGather},
+      {"dgx-h100x2", BaselineKind::Direct, CollectiveKind::AllToAll},
+      {"ndv2x2", BaselineKind::Ring, CollectiveKind::ReduceScatter},
+      {"ndv2x2", BaselineKind::Tree, CollectiveKind::AllReduce},
+  };
+  for (const Case &c : cases) {
+    INFO(c.topo << " " << toString(c.kind) << " " << toString(c.coll));
+    auto topo = loadTopology(c.topo);
+    REQUIRE(topo.ok());
+    Schedule sched = baseline(c, *topo);
+    std::string text = plan(sched);
+    Json p = Json::parse(text);
+    CHECK(checkChannelTypes(p, *topo) > 0);
+
+    // The budget: every threadblock of a rank resident at once.
+    int budget = residentThreadblocks(c.topo, nullptr);
+    REQUIRE(budget > 0);
+    for (const Json &g : p["gpus"])
+      CHECK((int)g["threadblocks"].size() <= budget);
+
+    msccl::PlanCheckOptions o;
+    o.nodeOfRank = topo->nodeOf;
+    o.maxThreadblocksPerRank = budget;
+    auto run = msccl::checkMscclppPlan(c.topo, text, sched.collective, o);
+    INFO((run ? std::string() : run.error().format()));
+    REQUIRE(run.ok());
+    CHECK(run->portChannels > 0);
+    CHECK(run->memoryChannels > 0);
+  }
+}
+
+TEST_CASE("single-node MSCCL++ plans use memory channels only",
+          "[mscclpp][port]") {
+  for (const char *t : {"dgx1", "dgx-a100", "dgx-h100"}) {
+    INFO(t);
+    auto topo = loadTopology(t);
+    REQUIRE(topo.ok());
+    Schedule sched =
+        baseline({t, BaselineKind::Ring, CollectiveKind::AllReduce}, *topo);
+    std::string text = plan(sched);
+    CHECK(checkChannelTypes(Json::parse(text), *topo) == 0);
+    CHECK(text.find("\"port\"") == std::string::npos);
+    CHECK(text.find("pwsf") == std::string::npos);
+  }
+}
+
+TEST_CASE("every shipped schedule's plan fits its GPU and runs correctly",
+          "[mscclpp][budget]") {
+  int files = 0;
+  for (const auto &e : std::filesystem::directory_iterator(schedulesDir())) {
+    if (e.path().extension() != ".json")
+      continue;
+    ++files;
+    INFO(e.path().string());
+    auto sched = loadScheduleJson(e.path().string());
+    REQUIRE(sched.ok());
+    std::string text = plan(*sched);
+    msccl::PlanCheckOptions o;
+    if (!sched->topology.empty()) {
+      auto topo = loadTopology(sched->topology);
+      REQUIRE(topo.ok());
+      o.nodeOfRank = topo->nodeOf;
+      o.maxThreadblocksPerRank = residentThreadblocks(sched->topology, nullptr);
+      checkChannelTypes(Json::parse(text), *topo);
+    }
+    for (const Json &g : Json::parse(text)["gpus"])
+      if (o.maxThreadblocksPerRank > 0)
+        CHECK((int)g["threadblocks"].size() <= o.maxThreadblocksPerRank);
+    auto run =
+        msccl::checkMscclppPlan(e.path().string(), text, sched->collective, o);
+    INFO((run ? std::string() : run.error().format()));
+    CHECK(run.ok());
+  }
+  CHECK(files >= 20);
+}
+
+TEST_CASE("the plan checker refuses broken plans", "[mscclpp][check]") {
+  auto topo = loadTopology("dgx-a100x2");
+  REQUIRE(topo.ok());
+  Schedule sched = baseline(
+      {"dgx-a100x2", BaselineKind::Tree, CollectiveKind::Broadcast}, *topo);
+  std::string text = plan(sched);
+  msccl::PlanCheckOptions o;
+  o.nodeOfRank = topo->nodeOf;
+  REQUIRE(msccl::checkMscclppPlan("p", text, sched.collective, o).ok());
+  auto error = [&](const Json &p, const msccl::PlanCheckOptions &opts) {
+    auto r = msccl::checkMscclppPlan("p", p.dump(), sched.collective, opts);
+    return r ? std::string() : r.error().message;
+  };
+  auto has = [](const std::string &s, const std::string &part) {
+    INFO(s);
+    return s.find(part) != std::string::npos;
+  };
+
+  // Locate the port puts (pwsf) of the first threadblock that makes them.
+  Json p = Json::parse(text);
+  std::vector<Json *> puts;
+  int sender = -1;
+  for (Json &g : p["gpus"])
+    for (Json &tb : g["threadblocks"]) {
+      if (!puts.empty())
+        break;
+      for (Json &op : tb["ops"])
+        if (op["name"] == "pwsf") {
+          puts.push_back(&op);
+          sender = g["id"];
+        }
+    }
+  REQUIRE(puts.size() >= 2);
+  Json *pwsf = puts.front();
+
+  SECTION("a memory channel across nodes") {
+    for (Json &ch : p["gpus"][sender]["channels"])
+      if (ch["channel_type"] == "port")
+        ch["channel_type"] = "memory";
+    CHECK(has(error(p, o), "memory channel to rank"));
+  }
+  SECTION("a port channel within a node") {
+    msccl::PlanCheckOptions oneNode; // every rank on one node
+    CHECK(has(error(p, oneNode), "port channel to rank"));
+  }
+  SECTION("a lost put deadlocks") {
+    // The receiver's last wait never gets its signal.
+    *puts.back() = Json{{"name", "nop"}};
+    CHECK(has(error(p, o), "deadlocks"));
+  }
+  SECTION("a lost put leaves data missing") {
+    // The later signals satisfy the receiver's waits, but the first chunk
+    // never arrived.
+    *pwsf = Json{{"name", "nop"}};
+    CHECK(has(error(p, o), "holds no data yet"));
+  }
+  SECTION("a put to the wrong chunk leaves a wrong output") {
+    (*pwsf)["dst_buff"][0]["index"] =
+        (*pwsf)["dst_buff"][0]["index"].get<int>() == 0 ? 1 : 0;
+    std::string e = error(p, o);
+    CHECK(
+        (has(e, "must hold") || has(e, "holds no data") || has(e, "outside")));
+  }
+  SECTION("the threadblock budget") {
+    msccl::PlanCheckOptions tight = o;
+    tight.maxThreadblocksPerRank = 1;
+    CHECK(has(error(p, tight), "more than the budget of 1"));
+  }
+  SECTION("an operation the checker does not know") {
+    (*pwsf)["name"] = "rppkt";
+    CHECK(has(error(p, o), "'rppkt'"));
+  }
+}

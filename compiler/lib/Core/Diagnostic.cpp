@@ -498,4 +498,24 @@ Status writeDirectoryAtomic(
   return Status::success();
 }
 
+std::string formatRankSet(const std::vector<int> &items) {
+  std::string s;
+  for (size_t i = 0; i < items.size();) {
+    size_t j = i;
+    while (j + 1 < items.size() && items[j + 1] == items[j] + 1)
+      ++j;
+    if (!s.empty())
+      s += ",";
+    s += std::to_string(items[i]);
+    if (j > i) {
+      s += j == i + 1 ? ',' : '-';
+      s += std::to_string(items[j]);
+    }
+    i = j + 1;
+  }
+  s.insert(s.begin(), '{');
+  s += '}';
+  return s;
+}
+
 } // namespace ccsynth

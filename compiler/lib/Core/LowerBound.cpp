@@ -63,26 +63,6 @@ struct Demand {
   std::vector<int> dests;   ///< sorted, distinct
 };
 
-std::string formatSet(const std::vector<int> &items) {
-  std::string s;
-  for (size_t i = 0; i < items.size();) {
-    size_t j = i;
-    while (j + 1 < items.size() && items[j + 1] == items[j] + 1)
-      ++j;
-    if (!s.empty())
-      s += ",";
-    s += std::to_string(items[i]);
-    if (j > i) {
-      s += j == i + 1 ? ',' : '-';
-      s += std::to_string(items[j]);
-    }
-    i = j + 1;
-  }
-  s.insert(s.begin(), '{');
-  s += '}';
-  return s;
-}
-
 std::string formatGBps(double gbps) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.4g GB/s", gbps);
@@ -391,8 +371,8 @@ void BoundComputer::subsetCuts(const std::vector<int> &groupOf, int numGroups,
       std::vector<int> sSide, tSide;
       for (int g = 0; g < numGroups; ++g)
         ((s >> g) & 1 ? sSide : tSide).push_back(g);
-      return noun + "s " + formatSet(sSide) + " -> " + noun + "s " +
-             formatSet(tSide);
+      return noun + "s " + formatRankSet(sSide) + " -> " + noun + "s " +
+             formatRankSet(tSide);
     });
   }
 }

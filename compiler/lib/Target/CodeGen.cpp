@@ -557,24 +557,6 @@ std::string stripComments(const std::string &text) {
   return out;
 }
 
-std::string rankList(const std::vector<int> &ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
-      ++j;
-    if (!out.empty())
-      out += ", ";
-    out += std::to_string(ranks[i]);
-    if (j > i) {
-      out += '-';
-      out += std::to_string(ranks[j]);
-    }
-    i = j + 1;
-  }
-  return out;
-}
-
 } // namespace
 
 void Generator::groupThreadblocks() {
@@ -723,7 +705,7 @@ void Generator::emitFunctions(std::vector<std::string> &names) {
       std::vector<int> ranks;
       for (int m : g.members)
         ranks.push_back(codes[m].rank);
-      os << "\n// ranks " << rankList(ranks) << ", threadblock " << c.tb
+      os << "\n// ranks " << formatRankSet(ranks) << ", threadblock " << c.tb
          << ": one function, parameterized by rank (comments show rank "
          << c.rank << ")\n// " << c.header << "\n";
       ++stats.sharedFunctions;

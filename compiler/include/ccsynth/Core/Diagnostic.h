@@ -94,6 +94,9 @@ private:
 };
 
 /// Converts a byte offset in `text` into a 1-based line/column.
+/// Sorted distinct ranks as a short set for messages: "{0-3,5,7,8}".
+std::string formatRankSet(const std::vector<int> &ranks);
+
 SourceLoc locationOf(const std::string &file, const std::string &text,
                      size_t offset);
 

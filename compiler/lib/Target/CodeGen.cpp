@@ -143,7 +143,7 @@ private:
   std::string functionName(int fn) const;
   void emitFunctions(std::vector<std::string> &names);
   void emitSelect(const std::vector<std::pair<int, int>> &runs, int lo, int hi,
-                  int fromId, int toId, const std::string &indent);
+                  const std::string &indent);
   void emitCall(int lo, int hi, const std::vector<std::string> &names,
                 const std::string &indent);
 
@@ -518,20 +518,13 @@ std::string rankExpression(const std::vector<int> &ranks,
       continue;
     long long c = f.c + g.c - v0;
     std::string e;
-    auto term = [&](const Fit1 &t, const std::string &x) {
+    auto term = [&](Fit1 t, const std::string &x) {
       if (t.s == 0)
         return;
-      std::string r = t.a == 1 ? x : std::to_string(t.a) + " * " + x;
-      if (t.b)
-        r += " + " + std::to_string(t.b);
-      // x is in [0, m): the reduction is needed only when it can wrap.
-      if (t.a != 1 || t.b != 0)
-        r = "(" + r + ") % " + std::to_string(t.m);
-      if (t.s != 1)
-        r = std::to_string(t.s) + " * (" + r + ")";
+      t.c = 0; // the constants of both terms are summed in c
       if (!e.empty())
         e += " + ";
-      e += r;
+      e += fitExpression(t, x);
     };
     term(f, L == 1 ? std::string("rank") : "(rank / " + std::to_string(L) + ")");
     term(g, L == n ? std::string("rank") : "(rank % " + std::to_string(L) + ")");
@@ -746,21 +739,17 @@ void Generator::emitFunctions(std::vector<std::string> &names) {
 }
 
 void Generator::emitSelect(const std::vector<std::pair<int, int>> &runs,
-                           int lo, int hi, int fromId, int toId,
-                           const std::string &indent) {
-  // runs[i] = (first id, function) over ids fromId..toId-1; lo..hi-1 index
-  // runs. A balanced tree of direct branches.
-  (void)fromId;
-  (void)toId;
+                           int lo, int hi, const std::string &indent) {
+  // runs[lo..hi) = (first id, function): a balanced tree of direct branches.
   if (hi - lo == 1) {
     os << indent << "fn = " << runs[lo].second << ";\n";
     return;
   }
   int mid = lo + (hi - lo) / 2;
   os << indent << "if (id < " << runs[mid].first << ") {\n";
-  emitSelect(runs, lo, mid, 0, 0, indent + "  ");
+  emitSelect(runs, lo, mid, indent + "  ");
   os << indent << "} else {\n";
-  emitSelect(runs, mid, hi, 0, 0, indent + "  ");
+  emitSelect(runs, mid, hi, indent + "  ");
   os << indent << "}\n";
 }
 
@@ -894,7 +883,7 @@ Expected<GeneratedCode> Generator::run() {
     for (int id = 0; id < (int)fnOf.size(); ++id)
       if (runs.empty() || runs.back().second != fnOf[id])
         runs.push_back({id, fnOf[id]});
-    emitSelect(runs, 0, (int)runs.size(), 0, 0, "  ");
+    emitSelect(runs, 0, (int)runs.size(), "  ");
     os << "  if (fn < 0)\n    return true;\n";
     emitCall(0, (int)names.size(), names, "  ");
   }

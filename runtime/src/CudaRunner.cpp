@@ -220,21 +220,10 @@ RunReport runCudaAlgorithm(const CudaApi &api, const ccsynthCudaComms &comms,
       return failed(report);
     // Every rank posts its buffers; the last call launches the kernel.
     for (int r = 0; r < n; ++r) {
-      ccsynthLaunchArgs a{};
-      a.struct_size = sizeof a;
-      a.rank = r;
-      a.sendbuff = send[r];
-      a.recvbuff = recv[r];
-      a.count = o.count;
-      a.dtype = o.dtype;
-      a.op = o.op;
-      a.scratch = scratch[r];
-      a.scratch_bytes = algo.scratch_bytes;
-      a.transport = ccsynthTransportCudaVirtual;
-      a.comm = d.comm;
+      ccsynthLaunchArgs a =
+          launchArgsFor(o, algo, r, send[r], recv[r], scratch[r],
+                        ccsynthTransportCudaVirtual, d.comm, &errors[r]);
       a.stream = d.stream;
-      a.timeout_seconds = o.timeoutSeconds;
-      a.error = &errors[r];
       results[r] = algo.launch(&a);
       if (results[r] != ccsynthSuccess)
         break;

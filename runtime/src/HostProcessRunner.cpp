@@ -95,20 +95,10 @@ Placement place(const ccsynthAlgorithm &algo, const RunSetup &su, int rank) {
   for (int it = 0; it < total && result == ccsynthSuccess; ++it) {
     std::memset(recv, 0xa5, outBytes);
     std::memcpy(send, data + p.pristine, inBytes);
-    ccsynthLaunchArgs a{};
-    a.struct_size = sizeof a;
-    a.rank = rank;
-    a.sendbuff = send;
-    a.recvbuff = recv;
-    a.count = o.count;
-    a.dtype = o.dtype;
-    a.op = o.op;
-    a.scratch = algo.scratch_bytes ? data + p.scratch : nullptr;
-    a.scratch_bytes = algo.scratch_bytes;
-    a.transport = ccsynthTransportHostShm;
-    a.comm = h;
-    a.timeout_seconds = o.timeoutSeconds;
-    a.error = &rec->error;
+    ccsynthLaunchArgs a = launchArgsFor(
+        o, algo, rank, send, recv,
+        algo.scratch_bytes ? data + p.scratch : nullptr,
+        ccsynthTransportHostShm, h, &rec->error);
     auto start = std::chrono::steady_clock::now();
     result = algo.launch(&a);
     if (it >= o.warmup)

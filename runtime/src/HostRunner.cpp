@@ -115,20 +115,9 @@ HostRunReport runHostAlgorithm(const ccsynthAlgorithm &algo,
     threads.emplace_back([&, r] {
       for (int it = 0; it < total; ++it) {
         sync.arrive_and_wait(); // buffers are ready
-        ccsynthLaunchArgs a{};
-        a.struct_size = sizeof a;
-        a.rank = r;
-        a.sendbuff = send[r];
-        a.recvbuff = recv[r];
-        a.count = o.count;
-        a.dtype = o.dtype;
-        a.op = o.op;
-        a.scratch = scratch[r].get();
-        a.scratch_bytes = algo.scratch_bytes;
-        a.transport = ccsynthTransportHostThreads;
-        a.comm = world.comm();
-        a.timeout_seconds = o.timeoutSeconds;
-        a.error = &errors[r];
+        ccsynthLaunchArgs a = launchArgsFor(
+            o, algo, r, send[r], recv[r], scratch[r].get(),
+            ccsynthTransportHostThreads, world.comm(), &errors[r]);
         ccsynthResult res = algo.launch(&a);
         if (res != ccsynthSuccess && results[r] == ccsynthSuccess)
           results[r] = res;

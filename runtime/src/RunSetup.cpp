@@ -54,6 +54,28 @@ std::optional<RunSetup> prepareRun(const ccsynthAlgorithm &algo,
   return s;
 }
 
+ccsynthLaunchArgs launchArgsFor(const RunOptions &o,
+                                const ccsynthAlgorithm &algo, int rank,
+                                const void *send, void *recv, void *scratch,
+                                int32_t transport, void *comm,
+                                ccsynthError *error) {
+  ccsynthLaunchArgs a{};
+  a.struct_size = sizeof a;
+  a.rank = rank;
+  a.sendbuff = send;
+  a.recvbuff = recv;
+  a.count = o.count;
+  a.dtype = o.dtype;
+  a.op = o.op;
+  a.scratch = scratch;
+  a.scratch_bytes = algo.scratch_bytes;
+  a.transport = transport;
+  a.comm = comm;
+  a.timeout_seconds = o.timeoutSeconds;
+  a.error = error;
+  return a;
+}
+
 std::optional<ccsynthError>
 firstLaunchError(const std::vector<ccsynthResult> &results,
                  const std::vector<ccsynthError> &errors) {

@@ -92,6 +92,15 @@ std::optional<RunSetup> prepareRun(const ccsynthAlgorithm &algo,
                                    const RunOptions &options,
                                    std::string &error);
 
+/// The launch arguments of rank `rank` in a run: its buffers and scratch,
+/// the run's count, type, operator and wait timeout, the transport and its
+/// communicator, and where a failure is recorded. CUDA runs add a stream.
+ccsynthLaunchArgs launchArgsFor(const RunOptions &options,
+                                const ccsynthAlgorithm &algo, int rank,
+                                const void *send, void *recv, void *scratch,
+                                int32_t transport, void *comm,
+                                ccsynthError *error);
+
 /// The error to report from per-rank launch results: the first rank that
 /// failed on its own, else the first one that was aborted; nullopt when
 /// every rank succeeded.

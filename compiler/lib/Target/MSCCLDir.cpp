@@ -14,21 +14,11 @@ namespace ccsynth::msccl {
 
 namespace {
 
-std::string bytes(long long b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (u < 4 && b >= 1024 && b % 1024 == 0) {
-    b /= 1024;
-    ++u;
-  }
-  return std::to_string(b) + " " + units[u];
-}
-
 /// "64 KiB - 1" for 65535: ranges split at a boundary end one byte below it.
 std::string upperBytes(long long b) {
   if ((b + 1) % 1024 == 0 && b + 1 >= 1024)
-    return bytes(b + 1) + " - 1";
-  return bytes(b);
+    return exactByteCount(b + 1) + " - 1";
+  return exactByteCount(b);
 }
 
 const char *placement(const Algo &a) {
@@ -61,7 +51,7 @@ std::string dirFileName(int index, const Algo &algo) {
 }
 
 std::string sizeRange(const Algo &algo) {
-  return bytes(algo.minBytes) + " .. " +
+  return exactByteCount(algo.minBytes) + " .. " +
          (algo.maxBytes > 0 ? upperBytes(algo.maxBytes) : "unbounded");
 }
 

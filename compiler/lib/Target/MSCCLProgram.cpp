@@ -108,8 +108,7 @@ int sizeMultiplier(const std::string &coll, int ngpus) {
              : 1;
 }
 
-namespace {
-std::string byteCount(long long b) {
+std::string exactByteCount(long long b) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (u < 4 && b >= 1024 && b % 1024 == 0) {
@@ -118,7 +117,6 @@ std::string byteCount(long long b) {
   }
   return std::to_string(b) + " " + units[u];
 }
-} // namespace
 
 SelectionReport describeSelection(const Algo &algo, int root) {
   SelectionReport r;
@@ -128,20 +126,20 @@ SelectionReport describeSelection(const Algo &algo, int root) {
   while (odd % 2 == 0)
     odd /= 2;
   std::string range =
-      algo.maxBytes > 0 ? "between " + byteCount(algo.minBytes) + " and " +
-                              byteCount(algo.maxBytes)
-      : algo.minBytes > 0 ? "of at least " + byteCount(algo.minBytes)
+      algo.maxBytes > 0 ? "between " + exactByteCount(algo.minBytes) + " and " +
+                              exactByteCount(algo.maxBytes)
+      : algo.minBytes > 0 ? "of at least " + exactByteCount(algo.minBytes)
                           : "of any size";
   std::string total = m > 1 ? "count x " + std::to_string(m) : "count";
   r.served = "MSCCL selects '" + algo.name + "' for " + algo.coll +
              " calls on " + std::to_string(algo.ngpus) + " ranks " + range +
              " whose " + total +
              " elements are a multiple of nchunksperloop=" + std::to_string(p) +
-             " (with 4-byte elements: multiples of " + byteCount(p * 4) + ")";
+             " (with 4-byte elements: multiples of " + exactByteCount(p * 4) + ")";
   if (odd == 1)
     r.served += ", which includes every power-of-two size in that range "
                 "from " +
-                byteCount(p * 4) + " up";
+                exactByteCount(p * 4) + " up";
   r.served += "; other calls run NCCL's own algorithms";
   if (algo.coll == "broadcast" || algo.coll == "reduce" ||
       algo.coll == "gather" || algo.coll == "scatter")
@@ -157,8 +155,8 @@ SelectionReport describeSelection(const Algo &algo, int root) {
   long long lo = std::max<long long>(algo.minBytes, p);
   long long first = (lo + p - 1) / p * p;
   if (algo.maxBytes > 0 && first > algo.maxBytes)
-    r.warning = "no call size in " + byteCount(algo.minBytes) + ".." +
-                byteCount(algo.maxBytes) +
+    r.warning = "no call size in " + exactByteCount(algo.minBytes) + ".." +
+                exactByteCount(algo.maxBytes) +
                 " is a multiple of nchunksperloop=" + std::to_string(p) +
                 " elements: MSCCL never selects this algorithm";
   else if (odd > 1)

@@ -132,6 +132,10 @@ struct BufferCapacity {
 std::optional<BufferCapacity> bufferCapacity(const std::string &coll, int ngpus,
                                              int nchunksperloop);
 
+/// A byte count in the largest binary unit that divides it exactly:
+/// "64 KiB", "3 B", "1536 KiB".
+std::string exactByteCount(long long bytes);
+
 /// The runtime's sizeMultiplier for `coll`: ngpus for allgather,
 /// reducescatter and alltoall (their count is per rank), else 1.
 int sizeMultiplier(const std::string &coll, int ngpus);

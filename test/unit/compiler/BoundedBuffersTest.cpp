@@ -15,6 +15,8 @@
 #include "ccsynth/DSL/Frontend.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
+#include "Programs.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -84,14 +86,8 @@ Schedule baseline(BaselineKind kind, CollectiveKind col,
 }
 
 Schedule program(const std::string &path,
-                 const std::map<std::string, int64_t> &defines = {}) {
-  dsl::LoweringOptions lo;
-  for (auto &[k, v] : defines)
-    lo.defines[k] = v;
-  auto lowered = dsl::compileFile(path, lo);
-  INFO((lowered ? std::string() : lowered.error().format()));
-  REQUIRE(lowered.ok());
-  return lowered->schedule;
+                 const std::map<std::string, long long> &defines = {}) {
+  return test::lowerProgram(path, defines);
 }
 
 /// The `--msccl-coll C` a custom program's header names, or "".

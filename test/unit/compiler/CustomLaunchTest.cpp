@@ -13,6 +13,8 @@
 #include "ccsynth/Import/MSCCLToSchedule.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
+#include "Programs.h"
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -23,15 +25,7 @@ using namespace ccsynth::msccl;
 
 namespace {
 
-Schedule shippedProgram(const std::string &name, int ranks) {
-  dsl::LoweringOptions lo;
-  lo.defines["ranks"] = ranks;
-  auto lowered = dsl::compileFile(
-      std::string(CCSYNTH_SOURCE_DIR) + "/sketches/dsl/" + name + ".ccl", lo);
-  INFO((lowered ? std::string() : lowered.error().format()));
-  REQUIRE(lowered.ok());
-  return lowered->schedule;
-}
+using test::shippedProgram;
 
 CompileResult compileAs(const Schedule &s, const std::string &coll) {
   CompileOptions o;

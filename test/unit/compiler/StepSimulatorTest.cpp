@@ -14,6 +14,8 @@
 #include "ccsynth/DSL/Frontend.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
+#include "Programs.h"
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -28,15 +30,7 @@ using namespace ccsynth::msccl;
 
 namespace {
 
-Schedule shippedProgram(const std::string &name, int ranks) {
-  dsl::LoweringOptions lo;
-  lo.defines["ranks"] = ranks;
-  auto lowered = dsl::compileFile(
-      std::string(CCSYNTH_SOURCE_DIR) + "/sketches/dsl/" + name + ".ccl", lo);
-  INFO((lowered ? std::string() : lowered.error().format()));
-  REQUIRE(lowered.ok());
-  return lowered->schedule;
-}
+using test::shippedProgram;
 
 /// The program `compile` writes for `s`.
 Algo lower(const Schedule &s, int instances, const std::string &protocol,

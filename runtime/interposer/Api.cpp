@@ -101,11 +101,7 @@ EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
   if (!fn)
     return ncclInternalError;
   bool outer = !ForwardScope::active();
-  ncclResult_t r;
-  {
-    ForwardScope scope;
-    r = fn(comm, nranks, commId, rank, config);
-  }
+  ncclResult_t r = callReal(fn, comm, nranks, commId, rank, config);
   if (outer && initOk(r) && comm && *comm)
     onCommInit(*comm, nranks, rank, &commId, sizeof commId);
   return r;
@@ -118,11 +114,7 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks,
   if (!fn)
     return ncclInternalError;
   bool outer = !ForwardScope::active();
-  ncclResult_t r;
-  {
-    ForwardScope scope;
-    r = fn(comm, nranks, commId, rank);
-  }
+  ncclResult_t r = callReal(fn, comm, nranks, commId, rank);
   if (outer && initOk(r) && comm && *comm)
     onCommInit(*comm, nranks, rank, &commId, sizeof commId);
   return r;
@@ -137,11 +129,7 @@ EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
   if (!fn)
     return ncclInternalError;
   bool outer = !ForwardScope::active();
-  ncclResult_t r;
-  {
-    ForwardScope scope;
-    r = fn(newcomm, nranks, myrank, nId, commIds, config);
-  }
+  ncclResult_t r = callReal(fn, newcomm, nranks, myrank, nId, commIds, config);
   if (outer && initOk(r) && newcomm && *newcomm && commIds && nId > 0)
     onCommInit(*newcomm, nranks, myrank, commIds,
                sizeof(ncclUniqueId) * std::size_t(nId));
@@ -155,11 +143,7 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   if (!fn)
     return ncclInternalError;
   bool outer = !ForwardScope::active();
-  ncclResult_t r;
-  {
-    ForwardScope scope;
-    r = fn(comm, color, key, newcomm, config);
-  }
+  ncclResult_t r = callReal(fn, comm, color, key, newcomm, config);
   if (outer && initOk(r))
     onCommSplit(comm, newcomm ? *newcomm : nullptr, color);
   return r;
@@ -204,11 +188,7 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
   auto fn = REAL(ncclCommGetAsyncError);
   if (!fn)
     return ncclInternalError;
-  ncclResult_t r;
-  {
-    ForwardScope scope;
-    r = fn(comm, asyncError);
-  }
+  ncclResult_t r = callReal(fn, comm, asyncError);
   // A failed plugin launch is this communicator's asynchronous error too.
   ncclResult_t own = commError(comm);
   if (r == ncclSuccess && asyncError && own != ncclSuccess &&
@@ -225,11 +205,7 @@ EXPORT ncclResult_t ncclGroupStart() {
   if (!fn)
     return ncclInternalError;
   bool outer = !ForwardScope::active();
-  ncclResult_t r;
-  {
-    ForwardScope scope;
-    r = fn();
-  }
+  ncclResult_t r = callReal(fn);
   if (outer && r == ncclSuccess)
     onGroupStart();
   return r;
@@ -241,11 +217,7 @@ EXPORT ncclResult_t ncclGroupEnd() {
   if (!fn)
     return ncclInternalError;
   bool outer = !ForwardScope::active();
-  ncclResult_t r;
-  {
-    ForwardScope scope;
-    r = fn();
-  }
+  ncclResult_t r = callReal(fn);
   return outer ? onGroupEnd(r) : r;
 }
 ALIAS(ncclGroupEnd)
@@ -255,11 +227,7 @@ EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
   if (!fn)
     return ncclInternalError;
   bool outer = !ForwardScope::active();
-  ncclResult_t r;
-  {
-    ForwardScope scope;
-    r = fn(simInfo);
-  }
+  ncclResult_t r = callReal(fn, simInfo);
   if (outer)
     onGroupSimulateEnd();
   return r;

@@ -33,6 +33,12 @@ struct ForwardScope {
   static bool active();
 };
 
+/// Calls `fn`, a function of the real library, inside a ForwardScope.
+template <class F, class... Args> auto callReal(F fn, Args... args) {
+  ForwardScope scope;
+  return fn(args...);
+}
+
 /// One collective call as the application made it.
 struct Call {
   const char *collective; ///< ccsynth's name: allreduce, allgather, ...

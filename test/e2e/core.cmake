@@ -58,6 +58,20 @@ add_test(NAME e2e:verify-duplicated-reduction
 set_tests_properties(e2e:verify-deleted-transfer e2e:verify-duplicated-reduction
   PROPERTIES DEPENDS e2e:baseline-ring-h100x2)
 
+# Schedules of hundreds of ranks exceed the 64 MiB other inputs may have:
+# the 256-rank ring ReduceScatter is 1.04M transfers, 92 MB. verify and
+# simulate read what baseline wrote (without a DOM, in seconds).
+ccsynth_expect(baseline-large-schedule RC 0 FILE large-rs-h100x32.json
+  CMD ${CC} baseline ring --collective reducescatter --topo dgx-h100x32
+      -o ${E2E_OUT}/large-rs-h100x32.json)
+ccsynth_expect(verify-large-schedule RC 0
+  MATCH "OK: reducescatter\\(ranks=256, chunks=8\\), 1044480 transfers"
+  CMD ${CC} verify ${E2E_OUT}/large-rs-h100x32.json)
+ccsynth_expect(simulate-large-schedule RC 0 MATCH "1G +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+%"
+  CMD ${CC} simulate ${E2E_OUT}/large-rs-h100x32.json --sizes 1G)
+set_tests_properties(e2e:verify-large-schedule e2e:simulate-large-schedule
+  PROPERTIES DEPENDS e2e:baseline-large-schedule)
+
 # Simulation of the ring on one DGX A100 at 1 GB: busbw within 10% of the
 # ring's analytic value (the 300 GB/s NVSwitch port) and a % of bound.
 ccsynth_expect(baseline-ring-a100 RC 0

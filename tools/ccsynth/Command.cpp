@@ -97,7 +97,7 @@ loadScheduleInput(const std::string &path,
   bool xml = path.ends_with(".xml");
   std::string text;
   if (!xml) {
-    auto read = readFile(path);
+    auto read = readFile(path, kMaxScheduleBytes);
     if (!read)
       return read.error();
     text = std::move(*read);
@@ -105,13 +105,17 @@ loadScheduleInput(const std::string &path,
     xml = first != std::string::npos && text[first] == '<';
   }
   if (!xml)
-    return loadScheduleJson(path);
+    return readScheduleJson(path, std::move(text));
 #ifdef CCSYNTH_HAVE_MLIR
   if (text.empty()) {
     auto read = readFile(path);
     if (!read)
       return read.error();
     text = std::move(*read);
+  } else if (text.size() > kMaxInputBytes) {
+    return Error("cannot read '" + path + "': MSCCL XML larger than the " +
+                 std::to_string(kMaxInputBytes >> 20) +
+                 " MiB an input file may have");
   }
   std::vector<Error> notes;
   auto sched = importMscclXml(path, text, &notes);

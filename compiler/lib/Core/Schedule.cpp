@@ -358,10 +358,10 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
 }
 
 Expected<Schedule> loadScheduleJson(const std::string &path) {
-  auto doc = JsonDocument::load(path);
-  if (!doc)
-    return doc.error();
-  return parseScheduleJson(*doc);
+  auto text = readFile(path, kMaxScheduleBytes);
+  if (!text)
+    return text.error();
+  return readScheduleJson(path, text.take());
 }
 
 std::vector<std::vector<int>>

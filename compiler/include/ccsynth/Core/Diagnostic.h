@@ -108,6 +108,9 @@ std::string caretLine(const std::string &text, const SourceLoc &loc);
 /// schedule, topology or program, and small enough that parsing it cannot
 /// exhaust memory.
 inline constexpr size_t kMaxInputBytes = size_t(64) << 20;
+/// The largest schedule file (4 GiB): a 1,024-rank ReduceScatter is millions
+/// of transfers, hundreds of MB, read without a DOM (readScheduleJson).
+inline constexpr size_t kMaxScheduleBytes = size_t(4) << 30;
 
 /// Reads a whole regular file of at most `maxBytes`; the error names the
 /// file and the reason. Directories, devices and FIFOs are refused (they

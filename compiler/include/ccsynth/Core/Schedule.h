@@ -87,6 +87,13 @@ transferDependencies(const Collective &collective, int scratchChunks, int count,
 std::string scheduleToJson(const Schedule &s);
 /// Parses the JSON form; structural errors are located at the field.
 Expected<Schedule> parseScheduleJson(const JsonDocument &doc);
+/// Parses schedule JSON text of any size: the transfer list is scanned
+/// without building a DOM; files over `generalLimit` bytes must hold their
+/// transfers in the plain form ccsynth writes (smaller files that do not are
+/// read by the general reader, with its located errors).
+Expected<Schedule> readScheduleJson(const std::string &file, std::string text,
+                                    size_t generalLimit = kMaxInputBytes);
+/// Reads a schedule file of at most kMaxScheduleBytes.
 Expected<Schedule> loadScheduleJson(const std::string &path);
 
 } // namespace ccsynth

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 
@@ -42,9 +43,16 @@ namespace {
 
 /// A symbolic chunk value: the sorted set of input values it combines, or
 /// undefined.
+/// A slot's symbolic content: the sorted input values it sums. Contents are
+/// immutable once made, so a copy shares its source's (an AllReduce's
+/// AllGather phase would otherwise hold n values in each of n^2 slots).
 struct Value {
   bool defined = false;
-  std::vector<int> ids;
+  std::shared_ptr<const std::vector<int>> ids;
+  const std::vector<int> &values() const {
+    static const std::vector<int> none;
+    return ids ? *ids : none;
+  }
 };
 
 class SymbolicExecutor {
@@ -260,20 +268,20 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
                "reduces into " + toString(dst) + ", which holds no data yet");
         continue;
       }
-      Value sum;
-      sum.defined = true;
-      sum.ids.reserve(sv.ids.size() + dv.ids.size());
-      std::merge(dv.ids.begin(), dv.ids.end(), sv.ids.begin(), sv.ids.end(),
-                 std::back_inserter(sum.ids));
-      auto dup = std::adjacent_find(sum.ids.begin(), sum.ids.end());
-      if (dup != sum.ids.end()) {
+      const std::vector<int> &a = dv.values(), &b = sv.values();
+      auto ids = std::make_shared<std::vector<int>>();
+      ids->reserve(a.size() + b.size());
+      std::merge(a.begin(), a.end(), b.begin(), b.end(),
+                 std::back_inserter(*ids));
+      auto dup = std::adjacent_find(ids->begin(), ids->end());
+      if (dup != ids->end()) {
         report(VerifyErrorKind::DuplicateReduction, t, dst,
                "reduces " + toString(src) + " into " + toString(dst) +
                    ", but both already contain " + valueName(col, *dup) +
                    ": it would be counted twice");
         continue;
       }
-      updates.push_back({slotOf(dst), std::move(sum)});
+      updates.push_back({slotOf(dst), Value{true, std::move(ids)}});
     }
   }
   for (auto &[slot, v] : updates)
@@ -293,9 +301,9 @@ void SymbolicExecutor::checkOutputs() {
                toString(loc) + " is never written; expected " + show(*want));
         continue;
       }
-      if (v.ids != *want)
+      if (v.values() != *want)
         report(VerifyErrorKind::WrongOutput, -1, loc,
-               toString(loc) + ": " + describeDiff(*want, v.ids));
+               toString(loc) + ": " + describeDiff(*want, v.values()));
     }
 }
 
@@ -321,20 +329,52 @@ void SymbolicExecutor::run() {
       if (col.pre[r][i] >= 0) {
         Value &v = slots[slotOf({r, BufferKind::Input, i})];
         v.defined = true;
-        v.ids = {col.pre[r][i]};
+        v.ids = std::make_shared<const std::vector<int>>(
+            std::vector<int>{col.pre[r][i]});
       }
   std::vector<int> order(sched.transfers.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return sched.transfers[a].step < sched.transfers[b].step;
   });
-  for (size_t i = 0; i < order.size() && result.issues.empty();) {
+  // Scratch contents that no later step reads are dropped after their last
+  // step, so memory follows the live working set (a ring ReduceScatter
+  // leaves a partial sum in each of its scratch slots).
+  auto scratchSlot = [&](const ChunkLoc &at, int count, int k) -> long long {
+    if (at.buffer != BufferKind::Scratch || at.rank < 0 || at.rank >= n ||
+        at.index < 0 || (long long)at.index + count > sched.scratchChunks)
+      return -1;
+    return (long long)offsets[at.rank * 3 + 2] + at.index + k;
+  };
+  std::vector<int> lastRead(total, -1);
+  for (size_t i = 0, g = 0; i < order.size(); ++g) {
+    int step = sched.transfers[order[i]].step;
+    for (; i < order.size() && sched.transfers[order[i]].step == step; ++i) {
+      const Transfer &tr = sched.transfers[order[i]];
+      for (int k = 0; k < tr.count; ++k) {
+        if (long long s = scratchSlot(tr.src, tr.count, k); s >= 0)
+          lastRead[s] = (int)g;
+        if (tr.op == TransferOp::Reduce)
+          if (long long s = scratchSlot(tr.dst, tr.count, k); s >= 0)
+            lastRead[s] = (int)g;
+      }
+    }
+  }
+  for (size_t i = 0, g = 0; i < order.size() && result.issues.empty(); ++g) {
     size_t j = i;
     std::vector<int> group;
     while (j < order.size() &&
            sched.transfers[order[j]].step == sched.transfers[order[i]].step)
       group.push_back(order[j++]);
     checkStep(group);
+    for (int t : group) {
+      const Transfer &tr = sched.transfers[t];
+      for (int k = 0; k < tr.count; ++k)
+        for (const ChunkLoc *at : {&tr.src, &tr.dst})
+          if (long long s = scratchSlot(*at, tr.count, k);
+              s >= 0 && lastRead[s] <= (int)g)
+            slots[s] = Value{};
+    }
     i = j;
   }
   // End-state errors after an execution error are mostly its echoes.

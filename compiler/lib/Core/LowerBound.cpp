@@ -532,7 +532,12 @@ double BoundComputer::latencyBound(bool &cutShort) const {
     bool needSearch = false;
     // Past the deadline: a path from o to d is its direct link or has at
     // least two links, o's fastest way out and d's fastest way in.
-    bool cheap = searchUntil && std::chrono::steady_clock::now() >= *searchUntil;
+    bool cheap =
+        searchUntil && std::chrono::steady_clock::now() >= *searchUntil;
+    // The shortest path to d is at most the direct link, so a search cannot
+    // raise `worst` when every such link is within it; on symmetric
+    // machines the first origin's search settles every later one.
+    std::vector<int> open;
     for (int d : dests)
       if (d != o) {
         if (direct[d] == minIn[d])
@@ -540,18 +545,19 @@ double BoundComputer::latencyBound(bool &cutShort) const {
         else if (cheap) {
           worst = std::max(worst, std::min(direct[d], minOut[o] + minIn[d]));
           cutShort = true;
-        }
-        else
-          needSearch = true;
+        } else
+          open.push_back(d);
       }
+    for (int d : open)
+      if (!(direct[d] <= worst))
+        needSearch = true;
     for (int l : outLinks[o])
       direct[topo.links[l].dst] = inf;
     if (!needSearch)
       continue;
     std::vector<double> dist = alphaFrom(topo, outLinks, o);
-    for (int d : dests)
-      if (d != o)
-        worst = std::max(worst, dist[d]);
+    for (int d : open)
+      worst = std::max(worst, dist[d]);
   }
   return worst;
 }

@@ -5,6 +5,7 @@
 #include <climits>
 #include <map>
 #include <queue>
+#include <set>
 
 namespace ccsynth::synth {
 
@@ -49,6 +50,8 @@ FlowEncoding::FlowEncoding(const RoutingProblem &problem,
   earliest.assign(nreps, {});
   for (int ri = 0; ri < nreps; ++ri)
     encodeRep(ri);
+  if (opts.ties != EncodingOptions::Ties::None && !p.ties.empty())
+    encodeTies();
   if (opts.exclusiveLinks)
     encodeExclusive();
 }
@@ -215,6 +218,80 @@ void FlowEncoding::encodeRep(int ri) {
           m.addImplies(vars[idx].lit, other);
         else
           m.addClause({-vars[idx].lit});
+      }
+    }
+}
+
+bool FlowEncoding::possible(int ri, int l, int s) const {
+  int v = p.reps[ri];
+  const Link &link = p.topo->links[l];
+  if (!p.allowed(v, l) || link.dst == p.values[v].origin)
+    return false;
+  int e = earliest[ri][link.src];
+  if (e >= kInf)
+    return false;
+  if (s == 0)
+    return e + dur(l) <= opts.horizon;
+  return s > e && s + dur(l) - 1 <= opts.horizon;
+}
+
+void FlowEncoding::encodeTies() {
+  using Side = std::pair<int, int>; // (rep index, link)
+  // x and y are the literals of two tied sends (0 = no variable). A send
+  // without a variable that could happen (the encoding drops sends that
+  // lead to no destination in time) leaves the other side free; one that
+  // cannot (the value is not there yet, the sketch forbids it, the link
+  // enters its origin) forbids it, as TACCL's equality with a zero does.
+  auto tie = [&](int x, int y, Side a, Side b, int slot) {
+    if (x && y) {
+      m.addImplies(x, y);
+      m.addImplies(y, x);
+    } else if (x && !possible(b.first, b.second, slot)) {
+      m.addClause({-x});
+    } else if (y && !possible(a.first, a.second, slot)) {
+      m.addClause({-y});
+    }
+  };
+  auto bySlot = [&](Side a) {
+    std::map<int, int> lits;
+    for (int idx : byRepLink[a.first][a.second])
+      lits[vars[idx].slot] = vars[idx].lit;
+    return lits;
+  };
+  std::set<std::pair<Side, Side>> done;
+  for (const SymmetryTie &t : p.ties)
+    for (size_t v = 0; v < p.values.size(); ++v) {
+      // Value v's sends are its representative's under the inverse of the
+      // group element that makes it; likewise for its tied image w.
+      int w = t.value[v];
+      const auto &fromV = p.group.link[p.group.inverse[p.elemOf[v]]];
+      const auto &fromW = p.group.link[p.group.inverse[p.elemOf[w]]];
+      int ri = idxOfRep[p.repOf[v]], rj = idxOfRep[p.repOf[w]];
+      for (int l : p.usableLinks) {
+        if (t.link[l] < 0)
+          continue;
+        Side a{ri, fromV[l]}, b{rj, fromW[t.link[l]]};
+        if (a.second < 0 || b.second < 0 || a == b)
+          continue;
+        if (b < a)
+          std::swap(a, b);
+        if (!done.insert({a, b}).second)
+          continue;
+        ++tiedPairs;
+        if (opts.ties == EncodingOptions::Ties::Routes) {
+          tie(crosses[a.first][a.second], crosses[b.first][b.second], a, b, 0);
+          continue;
+        }
+        // Slot by slot: the tied links are alike, so their transfers take
+        // equally long.
+        std::map<int, int> xs = bySlot(a), ys = bySlot(b);
+        for (auto [slot, x] : xs) {
+          auto it = ys.find(slot);
+          tie(x, it == ys.end() ? 0 : it->second, a, b, slot);
+        }
+        for (auto [slot, y] : ys)
+          if (!xs.count(slot))
+            tie(0, y, a, b, slot);
       }
     }
 }

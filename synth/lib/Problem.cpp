@@ -9,6 +9,11 @@
 
 namespace ccsynth::synth {
 
+int SymmetryTie::numTiedLinks() const {
+  return (int)std::count_if(link.begin(), link.end(),
+                            [](int l) { return l >= 0; });
+}
+
 bool RoutingProblem::allowed(int v, int l) const {
   if (!linkUsable[l])
     return false;
@@ -343,7 +348,7 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
   // Symmetry: generators from the sketch, checked against the topology.
   std::vector<std::vector<int>> genRank, genLink, genRes;
   bool allWhole = true;
-  std::vector<std::string> partial;
+  std::vector<size_t> partial; // indices into sk.symmetry
   for (const SymmetryOffset &so : sk.symmetry) {
     std::string entry = "symmetry_offsets entry [" + std::to_string(so.offset) +
                         ", " + std::to_string(so.size) + "]";
@@ -370,7 +375,7 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
           sk);
     if (!whole) {
       allWhole = false;
-      partial.push_back(entry);
+      partial.push_back(genRank.size());
     }
     genRank.push_back(std::move(perm));
     genLink.push_back(std::move(lm));
@@ -393,10 +398,10 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
   constexpr size_t kMaxGroup = 4096;
   if (!allWhole) {
     // Some generator maps the links inside its blocks but not those between
-    // blocks. TACCL then ties only the sends inside blocks; ccsynth's
-    // encoding ties whole routes, so it keeps the generated permutations
-    // that map the whole machine (a subgroup) and searches without the
-    // others: every schedule TACCL's ties allow is still in the search.
+    // blocks. ccsynth's group ties whole routes, so it keeps the generated
+    // permutations that map the whole machine (a subgroup); each partial
+    // generator ties only the sends inside its blocks, as TACCL does
+    // (taccl/routing.py _add_symmetry), and the encodings add those ties.
     std::vector<std::vector<int>> perms{idRank};
     for (size_t e = 0; e < perms.size(); ++e)
       for (const auto &gen : genRank) {
@@ -423,18 +428,51 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
       all.link.push_back(std::move(lm));
       all.resource.push_back(std::move(rm));
     }
-    std::string names;
-    for (const std::string &e : partial)
-      names += (names.empty() ? "" : ", ") + e;
-    p.notes.push_back(
-        names + (partial.size() == 1 ? " maps" : " map") +
-        " the links inside " + (partial.size() == 1 ? "its" : "their") +
-        " blocks but not those between blocks; TACCL would tie only the "
-        "sends inside blocks, ccsynth keeps the " +
-        std::to_string(all.rank.size()) + " of the " +
-        std::to_string(perms.size()) +
-        " generated symmetries that map the whole machine and searches "
-        "without the others");
+    std::string tied, untied, tiedLinks;
+    for (size_t gi : partial) {
+      const SymmetryOffset &so = sk.symmetry[gi];
+      std::string name = "[" + std::to_string(so.offset) + ", " +
+                         std::to_string(so.size) + "]";
+      SymmetryTie tie;
+      tie.offset = so.offset;
+      tie.blockSize = so.size;
+      tie.rank = genRank[gi];
+      if (!mapValues(p, tie.rank, valueAt, tie.value)) {
+        untied += (untied.empty() ? "" : ", ") + name;
+        continue;
+      }
+      tie.link.assign(numLinks, -1);
+      for (int l : p.usableLinks) {
+        const Link &link = topo.links[l];
+        if (link.src / so.size == link.dst / so.size)
+          tie.link[l] = genLink[gi][l];
+      }
+      tiedLinks += std::string(tied.empty() ? "" : " and of ") + name +
+                   " over the " + std::to_string(tie.numTiedLinks()) + " links";
+      tied += (tied.empty() ? "" : ", ") + name;
+      p.ties.push_back(std::move(tie));
+    }
+    bool one = partial.size() == 1;
+    std::string names =
+        tied + (tied.empty() || untied.empty() ? "" : ", ") + untied;
+    std::string note =
+        "symmetry_offsets " + std::string(one ? "entry " : "entries ") + names +
+        (one ? " maps" : " map") + " the links inside " +
+        (one ? "its" : "their") + " blocks but not those between blocks: ";
+    if (!tied.empty())
+      note += "as in TACCL, the sends of " + tiedLinks +
+              " inside blocks are tied to their images, those between "
+              "blocks are free";
+    if (!untied.empty())
+      note += std::string(tied.empty() ? "" : "; ") +
+              "the collective is not invariant under " + untied +
+              ", whose sends are not tied";
+    if (all.rank.size() > 1)
+      note += "; the " + std::to_string(all.rank.size()) + " of the " +
+              std::to_string(perms.size()) +
+              " generated symmetries that map the whole machine tie whole "
+              "routes";
+    p.notes.push_back(note);
   }
   for (size_t e = 0; allWhole && e < all.rank.size(); ++e) {
     for (size_t s = 0; s < genRank.size(); ++s) {

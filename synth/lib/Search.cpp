@@ -623,7 +623,9 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   }
   EncodingOptions eo;
   eo.horizon = H;
-  FlowEncoding enc(p, eo);
+  std::optional<FlowEncoding> encoding;
+  encoding.emplace(p, eo);
+  FlowEncoding *enc = &*encoding;
   std::unique_ptr<IncrementalSolver> solver;
   // Query models: the base encoding, the depth requirement, and bounds.
   std::vector<int> nics;
@@ -637,42 +639,65 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     nics.assign(xs.begin(), xs.end());
   }
   auto query = [&](int depth) {
-    std::optional<BoolModel> q(enc.base());
-    if (!enc.reachBy(*q, depth))
+    std::optional<BoolModel> q(enc->base());
+    if (!enc->reachBy(*q, depth))
       q.reset();
     else if (!nics.empty())
-      enc.distinctPerResource(*q, nics, opts.nicLinks);
+      enc->distinctPerResource(*q, nics, opts.nicLinks);
     return q;
   };
-  ctx.say("routing: " + std::to_string(p.reps.size()) + " of " +
-          std::to_string(p.values.size()) + " values encoded (symmetry), " +
-          std::to_string(enc.numSendVars()) +
-          " send variables, depth <= " + std::to_string(H));
+  auto describe = [&] {
+    ctx.say("routing: " + std::to_string(p.reps.size()) + " of " +
+            std::to_string(p.values.size()) + " values encoded (symmetry), " +
+            std::to_string(enc->numSendVars()) + " send variables" +
+            (enc->numTiedPairs() ? ", " + std::to_string(enc->numTiedPairs()) +
+                                       " tied link pairs"
+                                 : std::string()) +
+            ", depth <= " + std::to_string(H));
+  };
+  describe();
   // Depth-first: the smallest depth with any route, then bisection there.
   int depth = H;
   std::optional<BoolModel> q0;
   SolveOutcome o;
   // The first route is worth its time (only the deadline bounds it): a
   // hint bound (the heuristic's busy time) steers it to good routes.
-  for (int d = opts.depthFirst ? d0 : H; d <= H; ++d) {
-    q0 = query(d);
-    if (!q0)
-      continue;
-    if (opts.hintBound > 0) {
-      BoolModel hinted = *q0;
-      enc.loadBound(hinted, linkCaps(p, cost, opts.hintBound),
-                    resourceCaps(p, cost, opts.hintBound));
-      o = solveFresh(hinted, ctx, 0.25, solver, /*budgeted=*/false);
+  auto firstRoute = [&] {
+    for (int d = opts.depthFirst ? d0 : H; d <= H; ++d) {
+      q0 = query(d);
+      if (!q0)
+        continue;
+      if (opts.hintBound > 0) {
+        BoolModel hinted = *q0;
+        enc->loadBound(hinted, linkCaps(p, cost, opts.hintBound),
+                       resourceCaps(p, cost, opts.hintBound));
+        o = solveFresh(hinted, ctx, 0.25, solver, /*budgeted=*/false);
+        if (o.status == SolveStatus::Sat) {
+          depth = d;
+          return;
+        }
+      }
+      o = solveFresh(*q0, ctx, 0.25, solver, /*budgeted=*/false);
       if (o.status == SolveStatus::Sat) {
         depth = d;
-        break;
+        return;
       }
     }
-    o = solveFresh(*q0, ctx, 0.25, solver, /*budgeted=*/false);
-    if (o.status == SolveStatus::Sat) {
-      depth = d;
-      break;
-    }
+  };
+  firstRoute();
+  // TACCL's ties can leave no route at all (its model would be
+  // infeasible): search without them rather than give up the solver.
+  if (enc->numTiedPairs() && q0 && o.status == SolveStatus::Unsat &&
+      ctx.secondsLeft() > 0.01) {
+    ctx.say("routing: no route within depth " + std::to_string(H) +
+            " satisfies the symmetry ties; searching without them");
+    ctx.tiesUnsatisfiable = true;
+    eo.ties = EncodingOptions::Ties::None;
+    encoding.reset();
+    encoding.emplace(p, eo);
+    enc = &*encoding;
+    describe();
+    firstRoute();
   }
   if (!q0 || o.status != SolveStatus::Sat) {
     ctx.say("routing: no route within depth " + std::to_string(H) + " (" +
@@ -680,7 +705,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
             ")");
     return out;
   }
-  Plan best = enc.decode(*solver);
+  Plan best = enc->decode(*solver);
   std::string bestSmt = ctx.keepSmt ? solver->toSmtLib2() : "";
   double ub = busyTime(p, best, cost);
   // Candidate bounds: every achievable busy time up to the first route's.
@@ -713,12 +738,12 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
     size_t mid = (lo + hi) / 2;
     double bound = uniq[mid];
     BoolModel q = *q0;
-    enc.loadBound(q, linkCaps(p, cost, bound), resourceCaps(p, cost, bound));
+    enc->loadBound(q, linkCaps(p, cost, bound), resourceCaps(p, cost, bound));
     SolveOutcome r = solveFresh(q, ctx, 0.25, solver);
     ctx.say("routing: busy time <= " + fmt(bound) +
             " us: " + toString(r.status) + " (" + fmt(r.seconds) + " s)");
     if (r.status == SolveStatus::Sat) {
-      best = enc.decode(*solver);
+      best = enc->decode(*solver);
       if (ctx.keepSmt)
         bestSmt = solver->toSmtLib2();
       double got = busyTime(p, best, cost);
@@ -746,8 +771,8 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   auto bounded = [&](int depth) {
     auto q = query(depth);
     if (q)
-      enc.loadBound(*q, linkCaps(p, cost, bestBound),
-                    resourceCaps(p, cost, bestBound));
+      enc->loadBound(*q, linkCaps(p, cost, bestBound),
+                     resourceCaps(p, cost, bestBound));
     return q;
   };
 
@@ -758,7 +783,7 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
       continue;
     SolveOutcome r = solveFresh(*q, ctx, 0.25, solver);
     if (r.status == SolveStatus::Sat) {
-      Plan shallow = enc.decode(*solver);
+      Plan shallow = enc->decode(*solver);
       shallow.method =
           "routing (min busy time, depth " + std::to_string(d) + ")";
       ctx.say("routing: depth " + std::to_string(d) + ": " +
@@ -784,11 +809,11 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
       auto q = bounded(depth);
       if (!q)
         return;
-      enc.distinctLinks(*q, links, mid, atMost);
+      enc->distinctLinks(*q, links, mid, atMost);
       SolveOutcome r = solveFresh(*q, ctx, 0.2, solver);
       bool sat = r.status == SolveStatus::Sat;
       if (sat)
-        found = enc.decode(*solver);
+        found = enc->decode(*solver);
       if (atMost) {
         if (sat)
           hi2 = mid;
@@ -967,38 +992,62 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
     return std::nullopt;
   }
   eo.horizon = H;
-  FlowEncoding enc(p, eo);
+  // TACCL ties send times as well as routes.
+  eo.ties = EncodingOptions::Ties::Slots;
   std::unique_ptr<IncrementalSolver> solver;
-  ctx.say("exact: slot = " + fmt(tau) + " us, horizon " + std::to_string(tlb) +
-          ".." + std::to_string(H) + " slots, " +
-          std::to_string(enc.numSendVars()) + " send variables");
-  bool proven = true;
-  int unknowns = 0;
-  for (int T = tlb; T <= H && unknowns < 2; ++T) {
-    if (ctx.secondsLeft() <= 0.01) {
-      ctx.cutShort = ctx.deadlineHit = true;
-      break;
+  // The smallest satisfiable horizon; `unsat` says whether every horizon
+  // was proven unsatisfiable.
+  auto solve = [&](bool &unsat) -> std::optional<Plan> {
+    FlowEncoding enc(p, eo);
+    ctx.say("exact: slot = " + fmt(tau) + " us, horizon " +
+            std::to_string(tlb) + ".." + std::to_string(H) + " slots, " +
+            std::to_string(enc.numSendVars()) + " send variables" +
+            (enc.numTiedPairs() ? ", " + std::to_string(enc.numTiedPairs()) +
+                                      " tied link pairs"
+                                : std::string()));
+    unsat = enc.numTiedPairs() > 0;
+    bool proven = true;
+    int unknowns = 0;
+    for (int T = tlb; T <= H && unknowns < 2; ++T) {
+      if (ctx.secondsLeft() <= 0.01) {
+        ctx.cutShort = ctx.deadlineHit = true;
+        unsat = false;
+        break;
+      }
+      BoolModel q = enc.base();
+      if (!enc.reachBy(q, T))
+        continue;
+      SolveOutcome r = solveFresh(q, ctx, 0.5, solver);
+      ctx.say("exact: " + std::to_string(T) + " slots: " + toString(r.status) +
+              " (" + fmt(r.seconds) + " s)");
+      if (r.status == SolveStatus::Sat) {
+        Plan plan = enc.decode(*solver);
+        if (ctx.keepSmt)
+          plan.smt = "; ccsynth exact slot model: satisfiable with horizon " +
+                     std::to_string(T) + "\n" + solver->toSmtLib2();
+        plan.method = "exact slot model (" + std::to_string(T) + " slots of " +
+                      fmt(tau) + " us)";
+        plan.provenOptimal = proven;
+        return plan;
+      }
+      if (r.status == SolveStatus::Unknown) {
+        proven = false;
+        unsat = false;
+        ++unknowns;
+      }
     }
-    BoolModel q = enc.base();
-    if (!enc.reachBy(q, T))
-      continue;
-    SolveOutcome r = solveFresh(q, ctx, 0.5, solver);
-    ctx.say("exact: " + std::to_string(T) + " slots: " + toString(r.status) +
-            " (" + fmt(r.seconds) + " s)");
-    if (r.status == SolveStatus::Sat) {
-      Plan plan = enc.decode(*solver);
-      if (ctx.keepSmt)
-        plan.smt = "; ccsynth exact slot model: satisfiable with horizon " +
-                   std::to_string(T) + "\n" + solver->toSmtLib2();
-      plan.method = "exact slot model (" + std::to_string(T) + " slots of " +
-                    fmt(tau) + " us)";
-      plan.provenOptimal = proven;
-      return plan;
-    }
-    if (r.status == SolveStatus::Unknown) {
-      proven = false;
-      ++unknowns;
-    }
+    return std::nullopt;
+  };
+  bool unsat = false;
+  if (auto plan = solve(unsat))
+    return plan;
+  // As in routingPlans: ties that admit no schedule are dropped.
+  if (unsat && ctx.secondsLeft() > 0.01) {
+    ctx.say("exact: no horizon up to " + std::to_string(H) +
+            " satisfies the symmetry ties; solving without them");
+    ctx.tiesUnsatisfiable = true;
+    eo.ties = EncodingOptions::Ties::None;
+    return solve(unsat);
   }
   return std::nullopt;
 }

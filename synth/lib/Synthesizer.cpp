@@ -216,6 +216,8 @@ private:
   Candidate best;
   double bound = 0;
   std::string lastSmt;
+  /// The note that the symmetry ties admitted no plan was given.
+  bool tiesNoted = false;
 
   void say(const std::string &m) const {
     if (opts.progress)
@@ -831,6 +833,23 @@ void Driver::searchChunkup(int k, const Setup &setup,
   // Only the overall deadline (not a call's work budget) counts as the
   // time limit; the latter shows in the plans' own proofs.
   result.timeLimitHit |= ctx.deadlineHit && timeUp();
+  if (ctx.tiesUnsatisfiable && !tiesNoted) {
+    tiesNoted = true;
+    std::string names;
+    for (const SymmetryTie &t : problem.ties)
+      names += (names.empty() ? "[" : ", [") + std::to_string(t.offset) + ", " +
+               std::to_string(t.blockSize) + "]";
+    // (The rail variant's problem may be the one with ties.)
+    std::string which =
+        names.empty() ? "the sketch's partial symmetries"
+                      : "symmetry_offsets " +
+                            std::string(problem.ties.size() == 1 ? "entry "
+                                                                 : "entries ") +
+                            names;
+    result.notes.push_back("no plan within the solver's depth or horizon "
+                           "satisfies the ties of " +
+                           which + "; the solver searched without them");
+  }
 }
 
 /// Most condition entries (values of output chunks) the collectives of a

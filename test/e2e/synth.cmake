@@ -92,13 +92,36 @@ ccsynth_expect(synth-taccl-overlapping-switches RC 1
       -q -o ${E2E_OUT}/never-written-overlap.json)
 
 # A symmetry that maps each node onto itself but not the internode links:
-# TACCL ties only sends within its blocks and accepts it; so does ccsynth,
-# keeping the symmetries of the whole machine.
+# as in TACCL, the sends inside each node are tied to their images and those
+# between nodes are free; the node swap maps the whole machine and ties
+# whole routes. The written schedule verifies.
+ccsynth_expect(synth-taccl-partial-symmetry RC 0
+  FILE synth-ag-partial-symmetry.json
+  MATCH "allgather\\(ranks=16"
+        "entry \\[4, 8\\] maps the links inside its blocks but not those between blocks: as in TACCL, the sends of \\[4, 8\\] over the 64 links inside blocks are tied to their images, those between blocks are free"
+  CMD ${CC} synth --topo ndv2x2 --sketch ${IN}/partial-symmetry-sketch.json
+      --collective allgather --size 16K --time-limit 20 -q
+      -o ${E2E_OUT}/synth-ag-partial-symmetry.json)
+ccsynth_expect(synth-taccl-partial-symmetry-verify RC 0 MATCH "OK: allgather"
+  CMD ${CC} verify ${E2E_OUT}/synth-ag-partial-symmetry.json)
+set_tests_properties(e2e:synth-taccl-partial-symmetry-verify PROPERTIES
+  DEPENDS e2e:synth-taccl-partial-symmetry)
+
+# The same rotation where only GPU 0 -> remote GPU 1 crosses nodes: a chunk
+# and its tied partner would both enter node 1 at GPU 9, so no route
+# satisfies the ties (TACCL's model has no solution); ccsynth's solver
+# searches without them and says so. The written schedule verifies.
 ccsynth_expect(synth-taccl-block-symmetry RC 0
+  FILE synth-ag-block-symmetry.json
   MATCH "\\[4, 8\\] maps the links inside its blocks"
+        "no plan within the solver's depth or horizon satisfies the ties of symmetry_offsets entry \\[4, 8\\]; the solver searched without them"
   CMD ${CC} synth --topo ndv2x2 --sketch ${IN}/block-symmetry-sketch.json
-      --collective allgather --time-limit 10 -q
+      --collective allgather --size 16K --time-limit 10 -q
       -o ${E2E_OUT}/synth-ag-block-symmetry.json)
+ccsynth_expect(synth-taccl-block-symmetry-verify RC 0 MATCH "OK: allgather"
+  CMD ${CC} verify ${E2E_OUT}/synth-ag-block-symmetry.json)
+set_tests_properties(e2e:synth-taccl-block-symmetry-verify PROPERTIES
+  DEPENDS e2e:synth-taccl-block-symmetry)
 
 # TACCL's NDv2 profile, as shipped, on the built-in shape; the schedule's
 # topology is the profiled one: simulate needs the same profile.

@@ -1,15 +1,19 @@
 // Unit tests of what a sketch means, compared with TACCL: switches as shared
 // bandwidth (links kept, repetitions counted), symmetry tied only within
-// its blocks, and the sketches TACCL refuses that ccsynth accepts or
-// refuses with a located error.
+// its blocks (sends between blocks free), and the sketches TACCL refuses
+// that ccsynth accepts or refuses with a located error.
 #include "ccsynth/Core/Json.h"
 #include "ccsynth/Core/Simulator.h"
 #include "ccsynth/Core/Verifier.h"
 #include "ccsynth/Synth/Problem.h"
-#include "ccsynth/Synth/Synthesizer.h"
+#include "ccsynth/Synth/Search.h"
 #include "ccsynth/Synth/SwitchModel.h"
+#include "ccsynth/Synth/Synthesizer.h"
 
 #include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
 
 using namespace ccsynth;
 using namespace ccsynth::synth;
@@ -230,31 +234,236 @@ TEST_CASE("internode_conn senders may have different receiver counts",
   CHECK(bad.error().loc.line == 3);
 }
 
-TEST_CASE("symmetry ties sends within its blocks, as TACCL does",
+namespace {
+
+/// Whether every tied send of `plan` has its tied image in the plan.
+bool planKeepsTies(const RoutingProblem &p, const Plan &plan) {
+  std::set<std::pair<int, int>> sends;
+  for (const PlanSend &s : plan.sends)
+    sends.insert({s.value, s.link});
+  for (const SymmetryTie &t : p.ties)
+    for (auto [v, l] : sends)
+      if (t.link[l] >= 0 && !sends.count({t.value[v], t.link[l]}))
+        return false;
+  return true;
+}
+
+/// ndv2x2 where only GPU 0 crosses nodes, to GPUs 0 and 4 of the other
+/// node: rotating local ids by 4 maps each node's cube-mesh onto itself but
+/// 0 -> remote 0 onto 4 -> remote 4, which is no link.
+const char *kNdv2PartialRotation = R"({"nnodes": 2,
+  "intranode_sketch": {"strategy": "none"},
+  "internode_sketch": {"strategy": "relay", "internode_conn": {"0": [0, 4]}},
+  "symmetry_offsets": [[4, 8], [8, 16]]})";
+
+} // namespace
+
+TEST_CASE("a symmetry that maps only its blocks ties the sends inside them",
           "[taccl][symmetry]") {
   Topology t = topo("ndv2x2");
-  // Rotating local ids by 4 maps each node's cube-mesh onto itself, but not
-  // the only internode link pair (GPU 0 -> remote GPU 1) onto a link: TACCL
-  // ties only the sends inside each node and accepts this sketch.
+  Sketch sk = sketchOf(kNdv2PartialRotation);
+  auto p = buildRoutingProblem(t, sk, allgather(16));
+  REQUIRE(p.ok());
+  // The node swap maps the whole machine and is in the group; the rotation
+  // by 4 is a tie.
+  CHECK(p->group.size() == 2);
+  CHECK(p->reps.size() == 8);
+  REQUIRE(p->ties.size() == 1);
+  const SymmetryTie &tie = p->ties.front();
+  CHECK(tie.offset == 4);
+  CHECK(tie.blockSize == 8);
+  int intra = 0;
+  for (int l : p->usableLinks) {
+    const Link &a = t.links[l];
+    if (!t.sameNode(a.src, a.dst)) {
+      // Sends between blocks are free, even those whose image is a link
+      // (8 -> 0 maps to 12 -> 4, which is one).
+      CHECK(tie.link[l] == -1);
+      continue;
+    }
+    ++intra;
+    REQUIRE(tie.link[l] >= 0);
+    const Link &b = t.links[tie.link[l]];
+    CHECK(b.src == (a.src % 8 + 4) % 8 + a.src / 8 * 8);
+    CHECK(b.dst == (a.dst % 8 + 4) % 8 + a.dst / 8 * 8);
+    CHECK(b.bandwidthGBps == a.bandwidthGBps);
+  }
+  CHECK(intra > 0);
+  CHECK(tie.numTiedLinks() == intra);
+  // Rank r's chunk is tied to the chunk of its image.
+  for (size_t v = 0; v < p->values.size(); ++v)
+    CHECK(p->values[tie.value[v]].origin == tie.rank[p->values[v].origin]);
+  bool noted = false;
+  for (const std::string &n : p->notes)
+    noted |= n.find("[4, 8] maps the links inside its blocks but not those "
+                    "between blocks: as in TACCL, the sends of [4, 8] over "
+                    "the " +
+                    std::to_string(intra) +
+                    " links inside blocks are tied to their images") !=
+             std::string::npos;
+  CHECK(noted);
+
+  // The routing model keeps the ties (every rank but the origin needs each
+  // chunk, so no tied send is pruned from the plan).
+  SearchContext ctx;
+  ctx.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto plans =
+      routingPlans(*p, makeCostModel(t, 1 << 20), RoutingSearchOptions{}, ctx);
+  REQUIRE_FALSE(plans.empty());
+  CHECK_FALSE(ctx.tiesUnsatisfiable);
+  for (const Plan &plan : plans)
+    CHECK(planKeepsTies(*p, plan));
+
+  // The synthesized schedule verifies.
+  SynthOptions o;
+  o.timeLimitSec = 10;
+  auto r = synthesize(t, sk, o);
+  REQUIRE(r.ok());
+  REQUIRE(r->feasible);
+  VerifyOptions vo;
+  vo.topology = &t;
+  CHECK(verifySchedule(r->schedule, vo).ok());
+}
+
+TEST_CASE("the exact slot model ties send slots", "[taccl][symmetry]") {
+  // Two nodes of four fully connected GPUs; only GPU 0 crosses nodes, to
+  // GPUs 0 and 2 of the other node. Rotating local ids by 2 maps each node
+  // but not 0 -> remote 0 (2 -> remote 2 is no link).
+  std::string links;
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b)
+      if (a != b && (a / 4 == b / 4 || a % 4 == 0))
+        links += std::string(links.empty() ? "" : ",") +
+                 "{\"src\": " + std::to_string(a) +
+                 ", \"dst\": " + std::to_string(b) +
+                 (a / 4 == b / 4 ? ", \"kind\": \"nvlink\", \"alpha_us\": 0.7, "
+                                   "\"bandwidth_gbps\": 50}"
+                                 : ", \"kind\": \"rdma\", \"alpha_us\": 1.7, "
+                                   "\"bandwidth_gbps\": 12.5}");
+  auto doc = JsonDocument::parse(
+      "t.json", R"({"format": "ccsynth-topology", "version": 1, "name":
+      "quads", "ranks": 8, "node_of": [0,0,0,0,1,1,1,1], "links": [)" +
+                    links + "]}");
+  REQUIRE(doc.ok());
+  auto t = parseTopologyJson(*doc);
+  REQUIRE(t.ok());
+  Sketch sk = sketchOf(R"({"nnodes": 2,
+    "intranode_sketch": {"strategy": "none"},
+    "internode_sketch": {"strategy": "relay", "internode_conn": {"0": [0, 2]}},
+    "symmetry_offsets": [[2, 4], [4, 8]]})");
+  auto p = buildRoutingProblem(*t, sk, allgather(8));
+  REQUIRE(p.ok());
+  CHECK(p->group.size() == 2);
+  REQUIRE(p->ties.size() == 1);
+  CHECK(p->ties.front().numTiedLinks() == 2 * 4 * 3);
+  SearchContext ctx;
+  ctx.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto exact = exactPlan(*p, makeCostModel(*t, 1 << 14), ctx);
+  REQUIRE(exact.has_value());
+  CHECK(exact->provenOptimal);
+  CHECK_FALSE(ctx.tiesUnsatisfiable);
+  CHECK(planKeepsTies(*p, *exact));
+  // A tied send starts in the same slot as its image.
+  const SymmetryTie &tie = p->ties.front();
+  std::map<std::pair<int, int>, int> slotOf;
+  for (const PlanSend &s : exact->sends)
+    slotOf[{s.value, s.link}] = s.slot;
+  for (auto [key, slot] : slotOf)
+    if (tie.link[key.second] >= 0)
+      CHECK(slotOf.at({tie.value[key.first], tie.link[key.second]}) == slot);
+  auto plans =
+      routingPlans(*p, makeCostModel(*t, 1 << 20), RoutingSearchOptions{}, ctx);
+  REQUIRE_FALSE(plans.empty());
+  for (const Plan &plan : plans)
+    CHECK(planKeepsTies(*p, plan));
+}
+
+TEST_CASE("a rotation of dgx2 that moves the NIC senders ties inside nodes",
+          "[taccl][symmetry]") {
+  // TACCL's 2 x DGX-2 relay (odd GPUs send to the even GPU below them on
+  // the other node), with a rotation by 1 instead of 2: inside a node it is
+  // a symmetry of the NVSwitch, but it maps the sender 1 onto 2, which
+  // sends nowhere.
+  Topology t = topo("dgx2x2");
+  Sketch sk = sketchOf(R"({"nnodes": 2,
+    "intranode_sketch": {"strategy": "none"},
+    "internode_sketch": {"strategy": "relay",
+      "internode_conn": {"1": [0], "3": [2], "5": [4], "7": [6], "9": [8],
+                         "11": [10], "13": [12], "15": [14]}},
+    "symmetry_offsets": [[1, 16], [16, 32]]})");
+  auto p = buildRoutingProblem(t, sk, allgather(32));
+  REQUIRE(p.ok());
+  // The rotation by 2 (and the node swap) maps the whole machine: the
+  // group has 16 elements, the rotation by 1 ties.
+  CHECK(p->group.size() == 16);
+  REQUIRE(p->ties.size() == 1);
+  const SymmetryTie &tie = p->ties.front();
+  int intra = 0, cross = 0;
+  for (int l : p->usableLinks) {
+    const Link &a = t.links[l];
+    if (t.sameNode(a.src, a.dst)) {
+      ++intra;
+      REQUIRE(tie.link[l] >= 0);
+      CHECK(t.links[tie.link[l]].src ==
+            (a.src % 16 + 1) % 16 + a.src / 16 * 16);
+      CHECK(t.links[tie.link[l]].dst ==
+            (a.dst % 16 + 1) % 16 + a.dst / 16 * 16);
+    } else {
+      ++cross;
+      CHECK(tie.link[l] == -1);
+    }
+  }
+  CHECK(intra == 2 * 16 * 15);
+  CHECK(cross == 2 * 8);
+  CHECK(tie.numTiedLinks() == intra);
+  // A rooted collective is not invariant under the rotation: nothing is
+  // tied, and the note says why.
+  auto bc = Collective::builtin(CollectiveKind::Broadcast, 32, 1);
+  REQUIRE(bc.ok());
+  auto pb = buildRoutingProblem(t, sk, *bc);
+  REQUIRE(pb.ok());
+  CHECK(pb->ties.empty());
+  bool noted = false;
+  for (const std::string &n : pb->notes)
+    noted |= n.find("the collective is not invariant under [1, 16], whose "
+                    "sends are not tied") != std::string::npos;
+  CHECK(noted);
+}
+
+TEST_CASE("ties that admit no route are dropped, and a note says so",
+          "[taccl][symmetry]") {
+  Topology t = topo("ndv2x2");
+  // Only GPU 0 -> remote GPU 1 crosses nodes. Tied inside the node, a
+  // chunk's receptions in node 1 are the rotation of its partner's, which
+  // enters at the same GPU 9: two receptions there and none at 13. TACCL's
+  // model has no solution; ccsynth's solver searches without the ties.
   Sketch sk = sketchOf(R"({"nnodes": 2, "intranode_sketch": {"strategy":
     "none"}, "internode_sketch": {"strategy": "relay",
     "internode_conn": {"0": [1]}},
     "symmetry_offsets": [[4, 8], [8, 16]]})");
   auto p = buildRoutingProblem(t, sk, allgather(16));
   REQUIRE(p.ok());
-  // The node swap maps the whole machine; the rotations do not.
   CHECK(p->group.size() == 2);
-  CHECK(p->reps.size() == 8);
-  bool noted = false;
-  for (const std::string &n : p->notes)
-    noted |= n.find("[4, 8] maps the links inside its blocks") !=
-             std::string::npos;
-  CHECK(noted);
+  REQUIRE(p->ties.size() == 1);
+  SearchContext ctx;
+  ctx.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto plans =
+      routingPlans(*p, makeCostModel(t, 1 << 20), RoutingSearchOptions{}, ctx);
+  CHECK(ctx.tiesUnsatisfiable);
+  REQUIRE_FALSE(plans.empty());
+
   SynthOptions o;
-  o.timeLimitSec = 20;
+  o.timeLimitSec = 10;
+  o.targetBytes = 16 << 10;
   auto r = synthesize(t, sk, o);
   REQUIRE(r.ok());
   REQUIRE(r->feasible);
+  bool noted = false;
+  for (const std::string &n : r->notes)
+    noted |= n.find("no plan within the solver's depth or horizon satisfies "
+                    "the ties of symmetry_offsets entry [4, 8]") !=
+             std::string::npos;
+  CHECK(noted);
   VerifyOptions vo;
   vo.topology = &t;
   CHECK(verifySchedule(r->schedule, vo).ok());

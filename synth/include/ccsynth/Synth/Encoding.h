@@ -10,8 +10,10 @@
 //     nothing limits a level; instead guarded bounds cap each link's and
 //     resource's total load, minimized by the caller.
 // Variables exist for representative values only (symmetry); the loads of
-// a link sum the images of every value's route. send(v, l, t) says value v
-// starts crossing link l in slot t; has(v, r, t) that rank r holds v at the
+// a link sum the images of every value's route. The problem's partial
+// symmetries (RoutingProblem::ties) equate sends of different
+// representatives, as TACCL's symmetry constraints do. send(v, l, t) says value
+// v starts crossing link l in slot t; has(v, r, t) that rank r holds v at the
 // end of slot t.
 //
 //===----------------------------------------------------------------------===//
@@ -72,6 +74,11 @@ struct EncodingOptions {
   /// are connected). Right for bandwidth, wrong for latency: parallel
   /// entries into one node shorten the depth.
   bool enterNodesOnce = false;
+  /// What the problem's symmetry ties equate: nothing; routes (v crosses
+  /// link l iff its image crosses the image link: TACCL's is_sent); or
+  /// sends slot by slot (TACCL's send times too: the exact slot model).
+  enum class Ties { None, Routes, Slots };
+  Ties ties = Ties::Routes;
 };
 
 /// Builds the base encoding; queries (horizon, load bounds, distinct-link
@@ -84,6 +91,9 @@ public:
 
   const BoolModel &base() const { return m; }
   int numSendVars() const { return (int)vars.size(); }
+  /// Pairs of (representative, link) tied by the problem's partial
+  /// symmetries (0 without ties or with Ties::None).
+  int numTiedPairs() const { return tiedPairs; }
 
   /// Requires every destination to hold its value by the end of slot `t`
   /// (<= horizon). False when some destination cannot be reached by then.
@@ -134,6 +144,12 @@ private:
   int dur(int l) const;
   void encodeRep(int ri);
   void encodeExclusive();
+  void encodeTies();
+  /// Whether rep index ri could cross link l starting in slot s (any slot
+  /// when s is 0) if the encoding had kept every useless send: TACCL's
+  /// model has such a send, so a tie to it leaves the other side free.
+  bool possible(int ri, int l, int s) const;
+  int tiedPairs = 0;
   /// Every (rep index, link) pair whose sends count against link l's load
   /// (the images of all values' routes on l).
   const std::vector<std::pair<int, int>> &loadTerms(int l);

@@ -6,6 +6,9 @@
 // sketch's symmetry_offsets) that maps ranks, links, shared resources and
 // values onto themselves. Only one representative per value orbit is
 // encoded; every other value's route is the image of its representative's.
+// A sketch symmetry that maps the links inside its blocks but not those
+// between blocks is not in that group: as in TACCL, it only ties the sends
+// inside its blocks (SymmetryTie), which the encodings add as constraints.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -39,6 +42,20 @@ struct SymmetryGroup {
   size_t size() const { return rank.size(); }
 };
 
+/// A sketch symmetry kept as TACCL keeps it (taccl/routing.py,
+/// _add_symmetry): value v's send over a link inside a block of `blockSize`
+/// ranks equals value value[v]'s send over the image link; sends over links
+/// between blocks are free. Kept for the symmetries that do not map the
+/// whole machine (the others are in the group).
+struct SymmetryTie {
+  int offset = 0, blockSize = 1;
+  std::vector<int> rank;  ///< rank permutation
+  std::vector<int> link;  ///< image of each usable link inside a block; else -1
+  std::vector<int> value; ///< value permutation
+  /// Number of links that are tied (usable and inside a block).
+  int numTiedLinks() const;
+};
+
 class RoutingProblem {
 public:
   const Topology *topo = nullptr;
@@ -66,6 +83,10 @@ public:
   /// unusable links), and orbit sizes.
   std::vector<int> linkOrbitRep, resourceOrbitRep;
   std::vector<int> linkOrbitSize, resourceOrbitSize;
+
+  /// Ties of the sketch's symmetries that the group leaves out, one per
+  /// such symmetry_offsets entry (see SymmetryTie).
+  std::vector<SymmetryTie> ties;
 
   /// Every node's usable intra-node links connect all its GPUs both ways:
   /// then no value ever needs to enter a node twice.

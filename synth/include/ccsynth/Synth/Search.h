@@ -54,6 +54,9 @@ struct SearchContext {
   /// and when the deadline stopped a search.
   bool cutShort = false;
   bool deadlineHit = false;
+  /// Set when the problem's symmetry ties (RoutingProblem::ties) admitted
+  /// no plan and a search went on without them.
+  bool tiesUnsatisfiable = false;
   /// Attach the SMT-LIB text of their encoding to solver-made plans.
   bool keepSmt = false;
   double secondsLeft() const;

@@ -273,6 +273,13 @@ void Dispatcher::recomputeRates() {
 }
 
 Expected<TimedTasks> Dispatcher::run() {
+  // Setting up millions of tasks takes seconds: the deadline is checked
+  // before and between its phases, not only once dispatching starts.
+  auto pastDeadline = [&] {
+    return opts.deadline && std::chrono::steady_clock::now() > *opts.deadline;
+  };
+  if (pastDeadline())
+    return Error("list scheduling stopped at its time limit");
   numTasks = (int)list.tasks.size();
   double chunk = chunkBytesOf(*list.collective, opts.bytes);
   int nres = (int)topo.resources.size();
@@ -311,7 +318,11 @@ Expected<TimedTasks> Dispatcher::run() {
     std::sort(cons[t].begin(), cons[t].end());
     cons[t].erase(std::unique(cons[t].begin(), cons[t].end()), cons[t].end());
   }
+  if (pastDeadline())
+    return Error("list scheduling stopped at its time limit");
   auto deps = taskDependencies(list);
+  if (pastDeadline())
+    return Error("list scheduling stopped at its time limit");
   succ.assign(numTasks, {});
   pending.assign(numTasks, 0);
   for (int t = 0; t < numTasks; ++t) {

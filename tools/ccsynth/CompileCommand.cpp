@@ -112,12 +112,74 @@ void printPredictions(const Schedule &sched, const std::string &file,
   }
 }
 
+/// Says how an MSCCL++ plan's threadblocks were merged to fit the budget
+/// and, unless `predict` is off, what the step-level model predicts for the
+/// program before and after merging (as MSCCL++ runs it: puts land in
+/// buffers of their own, no MSCCL channel limits, each chunk moved whole).
+void printPackingReport(const ThreadblockPacking &p, bool predict,
+                        const std::string &topoArg, double busBwFactor) {
+  int merged = 0, ranks = (int)p.packing.ranks.size();
+  int before = 0, after = 0;
+  for (const msccl::Gpu &g : p.program.gpus) {
+    int n = (int)g.tbs.size(), m = p.packing.threadblocks(g.id);
+    merged += m < n;
+    before = std::max(before, n);
+    after = std::max(after, m);
+  }
+  std::cerr << "ccsynth: note: merged threadblocks on " << merged << " of "
+            << ranks << " ranks to fit " << p.budget
+            << " per rank resident at once (" << p.reason << "): at most "
+            << before << " per rank before, " << after << " after\n";
+  if (!predict)
+    return;
+  std::string name = topoArg.empty() ? p.topology : topoArg;
+  if (name.empty())
+    return;
+  auto topo = loadTopology(name);
+  if (!topo) {
+    std::cerr << "ccsynth: note: no prediction: " << topo.error().message
+              << "\n";
+    return;
+  }
+  std::cerr << "ccsynth: note: step-level prediction on " << topo->name
+            << ", before and after merging:\n";
+  for (double bytes : {1024.0, 1048576.0, 1073741824.0}) {
+    msccl::StepSimOptions ss;
+    ss.bytes = bytes;
+    ss.busBwFactor = busBwFactor;
+    ss.boundedBuffers = false;
+    ss.runtimeRules = false;
+    ss.wholeChunks = true;
+    auto unmerged = msccl::simulateSteps(p.program, *topo, ss);
+    ss.packing = &p.packing;
+    auto packed = msccl::simulateSteps(p.program, *topo, ss);
+    char line[240];
+    std::snprintf(line, sizeof line, "ccsynth: note:   %6s",
+                  formatBytes(bytes).c_str());
+    std::cerr << line;
+    for (auto *r : {&unmerged, &packed}) {
+      if (*r)
+        std::snprintf(line, sizeof line, "  %s %10.2f us (busbw %7.2f GB/s)",
+                      r == &unmerged ? "before" : "after", (*r)->timeUs,
+                      (*r)->busbwGBps);
+      else
+        std::snprintf(line, sizeof line, "  %s: %s",
+                      r == &unmerged ? "before" : "after",
+                      r->error().message.c_str());
+      std::cerr << line;
+    }
+    std::cerr << "\n";
+  }
+}
+
 /// Compiles one input with `c`; on failure prints the error and returns
 /// the exit code. `root` receives a schedule's root (when given), `loaded`
-/// the schedule (when the input is not .mlir).
+/// the schedule (when the input is not .mlir), `packing` how an MSCCL++
+/// plan's threadblocks were merged (when they were).
 int compileOne(const std::string &input, CompileCliOptions &o,
                const CompileOptions &c, std::string &out, int *root = nullptr,
-               std::optional<Schedule> *loaded = nullptr) {
+               std::optional<Schedule> *loaded = nullptr,
+               std::optional<ThreadblockPacking> *packing = nullptr) {
   CompileResult result;
   if (input.ends_with(".mlir")) {
     if (!o.defines.empty())
@@ -139,8 +201,8 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     if (c.verify) {
       std::optional<Topology> topo;
       VerifyResult proof;
-      if (int rc = proveSchedule(*sched, input, "", false, topo, proof,
-                                 &o.profile))
+      if (int rc =
+              proveSchedule(*sched, input, "", false, topo, proof, &o.profile))
         return rc;
     }
     locateTransfers(*sched, input);
@@ -155,6 +217,8 @@ int compileOne(const std::string &input, CompileCliOptions &o,
                                           ? kExitVerifyFailed
                                           : kExitError);
   out = std::move(*result.output);
+  if (packing)
+    *packing = std::move(result.packing);
   return kExitOk;
 }
 
@@ -395,11 +459,15 @@ int runCompile(CompileCliOptions &o) {
   int root = -1; // of a rooted collective, when the input says
   c.origin = o.inputs.front();
   std::optional<Schedule> sched;
-  if (int rc = compileOne(o.inputs.front(), o, c, out, &root, &sched);
+  std::optional<ThreadblockPacking> packing;
+  if (int rc = compileOne(o.inputs.front(), o, c, out, &root, &sched, &packing);
       rc != kExitOk)
     return rc;
   if (Status s = writeOutput(o.output, out); !s)
     return fail(s.error());
+  if (packing)
+    printPackingReport(*packing, !o.noPredict, o.predictTopo,
+                       sched ? sched->collective.busBwFactor() : 1.0);
   if (c.target == CompileTarget::MscclXml)
     if (auto algo = msccl::parseXml(o.output, out)) {
       msccl::SelectionReport sel = msccl::describeSelection(*algo, root);
@@ -455,8 +523,8 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "Generated code: bytes per chunk slice per pass (default "
                   "1M; 64K for host plugins)");
   cmd->add_flag("--no-rank-sharing", opts->noRankSharing,
-               "Generated code: one function per (rank, threadblock) even "
-               "where symmetric ranks could share one (for comparison)");
+                "Generated code: one function per (rank, threadblock) even "
+                "where symmetric ranks could share one (for comparison)");
   cmd->add_option("--cuda-arch", opts->cudaArchs,
                   "--backend cuda: SM architectures (default 80 and 90)");
   cmd->add_option("--cxx", opts->plugin.cxx,
@@ -487,8 +555,9 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "Most channels (default: 32 for MSCCL XML, 64 for MSCCL++)");
   cmd->add_option("--max-tbs-per-rank", opts->compile.maxThreadblocksPerRank,
                   "MSCCL++ plans: most threadblocks per rank, all resident "
-                  "at once (default: the SM count of the topology's GPU; 0 "
-                  "= no limit)");
+                  "at once; a rank with more gets its threadblocks merged "
+                  "(default: the SM count of the topology's GPU; 0 = no "
+                  "limit)");
   cmd->add_option("--max-count", opts->compile.maxCount,
                   "Largest chunk count per step (default 71)");
   cmd->add_option("--min-bytes", opts->minBytes,
@@ -509,10 +578,12 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
   addTopoProfileOptions(cmd, opts->profile);
   cmd->add_flag("--no-predict", opts->noPredict,
                 "MSCCL XML: do not print the chunk- and step-level "
-                "predictions at 1K, 1M and 1G");
+                "predictions at 1K, 1M and 1G (MSCCL++ plans with merged "
+                "threadblocks: the step-level ones before and after "
+                "merging)");
   cmd->add_option("--predict-topo", opts->predictTopo,
-                  "MSCCL XML: the topology for the printed predictions "
-                  "(default: the one the schedule names)");
+                  "The topology for the printed predictions (default: the "
+                  "one the schedule names)");
   cmd->add_flag("--no-verify", opts->noVerify,
                 "Skip the collective proof (not recommended)");
   cmd->add_option("-D,--define", opts->defines,

@@ -65,6 +65,10 @@ int residentThreadblocks(const std::string &topology, std::string *reason) {
 
 namespace {
 
+/// Channels, and threadblocks per channel, when MSCCL's limits of 32 each
+/// do not apply (MSCCL++ plans whose threadblocks are merged).
+constexpr int kUnboundChannels = 1024;
+
 /// Collects every diagnostic of a context as located core-model Errors.
 class DiagnosticCollector {
 public:
@@ -193,18 +197,34 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
   }
 
   // MSCCL++ allows 64 operations per threadblock and a step costs several;
-  // try smaller threadblocks until the plan fits.
+  // try smaller threadblocks until the plan fits. A rank over the
+  // threadblock budget gets its threadblocks merged; when no merge fits,
+  // try again for merging: every local step in a threadblock of its own
+  // (it can join the threadblock of the receive it waits for), and
+  // without MSCCL's channel limits, which MSCCL++ does not have (small
+  // threadblocks spread a connection's messages over many channels).
+  bool plan = o.target == CompileTarget::MscclppJson;
+  struct Attempt {
+    int steps;
+    bool forMerging;
+  };
   std::vector<int> budgets;
   if (o.maxTbSteps > 0)
     budgets = {o.maxTbSteps};
-  else if (o.target == CompileTarget::MscclppJson)
+  else if (plan)
     budgets = {16, 8, 4, 2, 1};
   else if (o.target == CompileTarget::Cuda)
     budgets = {1024}; // generated code has no step table to fit in
   else
     budgets = {64};
+  std::vector<Attempt> attempts;
+  for (int b : budgets)
+    attempts.push_back({b, false});
+  if (plan)
+    for (int b : budgets)
+      attempts.push_back({b, true});
 
-  for (size_t attempt = 0; attempt < budgets.size(); ++attempt) {
+  for (size_t attempt = 0; attempt < attempts.size(); ++attempt) {
     diags.clear();
     OwningOpRef<ModuleOp> work(cast<ModuleOp>(module->clone()));
     ccl::PipelineOptions p;
@@ -214,14 +234,19 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     p.pipelineParts = o.pipeline;
     p.maxCount = o.maxCount;
     p.fuse = o.fuse;
-    p.maxSteps = budgets[attempt];
+    p.maxSteps = attempts[attempt].steps;
     p.maxTbsPerChannel = o.maxTbsPerChannel;
-    bool plan = o.target == CompileTarget::MscclppJson;
     // Generated code is not bound to NCCL's 32 channels.
     bool generated = o.target == CompileTarget::Cuda;
     p.maxChannels = o.maxChannels > 0 ? o.maxChannels
                     : plan || generated ? 64
                                         : 32;
+    if (attempts[attempt].forMerging) {
+      p.maxLocalSteps = 1;
+      p.maxTbsPerChannel = std::max(p.maxTbsPerChannel, kUnboundChannels);
+      if (o.maxChannels <= 0)
+        p.maxChannels = kUnboundChannels;
+    }
     p.countDepNops = !plan;
     // MSCCL++ and generated code do not run on NCCL's bounded connection
     // buffers: every message has a landing place of its own.
@@ -230,6 +255,10 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     PassManager pm(&ctx);
     ccl::buildDefaultPipeline(pm, p);
     if (failed(pm.run(*work))) {
+      // A retry whose threadblocks the assignment cannot place adds
+      // nothing to the failure that asked for it.
+      if (attempt > 0)
+        continue;
       result.failure = diags.failure();
       return result;
     }
@@ -265,8 +294,17 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
         return result;
       }
       po.nodeOfRank = *nodes;
-      po.opsPerThreadblockExceeded = &retryable;
+      po.fewerStepsMayFit = &retryable;
+      msccl::Packing packing;
+      po.packing = &packing;
       exported = ccl::exportMSCCLPPPlan(*work, os, po);
+      if (succeeded(exported) && packing.merges()) {
+        FailureOr<msccl::Algo> program = ccl::programToMsccl(*prog);
+        if (succeeded(program))
+          result.packing = ThreadblockPacking{
+              po.maxThreadblocksPerRank, po.budgetReason,
+              topo ? topo.str() : std::string(), *program, std::move(packing)};
+      }
       if (succeeded(exported) && o.verify) {
         // Run the plan as the executor would and prove its outputs.
         os.flush();

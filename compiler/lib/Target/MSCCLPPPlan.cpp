@@ -3,6 +3,7 @@
 
 #include "ccsynth/Core/Topology.h"
 #include "ccsynth/Target/MSCCLExport.h"
+#include "ccsynth/Target/MSCCLPPPacking.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -31,17 +32,51 @@ json::Object buff(BufferKind b, int index, int size) {
       {"type", msccl::bufferCode(b)}, {"index", index}, {"size", size}};
 }
 
+/// Operations as a plan threadblock emits them: built as JSON when
+/// writing, only counted when measuring a candidate for packing.
+class OpList {
+public:
+  explicit OpList(bool build) : build(build) {}
+  /// Appends the operation `make()` builds, named `name`.
+  template <typename Make> void push(llvm::StringRef name, Make &&make) {
+    ++count;
+    // Signals and semaphore releases touch no local data.
+    if (name == "nop")
+      settled = true;
+    else if (name != "signal" && name != "sem_release")
+      settled = false;
+    if (build)
+      ops.push_back(make());
+  }
+  size_t size() const { return count; }
+  /// Whether every thread finished every data access so far: a barrier
+  /// (nop) came after the last operation that reads or writes data.
+  bool isSettled() const { return settled; }
+  json::Array take() { return std::move(ops); }
+
+private:
+  bool build;
+  size_t count = 0;
+  bool settled = true;
+  json::Array ops;
+};
+
 class PlanBuilder {
 public:
   PlanBuilder(ProgramOp prog, const msccl::Algo &algo,
               const StepOrigins &origins, const Collective &col,
-              const std::vector<int> &nodeOf)
-      : prog(prog), algo(algo), origins(origins), col(col), nodeOf(nodeOf) {}
+              const MscclppExportOptions &options)
+      : prog(prog), algo(algo), origins(origins), col(col),
+        nodeOf(options.nodeOfRank),
+        maxThreadblocks(options.maxThreadblocksPerRank),
+        budgetReason(options.budgetReason) {}
 
   FailureOr<json::Value> build();
-  /// build() failed only because a threadblock needs more than
-  /// kMscclppMaxOps operations.
-  bool tooManyOps = false;
+  /// build() failed only because of the executor's per-threadblock limits
+  /// (operations, or no packing within the threadblock budget).
+  bool limitsOnly = false;
+  /// How MSCCL threadblocks became plan threadblocks (after build()).
+  msccl::Packing packing;
 
 private:
   ProgramOp prog;
@@ -49,6 +84,8 @@ private:
   const StepOrigins &origins;
   const Collective &col;
   const std::vector<int> &nodeOf;
+  int maxThreadblocks;
+  std::string budgetReason;
 
   /// Port channels (proxy-driven, over the network) join ranks on
   /// different nodes; memory channels (peer-mapped memory) only ranks of
@@ -66,24 +103,77 @@ private:
     int index;
     bool staged;
   };
-  std::map<Key3, int> sendMsg, recvMsg;
+  /// What each step takes part in, by [rank][threadblock id][step].
+  struct StepInfo {
+    int sendMsg = -1, recvMsg = -1;   // message indices
+    std::vector<int> depsIn, depsOut; // indices into the rank's deps
+  };
+  std::vector<std::vector<std::vector<StepInfo>>> stepInfo;
+  StepInfo &infoOf(Key3 k) { return stepInfo[k.rank][k.tb][k.step]; }
   std::vector<msccl::Message> messages;
   std::vector<Landing> landing;
   std::vector<int> scratchChunks; // per rank, after staging
+  /// Per rank: the (channel, peer) pairs with messages either way.
+  std::vector<std::set<std::pair<int, int>>> conns;
+
+  /// A dependency: the consumer step waits for the producer step.
+  struct Dep {
+    Key3 consumer, producer;
+  };
+  struct RemoteBuffer {
+    int peer;
+    BufferKind buffer;
+  };
+  struct RankState {
+    int rank = 0;
+    /// (channel, peer) -> index among the channels of its type.
+    std::map<std::pair<int, int>, int> connIndex;
+    json::Array channels;
+    /// Dependencies in (threadblock, step) order; the ones each step waits
+    /// for and releases; the semaphore of each (-1: none needed).
+    std::vector<Dep> deps;
+    std::vector<int> semOf;
+    /// (peer, buffer) -> remote buffer id, in order of first use.
+    std::map<std::pair<int, int>, int> remoteIndex;
+    std::vector<RemoteBuffer> remoteBuffers;
+  };
+  std::vector<RankState> ranks;
+
+  /// The operations of one plan threadblock and what they refer to.
+  struct Emitted {
+    json::Array ops; // written only when final
+    int numOps = 0;
+    std::vector<int> channels[2]; // global channel ids per type
+    std::vector<int> remotes[2];  // global remote buffer ids per type
+  };
 
   Operation *originOf(Key3 k) const {
     auto it = origins.find({k.rank, k.tb, k.step});
     return it == origins.end() ? const_cast<ProgramOp &>(prog).getOperation()
                                : it->second;
   }
+  /// Per rank, its threadblocks by id.
+  std::vector<std::vector<const msccl::Threadblock *>> tbIndex;
   const msccl::Threadblock &tbOf(int rank, int id) const {
-    const msccl::Gpu *g = algo.gpu(rank);
-    for (const msccl::Threadblock &tb : g->tbs)
-      if (tb.id == id)
-        return tb;
-    return g->tbs.front();
+    const auto &index = tbIndex[rank];
+    if (id >= 0 && id < (int)index.size() && index[id])
+      return *index[id];
+    return algo.gpu(rank)->tbs.front();
   }
   void planLandings();
+  void prepareRank(const msccl::Gpu &g);
+  /// Whether both ends of `d` run in one plan threadblock (`planOf`: MSCCL
+  /// threadblock id -> plan threadblock).
+  static bool internal(const Dep &d, const std::map<int, int> &planOf) {
+    if (d.consumer.tb == d.producer.tb)
+      return false;
+    auto c = planOf.find(d.consumer.tb), p = planOf.find(d.producer.tb);
+    return c != planOf.end() && p != planOf.end() && c->second == p->second;
+  }
+  /// The operations of plan threadblock `ptb`. `final`: with the rank's
+  /// semaphores and remote buffers (registered on first use); otherwise
+  /// only measured, for packing (nothing of the rank changes).
+  Emitted emit(RankState &rs, const msccl::PackedThreadblock &ptb, bool final);
 };
 
 void PlanBuilder::planLandings() {
@@ -103,18 +193,292 @@ void PlanBuilder::planLandings() {
   }
 }
 
+void PlanBuilder::prepareRank(const msccl::Gpu &g) {
+  int r = g.id;
+  RankState &rs = ranks[r];
+  rs.rank = r;
+  int numOfType[2] = {0, 0}; // memory, port
+  std::map<int, json::Array> peersByChannel[2];
+  for (auto [c, peer] : conns[r]) {
+    int t = crossesNodes(r, peer) ? 1 : 0;
+    rs.connIndex[{c, peer}] = numOfType[t]++;
+    peersByChannel[t][c].push_back(peer);
+  }
+  for (int t : {0, 1})
+    for (auto &[c, peers] : peersByChannel[t])
+      rs.channels.push_back(
+          json::Object{{"channel_type", t ? "port" : "memory"},
+                       {"connected_to", std::move(peers)}});
+  for (const msccl::Threadblock &tb : g.tbs)
+    for (int i = 0; i < (int)tb.steps.size(); ++i) {
+      const msccl::Step &st = tb.steps[i];
+      if (st.depid < 0)
+        continue;
+      // A nop's dependency belongs to the step it precedes.
+      Dep d{{r, tb.id, i}, {r, st.depid, st.deps}};
+      infoOf(d.consumer).depsIn.push_back((int)rs.deps.size());
+      const msccl::Threadblock &producer = tbOf(r, st.depid);
+      if (producer.id == st.depid && st.deps >= 0 &&
+          st.deps < (int)producer.steps.size())
+        infoOf(d.producer).depsOut.push_back((int)rs.deps.size());
+      rs.deps.push_back(d);
+    }
+}
+
+PlanBuilder::Emitted PlanBuilder::emit(RankState &rs,
+                                       const msccl::PackedThreadblock &ptb,
+                                       bool final) {
+  int r = rs.rank;
+  Emitted e;
+  OpList ops(final);
+  const std::vector<int> &members = ptb.members;
+  auto isMember = [&](int tb) {
+    return std::binary_search(members.begin(), members.end(), tb);
+  };
+  // Channels: those of every member's send and receive peers, in member
+  // order, each once; per member, its send and receive channel as (type,
+  // index in this threadblock's list of that type).
+  using LocalChannel = std::pair<int, int>;
+  auto registerChannel = [&](int chan, int peer) -> LocalChannel {
+    auto it = rs.connIndex.find({chan, peer});
+    if (peer < 0 || it == rs.connIndex.end())
+      return {0, 0};
+    int t = crossesNodes(r, peer) ? 1 : 0;
+    std::vector<int> &list = e.channels[t];
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i] == it->second)
+        return {t, (int)i};
+    list.push_back(it->second);
+    return {t, (int)list.size() - 1};
+  };
+  std::vector<LocalChannel> sendChannel(members.size()),
+      recvChannel(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    const msccl::Threadblock &tb = tbOf(r, members[i]);
+    sendChannel[i] = registerChannel(tb.chan, tb.send);
+    recvChannel[i] = registerChannel(tb.chan, tb.recv);
+  }
+  // Remote buffers: the rank's numbering when final, a scratch one when
+  // measuring.
+  std::map<std::pair<int, int>, int> scratchRemotes;
+  std::map<std::pair<int, int>, int> &remoteIndex =
+      final ? rs.remoteIndex : scratchRemotes;
+  std::map<int, int> localRemote; // global id -> index in its type's list
+
+  bool dirty = false;
+  auto nop = [&] {
+    ops.push("nop", [] { return json::Object{{"name", "nop"}}; });
+  };
+  auto barrier = [&] {
+    if (dirty)
+      nop();
+    dirty = false;
+  };
+  auto semOp = [&](const char *name, const std::vector<int> &ids) {
+    for (size_t i = 0; i < ids.size(); i += kMscclppMaxSemaphores)
+      ops.push(name, [&] {
+        json::Array chunk;
+        for (size_t j = i; j < ids.size() && j < i + kMscclppMaxSemaphores; ++j)
+          chunk.push_back(ids[j]);
+        return json::Object{{"name", name},
+                            {"semaphore_ids", std::move(chunk)}};
+      });
+  };
+  // The semaphores of the dependencies `list` (indices into rs.deps) whose
+  // other end runs in another plan threadblock; `internal` tells whether
+  // some other end runs in this one.
+  auto semaphores = [&](const std::vector<int> *list, bool consumer,
+                        bool &internal) {
+    std::vector<int> ids;
+    internal = false;
+    if (!list)
+      return ids;
+    for (int d : *list) {
+      const Dep &dep = rs.deps[d];
+      int self = consumer ? dep.consumer.tb : dep.producer.tb;
+      int other = consumer ? dep.producer.tb : dep.consumer.tb;
+      if (other != self && isMember(other)) {
+        internal = true;
+        continue;
+      }
+      ids.push_back(final ? rs.semOf[d] : 0);
+    }
+    return ids;
+  };
+
+  for (msccl::StepRef ref : ptb.steps) {
+    const msccl::Threadblock &tb = tbOf(r, ref.tb);
+    const msccl::Step &st = tb.steps[ref.step];
+    Key3 key{r, ref.tb, ref.step};
+    size_t member = std::lower_bound(members.begin(), members.end(), ref.tb) -
+                    members.begin();
+    auto chanOp = [&](const char *name, LocalChannel channel) {
+      auto [t, local] = channel;
+      ops.push(name, [&, t = t, local = local] {
+        return json::Object{{"name", name},
+                            {"channel_type", t ? "port" : "memory"},
+                            {"channel_ids", json::Array{local}}};
+      });
+    };
+    bool internalIn = false;
+    std::vector<int> acquire =
+        semaphores(&infoOf(key).depsIn, true, internalIn);
+    if (!acquire.empty()) {
+      barrier();
+      semOp("sem_acquire", acquire);
+      nop();
+    } else if (internalIn && !ops.isSettled()) {
+      // The producer ran earlier in this threadblock; a barrier makes its
+      // writes (and a port put's flush) visible to every thread.
+      nop();
+      dirty = false;
+    }
+    if (st.type != StepType::Nop) {
+      // Receive.
+      Landing in{};
+      if (msccl::receives(st.type)) {
+        in = landing[infoOf(key).recvMsg];
+        barrier();
+        chanOp("wait", recvChannel[member]);
+        nop();
+      }
+      // Local data movement; `data` is what a send forwards.
+      BufferKind dataBuf = st.srcBuf;
+      int dataOff = st.srcOff;
+      auto copyOp = [&](BufferKind sb, int so, BufferKind db, int dof) {
+        barrier();
+        ops.push("copy", [&] {
+          return json::Object{{"name", "copy"},
+                              {"src_buff", json::Array{buff(sb, so, st.cnt)}},
+                              {"dst_buff", json::Array{buff(db, dof, st.cnt)}}};
+        });
+        dirty = true;
+      };
+      auto reduceOp = [&](BufferKind ab, int ao, BufferKind bb, int bo,
+                          BufferKind db, int dof) {
+        barrier();
+        ops.push("re", [&] {
+          return json::Object{{"name", "re"},
+                              {"src_buff", json::Array{buff(ab, ao, st.cnt),
+                                                       buff(bb, bo, st.cnt)}},
+                              {"dst_buff", json::Array{buff(db, dof, st.cnt)}},
+                              {"reduce_op", "sum"}};
+        });
+        dirty = true;
+      };
+      switch (st.type) {
+      case StepType::Recv:
+      case StepType::RecvCopySend:
+        if (in.staged)
+          copyOp(BufferKind::Scratch, in.index, st.dstBuf, st.dstOff);
+        dataBuf = st.dstBuf;
+        dataOff = st.dstOff;
+        break;
+      case StepType::RecvReduceCopy:
+      case StepType::RecvReduceCopySend:
+        reduceOp(st.srcBuf, st.srcOff, BufferKind::Scratch, in.index, st.dstBuf,
+                 st.dstOff);
+        dataBuf = st.dstBuf;
+        dataOff = st.dstOff;
+        break;
+      case StepType::RecvReduceSend:
+        reduceOp(st.srcBuf, st.srcOff, BufferKind::Scratch, in.index,
+                 BufferKind::Scratch, in.index);
+        dataBuf = BufferKind::Scratch;
+        dataOff = in.index;
+        break;
+      case StepType::Copy:
+        copyOp(st.srcBuf, st.srcOff, st.dstBuf, st.dstOff);
+        break;
+      case StepType::Reduce:
+        reduceOp(st.dstBuf, st.dstOff, st.srcBuf, st.srcOff, st.dstBuf,
+                 st.dstOff);
+        break;
+      default:
+        break;
+      }
+      // Send: put into the receiver's landing range, then signal.
+      if (msccl::sends(st.type)) {
+        const Landing &out = landing[infoOf(key).sendMsg];
+        bool port = crossesNodes(r, tb.send);
+        auto [rit, fresh] = remoteIndex.try_emplace({tb.send, (int)out.buffer},
+                                                    (int)remoteIndex.size());
+        if (fresh && final)
+          rs.remoteBuffers.push_back({tb.send, out.buffer});
+        std::vector<int> &refs = e.remotes[port ? 1 : 0];
+        auto [lit, lfresh] =
+            localRemote.try_emplace(rit->second, (int)refs.size());
+        if (lfresh)
+          refs.push_back(rit->second);
+        int bufferRef = lit->second;
+        barrier();
+        // A port channel's put is carried out later by the proxy; the
+        // flush in `pwsf` waits until it has read the source, so later
+        // steps may overwrite it. (A separate `flush` op would do nothing:
+        // the executor counts a flush's channels by its outputs, which a
+        // flush has none of.)
+        auto [t, local] = sendChannel[member];
+        const char *name = port ? "pwsf" : "put";
+        ops.push(name, [&, t = t, local = local] {
+          return json::Object{
+              {"name", name},
+              {"channel_type", t ? "port" : "memory"},
+              {"channel_ids", json::Array{local}},
+              {"src_buff", json::Array{buff(dataBuf, dataOff, st.cnt)}},
+              {"dst_buff", json::Array{json::Object{{"buffer_id", bufferRef},
+                                                    {"index", out.index},
+                                                    {"size", st.cnt}}}}};
+        });
+        if (!port) {
+          nop();
+          chanOp("signal", sendChannel[member]);
+        }
+        dirty = false;
+      }
+    }
+    bool internalOut = false;
+    std::vector<int> release =
+        semaphores(&infoOf(key).depsOut, false, internalOut);
+    if (!release.empty()) {
+      nop();
+      dirty = false;
+      semOp("sem_release", release);
+    }
+  }
+  e.numOps = (int)ops.size();
+  e.ops = ops.take();
+  return e;
+}
+
 FailureOr<json::Value> PlanBuilder::build() {
+  tbIndex.assign(algo.ngpus, {});
+  for (const msccl::Gpu &g : algo.gpus)
+    for (const msccl::Threadblock &tb : g.tbs) {
+      auto &index = tbIndex[g.id];
+      if (tb.id < 0)
+        continue;
+      if ((int)index.size() <= tb.id)
+        index.resize(tb.id + 1, nullptr);
+      index[tb.id] = &tb;
+    }
   msccl::Matching matching = msccl::matchMessages(algo);
   if (!matching.issues.empty()) {
     emitIssues(matching.issues, origins, prog);
     return failure();
   }
   messages = matching.messages;
+  stepInfo.assign(algo.ngpus, {});
+  for (const msccl::Gpu &g : algo.gpus) {
+    stepInfo[g.id].resize(tbIndex[g.id].size());
+    for (const msccl::Threadblock &tb : g.tbs)
+      if (tb.id >= 0)
+        stepInfo[g.id][tb.id].resize(tb.steps.size());
+  }
   for (int i = 0; i < (int)messages.size(); ++i) {
-    sendMsg[{messages[i].send.rank, messages[i].send.tb,
-             messages[i].send.step}] = i;
-    recvMsg[{messages[i].recv.rank, messages[i].recv.tb,
-             messages[i].recv.step}] = i;
+    infoOf({messages[i].send.rank, messages[i].send.tb, messages[i].send.step})
+        .sendMsg = i;
+    infoOf({messages[i].recv.rank, messages[i].recv.tb, messages[i].recv.step})
+        .recvMsg = i;
   }
   planLandings();
 
@@ -122,227 +486,101 @@ FailureOr<json::Value> PlanBuilder::build() {
   // ordered by (channel, peer) so both ends pair them in order. Memory and
   // port channels are numbered separately (the executor flattens each type
   // on its own).
-  std::vector<std::set<std::pair<int, int>>> conns(algo.ngpus);
+  conns.assign(algo.ngpus, {});
   for (const msccl::Message &m : messages) {
     conns[m.send.rank].insert({m.channel, m.recv.rank});
     conns[m.recv.rank].insert({m.channel, m.send.rank});
   }
-  // Cross-threadblock dependency edges get one semaphore each.
+  ranks.resize(algo.ngpus);
+  for (const msccl::Gpu &g : algo.gpus)
+    prepareRank(g);
+
+  // Pack the threadblocks of ranks over the budget (MSCCLPPPacking.h).
+  msccl::PackOptions po;
+  po.maxThreadblocksPerRank = maxThreadblocks;
+  po.maxOperations = kMscclppMaxOps;
+  po.operations = [&](int r, const msccl::PackedThreadblock &ptb) {
+    Emitted e = emit(ranks[r], ptb, /*final=*/false);
+    for (int t : {0, 1})
+      if ((int)e.channels[t].size() > kMscclppMaxChannels ||
+          (int)e.remotes[t].size() > kMscclppMaxChannels)
+        return kMscclppMaxOps + 1;
+    return e.numOps;
+  };
+  int failedRank = algo.gpus.front().id;
+  auto packed = msccl::packThreadblocks(algo, matching, po, &failedRank);
+  if (!packed) {
+    limitsOnly = true;
+    const msccl::Gpu *g = algo.gpu(failedRank);
+    originOf({failedRank, g->tbs.front().id, 0})->emitError()
+        << packed.error().message << "; " << maxThreadblocks
+        << " is the most that can be resident at once (" << budgetReason
+        << "), and the executor's threadblocks wait on each other, so a "
+        << "plan with more could hang. Use fewer --instances or --pipeline "
+        << "parts";
+    return failure();
+  }
+  packing = packed.take();
+  if (packing.merges())
+    if (Status s = msccl::checkPacking(algo, matching, packing); !s) {
+      prog.emitError() << "internal error: merged threadblocks: "
+                       << s.error().message;
+      return failure();
+    }
+
   json::Array gpus;
   for (const msccl::Gpu &g : algo.gpus) {
     int r = g.id;
-    // (channel, peer) -> index among the channels of its type.
-    std::map<std::pair<int, int>, int> connIndex;
-    int numOfType[2] = {0, 0}; // memory, port
-    std::map<int, json::Array> peersByChannel[2];
-    for (auto [c, peer] : conns[r]) {
-      int t = crossesNodes(r, peer) ? 1 : 0;
-      connIndex[{c, peer}] = numOfType[t]++;
-      peersByChannel[t][c].push_back(peer);
-    }
-    json::Array channels;
-    for (int t : {0, 1})
-      for (auto &[c, peers] : peersByChannel[t])
-        channels.push_back(json::Object{{"channel_type", t ? "port" : "memory"},
-                                        {"connected_to", std::move(peers)}});
-
-    std::map<Key3, std::vector<int>> acquireOf, releaseOf;
+    RankState &rs = ranks[r];
+    const std::vector<msccl::PackedThreadblock> &plan = packing.ranks[r];
+    // Cross-threadblock dependency edges get one semaphore each, unless
+    // both ends share a plan threadblock, where program order holds them.
+    std::map<int, int> planOf; // MSCCL threadblock id -> plan threadblock
+    for (int p = 0; p < (int)plan.size(); ++p)
+      for (int m : plan[p].members)
+        planOf[m] = p;
+    rs.semOf.assign(rs.deps.size(), -1);
     int numSems = 0;
-    for (const msccl::Threadblock &tb : g.tbs)
-      for (int i = 0; i < (int)tb.steps.size(); ++i) {
-        const msccl::Step &st = tb.steps[i];
-        if (st.depid < 0)
-          continue;
-        // A nop's dependency belongs to the step it precedes.
-        int sem = numSems++;
-        acquireOf[{r, tb.id, i}].push_back(sem);
-        releaseOf[{r, st.depid, st.deps}].push_back(sem);
-      }
+    for (size_t d = 0; d < rs.deps.size(); ++d)
+      if (!internal(rs.deps[d], planOf))
+        rs.semOf[d] = numSems++;
     json::Array semaphores;
     for (int i = 0; i < numSems; ++i)
       semaphores.push_back(json::Object{{"init_value", 0}});
 
-    std::map<std::pair<int, int>, int> remoteIndex; // (peer, buffer)
-    json::Array remoteBuffers;
     json::Array tbs;
-    for (const msccl::Threadblock &tb : g.tbs) {
-      // Per channel type (0 memory, 1 port): the global channel ids and
-      // remote buffer ids this threadblock uses, in its own order.
-      std::vector<int> tbChannels[2];
-      std::map<int, int> tbChannelOf; // peer -> index in its type's list
-      for (int peer : {tb.send, tb.recv}) {
-        auto it = connIndex.find({tb.chan, peer});
-        if (peer >= 0 && it != connIndex.end() && !tbChannelOf.count(peer)) {
-          std::vector<int> &list = tbChannels[crossesNodes(r, peer) ? 1 : 0];
-          tbChannelOf[peer] = (int)list.size();
-          list.push_back(it->second);
-        }
-      }
-      std::vector<int> tbRemote[2];  // global remote buffer ids
-      std::map<int, int> tbRemoteOf; // global id -> index in its type's list
-      json::Array ops;
-      bool dirty = false;
-      auto barrier = [&] {
-        if (dirty)
-          ops.push_back(json::Object{{"name", "nop"}});
-        dirty = false;
-      };
-      auto chanOp = [&](const char *name, int peer) {
-        return json::Object{{"name", name},
-                            {"channel_type", channelType(r, peer)},
-                            {"channel_ids", json::Array{tbChannelOf[peer]}}};
-      };
-      auto semOp = [&](const char *name, const std::vector<int> &ids) {
-        for (size_t i = 0; i < ids.size(); i += kMscclppMaxSemaphores) {
-          json::Array chunk;
-          for (size_t j = i; j < ids.size() && j < i + kMscclppMaxSemaphores;
-               ++j)
-            chunk.push_back(ids[j]);
-          ops.push_back(json::Object{{"name", name},
-                                     {"semaphore_ids", std::move(chunk)}});
-        }
-      };
-      for (int i = 0; i < (int)tb.steps.size(); ++i) {
-        const msccl::Step &st = tb.steps[i];
-        Key3 key{r, tb.id, i};
-        if (auto it = acquireOf.find(key); it != acquireOf.end()) {
-          barrier();
-          semOp("sem_acquire", it->second);
-          ops.push_back(json::Object{{"name", "nop"}});
-        }
-        if (st.type == StepType::Nop)
-          continue;
-        // Receive.
-        Landing in{};
-        if (msccl::receives(st.type)) {
-          in = landing[recvMsg.at(key)];
-          barrier();
-          ops.push_back(chanOp("wait", tb.recv));
-          ops.push_back(json::Object{{"name", "nop"}});
-        }
-        // Local data movement; `data` is what a send forwards.
-        BufferKind dataBuf = st.srcBuf;
-        int dataOff = st.srcOff;
-        auto localOp = [&](json::Object op) {
-          barrier();
-          ops.push_back(std::move(op));
-          dirty = true;
-        };
-        auto copyOp = [&](BufferKind sb, int so, BufferKind db, int dof) {
-          localOp(
-              json::Object{{"name", "copy"},
-                           {"src_buff", json::Array{buff(sb, so, st.cnt)}},
-                           {"dst_buff", json::Array{buff(db, dof, st.cnt)}}});
-        };
-        auto reduceOp = [&](BufferKind ab, int ao, BufferKind bb, int bo,
-                            BufferKind db, int dof) {
-          localOp(json::Object{{"name", "re"},
-                               {"src_buff", json::Array{buff(ab, ao, st.cnt),
-                                                        buff(bb, bo, st.cnt)}},
-                               {"dst_buff", json::Array{buff(db, dof, st.cnt)}},
-                               {"reduce_op", "sum"}});
-        };
-        switch (st.type) {
-        case StepType::Recv:
-        case StepType::RecvCopySend:
-          if (in.staged)
-            copyOp(BufferKind::Scratch, in.index, st.dstBuf, st.dstOff);
-          dataBuf = st.dstBuf;
-          dataOff = st.dstOff;
-          break;
-        case StepType::RecvReduceCopy:
-        case StepType::RecvReduceCopySend:
-          reduceOp(st.srcBuf, st.srcOff, BufferKind::Scratch, in.index,
-                   st.dstBuf, st.dstOff);
-          dataBuf = st.dstBuf;
-          dataOff = st.dstOff;
-          break;
-        case StepType::RecvReduceSend:
-          reduceOp(st.srcBuf, st.srcOff, BufferKind::Scratch, in.index,
-                   BufferKind::Scratch, in.index);
-          dataBuf = BufferKind::Scratch;
-          dataOff = in.index;
-          break;
-        case StepType::Copy:
-          copyOp(st.srcBuf, st.srcOff, st.dstBuf, st.dstOff);
-          break;
-        case StepType::Reduce:
-          reduceOp(st.dstBuf, st.dstOff, st.srcBuf, st.srcOff, st.dstBuf,
-                   st.dstOff);
-          break;
-        default:
-          break;
-        }
-        // Send: put into the receiver's landing range, then signal.
-        if (msccl::sends(st.type)) {
-          const Landing &out = landing[sendMsg.at(key)];
-          bool port = crossesNodes(r, tb.send);
-          auto [rit, fresh] = remoteIndex.try_emplace(
-              {tb.send, (int)out.buffer}, (int)remoteIndex.size());
-          if (fresh)
-            remoteBuffers.push_back(
-                json::Object{{"rank", tb.send},
-                             {"type", msccl::bufferCode(out.buffer)},
-                             {"access_channel_types",
-                              json::Array{channelType(r, tb.send)}}});
-          std::vector<int> &refs = tbRemote[port ? 1 : 0];
-          auto [lit, lfresh] =
-              tbRemoteOf.try_emplace(rit->second, (int)refs.size());
-          if (lfresh)
-            refs.push_back(rit->second);
-          barrier();
-          // A port channel's put is carried out later by the proxy; the
-          // flush in `pwsf` waits until it has read the source, so later
-          // steps may overwrite it. (A separate `flush` op would do nothing:
-          // the executor counts a flush's channels by its outputs, which a
-          // flush has none of.)
-          json::Object put = chanOp(port ? "pwsf" : "put", tb.send);
-          put["src_buff"] = json::Array{buff(dataBuf, dataOff, st.cnt)};
-          put["dst_buff"] = json::Array{json::Object{{"buffer_id", lit->second},
-                                                     {"index", out.index},
-                                                     {"size", st.cnt}}};
-          ops.push_back(std::move(put));
-          if (!port) {
-            ops.push_back(json::Object{{"name", "nop"}});
-            ops.push_back(chanOp("signal", tb.send));
-          }
-          dirty = false;
-        }
-        if (auto it = releaseOf.find(key); it != releaseOf.end()) {
-          ops.push_back(json::Object{{"name", "nop"}});
-          dirty = false;
-          semOp("sem_release", it->second);
-        }
-      }
-      if ((int)ops.size() > kMscclppMaxOps) {
-        tooManyOps = true;
-        originOf({r, tb.id, 0})->emitError()
-            << "rank " << r << " threadblock " << tb.id << " needs "
-            << ops.size() << " MSCCL++ operations, more than the executor's "
-            << kMscclppMaxOps << "; use fewer steps per threadblock "
-            << "(--max-tb-steps)";
+    for (int p = 0; p < (int)plan.size(); ++p) {
+      Emitted e = emit(rs, plan[p], /*final=*/true);
+      int first = plan[p].members.front();
+      if (e.numOps > kMscclppMaxOps) {
+        limitsOnly = true;
+        originOf({r, first, 0})->emitError()
+            << "rank " << r << " threadblock " << p << " needs " << e.numOps
+            << " MSCCL++ operations, more than the "
+            << "executor's " << kMscclppMaxOps << "; use fewer steps per "
+            << "threadblock (--max-tb-steps)";
         return failure();
       }
       for (int t : {0, 1})
-        if ((int)tbChannels[t].size() > kMscclppMaxChannels ||
-            (int)tbRemote[t].size() > kMscclppMaxChannels) {
-          originOf({r, tb.id, 0})->emitError()
-              << "rank " << r << " threadblock " << tb.id << " uses more than "
+        if ((int)e.channels[t].size() > kMscclppMaxChannels ||
+            (int)e.remotes[t].size() > kMscclppMaxChannels) {
+          originOf({r, first, 0})->emitError()
+              << "rank " << r << " threadblock " << p << " uses more than "
               << kMscclppMaxChannels << " " << (t ? "port" : "memory")
               << " channels or remote buffers";
           return failure();
         }
-      json::Object tbObj{{"id", tb.id}, {"ops", std::move(ops)}};
+      json::Object tbObj{{"id", p}, {"ops", std::move(e.ops)}};
       // The memory entry is always written (single-node plans look as they
       // did before port channels); the port entry only when used.
       json::Array tbChanArr, tbRemArr;
       for (int t : {0, 1}) {
-        if (t == 1 && tbChannels[1].empty() && tbRemote[1].empty())
+        if (t == 1 && e.channels[1].empty() && e.remotes[1].empty())
           continue;
         json::Array ids, refs;
-        for (int c : tbChannels[t])
+        for (int c : e.channels[t])
           ids.push_back(c);
-        for (int b : tbRemote[t])
+        for (int b : e.remotes[t])
           refs.push_back(b);
         const char *type = t ? "port" : "memory";
         tbChanArr.push_back(json::Object{{"channel_type", type},
@@ -355,11 +593,17 @@ FailureOr<json::Value> PlanBuilder::build() {
       tbObj["remote_buffer_refs"] = std::move(tbRemArr);
       tbs.push_back(std::move(tbObj));
     }
+    json::Array remoteBuffers;
+    for (const RemoteBuffer &b : rs.remoteBuffers)
+      remoteBuffers.push_back(json::Object{
+          {"rank", b.peer},
+          {"type", msccl::bufferCode(b.buffer)},
+          {"access_channel_types", json::Array{channelType(r, b.peer)}}});
     gpus.push_back(json::Object{{"id", r},
                                 {"input_chunks", g.iChunks},
                                 {"output_chunks", g.oChunks},
                                 {"scratch_chunks", scratchChunks[r]},
-                                {"channels", std::move(channels)},
+                                {"channels", std::move(rs.channels)},
                                 {"remote_buffers", std::move(remoteBuffers)},
                                 {"semaphores", std::move(semaphores)},
                                 {"threadblocks", std::move(tbs)}});
@@ -411,21 +655,6 @@ LogicalResult exportMSCCLPPPlan(Operation *op, llvm::raw_ostream &os,
            << ": MSCCL++ plans are written with the Simple protocol only "
               "(MSCCL++'s LL packet operations are not generated); compile "
               "with --protocol Simple";
-  if (options.maxThreadblocksPerRank > 0)
-    for (GpuOp g : prog->getBody().front().getOps<GpuOp>()) {
-      auto tbs = g.getBody().front().getOps<ThreadblockOp>();
-      int n = (int)std::distance(tbs.begin(), tbs.end());
-      if (n > options.maxThreadblocksPerRank) {
-        return g.emitError()
-               << "rank " << g.getRank() << " needs " << n
-               << " threadblocks, more than the "
-               << options.maxThreadblocksPerRank << " that can be resident "
-               << "at once (" << options.budgetReason
-               << "); the executor's threadblocks wait on each other, so "
-                  "this plan could hang. Use fewer --instances or "
-                  "--pipeline parts, or --max-tb-steps";
-      }
-    }
   auto col = prog->buildCollective();
   if (!col)
     return prog->emitOpError() << col.error().message;
@@ -441,13 +670,15 @@ LogicalResult exportMSCCLPPPlan(Operation *op, llvm::raw_ostream &os,
     return prog->emitOpError()
            << "the topology has " << options.nodeOfRank.size()
            << " ranks but the program " << algo->ngpus;
-  PlanBuilder builder(*prog, *algo, origins, *col, options.nodeOfRank);
+  PlanBuilder builder(*prog, *algo, origins, *col, options);
   FailureOr<json::Value> plan = builder.build();
   if (failed(plan)) {
-    if (options.opsPerThreadblockExceeded)
-      *options.opsPerThreadblockExceeded = builder.tooManyOps;
+    if (options.fewerStepsMayFit)
+      *options.fewerStepsMayFit = builder.limitsOnly;
     return failure();
   }
+  if (options.packing)
+    *options.packing = std::move(builder.packing);
   os << llvm::formatv("{0:2}", *plan) << "\n";
   return success();
 }

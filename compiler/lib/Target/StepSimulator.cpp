@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -60,7 +61,9 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
     return Error("the program has " + std::to_string(algo.ngpus) +
                  " ranks but topology '" + topo.name + "' has " +
                  std::to_string(topo.numRanks()));
-  if (std::vector<ProgramIssue> issues = validateAlgo(algo); !issues.empty())
+  if (std::vector<ProgramIssue> issues =
+          o.runtimeRules ? validateAlgo(algo) : std::vector<ProgramIssue>{};
+      !issues.empty())
     return Error("the program breaks a rule of the MSCCL runtime: " +
                      issues.front().message,
                  issues.front().loc);
@@ -71,6 +74,10 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
       !dl.empty())
     return Error("the program cannot run: " + dl.front().message,
                  dl.front().loc);
+  if (o.packing)
+    if (Status s = checkPacking(algo, matching, *o.packing); !s)
+      return Error("the merged threadblocks cannot run: " +
+                   s.error().message);
 
   const int p = *proto;
   const StepModel &model = topo.stepModel;
@@ -99,10 +106,22 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
   std::map<std::pair<int, int>, int> tbOf;
   std::vector<int> linkUsers(topo.links.size(), 0),
       resUsers(topo.resources.size(), 0);
+  // (rank, threadblock id) -> plan threadblock, when packed; a plan
+  // threadblock counts once per link it sends over.
+  std::map<std::pair<int, int>, int> planOf;
+  if (o.packing)
+    for (int r = 0; r < (int)o.packing->ranks.size(); ++r)
+      for (int p = 0; p < (int)o.packing->ranks[r].size(); ++p)
+        for (int m : o.packing->ranks[r][p].members)
+          planOf[{r, m}] = p;
+  std::set<std::tuple<int, int, int>> senders; // (rank, plan tb, link)
   StepSimResult result;
   for (const Gpu &g : algo.gpus) {
     result.threadblocksPerRank =
-        std::max(result.threadblocksPerRank, (int)g.tbs.size());
+        std::max(result.threadblocksPerRank,
+                 o.packing && g.id >= 0 && g.id < (int)o.packing->ranks.size()
+                     ? o.packing->threadblocks(g.id)
+                     : (int)g.tbs.size());
     for (const Threadblock &tb : g.tbs) {
       TbInfo info;
       info.rank = g.id;
@@ -118,9 +137,13 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
                            topo.name + "' has no link between them",
                        tb.loc);
         info.link = it->second;
-        ++linkUsers[info.link];
-        for (int r : topo.links[info.link].resources)
-          ++resUsers[r];
+        auto plan = planOf.find({g.id, tb.id});
+        int unit = plan == planOf.end() ? -1 - tb.id : plan->second;
+        if (senders.insert({g.id, unit, info.link}).second) {
+          ++linkUsers[info.link];
+          for (int r : topo.links[info.link].resources)
+            ++resUsers[r];
+        }
       }
       tbOf[{g.id, tb.id}] = (int)tbs.size();
       tbs.push_back(info);
@@ -141,7 +164,9 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
   double chunkBytes = o.bytes / std::max(1, algo.nchunksperloop);
   double tile = tileBytes(algo.proto);
   long long iterations =
-      std::max(1LL, (long long)std::ceil(chunkBytes / tile - 1e-9));
+      o.wholeChunks
+          ? 1
+          : std::max(1LL, (long long)std::ceil(chunkBytes / tile - 1e-9));
   double perIter = chunkBytes / (double)iterations;
   // Iterations simulated one by one: at most maxIterations, and no more
   // than keep the unrolled graph near kNodeBudget nodes, about 100 MB (at
@@ -203,8 +228,8 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
     }
   }
 
-  // Edges (at most four into each node), then successors as compressed
-  // rows, then one pass in topological order.
+  // Edges (at most four into each node, six in a merged threadblock), then
+  // successors as compressed rows, then one pass in topological order.
   std::vector<std::pair<uint32_t, uint32_t>> edges;
   edges.reserve((size_t)numNodes * 2);
   std::vector<uint32_t> indeg(numNodes, 0);
@@ -235,6 +260,22 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
           edge(roomAfter[v], v);
       }
   }
+  // Merged threadblocks run their steps one at a time, in their order.
+  if (o.packing)
+    for (int r = 0; r < (int)o.packing->ranks.size(); ++r)
+      for (const PackedThreadblock &ptb : o.packing->ranks[r]) {
+        if (ptb.members.size() < 2 || ptb.steps.empty())
+          continue;
+        auto at = [&](int it, StepRef s) {
+          return node(tbOf.at({s.rank, s.tb}), it, s.step);
+        };
+        for (int it = 0; it < sim; ++it) {
+          if (it > 0)
+            edge(at(it - 1, ptb.steps.back()), at(it, ptb.steps.front()));
+          for (size_t k = 1; k < ptb.steps.size(); ++k)
+            edge(at(it, ptb.steps[k - 1]), at(it, ptb.steps[k]));
+        }
+      }
 
   std::vector<uint32_t> succStart(numNodes + 1, 0), succs(edges.size());
   for (auto [from, to] : edges)

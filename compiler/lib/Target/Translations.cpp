@@ -112,6 +112,12 @@ void registerTranslations() {
                             return exportMSCCLXml(op, out, options);
                           });
       });
+  static llvm::cl::opt<int> maxTbsPerRank(
+      "max-tbs-per-rank",
+      llvm::cl::desc("--ccl-to-mscclpp-json: most threadblocks per rank; a "
+                     "rank with more gets its threadblocks merged (0: no "
+                     "limit)"),
+      llvm::cl::init(0));
   TranslateRegistration toPlan(
       "ccl-to-mscclpp-json",
       "Export a threadblock-assigned ccl.program as an MSCCL++ execution "
@@ -125,6 +131,8 @@ void registerTranslations() {
                             if (failed(nodes))
                               return failure();
                             options.nodeOfRank = *nodes;
+                            options.maxThreadblocksPerRank = maxTbsPerRank;
+                            options.budgetReason = "--max-tbs-per-rank";
                             return exportMSCCLPPPlan(op, out, options);
                           });
       });

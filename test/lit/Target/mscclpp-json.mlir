@@ -89,3 +89,29 @@ ccl.program @ar2 attributes {collective = "allreduce", ranks = 2,
 // DIRECT-NEXT:     "buffer_id": 0,
 // DIRECT-NEXT:     "index": 0,
 // DIRECT-NEXT:     "size": 1
+
+// With one threadblock per rank (--max-tbs-per-rank=1) rank 0's three
+// threadblocks merge into one that runs their steps in level order (the
+// send and both copies wait for nothing; the receive waits for rank 1,
+// which waits for the send) and holds the receive's dependencies on the
+// copies by program order: a barrier, no semaphores.
+// RUN: ccsynth-translate --ccl-to-mscclpp-json --max-tbs-per-rank=1 %s | FileCheck %s --check-prefix=MERGED
+// MERGED:          "id": 0,
+// MERGED:          "semaphores": [],
+// MERGED-NEXT:     "threadblocks": [
+// MERGED-NEXT:       {
+// MERGED:              "id": 0,
+// MERGED-NEXT:         "ops": [
+// MERGED:                "name": "put",
+// MERGED:                "name": "nop"
+// MERGED:                "name": "signal"
+// MERGED:                "name": "copy",
+// MERGED:                "name": "nop"
+// MERGED:                "name": "copy",
+// MERGED:                "name": "nop"
+// MERGED:                "name": "wait"
+// MERGED:                "name": "nop"
+// MERGED:                "name": "copy",
+// MERGED-NOT:            "sem_
+// MERGED:          "id": 1,
+// MERGED:          "semaphores": [],

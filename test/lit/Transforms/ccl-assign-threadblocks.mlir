@@ -1,5 +1,6 @@
 // RUN: ccsynth-opt %s -split-input-file --ccl-assign-threadblocks | FileCheck %s
 // RUN: ccsynth-opt %s -split-input-file --ccl-assign-threadblocks=max-steps=2 --ccl-check-deadlock | FileCheck %s --check-prefix=SPLIT
+// RUN: ccsynth-opt %s -split-input-file --ccl-assign-threadblocks=max-local-steps=1 --ccl-check-deadlock | FileCheck %s --check-prefix=LOCAL
 
 // A 3-rank ring: each rank's sends to its successor and receives from its
 // predecessor share one threadblock (the fused steps need both peers);
@@ -63,6 +64,14 @@ ccl.program @ring3 attributes {collective = "allgather", ranks = 3,
 // CHECK-NEXT:   ccl.copy i[0] -> o[0]
 // CHECK-NEXT:   ccl.copy o[0] -> o[1] after [0:1]
 // SPLIT-LABEL: ccl.program @deps
+// With one local step per threadblock the two copies part, and the second
+// also waits for the first (read after write, tb 1 step 0).
+// LOCAL-LABEL: ccl.program @deps
+// LOCAL:      ccl.threadblock 1 send -1 recv -1 channel 0 {
+// LOCAL-NEXT:   ccl.copy i[0] -> o[0]
+// LOCAL-NEXT: }
+// LOCAL-NEXT: ccl.threadblock 2 send -1 recv -1 channel 0 {
+// LOCAL-NEXT:   ccl.copy o[0] -> o[1] after [0:1, 1:0]
 ccl.program @deps attributes {collective = "allgather", ranks = 2,
     input_chunks = 1, output_chunks = 2} {
   ccl.gpu 0 chunks(1, 2, 0) {

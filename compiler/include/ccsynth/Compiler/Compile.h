@@ -10,6 +10,7 @@
 
 #include "ccsynth/Core/Diagnostic.h"
 #include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Target/MSCCLPPPacking.h"
 
 #include <optional>
 #include <string>
@@ -59,7 +60,8 @@ struct CompileOptions {
   /// MSCCL XML of a custom collective: the MSCCL `coll` (NCCL call) that
   /// launches it.
   std::string mscclColl;
-  /// MSCCL++ plans: most threadblocks per rank. -1: from the GPU of the
+  /// MSCCL++ plans: most threadblocks per rank; ranks with more get their
+  /// threadblocks merged (MSCCLPPPacking.h). -1: from the GPU of the
   /// algorithm's topology (its SM count, one 1024-thread block per SM;
   /// no limit for machines of unknown GPU), 0: no limit.
   int maxThreadblocksPerRank = -1;
@@ -88,11 +90,28 @@ struct CompileFailure {
   bool verificationFailed = false;
 };
 
+/// An MSCCL++ plan whose ranks had more threadblocks than the budget:
+/// what was merged, so that callers can show what merging costs.
+struct ThreadblockPacking {
+  int budget = 0;
+  /// What the budget is ("108 SMs of an A100 ...").
+  std::string reason;
+  /// The topology the program names (empty when none).
+  std::string topology;
+  /// The lowered program in MSCCL's model (one threadblock per connection
+  /// and direction), before merging.
+  msccl::Algo program;
+  /// Which of its threadblocks each plan threadblock runs.
+  msccl::Packing packing;
+};
+
 /// The compiled output (MLIR text, MSCCL XML or MSCCL++ JSON), or the
 /// first diagnostic with the others as notes.
 struct CompileResult {
   std::optional<std::string> output;
   CompileFailure failure;
+  /// MSCCL++ plans whose threadblocks were merged to fit the budget.
+  std::optional<ThreadblockPacking> packing;
   bool ok() const { return output.has_value(); }
 };
 

@@ -16,12 +16,18 @@
 //   recv      -> wait, nop [, copy from the staging chunk]
 //   recv+reduce -> wait, nop, re(dst <- src + staging)
 //   a dependency -> sem_acquire before, nop + sem_release after the producer
+//                   (a nop before the consumer when both run in one plan
+//                   threadblock)
+// A plan threadblock runs one MSCCL threadblock, or, on a rank with more
+// than the threadblock budget, several merged (MSCCLPPPacking.h).
 // A receive whose destination is written exactly once on its rank and holds
 // no input data gets the put directly; others are staged in fresh scratch
 // chunks so no put can overwrite data the receiver still reads.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "ccsynth/Target/MSCCLPPPacking.h"
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
@@ -41,7 +47,9 @@ struct MscclppExportOptions {
   /// Most threadblocks per rank (0: no limit). The executor launches all
   /// of a rank's threadblocks at once and they wait on each other, so they
   /// must all be resident: at most the GPU's SM count times the blocks of
-  /// num_threads_per_block (1024) threads an SM holds.
+  /// num_threads_per_block (1024) threads an SM holds. A rank whose
+  /// program has more gets its threadblocks merged into at most this many
+  /// (MSCCLPPPacking.h); ranks within it are written one to one.
   int maxThreadblocksPerRank = 0;
   /// What the limit is, for the error ("108 SMs of an A100, ...").
   std::string budgetReason;
@@ -49,9 +57,14 @@ struct MscclppExportOptions {
   /// nodes are joined by port channels, peers on one node by memory
   /// channels; empty: every rank on one node.
   std::vector<int> nodeOfRank;
-  /// Set (when given) on failure if only the executor's 64 operations per
-  /// threadblock were exceeded, which fewer steps per threadblock can fix.
-  bool *opsPerThreadblockExceeded = nullptr;
+  /// Set (when given) on failure if only the executor's per-threadblock
+  /// limits were in the way (64 operations, or no merge of a rank's
+  /// threadblocks into the budget fits them), which fewer steps per
+  /// threadblock can fix.
+  bool *fewerStepsMayFit = nullptr;
+  /// Receives (when given, on success) which MSCCL threadblocks each plan
+  /// threadblock runs.
+  msccl::Packing *packing = nullptr;
 };
 
 /// The node of each rank of the topology the program in `op` names (its
@@ -61,10 +74,10 @@ mlir::FailureOr<std::vector<int>> programNodes(mlir::Operation *op);
 
 /// Writes the single ccl.program in `op` as an MSCCL++ execution plan.
 /// Fails (with diagnostics, writing nothing) when the program exceeds the
-/// executor's limits or the threadblock budget, its sends and receives do
-/// not match, or it asks for a protocol other than Simple (the plan's
-/// packet protocol is not generated). Rooted collectives record their
-/// root in a `root` field.
+/// executor's limits or cannot be merged into the threadblock budget, its
+/// sends and receives do not match, or it asks for a protocol other than
+/// Simple (the plan's packet protocol is not generated). Rooted collectives
+/// record their root in a `root` field.
 mlir::LogicalResult exportMSCCLPPPlan(mlir::Operation *op,
                                       llvm::raw_ostream &os,
                                       const MscclppExportOptions &options = {});

@@ -33,6 +33,7 @@
 
 #include "ccsynth/Core/Diagnostic.h"
 #include "ccsynth/Core/Topology.h"
+#include "ccsynth/Target/MSCCLPPPacking.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 
 namespace ccsynth::msccl {
@@ -52,8 +53,23 @@ struct StepSimOptions {
   /// iteration's increment is extrapolated (iterations are identical).
   int maxIterations = 48;
   /// Model MSCCL's bounded connection buffers. Off only to study what
-  /// unbounded buffers would give (as CompileOptions::boundedBuffers).
+  /// unbounded buffers would give (as CompileOptions::boundedBuffers), and
+  /// for programs written as MSCCL++ plans, whose puts land in buffers of
+  /// their own.
   bool boundedBuffers = true;
+  /// Run the program once over whole chunks instead of tile by tile: an
+  /// MSCCL++ plan without pipeline operations moves each chunk in one
+  /// operation.
+  bool wholeChunks = false;
+  /// Check the MSCCL runtime's rules first. Off for programs written as
+  /// MSCCL++ plans, which MSCCL's limits (channels, threadblocks per
+  /// channel) do not bind.
+  bool runtimeRules = true;
+  /// Threadblocks that run merged, as in an MSCCL++ plan (null: each on its
+  /// own): each plan threadblock runs its steps one at a time in its order,
+  /// every loop iteration after the previous one, and counts once among
+  /// the senders sharing a link.
+  const Packing *packing = nullptr;
 };
 
 struct StepSimResult {

@@ -6,7 +6,8 @@
 //    channel, a send peer and a receive peer each belong to one
 //    threadblock; a threadblock has at most one of each, at most `budget`
 //    steps, and a channel at most max-tbs-per-channel threadblocks.
-// 3. Local steps go to peerless threadblocks.
+// 3. Local steps go to peerless threadblocks (at most max-local-steps
+//    each, when set).
 // With bounded buffers (MSCCL), step 2 also keeps every send of a
 // connection from waiting for room that only a receive of a later time
 // frees (see roomInTime); such a group moves to another channel.
@@ -128,9 +129,9 @@ struct AssignThreadblocks
 
   void runOnOperation() override {
     if (maxSteps < 1 || maxTbsPerChannel < 1 || maxChannels < 1 ||
-        (boundedBuffers && slots < 1)) {
+        maxLocalSteps < 0 || (boundedBuffers && slots < 1)) {
       getOperation().emitError() << "ccl-assign-threadblocks: limits must be "
-                                    "at least 1";
+                                    "at least 1 (max-local-steps at least 0)";
       return signalPassFailure();
     }
     for (ProgramOp prog : llvm::to_vector(getOperation().getOps<ProgramOp>()))
@@ -383,6 +384,8 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
       }
     }
     // Local steps: peerless threadblocks.
+    int localBudget =
+        maxLocalSteps > 0 ? std::min<int>(budget, maxLocalSteps) : budget;
     for (int r = 0; r < numRanks; ++r) {
       RankState &rs = pl.ranks[r];
       int current = -1;
@@ -390,7 +393,7 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
         StepOpInterface s = steps[r][i];
         if (s.sends() || s.receives())
           continue;
-        if (current < 0 || (int)rs.tbs[current].ops.size() + 1 > budget) {
+        if (current < 0 || (int)rs.tbs[current].ops.size() + 1 > localBudget) {
           current = -1;
           for (int c = 0; c < maxChannels && current < 0; ++c)
             if (rs.tbsOnChannel[c] < maxTbsPerChannel)

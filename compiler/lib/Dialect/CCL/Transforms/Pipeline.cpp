@@ -23,7 +23,7 @@ void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o) {
     pm.addPass(createFuseStepsPass());
   pm.addPass(createAssignThreadblocksPass(AssignThreadblocksPassOptions{
       o.maxSteps, o.maxTbsPerChannel, o.maxChannels, o.countDepNops,
-      o.boundedBuffers, ccsynth::msccl::kConnSlots}));
+      o.boundedBuffers, ccsynth::msccl::kConnSlots, o.maxLocalSteps}));
   CheckDeadlockPassOptions deadlock;
   deadlock.boundedBuffers = o.boundedBuffers;
   pm.addPass(createCheckDeadlockPass(deadlock));

@@ -40,6 +40,9 @@ struct PipelineOptions {
   /// Sends block on full connection buffers (MSCCL); MSCCL++ puts land in
   /// the receiver's buffers and never wait for room.
   bool boundedBuffers = true;
+  /// Most steps per peerless threadblock (ccl-assign-threadblocks
+  /// max-local-steps; 0: maxSteps).
+  int maxLocalSteps = 0;
 };
 
 /// Appends the default pipeline to `pm` (a ModuleOp pass manager):

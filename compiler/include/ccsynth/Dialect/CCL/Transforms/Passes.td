@@ -163,7 +163,10 @@ def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
     threadblock run in schedule order. Then each step waits for the last
     conflicting step (read/write or write/write of an overlapping chunk,
     in-place aliases included) of every other threadblock of its rank.
-    Local copies and reductions go to peerless threadblocks.
+    Local copies and reductions go to peerless threadblocks, consecutive
+    ones sharing a threadblock up to `max-steps` (or `max-local-steps`,
+    when set: 1 gives each its own, which an MSCCL++ plan's threadblock
+    packing can then place next to the receive it waits for).
 
     With `bounded-buffers` (MSCCL), a connection (channel, sender,
     receiver) holds `slots` slots and a send takes 4 per chunk with the
@@ -198,6 +201,9 @@ def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
            "(MSCCL's bounded connection buffers)">,
     Option<"slots", "slots", "int", /*default=*/"8",
            "Slots per connection (NCCL_STEPS)">,
+    Option<"maxLocalSteps", "max-local-steps", "int", /*default=*/"0",
+           "Most steps per peerless threadblock (local copies and "
+           "reductions); 0: max-steps">,
   ];
 }
 

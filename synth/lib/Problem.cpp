@@ -316,20 +316,20 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
                                         std::vector<int>(col.inputChunks, -1));
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < col.inputChunks; ++i)
-      if (col.pre[r][i] >= 0) {
-        p.values[col.pre[r][i]].origin = r;
-        p.values[col.pre[r][i]].originIndex = i;
-        valueAt[r][i] = col.pre[r][i];
+      if (int v = col.preAt(r, i); v >= 0) {
+        p.values[v].origin = r;
+        p.values[v].originIndex = i;
+        valueAt[r][i] = v;
       }
   std::vector<std::set<int>> dests(nv);
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < col.outputChunks; ++i) {
-      const auto &want = col.post[r][i];
+      PostSet want = col.postAt(r, i);
       if (!want)
         continue;
-      if (want->size() != 1)
+      if (!want.isCopy())
         return Error("internal: routing problem built for a reduction");
-      int v = want->front();
+      int v = want.front();
       if (r != p.values[v].origin)
         dests[v].insert(r);
     }

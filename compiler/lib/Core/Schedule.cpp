@@ -34,14 +34,19 @@ OrderedJson collectiveToJson(const Collective &c) {
     j["input_chunks"] = c.inputChunks;
     j["output_chunks"] = c.outputChunks;
     j["inplace"] = c.inPlace;
-    j["pre"] = c.pre;
-    OrderedJson post = OrderedJson::array();
-    for (const auto &rank : c.post) {
+    OrderedJson pre = OrderedJson::array(), post = OrderedJson::array();
+    for (int r = 0; r < c.numRanks; ++r) {
+      std::span<const int> in = c.preOf(r);
+      pre.push_back(std::vector<int>(in.begin(), in.end()));
       OrderedJson row = OrderedJson::array();
-      for (const auto &want : rank)
-        row.push_back(want ? OrderedJson(*want) : OrderedJson(nullptr));
+      for (int i = 0; i < c.outputChunks; ++i) {
+        PostSet want = c.postAt(r, i);
+        row.push_back(want ? OrderedJson(want.toVector())
+                           : OrderedJson(nullptr));
+      }
       post.push_back(row);
     }
+    j["pre"] = pre;
     j["post"] = post;
     return j;
   }

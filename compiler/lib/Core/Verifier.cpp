@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <span>
 
 namespace ccsynth {
 
@@ -40,11 +41,57 @@ const char *toString(VerifyErrorKind kind) {
 
 namespace {
 
-/// A symbolic chunk value: the sorted set of input values it combines, or
-/// undefined.
-struct Value {
-  bool defined = false;
-  std::vector<int> ids;
+/// The symbolic values of chunk slots: -1 undefined, v >= 0 the single
+/// input value v, <= -2 a reduction of several values kept once in `sums`
+/// and shared by every slot a copy reaches (an AllReduce's result is
+/// copied to every rank: n slots, one set of n values). Sums are reference
+/// counted: a partial sum that no slot holds any more is dropped.
+class ValueStore {
+public:
+  static constexpr int kUndefined = -1;
+  /// The values of `*code` (which must stay in place while the view is
+  /// used: a single value is viewed in the code itself).
+  std::span<const int> ids(const int &code) const {
+    if (code >= 0)
+      return {&code, 1};
+    if (code == kUndefined)
+      return {};
+    return sums[-2 - code].ids;
+  }
+  /// A new sum (held by nothing yet) of sorted, distinct `ids` (>= 2).
+  int add(std::vector<int> ids) {
+    int s;
+    if (!unused.empty()) {
+      s = unused.back();
+      unused.pop_back();
+      sums[s] = {std::move(ids), 0};
+    } else {
+      s = (int)sums.size();
+      sums.push_back({std::move(ids), 0});
+    }
+    return -2 - s;
+  }
+  void retain(int code) {
+    if (code <= -2)
+      ++sums[-2 - code].refs;
+  }
+  void release(int code) {
+    if (code > -2)
+      return;
+    Sum &sum = sums[-2 - code];
+    if (--sum.refs == 0) {
+      std::vector<int>().swap(sum.ids);
+      unused.push_back(-2 - code);
+    }
+  }
+
+private:
+  struct Sum {
+    std::vector<int> ids;
+    int refs = 0;
+  };
+  std::vector<Sum> sums;
+  std::vector<int> unused;
 };
 
 class SymbolicExecutor {
@@ -61,9 +108,11 @@ private:
   VerifyResult &result;
   /// Built on the first link check (only with a topology).
   std::optional<LinkIndex> linkIndex;
-  /// Flat slot storage: offsets[rank*3+buffer] + index.
+  /// Flat slot storage: offsets[rank*3+buffer] + index; each a code of
+  /// `values`.
   std::vector<size_t> offsets;
-  std::vector<Value> slots;
+  std::vector<int> slots;
+  ValueStore values;
 
   bool full() const { return (int)result.issues.size() >= opts.maxIssues; }
   void report(VerifyErrorKind kind, int t, ChunkLoc loc, std::string msg) {
@@ -80,15 +129,15 @@ private:
     ChunkLoc c = col.canonical(loc);
     return offsets[c.rank * 3 + (int)c.buffer] + c.index;
   }
-  std::string show(const std::vector<int> &ids, size_t limit = 6) const;
-  std::string describeDiff(const std::vector<int> &want,
-                           const std::vector<int> &have) const;
+  std::string show(std::span<const int> ids, size_t limit = 6) const;
+  std::string describeDiff(std::span<const int> want,
+                           std::span<const int> have) const;
   bool checkShape(int t);
   void checkStep(const std::vector<int> &group);
   void checkOutputs();
 };
 
-std::string SymbolicExecutor::show(const std::vector<int> &ids,
+std::string SymbolicExecutor::show(std::span<const int> ids,
                                    size_t limit) const {
   if (ids.empty())
     return "{}";
@@ -100,8 +149,8 @@ std::string SymbolicExecutor::show(const std::vector<int> &ids,
   return s;
 }
 
-std::string SymbolicExecutor::describeDiff(const std::vector<int> &want,
-                                           const std::vector<int> &have) const {
+std::string SymbolicExecutor::describeDiff(std::span<const int> want,
+                                           std::span<const int> have) const {
   std::vector<int> missing, extra;
   std::set_difference(want.begin(), want.end(), have.begin(), have.end(),
                       std::back_inserter(missing));
@@ -236,15 +285,15 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
       clean.push_back(t);
   }
   // Evaluate against the state before the step, then commit.
-  std::vector<std::pair<size_t, Value>> updates;
+  std::vector<std::pair<size_t, int>> updates;
   for (int t : clean) {
     const Transfer &tr = sched.transfers[t];
     for (int k = 0; k < tr.count; ++k) {
       ChunkLoc src{tr.src.rank, tr.src.buffer, tr.src.index + k};
       ChunkLoc dst{tr.dst.rank, tr.dst.buffer, tr.dst.index + k};
-      const Value &sv = slots[slotOf(src)];
-      const Value &dv = slots[slotOf(dst)];
-      if (!sv.defined) {
+      const int &sv = slots[slotOf(src)];
+      const int &dv = slots[slotOf(dst)];
+      if (sv == ValueStore::kUndefined) {
         report(VerifyErrorKind::UninitializedRead, t, src,
                "reads " + toString(src) +
                    ", which holds no data yet (nothing has arrived there "
@@ -255,47 +304,67 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
         updates.push_back({slotOf(dst), sv});
         continue;
       }
-      if (!dv.defined) {
+      if (dv == ValueStore::kUndefined) {
         report(VerifyErrorKind::ReduceIntoUndefined, t, dst,
                "reduces into " + toString(dst) + ", which holds no data yet");
         continue;
       }
-      Value sum;
-      sum.defined = true;
-      sum.ids.reserve(sv.ids.size() + dv.ids.size());
-      std::merge(dv.ids.begin(), dv.ids.end(), sv.ids.begin(), sv.ids.end(),
-                 std::back_inserter(sum.ids));
-      auto dup = std::adjacent_find(sum.ids.begin(), sum.ids.end());
-      if (dup != sum.ids.end()) {
+      std::span<const int> a = values.ids(dv), b = values.ids(sv);
+      std::vector<int> sum;
+      sum.reserve(a.size() + b.size());
+      std::merge(a.begin(), a.end(), b.begin(), b.end(),
+                 std::back_inserter(sum));
+      auto dup = std::adjacent_find(sum.begin(), sum.end());
+      if (dup != sum.end()) {
         report(VerifyErrorKind::DuplicateReduction, t, dst,
                "reduces " + toString(src) + " into " + toString(dst) +
                    ", but both already contain " + valueName(col, *dup) +
                    ": it would be counted twice");
         continue;
       }
-      updates.push_back({slotOf(dst), std::move(sum)});
+      updates.push_back({slotOf(dst), values.add(std::move(sum))});
     }
   }
+  // Every new value is held before any old one is let go.
   for (auto &[slot, v] : updates)
-    slots[slot] = std::move(v);
+    values.retain(v);
+  for (auto &[slot, v] : updates) {
+    values.release(slots[slot]);
+    slots[slot] = v;
+  }
 }
 
 void SymbolicExecutor::checkOutputs() {
+  // Per pooled postcondition set: the last sum found equal to it. Copies
+  // of one sum share its code, so an AllReduce's n copies of a result are
+  // compared once.
+  std::vector<int> matched(col.numPostSets(), ValueStore::kUndefined);
   for (int r = 0; r < col.numRanks && !full(); ++r)
     for (int i = 0; i < col.outputChunks && !full(); ++i) {
-      const auto &want = col.post[r][i];
+      PostSet want = col.postAt(r, i);
       if (!want)
         continue;
       ChunkLoc loc{r, BufferKind::Output, i};
-      const Value &v = slots[slotOf(loc)];
-      if (!v.defined) {
+      const int &v = slots[slotOf(loc)];
+      if (v == ValueStore::kUndefined) {
         report(VerifyErrorKind::MissingOutput, -1, loc,
-               toString(loc) + " is never written; expected " + show(*want));
+               toString(loc) + " is never written; expected " +
+                   show(want.values()));
         continue;
       }
-      if (v.ids != *want)
-        report(VerifyErrorKind::WrongOutput, -1, loc,
-               toString(loc) + ": " + describeDiff(*want, v.ids));
+      if (want.isCopy() && v == want.id())
+        continue; // the one value a copy wants
+      int pooled = want.id() <= -2 ? -2 - want.id() : -1;
+      if (pooled >= 0 && v <= -2 && matched[pooled] == v)
+        continue;
+      std::span<const int> have = values.ids(v);
+      if (std::ranges::equal(have, want.values())) {
+        if (pooled >= 0)
+          matched[pooled] = v;
+        continue;
+      }
+      report(VerifyErrorKind::WrongOutput, -1, loc,
+             toString(loc) + ": " + describeDiff(want.values(), have));
     }
 }
 
@@ -303,7 +372,7 @@ void SymbolicExecutor::run() {
   int n = col.numRanks;
   result.transfers = (int)sched.transfers.size();
   result.steps = sched.numSteps();
-  if ((int)col.pre.size() != n || (int)col.post.size() != n) {
+  if (!col.hasConditions()) {
     report(VerifyErrorKind::OutOfRange, -1, {},
            "the collective's conditions do not cover its ranks");
     return;
@@ -315,14 +384,11 @@ void SymbolicExecutor::run() {
       offsets[r * 3 + b] = total;
       total += sched.bufferChunks((BufferKind)b);
     }
-  slots.assign(total, Value{});
+  slots.assign(total, ValueStore::kUndefined);
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < col.inputChunks; ++i)
-      if (col.pre[r][i] >= 0) {
-        Value &v = slots[slotOf({r, BufferKind::Input, i})];
-        v.defined = true;
-        v.ids = {col.pre[r][i]};
-      }
+      if (col.preAt(r, i) >= 0)
+        slots[slotOf({r, BufferKind::Input, i})] = col.preAt(r, i);
   std::vector<int> order(sched.transfers.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {

@@ -833,8 +833,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
   result.timeLimitHit |= ctx.deadlineHit && timeUp();
 }
 
-/// Most condition entries (values of output chunks) the collectives of a
-/// synthesis may hold: about 4 GB with their copies.
+/// Most condition entries (chunk slots and pooled values) the collectives
+/// of one chunk split may hold: a few GB with the routing problem.
 constexpr double kMaxConditionEntries = 3e8;
 
 /// Baselines larger than this are not simulated during a search (memory);
@@ -986,25 +986,22 @@ Expected<SynthResult> Driver::run() {
           "the custom collective has " + std::to_string(opts.custom->numRanks) +
           " ranks but topology '" + topo.name + "' has " + std::to_string(n));
   }
-  // The collectives' conditions list every value of every output chunk:
-  // n^2 entries for AllGather, n^3 for AllReduce (split into n chunks per
-  // rank for reduce-scatter + all-gather). Refuse what cannot fit in
-  // memory rather than exhaust it.
+  // The collectives' conditions take a few ints per chunk slot: n^2 per
+  // chunk split (AllReduce: its n chunks per rank on n ranks, plus one
+  // pooled set of n values per chunk, shared by all ranks). Refuse what
+  // cannot fit in memory rather than exhaust it.
   double entries = (double)n * n;
   if (opts.kind == CollectiveKind::AllReduce)
-    entries *= n;
+    entries *= 3;
   if (entries > kMaxConditionEntries)
     return Error(std::string(toString(opts.kind)) + " on " + std::to_string(n) +
                  " ranks needs about " + fmt(entries / 1e6, 0) +
                  " million condition entries per chunk split, more than "
                  "the synthesizer holds (" +
                  fmt(kMaxConditionEntries / 1e6, 0) + " million)");
-  // Building them (the routed collective, the target and a copy) took up
-  // to 3 µs per output chunk (one list of values each) on a loaded
-  // machine: 13 s for an AllGather on 2,048 ranks.
-  double slots = (double)n * n;
-  if (Clock::now() +
-          std::chrono::microseconds((long long)(slots * 3 + entries * 0.01)) >
+  // Building them (the routed collective and the target) took up to 0.1 µs
+  // per entry on a loaded machine.
+  if (Clock::now() + std::chrono::microseconds((long long)(entries * 0.1)) >
       hardDeadline)
     return Error("the time limit (" + fmt(opts.timeLimitSec, 1) +
                  " s) is shorter than building the collective's conditions "

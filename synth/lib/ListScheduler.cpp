@@ -273,6 +273,13 @@ void Dispatcher::recomputeRates() {
 }
 
 Expected<TimedTasks> Dispatcher::run() {
+  // Setting up millions of tasks takes seconds: not started past the
+  // deadline, and checked again once the dependencies are known.
+  auto pastDeadline = [&] {
+    return opts.deadline && std::chrono::steady_clock::now() > *opts.deadline;
+  };
+  if (pastDeadline())
+    return Error("list scheduling stopped at its time limit");
   numTasks = (int)list.tasks.size();
   double chunk = chunkBytesOf(*list.collective, opts.bytes);
   int nres = (int)topo.resources.size();
@@ -312,6 +319,8 @@ Expected<TimedTasks> Dispatcher::run() {
     cons[t].erase(std::unique(cons[t].begin(), cons[t].end()), cons[t].end());
   }
   auto deps = taskDependencies(list);
+  if (pastDeadline())
+    return Error("list scheduling stopped at its time limit");
   succ.assign(numTasks, {});
   pending.assign(numTasks, 0);
   for (int t = 0; t < numTasks; ++t) {
@@ -343,8 +352,7 @@ Expected<TimedTasks> Dispatcher::run() {
   int finished = 0;
   std::vector<int> streams, done;
   for (long long step = 0;; ++step) {
-    if (opts.deadline && (step & 255) == 0 &&
-        std::chrono::steady_clock::now() > *opts.deadline)
+    if ((step & 255) == 0 && pastDeadline())
       return Error("list scheduling stopped at its time limit");
     recomputeRates();
     // Skip stale completion events.

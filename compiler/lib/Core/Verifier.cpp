@@ -6,7 +6,6 @@
 #include "ccsynth/Core/Topology.h"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -113,6 +112,8 @@ private:
   std::vector<size_t> offsets;
   std::vector<int> slots;
   ValueStore values;
+  /// Per slot: the transfer writing it in the step being checked, or -1.
+  std::vector<int> writerOf;
 
   bool full() const { return (int)result.issues.size() >= opts.maxIssues; }
   void report(VerifyErrorKind kind, int t, ChunkLoc loc, std::string msg) {
@@ -230,9 +231,9 @@ bool SymbolicExecutor::checkShape(int t) {
 }
 
 void SymbolicExecutor::checkStep(const std::vector<int> &group) {
-  // Slots written and read by this step, with the transfer doing it.
-  std::map<size_t, int> writers;
-  std::map<size_t, int> readers;
+  // Slots written by this step, with the transfer doing it (writerOf is
+  // reset for them at the end of the step).
+  std::vector<size_t> written;
   std::vector<int> valid;
   for (int t : group) {
     if (!checkShape(t))
@@ -242,29 +243,26 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
     for (int k = 0; k < tr.count && ok; ++k) {
       ChunkLoc dst{tr.dst.rank, tr.dst.buffer, tr.dst.index + k};
       size_t ds = slotOf(dst);
-      auto [it, inserted] = writers.emplace(ds, t);
-      if (!inserted) {
-        const Transfer &o = sched.transfers[it->second];
-        bool same = o.op == tr.op && o.src == tr.src && o.dst == tr.dst &&
-                    o.count == tr.count;
-        report(VerifyErrorKind::WriteConflict, t, dst,
-               same ? "duplicates transfer #" + std::to_string(it->second) +
-                          " (both " + toString(tr.op) + " into " +
-                          toString(dst) + "; a reduction would count twice)"
-                    : "writes " + toString(dst) + ", which transfer #" +
-                          std::to_string(it->second) +
-                          " also writes in the same step");
-        ok = false;
+      int other = writerOf[ds];
+      if (other < 0) {
+        writerOf[ds] = t;
+        written.push_back(ds);
+        continue;
       }
+      const Transfer &o = sched.transfers[other];
+      bool same = o.op == tr.op && o.src == tr.src && o.dst == tr.dst &&
+                  o.count == tr.count;
+      report(VerifyErrorKind::WriteConflict, t, dst,
+             same
+                 ? "duplicates transfer #" + std::to_string(other) + " (both " +
+                       toString(tr.op) + " into " + toString(dst) +
+                       "; a reduction would count twice)"
+                 : "writes " + toString(dst) + ", which transfer #" +
+                       std::to_string(other) + " also writes in the same step");
+      ok = false;
     }
     if (ok)
       valid.push_back(t);
-  }
-  for (int t : valid) {
-    const Transfer &tr = sched.transfers[t];
-    for (int k = 0; k < tr.count; ++k)
-      readers.emplace(slotOf({tr.src.rank, tr.src.buffer, tr.src.index + k}),
-                      t);
   }
   // Races: a slot read by one transfer and written by another.
   std::vector<int> clean;
@@ -273,11 +271,11 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
     bool ok = true;
     for (int k = 0; k < tr.count && ok; ++k) {
       ChunkLoc src{tr.src.rank, tr.src.buffer, tr.src.index + k};
-      auto w = writers.find(slotOf(src));
-      if (w != writers.end() && w->second != t) {
+      int w = writerOf[slotOf(src)];
+      if (w >= 0 && w != t) {
         report(VerifyErrorKind::ReadWriteRace, t, src,
                "reads " + toString(src) + " while transfer #" +
-                   std::to_string(w->second) + " writes it in the same step");
+                   std::to_string(w) + " writes it in the same step");
         ok = false;
       }
     }
@@ -332,6 +330,8 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
     values.release(slots[slot]);
     slots[slot] = v;
   }
+  for (size_t slot : written)
+    writerOf[slot] = -1;
 }
 
 void SymbolicExecutor::checkOutputs() {
@@ -385,6 +385,7 @@ void SymbolicExecutor::run() {
       total += sched.bufferChunks((BufferKind)b);
     }
   slots.assign(total, ValueStore::kUndefined);
+  writerOf.assign(total, -1);
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < col.inputChunks; ++i)
       if (col.preAt(r, i) >= 0)

@@ -80,6 +80,15 @@ private:
   std::vector<std::vector<std::optional<std::vector<int>>>> post;
   std::vector<std::vector<SourceLoc>> postLocs;
   long long postEntries = 0;
+  /// The input chunk holding value `v` of the custom collective under
+  /// construction (its conditions are built only after the postcondition).
+  ChunkLoc inputOf(int v) const {
+    for (size_t r = 0; r < preIds.size(); ++r)
+      for (size_t i = 0; i < preIds[r].size(); ++i)
+        if (preIds[r][i] == v)
+          return {(int)r, BufferKind::Input, (int)i};
+    return {-1, BufferKind::Input, -1};
+  }
 
   // Buffers and the dependency state used to derive steps.
   std::vector<size_t> bufferBase; ///< [rank * 3 + buffer]
@@ -280,7 +289,7 @@ Expected<Val> Evaluator::evalBinary(const BinaryExpr &b) {
     std::merge(l.begin(), l.end(), r.begin(), r.end(), std::back_inserter(ids));
     auto dup = std::adjacent_find(ids.begin(), ids.end());
     if (dup != ids.end()) {
-      ChunkLoc o = sched.collective.valueOrigin(*dup);
+      ChunkLoc o = inputOf(*dup);
       return error(b.loc, "this sum counts input(" + std::to_string(o.rank) +
                               ", " + std::to_string(o.index) +
                               ") twice (each input value may appear once)");
@@ -501,7 +510,7 @@ Expected<Val> Evaluator::evalSum(const SumExpr &s) {
   std::sort(ids.begin(), ids.end());
   auto dup = std::adjacent_find(ids.begin(), ids.end());
   if (dup != ids.end()) {
-    ChunkLoc o = sched.collective.valueOrigin(*dup);
+    ChunkLoc o = inputOf(*dup);
     return error(s.loc, "this sum counts input(" + std::to_string(o.rank) +
                             ", " + std::to_string(o.index) +
                             ") twice (each input value may appear once)");
@@ -725,7 +734,6 @@ Status Evaluator::execCustom(const CollectiveStmt &c, int ranks, bool inPlace) {
     for (int &id : row)
       if (id >= 0)
         id = next++;
-  col.pre = preIds;
   post.assign(ranks, std::vector<std::optional<std::vector<int>>>(out));
   postLocs.assign(ranks, std::vector<SourceLoc>(out));
   CCSYNTH_CHECK(execBlock(c.post));
@@ -799,7 +807,7 @@ void Evaluator::initSlots() {
   slots.assign(total, SlotState{});
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < col.inputChunks; ++i)
-      if (col.pre[r][i] >= 0)
+      if (col.preAt(r, i) >= 0)
         slots[slotOf(r, BufferKind::Input, i)].defined = true;
   slotsReady = true;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 #include <queue>
+#include <span>
 
 namespace ccsynth::synth {
 
@@ -16,7 +17,7 @@ double chunkBytesOf(const Collective &c, double bytes) {
 
 } // namespace
 
-std::vector<std::vector<int>> taskDependencies(const TaskList &list) {
+Dependencies taskDependencies(const TaskList &list) {
   std::vector<int> order(list.tasks.size());
   std::iota(order.begin(), order.end(), 0);
   return transferDependencies(
@@ -46,9 +47,13 @@ private:
   int numTasks = 0;
   std::vector<int> linkOf;
   std::vector<double> bytes, alpha, cap;
-  std::vector<std::vector<int>> cons; ///< constraints per task
+  /// Constraints per task: a view of its link's (or rank's) shared list.
+  std::vector<std::span<const int>> cons;
+  std::vector<std::vector<int>> linkCons, localCons;
   std::vector<double> consCap;
-  std::vector<std::vector<int>> succ;
+  /// Dependents of each task: succ[succStart[t] .. succStart[t + 1]).
+  std::vector<size_t> succStart;
+  std::vector<int> succ;
   std::vector<int> pending;
 
   struct ReadyItem {
@@ -81,9 +86,11 @@ private:
   double now = 0;
   TimedTasks out;
 
-  // Flows on each constraint, with each flow's position for O(1) removal.
+  // Flows on each constraint, with each flow's position for O(1) removal
+  // (posOn[posStart[t] + i] for the i-th constraint of t).
   std::vector<std::vector<int>> flowsOn;
-  std::vector<std::vector<int>> posOn;
+  std::vector<size_t> posStart;
+  std::vector<int> posOn;
   std::vector<int> dirtyCons, dirtyFlows;
   // Rate computation scratch, stamped to avoid clearing.
   std::vector<unsigned> consStamp, flowStamp;
@@ -151,10 +158,9 @@ void Dispatcher::beginStream(int t) {
     setRate(t, cap[t]);
     return;
   }
-  posOn[t].resize(cons[t].size());
   for (size_t i = 0; i < cons[t].size(); ++i) {
     int c = cons[t][i];
-    posOn[t][i] = (int)flowsOn[c].size();
+    posOn[posStart[t] + i] = (int)flowsOn[c].size();
     flowsOn[c].push_back(t);
     dirtyCons.push_back(c);
   }
@@ -166,13 +172,13 @@ void Dispatcher::endStream(int t) {
   for (size_t i = 0; i < cons[t].size(); ++i) {
     int c = cons[t][i];
     auto &list = flowsOn[c];
-    int pos = posOn[t][i], moved = list.back();
+    int pos = posOn[posStart[t] + i], moved = list.back();
     list[pos] = moved;
     list.pop_back();
     if (moved != t)
       for (size_t j = 0; j < cons[moved].size(); ++j)
         if (cons[moved][j] == c)
-          posOn[moved][j] = pos;
+          posOn[posStart[moved] + j] = pos;
     dirtyCons.push_back(c);
   }
 }
@@ -184,9 +190,9 @@ void Dispatcher::finish(int t) {
     linkBusy[linkOf[t]] = 0;
     dispatch(linkOf[t]);
   }
-  for (int s : succ[t])
-    if (--pending[s] == 0)
-      makeReady(s);
+  for (size_t i = succStart[t]; i < succStart[t + 1]; ++i)
+    if (--pending[succ[i]] == 0)
+      makeReady(succ[i]);
 }
 
 void Dispatcher::recomputeRates() {
@@ -273,8 +279,8 @@ void Dispatcher::recomputeRates() {
 }
 
 Expected<TimedTasks> Dispatcher::run() {
-  // Setting up millions of tasks takes seconds: the deadline is checked
-  // before and between its phases, not only once dispatching starts.
+  // Setting up millions of tasks takes seconds: not started past the
+  // deadline, and checked again once the dependencies are known.
   auto pastDeadline = [&] {
     return opts.deadline && std::chrono::steady_clock::now() > *opts.deadline;
   };
@@ -295,12 +301,16 @@ Expected<TimedTasks> Dispatcher::run() {
   alpha.assign(numTasks, 0);
   cap.assign(numTasks, 0);
   cons.assign(numTasks, {});
+  linkCons.assign(topo.links.size(), {});
+  localCons.assign(n, {});
+  for (int r = 0; r < n; ++r)
+    localCons[r] = {nres + r};
   for (int t = 0; t < numTasks; ++t) {
     const Transfer &tr = list.tasks[t].tr;
     bytes[t] = chunk * tr.count;
     if (tr.src.rank == tr.dst.rank) {
       cap[t] = opts.localCopyGBps * 1e3;
-      cons[t] = {nres + tr.src.rank};
+      cons[t] = localCons[tr.src.rank];
       continue;
     }
     int l = tr.link;
@@ -314,22 +324,34 @@ Expected<TimedTasks> Dispatcher::run() {
     linkOf[t] = l;
     alpha[t] = topo.links[l].alphaUs;
     cap[t] = topo.links[l].bandwidthGBps * 1e3;
-    cons[t] = topo.links[l].resources;
-    std::sort(cons[t].begin(), cons[t].end());
-    cons[t].erase(std::unique(cons[t].begin(), cons[t].end()), cons[t].end());
+    std::vector<int> &lc = linkCons[l];
+    if (lc.empty() && !topo.links[l].resources.empty()) {
+      lc = topo.links[l].resources;
+      std::sort(lc.begin(), lc.end());
+      lc.erase(std::unique(lc.begin(), lc.end()), lc.end());
+    }
+    cons[t] = lc;
   }
+  Dependencies deps = taskDependencies(list);
   if (pastDeadline())
     return Error("list scheduling stopped at its time limit");
-  auto deps = taskDependencies(list);
-  if (pastDeadline())
-    return Error("list scheduling stopped at its time limit");
-  succ.assign(numTasks, {});
   pending.assign(numTasks, 0);
+  succStart.assign(numTasks + 1, 0);
   for (int t = 0; t < numTasks; ++t) {
-    pending[t] = (int)deps[t].size();
-    for (int d : deps[t])
-      succ[d].push_back(t);
+    pending[t] = (int)deps.of(t).size();
+    for (int d : deps.of(t))
+      ++succStart[d + 1];
   }
+  for (int t = 0; t < numTasks; ++t)
+    succStart[t + 1] += succStart[t];
+  succ.assign(deps.preds.size(), 0);
+  {
+    std::vector<size_t> fill(succStart.begin(), succStart.end() - 1);
+    for (int t = 0; t < numTasks; ++t)
+      for (int d : deps.of(t))
+        succ[fill[d]++] = t;
+  }
+  deps = {};
   linkReady.assign(topo.links.size(), {});
   linkBusy.assign(topo.links.size(), 0);
   remaining.assign(numTasks, 0);
@@ -338,7 +360,10 @@ Expected<TimedTasks> Dispatcher::run() {
   version.assign(numTasks, 0);
   streaming.assign(numTasks, 0);
   flowsOn.assign(ncons, {});
-  posOn.assign(numTasks, {});
+  posStart.assign(numTasks + 1, 0);
+  for (int t = 0; t < numTasks; ++t)
+    posStart[t + 1] = posStart[t] + cons[t].size();
+  posOn.assign(posStart.back(), 0);
   consStamp.assign(ncons, 0);
   flowStamp.assign(numTasks, 0);
   remCap.assign(ncons, 0);
@@ -354,8 +379,7 @@ Expected<TimedTasks> Dispatcher::run() {
   int finished = 0;
   std::vector<int> streams, done;
   for (long long step = 0;; ++step) {
-    if (opts.deadline && (step & 255) == 0 &&
-        std::chrono::steady_clock::now() > *opts.deadline)
+    if ((step & 255) == 0 && pastDeadline())
       return Error("list scheduling stopped at its time limit");
     recomputeRates();
     // Skip stale completion events.
@@ -406,14 +430,11 @@ Expected<TimedTasks> listSchedule(const TaskList &list, const Topology &topo,
 void prioritizeCriticalPath(TaskList &list, const Topology &topo,
                             const ListScheduleOptions &options) {
   double chunk = chunkBytesOf(*list.collective, options.bytes);
-  auto deps = taskDependencies(list);
+  Dependencies deps = taskDependencies(list);
   int nt = (int)list.tasks.size();
-  std::vector<double> bottom(nt, 0);
-  std::vector<std::vector<int>> succ(nt);
-  for (int t = 0; t < nt; ++t)
-    for (int d : deps[t])
-      succ[d].push_back(t);
-  // The reference order is topological: walk it backwards.
+  std::vector<double> bottom(nt, 0), after(nt, 0);
+  // The reference order is topological: walk it backwards, each task
+  // passing its bottom level to its predecessors.
   for (int t = nt - 1; t >= 0; --t) {
     const Transfer &tr = list.tasks[t].tr;
     double bytes = chunk * tr.count, dur;
@@ -423,17 +444,16 @@ void prioritizeCriticalPath(TaskList &list, const Topology &topo,
       const Link &l = topo.links[tr.link];
       dur = l.alphaUs + bytes / (topo.effectiveBandwidth(tr.link) * 1e3);
     }
-    double after = 0;
-    for (int s : succ[t])
-      after = std::max(after, bottom[s]);
-    bottom[t] = dur + after;
+    bottom[t] = dur + after[t];
+    for (int d : deps.of(t))
+      after[d] = std::max(after[d], bottom[t]);
     list.tasks[t].prio = -bottom[t];
   }
 }
 
 Schedule toSchedule(const TaskList &list, const TimedTasks &timed) {
   int nt = (int)list.tasks.size();
-  auto deps = taskDependencies(list);
+  Dependencies deps = taskDependencies(list);
   std::vector<int> order(nt);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -444,7 +464,7 @@ Schedule toSchedule(const TaskList &list, const TimedTasks &timed) {
   std::vector<int> lastOnLink(1, -1);
   for (int t : order) {
     int s = 0;
-    for (int d : deps[t])
+    for (int d : deps.of(t))
       s = std::max(s, step[d] + 1);
     int l = list.tasks[t].tr.link;
     if (list.tasks[t].tr.src.rank != list.tasks[t].tr.dst.rank && l >= 0) {
@@ -458,10 +478,12 @@ Schedule toSchedule(const TaskList &list, const TimedTasks &timed) {
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return step[a] < step[b]; });
+  deps = {};
   Schedule sched;
   sched.collective = *list.collective;
   sched.scratchChunks = list.scratchChunks;
   sched.origin = "synth";
+  sched.transfers.reserve(nt);
   for (int t : order) {
     Transfer tr = list.tasks[t].tr;
     tr.step = step[t];
@@ -483,10 +505,11 @@ TaskList mergeContiguous(const TaskList &list, const TimedTasks &timed,
     if (tr.src.rank != tr.dst.rank && tr.link >= 0)
       onLink[tr.link].push_back(t);
   }
-  // mergedInto[t] = head of t's run; head accumulates the count.
-  std::vector<int> head(nt);
+  // head[t] = head of t's run; count[head] accumulates the run's count.
+  std::vector<int> head(nt), count(nt);
   std::iota(head.begin(), head.end(), 0);
-  std::vector<Task> merged(list.tasks);
+  for (int t = 0; t < nt; ++t)
+    count[t] = list.tasks[t].tr.count;
   bool any = false;
   for (size_t l = 0; l < onLink.size(); ++l) {
     auto &ts = onLink[l];
@@ -499,16 +522,16 @@ TaskList mergeContiguous(const TaskList &list, const TimedTasks &timed,
     int run = -1;
     for (int t : ts) {
       if (run >= 0) {
-        const Transfer &a = merged[run].tr;
+        const Transfer &a = list.tasks[run].tr;
         const Transfer &b = list.tasks[t].tr;
         bool contiguous = a.op == b.op && a.src.buffer == b.src.buffer &&
                           a.dst.buffer == b.dst.buffer &&
-                          b.src.index == a.src.index + a.count &&
-                          b.dst.index == a.dst.index + a.count;
+                          b.src.index == a.src.index + count[run] &&
+                          b.dst.index == a.dst.index + count[run];
         bool readyInTime = timed.ready[t] <= timed.start[run] + 1e-9;
         bool cheap = perChunkUs * b.count <= maxDelayRatio * link.alphaUs;
         if (contiguous && readyInTime && cheap) {
-          merged[run].tr.count += b.count;
+          count[run] += b.count;
           head[t] = run;
           any = true;
           continue;
@@ -530,8 +553,11 @@ TaskList mergeContiguous(const TaskList &list, const TimedTasks &timed,
   TaskList out;
   out.collective = list.collective;
   out.scratchChunks = list.scratchChunks;
-  for (int t : order)
-    out.tasks.push_back(merged[t]);
+  out.tasks.reserve(order.size());
+  for (int t : order) {
+    out.tasks.push_back(list.tasks[t]);
+    out.tasks.back().tr.count = count[t];
+  }
   return out;
 }
 

@@ -14,8 +14,8 @@ std::vector<std::map<int, std::vector<int>>> outputSlots(const Collective &c) {
   std::vector<std::map<int, std::vector<int>>> out(c.numValues());
   for (int r = 0; r < c.numRanks; ++r)
     for (int i = 0; i < c.outputChunks; ++i)
-      if (c.post[r][i] && c.post[r][i]->size() == 1)
-        out[c.post[r][i]->front()][r].push_back(i);
+      if (PostSet want = c.postAt(r, i); want.isCopy())
+        out[want.front()][r].push_back(i);
   return out;
 }
 
@@ -316,20 +316,19 @@ mapReduction(const RoutingProblem &p, const Collective &target,
              int (*resultIndex)(const Collective &, const RouteValue &)) {
   int n = target.numRanks;
   ReductionMap m;
-  std::vector<ChunkLoc> where(target.numValues());
-  for (int r = 0; r < n; ++r)
-    for (int i = 0; i < target.inputChunks; ++i)
-      if (target.pre[r][i] >= 0)
-        where[target.pre[r][i]] = {r, BufferKind::Input, i};
   for (const RouteValue &val : p.values) {
     int idx = resultIndex(target, val);
-    if (idx < 0 || idx >= target.outputChunks || !target.post[val.origin][idx])
+    PostSet want = idx >= 0 && idx < target.outputChunks
+                       ? target.postAt(val.origin, idx)
+                       : PostSet();
+    if (!want)
       return Error("internal: the route's collective does not match " +
                    target.describe());
-    const std::vector<int> &want = *target.post[val.origin][idx];
     std::vector<ChunkLoc> contrib(n, ChunkLoc{-1, BufferKind::Input, -1});
-    for (int w : want)
-      contrib[where[w].rank] = where[w];
+    for (int w : want) {
+      ChunkLoc where = target.valueOrigin(w);
+      contrib[where.rank] = where;
+    }
     for (int r = 0; r < n; ++r)
       if (contrib[r].rank < 0)
         return Error("internal: rank " + std::to_string(r) +
@@ -446,9 +445,8 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
                                  ChunkLoc{-1, BufferKind::Output, -1});
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < target.outputChunks; ++i)
-      if (target.post[r][i])
-        for (int v : *target.post[r][i])
-          resultOf[v] = {r, BufferKind::Output, i};
+      for (int v : target.postAt(r, i))
+        resultOf[v] = {r, BufferKind::Output, i};
   TaskList out;
   out.collective = std::make_shared<const Collective>(target);
   std::vector<std::vector<char>> initialized(n);
@@ -458,7 +456,7 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
   // result slot aliases it).
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < target.inputChunks; ++i) {
-      int v = target.pre[r][i];
+      int v = target.preAt(r, i);
       if (v < 0 || resultOf[v].rank != r)
         continue;
       ChunkLoc in{r, BufferKind::Input, i};
@@ -470,7 +468,7 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
   for (const RouteValue &val : p.values) {
     if (val.dests.empty())
       continue; // the owner's own contribution, copied above
-    int contrib = target.pre[val.origin][val.originIndex];
+    int contrib = target.preAt(val.origin, val.originIndex);
     if (contrib < 0 || resultOf[contrib].rank < 0)
       return Error("internal: a routed value is no contribution of " +
                    target.describe());
@@ -480,7 +478,7 @@ Expected<TaskList> lowerGatherReduce(const RoutingProblem &p, const Plan &plan,
   }
   auto result = [&](int v) {
     const RouteValue &val = p.values[v];
-    return resultOf[target.pre[val.origin][val.originIndex]];
+    return resultOf[target.preAt(val.origin, val.originIndex)];
   };
   if (Status s = landAndFold(p, plan, result, initialized, out); !s)
     return s.error();

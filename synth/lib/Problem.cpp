@@ -133,27 +133,93 @@ Status mapLinks(const RoutingProblem &p, const std::vector<int> &perm,
   return Status::success();
 }
 
+/// A value's destinations as compared under rank permutations: the
+/// destinations themselves, or the ranks outside them when those are fewer
+/// (for an AllGather, the origin alone), sorted.
+struct DestKey {
+  bool complement = false;
+  std::vector<int> ranks;
+  friend bool operator==(const DestKey &, const DestKey &) = default;
+  friend auto operator<=>(const DestKey &, const DestKey &) = default;
+};
+
+/// Per rank: its input chunks holding a value, as (the value's key, chunk
+/// index), sorted, so that the values a permutation may map onto are
+/// found by key.
+using KeyIndex = std::vector<std::vector<std::pair<const DestKey *, int>>>;
+
+/// Compares KeyIndex entries with a key.
+struct KeyOrder {
+  bool operator()(const std::pair<const DestKey *, int> &a,
+                  const DestKey &b) const {
+    return *a.first < b;
+  }
+  bool operator()(const DestKey &a,
+                  const std::pair<const DestKey *, int> &b) const {
+    return a < *b.first;
+  }
+};
+
+KeyIndex indexByKey(const std::vector<std::vector<int>> &valueAt,
+                    const std::vector<DestKey> &keys) {
+  KeyIndex index(valueAt.size());
+  for (size_t r = 0; r < valueAt.size(); ++r) {
+    for (int i = 0; i < (int)valueAt[r].size(); ++i)
+      if (int w = valueAt[r][i]; w >= 0)
+        index[r].push_back({&keys[w], i});
+    std::sort(index[r].begin(), index[r].end(), [](auto &a, auto &b) {
+      return *a.first != *b.first ? *a.first < *b.first : a.second < b.second;
+    });
+  }
+  return index;
+}
+
+std::vector<DestKey> destKeys(const RoutingProblem &p, int n) {
+  std::vector<DestKey> keys(p.values.size());
+  std::vector<char> in(n);
+  for (size_t v = 0; v < p.values.size(); ++v) {
+    const std::vector<int> &dests = p.values[v].dests;
+    DestKey &k = keys[v];
+    k.complement = (int)dests.size() > n - (int)dests.size();
+    if (!k.complement) {
+      k.ranks = dests;
+      continue;
+    }
+    std::fill(in.begin(), in.end(), 0);
+    for (int d : dests)
+      in[d] = 1;
+    for (int r = 0; r < n; ++r)
+      if (!in[r])
+        k.ranks.push_back(r);
+  }
+  return keys;
+}
+
 /// The value permutation of rank permutation `perm`, when the collective is
 /// invariant under it.
 bool mapValues(const RoutingProblem &p, const std::vector<int> &perm,
                const std::vector<std::vector<int>> &valueAt,
+               const std::vector<DestKey> &keys, const KeyIndex &byKey,
                std::vector<int> &out) {
   const Collective &c = p.collective;
   int nv = (int)p.values.size();
   out.assign(nv, -1);
   std::vector<char> taken(nv, 0);
+  DestKey want;
   for (int v = 0; v < nv; ++v) {
     const RouteValue &val = p.values[v];
     int target = perm[val.origin];
-    std::vector<int> want;
-    for (int d : val.dests)
-      want.push_back(perm[d]);
-    std::sort(want.begin(), want.end());
+    want.complement = keys[v].complement;
+    want.ranks.clear();
+    for (int d : keys[v].ranks)
+      want.ranks.push_back(perm[d]);
+    std::sort(want.ranks.begin(), want.ranks.end());
     int exact = -1, modular = -1, modCount = 0;
-    for (int i = 0; i < c.inputChunks; ++i) {
-      int w = valueAt[target][i];
-      if (w < 0 || p.values[w].dests != want)
-        continue;
+    const auto &candidates = byKey[target];
+    auto match = std::equal_range(candidates.begin(), candidates.end(), want,
+                                  KeyOrder());
+    for (auto it = match.first; it != match.second; ++it) {
+      int i = it->second, w = valueAt[target][i];
       if (i == val.originIndex)
         exact = w;
       if (i % c.chunkFactor == val.originIndex % c.chunkFactor) {
@@ -321,20 +387,20 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
                                         std::vector<int>(col.inputChunks, -1));
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < col.inputChunks; ++i)
-      if (col.pre[r][i] >= 0) {
-        p.values[col.pre[r][i]].origin = r;
-        p.values[col.pre[r][i]].originIndex = i;
-        valueAt[r][i] = col.pre[r][i];
+      if (int v = col.preAt(r, i); v >= 0) {
+        p.values[v].origin = r;
+        p.values[v].originIndex = i;
+        valueAt[r][i] = v;
       }
   std::vector<std::set<int>> dests(nv);
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < col.outputChunks; ++i) {
-      const auto &want = col.post[r][i];
+      PostSet want = col.postAt(r, i);
       if (!want)
         continue;
-      if (want->size() != 1)
+      if (!want.isCopy())
         return Error("internal: routing problem built for a reduction");
-      int v = want->front();
+      int v = want.front();
       if (r != p.values[v].origin)
         dests[v].insert(r);
     }
@@ -500,9 +566,11 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
   }
   // Keep the elements under which the collective is invariant (a rooted
   // collective keeps only those fixing its root).
+  std::vector<DestKey> keys = destKeys(p, n);
+  KeyIndex byKey = indexByKey(valueAt, keys);
   for (size_t e = 0; e < all.rank.size(); ++e) {
     std::vector<int> vm;
-    if (!mapValues(p, all.rank[e], valueAt, vm))
+    if (!mapValues(p, all.rank[e], valueAt, keys, byKey, vm))
       continue;
     p.group.rank.push_back(all.rank[e]);
     p.group.link.push_back(all.link[e]);
@@ -607,10 +675,10 @@ std::optional<Error> explainInfeasible(const RoutingProblem &p,
                                        const Sketch &sk) {
   const Topology &t = *p.topo;
   int n = t.numRanks();
-  int stuck = 0;
-  std::optional<Error> first;
   std::vector<char> seen(n, 0);
-  for (int v = 0; v < (int)p.values.size(); ++v) {
+  // Marks in `seen` the ranks value v can reach; whether that is all of
+  // its destinations.
+  auto reaches = [&](int v) {
     const RouteValue &val = p.values[v];
     std::fill(seen.begin(), seen.end(), 0);
     seen[val.origin] = 1;
@@ -619,11 +687,11 @@ std::optional<Error> explainInfeasible(const RoutingProblem &p,
     for (int l : p.outLinks[val.origin])
       if (p.allowed(v, l))
         seen[t.links[l].dst] = 1;
-    bool direct = true;
+    bool all = true;
     for (int d : val.dests)
-      direct = direct && seen[d];
-    if (direct)
-      continue;
+      all = all && seen[d];
+    if (all)
+      return true;
     std::fill(seen.begin(), seen.end(), 0);
     std::deque<int> q{val.origin};
     seen[val.origin] = 1;
@@ -636,6 +704,24 @@ std::optional<Error> explainInfeasible(const RoutingProblem &p,
           q.push_back(t.links[l].dst);
         }
     }
+    for (int d : val.dests)
+      all = all && seen[d];
+    return all;
+  };
+  // A value reaches the images of what its orbit's representative reaches
+  // (buildRoutingProblem checks that the sketch's relay rules map onto
+  // themselves): when every representative reaches all its destinations,
+  // so does every value. On 1,024 ranks that is one search instead of one
+  // per value.
+  if (p.reps.size() < p.values.size() &&
+      std::all_of(p.reps.begin(), p.reps.end(), reaches))
+    return std::nullopt;
+  int stuck = 0;
+  std::optional<Error> first;
+  for (int v = 0; v < (int)p.values.size(); ++v) {
+    const RouteValue &val = p.values[v];
+    if (reaches(v))
+      continue;
     for (int d : val.dests) {
       if (seen[d])
         continue;

@@ -211,10 +211,28 @@ private:
   /// Verification plus simulation seconds per transfer, as measured so far
   /// (to skip candidates that cannot be measured before the deadline).
   double measureSecPerTransfer = 0;
+  /// Lowering and list-scheduling seconds per task, as measured so far
+  /// (to skip plans whose candidates cannot be built before the deadline).
+  double lowerSecPerTask = 0, listSecPerTask = 0;
+  void noteLowered(Clock::time_point t0, size_t tasks) {
+    lowerSecPerTask =
+        std::max(lowerSecPerTask, since(t0) / std::max<size_t>(1, tasks));
+  }
+  void noteListed(double seconds, size_t tasks) {
+    listSecPerTask =
+        std::max(listSecPerTask, seconds / std::max<size_t>(1, tasks));
+  }
+  /// Seconds lowering and list-scheduling `tasks` tasks take: until
+  /// measured, 1 µs and 2 µs per task (a 1.5M-task AllReduce on 512 ranks
+  /// took 0.7 µs and 1.5 µs on a loaded machine).
+  double buildSeconds(double tasks, int replays) const {
+    return tasks * ((lowerSecPerTask > 0 ? lowerSecPerTask : 1e-6) +
+                    replays * (listSecPerTask > 0 ? listSecPerTask : 2e-6));
+  }
   Stages stages;
   SynthResult result;
   Candidate best;
-  double bound = 0;
+  double bound = 0, boundBandwidthUs = 0, boundLatencyUs = 0;
   std::string lastSmt;
   /// The note that the symmetry ties admitted no plan was given.
   bool tiesNoted = false;
@@ -250,6 +268,8 @@ private:
     LowerBound lb = lowerBound(target, topo, opts.targetBytes,
                                t0 + (deadline - t0) / 8);
     bound = std::max(bound, lb.timeUs());
+    boundBandwidthUs = lb.bandwidthUs;
+    boundLatencyUs = lb.latencyUs;
     if (lb.latencyCutShort)
       result.notes.push_back(
           "the time limit cut the latency bound's shortest-path search "
@@ -441,6 +461,19 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
   // A reduction tree replayed as the mirror image in time of the copy
   // tree's schedule: on symmetric links that is a schedule of the same
   // length.
+  // A plan whose first candidate cannot be lowered, replayed (twice with
+  // the forward replay of a mirrored reduction) and measured before the
+  // deadline is not started: on 512 ranks that takes longer than a short
+  // limit.
+  double tasks = (double)plan.sends.size() *
+                 (setup.lowering == Setup::Lowering::Copy ? 1 : 3);
+  if (!canMeasure((size_t)tasks, buildSeconds(tasks, reduction ? 2 : 1))) {
+    say("skipped a " + plan.method + " plan: about " +
+        std::to_string((long long)tasks) +
+        " transfers cannot be scheduled and verified in the time left");
+    result.timeLimitHit = true;
+    return bestHere;
+  }
   std::vector<double> ends;
   if (reduction)
     ends = forwardEnds(problem, plan);
@@ -456,7 +489,10 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
     // pays off when latency dominates.
     if (init == AccumulatorInit::Early && bandwidthBound(setup))
       break;
+    auto tl = Clock::now();
     auto list = lower(problem, setup, plan, init);
+    if (list)
+      noteLowered(tl, list->tasks.size());
     if (!list) {
       result.notes.push_back("internal: lowering a " + plan.method +
                              " plan failed: " + list.error().message);
@@ -502,7 +538,11 @@ std::vector<double> Driver::forwardEnds(const RoutingProblem &problem,
   std::vector<double> ends;
   auto fwd = lowerCopy(problem, plan);
   if (fwd) {
+    noteLowered(t0, fwd->tasks.size());
+    auto t1 = Clock::now();
     auto timed = listSchedule(*fwd, topo, scheduleOptions());
+    if (timed)
+      noteListed(since(t1), fwd->tasks.size());
     if (timed) {
       ends.assign(plan.sends.size(), 0);
       for (size_t i = 0; i < fwd->tasks.size(); ++i)
@@ -527,39 +567,53 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
         t.prio -= 1e6;
     }
   }
-  ListScheduleOptions lo = scheduleOptions();
   double bestHere = std::numeric_limits<double>::infinity();
-  // Two dispatch rules: the plan's slot order, and critical path first.
+  // Two dispatch rules: the plan's slot order, and critical path first
+  // (which only changes priorities: the plan's are kept to restore them).
   std::optional<TimedTasks> timed;
   double listSeconds = 0;
+  std::vector<double> planPrios;
   for (int rule = 0; rule < 2; ++rule) {
     // Past the time limit, one verified schedule is enough; another
     // replay is not started when it cannot be measured in time.
     if (rule > 0 && std::isfinite(best.timeUs) &&
         (timeUp() || !canMeasure(list->tasks.size(), listSeconds)))
       break;
+    // Each replay gets its own share of the time.
+    ListScheduleOptions lo = scheduleOptions();
     auto t1 = Clock::now();
-    TaskList variant = *list;
-    if (rule == 1)
-      prioritizeCriticalPath(variant, topo, lo);
-    auto tt = listSchedule(variant, topo, lo);
+    if (rule == 1) {
+      for (const Task &t : list->tasks)
+        planPrios.push_back(t.prio);
+      prioritizeCriticalPath(*list, topo, lo);
+    }
+    auto tt = listSchedule(*list, topo, lo);
     listSeconds = since(t1);
     stages.add("schedule", since(t1));
     if (since(t1) > 1.0)
-      say("list scheduling " + std::to_string(variant.tasks.size()) +
+      say("list scheduling " + std::to_string(list->tasks.size()) +
           " transfers took " + fmt(since(t1)) + " s");
+    auto restore = [&] {
+      for (size_t i = 0; i < planPrios.size(); ++i)
+        list->tasks[i].prio = planPrios[i];
+    };
     if (!tt) {
       say("skipped a " + plan.method + " candidate: " + tt.error().message);
-      return bestHere;
+      if (rule == 0)
+        return bestHere;
+      restore();
+      break;
     }
-    Schedule s = toSchedule(variant, *tt);
+    noteListed(listSeconds, list->tasks.size());
+    Schedule s = toSchedule(*list, *tt);
     double t =
         measure(s, plan.method + tag + (rule ? ", critical path first" : ""), k,
                 plan.provenOptimal, plan.smt);
     if (t < bestHere) {
       bestHere = t;
-      *list = std::move(variant);
       timed = std::move(*tt);
+    } else if (rule == 1) {
+      restore();
     }
   }
   if (!timed)
@@ -584,7 +638,7 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
       stages.add("schedule", since(t1));
       break;
     }
-    auto mt = listSchedule(merged, topo, lo);
+    auto mt = listSchedule(merged, topo, scheduleOptions());
     stages.add("schedule", since(t1));
     if (since(t1) > 1.0)
       say("list scheduling " + std::to_string(merged.tasks.size()) +
@@ -852,8 +906,8 @@ void Driver::searchChunkup(int k, const Setup &setup,
   }
 }
 
-/// Most condition entries (values of output chunks) the collectives of a
-/// synthesis may hold: about 4 GB with their copies.
+/// Most condition entries (chunk slots and pooled values) the collectives
+/// of one chunk split may hold: a few GB with the routing problem.
 constexpr double kMaxConditionEntries = 3e8;
 
 /// Baselines larger than this are not simulated during a search (memory);
@@ -893,6 +947,10 @@ void Driver::measureBaselines() {
     double estimate = n * (n - 1.0);
     if (kind == BaselineKind::Ring && topo.numNodes() > 1)
       estimate *= (double)topo.ranksOfNode(0).size();
+    // Trees (AllReduce, broadcast, reduce) pipeline a few chunks down and
+    // up: a few transfers per rank and chunk (12k on 512 ranks).
+    if (kind == BaselineKind::Tree)
+      estimate = 32.0 * n;
     if (everyPair &&
         (estimate > kMaxBaselineTransfers ||
          Clock::now() + std::chrono::microseconds(
@@ -1005,25 +1063,22 @@ Expected<SynthResult> Driver::run() {
           "the custom collective has " + std::to_string(opts.custom->numRanks) +
           " ranks but topology '" + topo.name + "' has " + std::to_string(n));
   }
-  // The collectives' conditions list every value of every output chunk:
-  // n^2 entries for AllGather, n^3 for AllReduce (split into n chunks per
-  // rank for reduce-scatter + all-gather). Refuse what cannot fit in
-  // memory rather than exhaust it.
+  // The collectives' conditions take a few ints per chunk slot: n^2 per
+  // chunk split (AllReduce: its n chunks per rank on n ranks, plus one
+  // pooled set of n values per chunk, shared by all ranks). Refuse what
+  // cannot fit in memory rather than exhaust it.
   double entries = (double)n * n;
   if (opts.kind == CollectiveKind::AllReduce)
-    entries *= n;
+    entries *= 3;
   if (entries > kMaxConditionEntries)
     return Error(std::string(toString(opts.kind)) + " on " + std::to_string(n) +
                  " ranks needs about " + fmt(entries / 1e6, 0) +
                  " million condition entries per chunk split, more than "
                  "the synthesizer holds (" +
                  fmt(kMaxConditionEntries / 1e6, 0) + " million)");
-  // Building them (the routed collective, the target and a copy) took up
-  // to 3 µs per output chunk (one list of values each) on a loaded
-  // machine: 13 s for an AllGather on 2,048 ranks.
-  double slots = (double)n * n;
-  if (Clock::now() +
-          std::chrono::microseconds((long long)(slots * 3 + entries * 0.01)) >
+  // Building them (the routed collective and the target) took up to 0.1 µs
+  // per entry on a loaded machine.
+  if (Clock::now() + std::chrono::microseconds((long long)(entries * 0.1)) >
       hardDeadline)
     return Error("the time limit (" + fmt(opts.timeLimitSec, 1) +
                  " s) is shorter than building the collective's conditions "
@@ -1197,6 +1252,8 @@ Expected<SynthResult> Driver::run() {
   result.busbwGBps = best.busbwGBps;
   result.measureSeconds = best.measureSeconds;
   result.lowerBoundUs = bound;
+  result.lowerBoundBandwidthUs = boundBandwidthUs;
+  result.lowerBoundLatencyUs = boundLatencyUs;
   result.baselineUs = baselineUs;
   result.baselineName = baselineName;
   result.provenOptimal = best.proven && !result.timeLimitHit;

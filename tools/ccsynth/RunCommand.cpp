@@ -53,9 +53,9 @@ rt::ReferenceSpec customReference(const Collective &c) {
   s.out.assign(c.numRanks, std::vector<rt::Contributions>(c.outputChunks));
   for (int r = 0; r < c.numRanks; ++r)
     for (int j = 0; j < c.outputChunks; ++j)
-      if (c.post[r][j]) {
+      if (PostSet want = c.postAt(r, j)) {
         std::vector<std::pair<int, int>> v;
-        for (int value : *c.post[r][j]) {
+        for (int value : want) {
           ChunkLoc at = c.valueOrigin(value);
           v.push_back({at.rank, at.index});
         }

@@ -267,13 +267,16 @@ int runSynth(const SynthCliOptions &o) {
       timeUs = r->timeUs;
       busbw = r->busbwGBps;
     }
-    // The latency search of the bound stops where the time limit does.
-    auto until =
-        t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                 std::chrono::duration<double>(budget));
-    double lb = isTarget
-                    ? result->lowerBoundUs
-                    : lowerBound(sched.collective, model, bytes, until).timeUs();
+    // The bound at the target size, scaled: its bandwidth term grows in
+    // proportion to the size, its latency term does not (computing it
+    // again takes seconds on 1,024 ranks).
+    double lb = result->lowerBoundUs;
+    if (!isTarget)
+      lb =
+          so.targetBytes > 0
+              ? std::max(result->lowerBoundBandwidthUs * bytes / so.targetBytes,
+                         result->lowerBoundLatencyUs)
+              : lowerBound(sched.collective, model, bytes).timeUs();
     std::fprintf(out, "  %10s %12.2f %12.2f %12.2f %7.1f%%\n",
                  formatBytes(bytes).c_str(), timeUs, busbw, lb,
                  timeUs > 0 ? 100 * lb / timeUs : 100.0);

@@ -12,32 +12,46 @@ namespace ccsynth::baseline {
 /// bytes, and the verifier and simulator keep per-transfer state too).
 constexpr size_t kMaxTransfers = size_t(1) << 22;
 
-/// Bound on the symbolic values a baseline's collective names (about 4
-/// bytes each, more in the verifier's sets).
-constexpr double kMaxConditionValues = double(1 << 25);
+/// Bound on the entries a baseline's collective stores (one per input and
+/// output chunk slot, plus the values of the distinct reduction sets; about
+/// 4 bytes each).
+constexpr double kMaxConditionEntries = double(1 << 25);
 
 Expected<Collective> makeCollective(CollectiveKind kind, int ranks,
                                     int chunkFactor, bool inPlace, int root) {
-  double n = ranks, c = chunkFactor, values = n * c;
+  double n = ranks, c = chunkFactor, in = c, out = c, pooled = 0;
   switch (kind) {
-  case CollectiveKind::AllReduce:
-  case CollectiveKind::ReduceScatter:
   case CollectiveKind::AllGather:
+  case CollectiveKind::Gather:
+    out = n * c;
+    break;
+  case CollectiveKind::ReduceScatter:
+    in = n * c;
+    pooled = n * c * n; // every output chunk sums its own n values
+    break;
+  case CollectiveKind::Scatter:
+    in = n * c;
+    break;
   case CollectiveKind::AllToAll:
-    values = n * n * c;
+    in = out = n * c;
+    break;
+  case CollectiveKind::AllReduce:
+  case CollectiveKind::Reduce:
+    pooled = c * n; // one set of n values per chunk, shared by every rank
     break;
   default:
     break;
   }
-  if (values > kMaxConditionValues)
-    return Error(std::string(toString(kind)) + " over " +
-                 std::to_string(ranks) + " ranks with chunk factor " +
-                 std::to_string(chunkFactor) +
-                 " is too large to build and verify (its conditions name " +
-                 std::to_string((long long)values) + " values, the limit is " +
-                 std::to_string((long long)kMaxConditionValues) +
-                 "); use a smaller pipeline depth, another baseline or fewer "
-                 "ranks");
+  double entries = n * (in + out) + pooled;
+  if (entries > kMaxConditionEntries)
+    return Error(
+        std::string(toString(kind)) + " over " + std::to_string(ranks) +
+        " ranks with chunk factor " + std::to_string(chunkFactor) +
+        " is too large to build and verify (its conditions hold " +
+        std::to_string((long long)entries) + " entries, the limit is " +
+        std::to_string((long long)kMaxConditionEntries) +
+        "); use a smaller pipeline depth, another baseline or fewer "
+        "ranks");
   return Collective::builtin(kind, ranks, chunkFactor, inPlace, root);
 }
 

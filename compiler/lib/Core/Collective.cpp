@@ -2,6 +2,7 @@
 #include "ccsynth/Core/Collective.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace ccsynth {
 
@@ -76,6 +77,65 @@ std::string toString(const ChunkLoc &loc) {
          " chunk " + std::to_string(loc.index);
 }
 
+namespace {
+/// FNV-1a over the values' bytes, finished by a 64-bit mix.
+uint64_t hashValues(const std::vector<int> &values) {
+  uint64_t h = 1469598103934665603ull;
+  for (int v : values) {
+    h ^= (uint32_t)v;
+    h *= 1099511628211ull;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+} // namespace
+
+ConditionsBuilder::ConditionsBuilder(int ranks, int inputChunks,
+                                     int outputChunks) {
+  c.numRanks = ranks;
+  c.inputChunks = inputChunks;
+  c.outputChunks = outputChunks;
+  c.pre.assign((size_t)ranks * inputChunks, -1);
+  c.post.assign((size_t)ranks * outputChunks, PostSet::kUnconstrained);
+}
+
+int ConditionsBuilder::intern(std::vector<int> values) {
+  if (!std::is_sorted(values.begin(), values.end()))
+    std::sort(values.begin(), values.end());
+  if (values.size() == 1)
+    return values.front();
+  uint64_t h = hashValues(values);
+  auto [it, inserted] = byHash.try_emplace(h, -1);
+  for (int s = it->second; s >= 0; s = next[s]) {
+    size_t b = c.setBegin[s], e = c.setBegin[s + 1];
+    if (e - b == values.size() &&
+        std::equal(values.begin(), values.end(), c.setValues.begin() + b))
+      return -2 - s;
+  }
+  int s = (int)c.setBegin.size() - 1;
+  next.push_back(it->second);
+  it->second = s;
+  c.setValues.insert(c.setValues.end(), values.begin(), values.end());
+  c.setBegin.push_back(c.setValues.size());
+  c.reduction |= values.size() > 1;
+  return -2 - s;
+}
+
+std::shared_ptr<const CollectiveConditions> ConditionsBuilder::finish() {
+  int values = 0;
+  for (int v : c.pre)
+    values = std::max(values, v + 1);
+  c.origin.assign(values, SIZE_MAX);
+  for (size_t slot = c.pre.size(); slot-- > 0;)
+    if (c.pre[slot] >= 0)
+      c.origin[c.pre[slot]] = slot;
+  byHash.clear();
+  next.clear();
+  return std::make_shared<const CollectiveConditions>(std::move(c));
+}
+
 Expected<Collective> Collective::builtin(CollectiveKind kind, int n, int c,
                                          bool inPlace, int root) {
   if (kind == CollectiveKind::Custom)
@@ -123,70 +183,79 @@ Expected<Collective> Collective::builtin(CollectiveKind kind, int n, int c,
     col.outputChunks = c;
     break;
   }
-  // Values: input slot (r, i) holds id[r][i].
-  col.pre.assign(n, std::vector<int>(col.inputChunks, -1));
-  int next = 0;
-  for (int r = 0; r < n; ++r) {
-    bool hasData = !(kind == CollectiveKind::Broadcast ||
-                     kind == CollectiveKind::Scatter) ||
-                   r == root;
+  ConditionsBuilder b(n, col.inputChunks, col.outputChunks);
+  // Values: input slot (r, i) holds the next id, rank-major, on the ranks
+  // that hold data.
+  bool rootOnly =
+      kind == CollectiveKind::Broadcast || kind == CollectiveKind::Scatter;
+  auto in = [&](int r, int i) {
+    if (rootOnly)
+      return r == root ? i : -1;
+    return r * col.inputChunks + i;
+  };
+  for (int r = 0; r < n; ++r)
     for (int i = 0; i < col.inputChunks; ++i)
-      if (hasData)
-        col.pre[r][i] = next++;
-  }
-  auto in = [&](int r, int i) { return col.pre[r][i]; };
-  col.post.assign(n, std::vector<std::optional<std::vector<int>>>(
-                         col.outputChunks, std::nullopt));
-  for (int r = 0; r < n; ++r) {
-    for (int i = 0; i < col.outputChunks; ++i) {
-      std::vector<int> want;
+      b.setPre(r, i, in(r, i));
+  // The sum of every rank's input chunk i (AllReduce, Reduce), interned
+  // once and shared by every rank that wants it.
+  auto sumOf = [&](int i) {
+    std::vector<int> want(n);
+    for (int j = 0; j < n; ++j)
+      want[j] = in(j, i);
+    return b.intern(std::move(want));
+  };
+  for (int i = 0; i < col.outputChunks; ++i) {
+    bool sums =
+        kind == CollectiveKind::AllReduce || kind == CollectiveKind::Reduce;
+    int sum = sums ? sumOf(i) : PostSet::kUnconstrained;
+    for (int r = 0; r < n; ++r) {
+      int id = PostSet::kUnconstrained;
       switch (kind) {
       case CollectiveKind::AllGather:
-        want = {in(i / c, i % c)};
+        id = in(i / c, i % c);
         break;
-      case CollectiveKind::ReduceScatter:
+      case CollectiveKind::ReduceScatter: {
+        std::vector<int> want(n);
         for (int j = 0; j < n; ++j)
-          want.push_back(in(j, r * c + i));
+          want[j] = in(j, r * c + i);
+        id = b.intern(std::move(want));
         break;
+      }
       case CollectiveKind::AllReduce:
-        for (int j = 0; j < n; ++j)
-          want.push_back(in(j, i));
+        id = sum;
         break;
       case CollectiveKind::Broadcast:
-        want = {in(root, i)};
+        id = in(root, i);
         break;
       case CollectiveKind::Reduce:
-        if (r != root)
-          continue;
-        for (int j = 0; j < n; ++j)
-          want.push_back(in(j, i));
+        if (r == root)
+          id = sum;
         break;
       case CollectiveKind::Gather:
-        if (r != root)
-          continue;
-        want = {in(i / c, i % c)};
+        if (r == root)
+          id = in(i / c, i % c);
         break;
       case CollectiveKind::Scatter:
-        want = {in(root, r * c + i)};
+        id = in(root, r * c + i);
         break;
       case CollectiveKind::AllToAll:
-        want = {in(i / c, r * c + i % c)};
+        id = in(i / c, r * c + i % c);
         break;
       case CollectiveKind::Custom:
         break;
       }
-      std::sort(want.begin(), want.end());
-      col.post[r][i] = std::move(want);
+      b.setPostId(r, i, id);
     }
   }
+  col.cond = b.finish();
   return col;
 }
 
-Expected<Collective>
-Collective::custom(std::string name, int ranks, int inputChunks,
-                   int outputChunks, std::vector<std::vector<int>> pre,
-                   std::vector<std::vector<std::optional<std::vector<int>>>> post,
-                   bool inPlace) {
+Expected<Collective> Collective::custom(
+    std::string name, int ranks, int inputChunks, int outputChunks,
+    const std::vector<std::vector<int>> &pre,
+    const std::vector<std::vector<std::optional<std::vector<int>>>> &post,
+    bool inPlace) {
   if (ranks < 1 || inputChunks < 0 || outputChunks < 0)
     return Error("custom collective '" + name +
                  "' needs ranks >= 1 and non-negative chunk counts");
@@ -211,20 +280,26 @@ Collective::custom(std::string name, int ranks, int inputChunks,
       return Error("custom collective '" + name +
                    "': input values must be distinct and numbered densely "
                    "from 0");
-  for (int r = 0; r < ranks; ++r)
-    for (auto &want : post[r]) {
-      if (!want)
+  ConditionsBuilder b(ranks, inputChunks, outputChunks);
+  for (int r = 0; r < ranks; ++r) {
+    for (int i = 0; i < inputChunks; ++i)
+      b.setPre(r, i, pre[r][i]);
+    for (int i = 0; i < outputChunks; ++i) {
+      if (!post[r][i])
         continue;
-      std::sort(want->begin(), want->end());
-      if (std::adjacent_find(want->begin(), want->end()) != want->end())
+      std::vector<int> want = *post[r][i];
+      std::sort(want.begin(), want.end());
+      if (std::adjacent_find(want.begin(), want.end()) != want.end())
         return Error("custom collective '" + name +
                      "': an output names the same input twice");
-      for (int v : *want)
+      for (int v : want)
         if (v < 0 || v >= (int)seen.size())
           return Error("custom collective '" + name + "': output of rank " +
                        std::to_string(r) + " names unknown value " +
                        std::to_string(v));
+      b.setPost(r, i, std::move(want));
     }
+  }
   Collective col;
   col.kind = CollectiveKind::Custom;
   col.name = std::move(name);
@@ -233,33 +308,18 @@ Collective::custom(std::string name, int ranks, int inputChunks,
   col.inPlace = inPlace;
   col.inputChunks = inputChunks;
   col.outputChunks = outputChunks;
-  col.pre = std::move(pre);
-  col.post = std::move(post);
+  col.cond = b.finish();
   return col;
 }
 
-bool Collective::isReduction() const {
-  for (const auto &rank : post)
-    for (const auto &want : rank)
-      if (want && want->size() > 1)
-        return true;
-  return false;
-}
-
-int Collective::numValues() const {
-  int n = 0;
-  for (const auto &rank : pre)
-    for (int v : rank)
-      n = std::max(n, v + 1);
-  return n;
-}
-
 ChunkLoc Collective::valueOrigin(int v) const {
-  for (int r = 0; r < numRanks; ++r)
-    for (int i = 0; i < inputChunks; ++i)
-      if (pre[r][i] == v)
-        return {r, BufferKind::Input, i};
-  return {-1, BufferKind::Input, -1};
+  if (!cond || v < 0 || v >= (int)cond->origin.size() || cond->inputChunks == 0)
+    return {-1, BufferKind::Input, -1};
+  size_t slot = cond->origin[v];
+  if (slot == SIZE_MAX)
+    return {-1, BufferKind::Input, -1};
+  return {(int)(slot / cond->inputChunks), BufferKind::Input,
+          (int)(slot % cond->inputChunks)};
 }
 
 ChunkLoc Collective::canonical(ChunkLoc loc) const {

@@ -48,6 +48,7 @@
 #include <limits>
 #include <map>
 #include <queue>
+#include <set>
 
 namespace ccsynth {
 
@@ -61,6 +62,17 @@ constexpr int kMaxNodeSubsetNodes = 12;
 struct Demand {
   std::vector<int> origins; ///< sorted, distinct
   std::vector<int> dests;   ///< sorted, distinct
+};
+
+/// Orders (origins, ranks) pairs by value, ranks through their pointer.
+struct OriginsThenRanks {
+  bool operator()(
+      const std::pair<std::vector<int>, const std::vector<int> *> &a,
+      const std::pair<std::vector<int>, const std::vector<int> *> &b) const {
+    if (a.first != b.first)
+      return a.first < b.first;
+    return *a.second < *b.second;
+  }
 };
 
 std::string formatGBps(double gbps) {
@@ -87,7 +99,7 @@ private:
   std::vector<Demand> demands;
   /// Every distinct constrained output set with its needing ranks (for the
   /// latency bound, which may use overlapping sets too).
-  std::vector<std::pair<std::vector<int>, std::vector<int>>> allSets;
+  std::vector<std::pair<PostSet, std::vector<int>>> allSets;
   std::vector<int> originRank; ///< per value id
   std::vector<std::vector<int>> outLinks, inLinks;
 
@@ -123,32 +135,40 @@ private:
 };
 
 void BoundComputer::collectDemands() {
-  int numValues = 0;
-  for (int r = 0; r < n && r < (int)col.pre.size(); ++r)
-    for (int v : col.pre[r])
-      numValues = std::max(numValues, v + 1);
+  if (!col.hasConditions() || col.numRanks != n)
+    return;
+  int numValues = col.numValues();
   originRank.assign(numValues, -1);
-  for (int r = 0; r < n && r < (int)col.pre.size(); ++r)
-    for (int v : col.pre[r])
-      if (v >= 0 && originRank[v] < 0)
-        originRank[v] = r;
+  for (int v = 0; v < numValues; ++v)
+    originRank[v] = col.valueOrigin(v).rank;
 
-  std::map<std::vector<int>, std::vector<int>> needers;
-  for (int r = 0; r < n && r < (int)col.post.size(); ++r)
-    for (const auto &want : col.post[r]) {
-      if (!want || want->empty())
+  // Distinct constrained sets, found by their ids (equal sets share one),
+  // with the ranks needing each; ordered by their values.
+  std::vector<int> byValue(numValues, -1), byPool(col.numPostSets(), -1);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < col.outputChunks; ++i) {
+      PostSet want = col.postAt(r, i);
+      if (!want || want.empty())
         continue;
-      auto &ranks = needers[*want];
+      int id = want.id();
+      int &index = id >= 0 ? byValue[id] : byPool[-2 - id];
+      if (index < 0) {
+        index = (int)allSets.size();
+        allSets.push_back({want, {}});
+      }
+      std::vector<int> &ranks = allSets[index].second;
       if (ranks.empty() || ranks.back() != r)
         ranks.push_back(r);
     }
-  for (auto &[set, ranks] : needers) {
-    bool known = true;
-    for (int v : set)
-      known = known && v >= 0 && v < numValues && originRank[v] >= 0;
-    if (known)
-      allSets.push_back({set, ranks});
-  }
+  std::sort(allSets.begin(), allSets.end(), [](const auto &a, const auto &b) {
+    return std::ranges::lexicographical_compare(a.first, b.first);
+  });
+  std::erase_if(allSets, [&](const auto &entry) {
+    for (int v : entry.first)
+      if (v < 0 || v >= numValues || originRank[v] < 0)
+        return true;
+    return false;
+  });
 
   // A disjoint subfamily, smallest sets first: they add the most demands.
   std::vector<int> order(allSets.size());
@@ -508,13 +528,20 @@ double BoundComputer::latencyBound(bool &cutShort) const {
     minIn[l.dst] = std::min(minIn[l.dst], l.alphaUs);
     minOut[l.src] = std::min(minOut[l.src], l.alphaUs);
   }
+  // Sets with the same origins and ranks add the same pairs: each such
+  // pair of lists counts once (an AllReduce's c sets are one).
   std::vector<std::vector<int>> destsOf(n);
+  std::set<std::pair<std::vector<int>, const std::vector<int> *>,
+           OriginsThenRanks>
+      seen;
   for (const auto &[set, ranks] : allSets) {
     std::vector<int> origins;
     for (int v : set)
       origins.push_back(originRank[v]);
     std::sort(origins.begin(), origins.end());
     origins.erase(std::unique(origins.begin(), origins.end()), origins.end());
+    if (!seen.insert({origins, &ranks}).second)
+      continue;
     for (int o : origins)
       destsOf[o].insert(destsOf[o].end(), ranks.begin(), ranks.end());
   }

@@ -34,14 +34,19 @@ OrderedJson collectiveToJson(const Collective &c) {
     j["input_chunks"] = c.inputChunks;
     j["output_chunks"] = c.outputChunks;
     j["inplace"] = c.inPlace;
-    j["pre"] = c.pre;
-    OrderedJson post = OrderedJson::array();
-    for (const auto &rank : c.post) {
+    OrderedJson pre = OrderedJson::array(), post = OrderedJson::array();
+    for (int r = 0; r < c.numRanks; ++r) {
+      std::span<const int> in = c.preOf(r);
+      pre.push_back(std::vector<int>(in.begin(), in.end()));
       OrderedJson row = OrderedJson::array();
-      for (const auto &want : rank)
-        row.push_back(want ? OrderedJson(*want) : OrderedJson(nullptr));
+      for (int i = 0; i < c.outputChunks; ++i) {
+        PostSet want = c.postAt(r, i);
+        row.push_back(want ? OrderedJson(want.toVector())
+                           : OrderedJson(nullptr));
+      }
       post.push_back(row);
     }
+    j["pre"] = pre;
     j["post"] = post;
     return j;
   }
@@ -364,7 +369,7 @@ Expected<Schedule> loadScheduleJson(const std::string &path) {
   return readScheduleJson(path, text.take());
 }
 
-std::vector<std::vector<int>>
+Dependencies
 transferDependencies(const Collective &col, int scratchChunks, int count,
                      const std::function<const Transfer &(int)> &transferAt,
                      const std::vector<int> &order) {
@@ -381,11 +386,17 @@ transferDependencies(const Collective &col, int scratchChunks, int count,
     return base[c.rank * 3 + (int)c.buffer] + c.index;
   };
   std::vector<int> lastWriter(base.back(), -1);
-  std::vector<std::vector<int>> readers(base.back());
-  std::vector<std::vector<int>> deps(count);
+  // The readers of each slot since its last write: lists threaded through
+  // `reads` (transfer, next), newest first.
+  std::vector<int> firstRead(base.back(), -1);
+  std::vector<std::pair<int, int>> reads;
+  // Rows in the order transfers are visited, then moved to their index.
+  std::vector<int> visited;
+  std::vector<size_t> rowOf(count + 1, 0);
+  std::vector<int> mine;
   for (int t : order) {
     const Transfer &tr = transferAt(t);
-    std::vector<int> &mine = deps[t];
+    mine.clear();
     for (int k = 0; k < tr.count; ++k)
       if (int w = lastWriter[slotOf(tr.src, k)]; w >= 0)
         mine.push_back(w);
@@ -393,18 +404,35 @@ transferDependencies(const Collective &col, int scratchChunks, int count,
       size_t d = slotOf(tr.dst, k);
       if (lastWriter[d] >= 0)
         mine.push_back(lastWriter[d]);
-      mine.insert(mine.end(), readers[d].begin(), readers[d].end());
+      for (int r = firstRead[d]; r >= 0; r = reads[r].second)
+        mine.push_back(reads[r].first);
     }
     std::sort(mine.begin(), mine.end());
     mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
     mine.erase(std::remove(mine.begin(), mine.end(), t), mine.end());
-    for (int k = 0; k < tr.count; ++k)
-      readers[slotOf(tr.src, k)].push_back(t);
+    for (int k = 0; k < tr.count; ++k) {
+      size_t s = slotOf(tr.src, k);
+      reads.push_back({t, firstRead[s]});
+      firstRead[s] = (int)reads.size() - 1;
+    }
     for (int k = 0; k < tr.count; ++k) {
       size_t d = slotOf(tr.dst, k);
       lastWriter[d] = t;
-      readers[d].clear();
+      firstRead[d] = -1;
     }
+    rowOf[t + 1] = mine.size();
+    visited.insert(visited.end(), mine.begin(), mine.end());
+  }
+  Dependencies deps;
+  deps.begin.assign(count + 1, 0);
+  for (int t = 0; t < count; ++t)
+    deps.begin[t + 1] = deps.begin[t] + rowOf[t + 1];
+  deps.preds.resize(visited.size());
+  size_t at = 0;
+  for (int t : order) {
+    size_t len = deps.begin[t + 1] - deps.begin[t];
+    std::copy_n(visited.begin() + at, len, deps.preds.begin() + deps.begin[t]);
+    at += len;
   }
   return deps;
 }

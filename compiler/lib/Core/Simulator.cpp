@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <span>
 
 namespace ccsynth {
 
@@ -157,7 +158,8 @@ private:
   std::vector<double> bytesOf;
   std::vector<double> alphaOf;     ///< µs
   std::vector<int> pending;        ///< unfinished dependencies
-  std::vector<int> depStart, deps; ///< CSR: dependents of each transfer
+  std::vector<size_t> depStart;    ///< CSR: dependents of each transfer
+  std::vector<int> deps;
   std::vector<Phase> phase;
   std::vector<double> startUs, endUs;
 
@@ -168,12 +170,16 @@ private:
 
   // Shared constraints: the topology's resources, then one per rank for
   // local copies (a GPU's copy engine bandwidth is shared by its copies).
-  std::vector<double> constraintCap;           ///< bytes/µs
-  std::vector<std::vector<int>> constraintsOf; ///< per transfer
+  std::vector<double> constraintCap; ///< bytes/µs
+  /// Per transfer: the constraints it crosses, a view of the list of its
+  /// link (or its rank's copy engine), shared by every transfer there.
+  std::vector<std::span<const int>> constraintsOf;
+  std::vector<std::vector<int>> linkConstraints, localConstraints;
   /// Active flows on each constraint; positions let a flow leave in O(1).
   std::vector<std::vector<int>> flowsOn;
-  std::vector<std::vector<int>>
-      posOn; ///< per transfer, parallel to constraintsOf
+  /// Per transfer, parallel to constraintsOf: posOn[posStart[t] + i].
+  std::vector<size_t> posStart;
+  std::vector<int> posOn;
 
   // Streaming state (valid while Streaming).
   std::vector<Flow> flows;
@@ -245,6 +251,10 @@ Status Simulation::resolve() {
   alphaOf.assign(numTransfers, 0);
   flows.assign(numTransfers, Flow());
   constraintsOf.assign(numTransfers, {});
+  linkConstraints.assign(topo.links.size(), {});
+  localConstraints.assign(n, {});
+  for (int r = 0; r < n; ++r)
+    localConstraints[r] = {numResources + r};
   linkQueue.assign(topo.links.size(), {});
   for (int t = 0; t < numTransfers; ++t) {
     const Transfer &tr = sched.transfers[t];
@@ -273,7 +283,7 @@ Status Simulation::resolve() {
       // Same-GPU copy or reduce: no link, no latency.
       linkOf[t] = -1;
       flows[t].cap = bytesPerUs(opts.localCopyGBps);
-      constraintsOf[t] = {numResources + tr.src.rank};
+      constraintsOf[t] = localConstraints[tr.src.rank];
       continue;
     }
     int link = tr.link;
@@ -305,12 +315,14 @@ Status Simulation::resolve() {
     linkOf[t] = link;
     alphaOf[t] = l.alphaUs;
     flows[t].cap = bytesPerUs(l.bandwidthGBps);
-    constraintsOf[t] = l.resources;
-    // A link naming one resource twice would count it twice; keep one.
-    std::sort(constraintsOf[t].begin(), constraintsOf[t].end());
-    constraintsOf[t].erase(
-        std::unique(constraintsOf[t].begin(), constraintsOf[t].end()),
-        constraintsOf[t].end());
+    std::vector<int> &cons = linkConstraints[link];
+    if (cons.empty() && !l.resources.empty()) {
+      cons = l.resources;
+      // A link naming one resource twice would count it twice; keep one.
+      std::sort(cons.begin(), cons.end());
+      cons.erase(std::unique(cons.begin(), cons.end()), cons.end());
+    }
+    constraintsOf[t] = cons;
   }
   for (int t = 0; t < numTransfers; ++t) {
     double tightest = std::numeric_limits<double>::infinity();
@@ -327,30 +339,28 @@ Status Simulation::buildDependencies() {
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return sched.transfers[a].step < sched.transfers[b].step;
   });
-  std::vector<std::vector<int>> waitsFor = transferDependencies(
+  Dependencies waitsFor = transferDependencies(
       col, sched.scratchChunks, numTransfers,
       [&](int t) -> const Transfer & { return sched.transfers[t]; }, order);
 
-  // Edges as (from, to) pairs; a link serves its transfers in step order.
-  std::vector<std::pair<int, int>> edges;
+  // Dependents of each transfer, listed in step order; a link serves its
+  // transfers in step order.
   pending.assign(numTransfers, 0);
+  depStart.assign(numTransfers + 1, 0);
   for (int t : order) {
-    for (int from : waitsFor[t])
-      edges.push_back({from, t});
-    pending[t] = (int)waitsFor[t].size();
+    for (int from : waitsFor.of(t))
+      ++depStart[from + 1];
+    pending[t] = (int)waitsFor.of(t).size();
     if (linkOf[t] >= 0)
       linkQueue[linkOf[t]].push_back(t);
   }
-
-  depStart.assign(numTransfers + 1, 0);
-  for (auto [from, to] : edges)
-    ++depStart[from + 1];
   for (int t = 0; t < numTransfers; ++t)
     depStart[t + 1] += depStart[t];
-  deps.assign(edges.size(), 0);
-  std::vector<int> fill(depStart.begin(), depStart.end() - 1);
-  for (auto [from, to] : edges)
-    deps[fill[from]++] = to;
+  deps.assign(waitsFor.preds.size(), 0);
+  std::vector<size_t> fill(depStart.begin(), depStart.end() - 1);
+  for (int t : order)
+    for (int from : waitsFor.of(t))
+      deps[fill[from]++] = t;
   return Status::success();
 }
 
@@ -384,10 +394,9 @@ void Simulation::addFlow(int t) {
   flows[t].remaining = bytesOf[t];
   flows[t].rate = 0;
   flows[t].lastUpdate = now;
-  posOn[t].resize(constraintsOf[t].size());
   for (size_t i = 0; i < constraintsOf[t].size(); ++i) {
     int c = constraintsOf[t][i];
-    posOn[t][i] = (int)flowsOn[c].size();
+    posOn[posStart[t] + i] = (int)flowsOn[c].size();
     flowsOn[c].push_back(t);
     dirtyConstraints.push_back(c);
   }
@@ -398,16 +407,16 @@ void Simulation::removeFlow(int t) {
   for (size_t i = 0; i < constraintsOf[t].size(); ++i) {
     int c = constraintsOf[t][i];
     auto &list = flowsOn[c];
-    int pos = posOn[t][i];
+    int pos = posOn[posStart[t] + i];
     int moved = list.back();
     list[pos] = moved;
     list.pop_back();
     if (moved != t) {
       // Fix the moved flow's recorded position on this constraint.
-      auto &cs = constraintsOf[moved];
+      std::span<const int> cs = constraintsOf[moved];
       for (size_t j = 0; j < cs.size(); ++j)
         if (cs[j] == c)
-          posOn[moved][j] = pos;
+          posOn[posStart[moved] + j] = pos;
     }
     dirtyConstraints.push_back(c);
   }
@@ -428,7 +437,7 @@ void Simulation::finish(int t) {
     if (linkHead[link] < linkQueue[link].size())
       tryStart(linkQueue[link][linkHead[link]]);
   }
-  for (int i = depStart[t]; i < depStart[t + 1]; ++i)
+  for (size_t i = depStart[t]; i < depStart[t + 1]; ++i)
     if (--pending[deps[i]] == 0)
       tryStart(deps[i]);
 }
@@ -585,7 +594,10 @@ Expected<SimResult> Simulation::run() {
   linkHead.assign(topo.links.size(), 0);
   linkBusy.assign(topo.links.size(), false);
   flowsOn.assign(numConstraints, {});
-  posOn.assign(numTransfers, {});
+  posStart.assign(numTransfers + 1, 0);
+  for (int t = 0; t < numTransfers; ++t)
+    posStart[t + 1] = posStart[t] + constraintsOf[t].size();
+  posOn.assign(posStart.back(), 0);
   events.reset(numTransfers);
   constraintStamp.assign(numConstraints, 0);
   remCap.assign(numConstraints, 0);

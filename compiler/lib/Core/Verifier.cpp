@@ -6,10 +6,9 @@
 #include "ccsynth/Core/Topology.h"
 
 #include <algorithm>
-#include <map>
-#include <memory>
 #include <numeric>
 #include <optional>
+#include <span>
 
 namespace ccsynth {
 
@@ -41,18 +40,57 @@ const char *toString(VerifyErrorKind kind) {
 
 namespace {
 
-/// A symbolic chunk value: the sorted set of input values it combines, or
-/// undefined.
-/// A slot's symbolic content: the sorted input values it sums. Contents are
-/// immutable once made, so a copy shares its source's (an AllReduce's
-/// AllGather phase would otherwise hold n values in each of n^2 slots).
-struct Value {
-  bool defined = false;
-  std::shared_ptr<const std::vector<int>> ids;
-  const std::vector<int> &values() const {
-    static const std::vector<int> none;
-    return ids ? *ids : none;
+/// The symbolic values of chunk slots: -1 undefined, v >= 0 the single
+/// input value v, <= -2 a reduction of several values kept once in `sums`
+/// and shared by every slot a copy reaches (an AllReduce's result is
+/// copied to every rank: n slots, one set of n values). Sums are reference
+/// counted: a partial sum that no slot holds any more is dropped.
+class ValueStore {
+public:
+  static constexpr int kUndefined = -1;
+  /// The values of `*code` (which must stay in place while the view is
+  /// used: a single value is viewed in the code itself).
+  std::span<const int> ids(const int &code) const {
+    if (code >= 0)
+      return {&code, 1};
+    if (code == kUndefined)
+      return {};
+    return sums[-2 - code].ids;
   }
+  /// A new sum (held by nothing yet) of sorted, distinct `ids` (>= 2).
+  int add(std::vector<int> ids) {
+    int s;
+    if (!unused.empty()) {
+      s = unused.back();
+      unused.pop_back();
+      sums[s] = {std::move(ids), 0};
+    } else {
+      s = (int)sums.size();
+      sums.push_back({std::move(ids), 0});
+    }
+    return -2 - s;
+  }
+  void retain(int code) {
+    if (code <= -2)
+      ++sums[-2 - code].refs;
+  }
+  void release(int code) {
+    if (code > -2)
+      return;
+    Sum &sum = sums[-2 - code];
+    if (--sum.refs == 0) {
+      std::vector<int>().swap(sum.ids);
+      unused.push_back(-2 - code);
+    }
+  }
+
+private:
+  struct Sum {
+    std::vector<int> ids;
+    int refs = 0;
+  };
+  std::vector<Sum> sums;
+  std::vector<int> unused;
 };
 
 class SymbolicExecutor {
@@ -69,9 +107,13 @@ private:
   VerifyResult &result;
   /// Built on the first link check (only with a topology).
   std::optional<LinkIndex> linkIndex;
-  /// Flat slot storage: offsets[rank*3+buffer] + index.
+  /// Flat slot storage: offsets[rank*3+buffer] + index; each a code of
+  /// `values`.
   std::vector<size_t> offsets;
-  std::vector<Value> slots;
+  std::vector<int> slots;
+  ValueStore values;
+  /// Per slot: the transfer writing it in the step being checked, or -1.
+  std::vector<int> writerOf;
 
   bool full() const { return (int)result.issues.size() >= opts.maxIssues; }
   void report(VerifyErrorKind kind, int t, ChunkLoc loc, std::string msg) {
@@ -88,15 +130,15 @@ private:
     ChunkLoc c = col.canonical(loc);
     return offsets[c.rank * 3 + (int)c.buffer] + c.index;
   }
-  std::string show(const std::vector<int> &ids, size_t limit = 6) const;
-  std::string describeDiff(const std::vector<int> &want,
-                           const std::vector<int> &have) const;
+  std::string show(std::span<const int> ids, size_t limit = 6) const;
+  std::string describeDiff(std::span<const int> want,
+                           std::span<const int> have) const;
   bool checkShape(int t);
   void checkStep(const std::vector<int> &group);
   void checkOutputs();
 };
 
-std::string SymbolicExecutor::show(const std::vector<int> &ids,
+std::string SymbolicExecutor::show(std::span<const int> ids,
                                    size_t limit) const {
   if (ids.empty())
     return "{}";
@@ -108,8 +150,8 @@ std::string SymbolicExecutor::show(const std::vector<int> &ids,
   return s;
 }
 
-std::string SymbolicExecutor::describeDiff(const std::vector<int> &want,
-                                           const std::vector<int> &have) const {
+std::string SymbolicExecutor::describeDiff(std::span<const int> want,
+                                           std::span<const int> have) const {
   std::vector<int> missing, extra;
   std::set_difference(want.begin(), want.end(), have.begin(), have.end(),
                       std::back_inserter(missing));
@@ -189,9 +231,9 @@ bool SymbolicExecutor::checkShape(int t) {
 }
 
 void SymbolicExecutor::checkStep(const std::vector<int> &group) {
-  // Slots written and read by this step, with the transfer doing it.
-  std::map<size_t, int> writers;
-  std::map<size_t, int> readers;
+  // Slots written by this step, with the transfer doing it (writerOf is
+  // reset for them at the end of the step).
+  std::vector<size_t> written;
   std::vector<int> valid;
   for (int t : group) {
     if (!checkShape(t))
@@ -201,29 +243,26 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
     for (int k = 0; k < tr.count && ok; ++k) {
       ChunkLoc dst{tr.dst.rank, tr.dst.buffer, tr.dst.index + k};
       size_t ds = slotOf(dst);
-      auto [it, inserted] = writers.emplace(ds, t);
-      if (!inserted) {
-        const Transfer &o = sched.transfers[it->second];
-        bool same = o.op == tr.op && o.src == tr.src && o.dst == tr.dst &&
-                    o.count == tr.count;
-        report(VerifyErrorKind::WriteConflict, t, dst,
-               same ? "duplicates transfer #" + std::to_string(it->second) +
-                          " (both " + toString(tr.op) + " into " +
-                          toString(dst) + "; a reduction would count twice)"
-                    : "writes " + toString(dst) + ", which transfer #" +
-                          std::to_string(it->second) +
-                          " also writes in the same step");
-        ok = false;
+      int other = writerOf[ds];
+      if (other < 0) {
+        writerOf[ds] = t;
+        written.push_back(ds);
+        continue;
       }
+      const Transfer &o = sched.transfers[other];
+      bool same = o.op == tr.op && o.src == tr.src && o.dst == tr.dst &&
+                  o.count == tr.count;
+      report(VerifyErrorKind::WriteConflict, t, dst,
+             same
+                 ? "duplicates transfer #" + std::to_string(other) + " (both " +
+                       toString(tr.op) + " into " + toString(dst) +
+                       "; a reduction would count twice)"
+                 : "writes " + toString(dst) + ", which transfer #" +
+                       std::to_string(other) + " also writes in the same step");
+      ok = false;
     }
     if (ok)
       valid.push_back(t);
-  }
-  for (int t : valid) {
-    const Transfer &tr = sched.transfers[t];
-    for (int k = 0; k < tr.count; ++k)
-      readers.emplace(slotOf({tr.src.rank, tr.src.buffer, tr.src.index + k}),
-                      t);
   }
   // Races: a slot read by one transfer and written by another.
   std::vector<int> clean;
@@ -232,11 +271,11 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
     bool ok = true;
     for (int k = 0; k < tr.count && ok; ++k) {
       ChunkLoc src{tr.src.rank, tr.src.buffer, tr.src.index + k};
-      auto w = writers.find(slotOf(src));
-      if (w != writers.end() && w->second != t) {
+      int w = writerOf[slotOf(src)];
+      if (w >= 0 && w != t) {
         report(VerifyErrorKind::ReadWriteRace, t, src,
                "reads " + toString(src) + " while transfer #" +
-                   std::to_string(w->second) + " writes it in the same step");
+                   std::to_string(w) + " writes it in the same step");
         ok = false;
       }
     }
@@ -244,15 +283,15 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
       clean.push_back(t);
   }
   // Evaluate against the state before the step, then commit.
-  std::vector<std::pair<size_t, Value>> updates;
+  std::vector<std::pair<size_t, int>> updates;
   for (int t : clean) {
     const Transfer &tr = sched.transfers[t];
     for (int k = 0; k < tr.count; ++k) {
       ChunkLoc src{tr.src.rank, tr.src.buffer, tr.src.index + k};
       ChunkLoc dst{tr.dst.rank, tr.dst.buffer, tr.dst.index + k};
-      const Value &sv = slots[slotOf(src)];
-      const Value &dv = slots[slotOf(dst)];
-      if (!sv.defined) {
+      const int &sv = slots[slotOf(src)];
+      const int &dv = slots[slotOf(dst)];
+      if (sv == ValueStore::kUndefined) {
         report(VerifyErrorKind::UninitializedRead, t, src,
                "reads " + toString(src) +
                    ", which holds no data yet (nothing has arrived there "
@@ -263,47 +302,69 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
         updates.push_back({slotOf(dst), sv});
         continue;
       }
-      if (!dv.defined) {
+      if (dv == ValueStore::kUndefined) {
         report(VerifyErrorKind::ReduceIntoUndefined, t, dst,
                "reduces into " + toString(dst) + ", which holds no data yet");
         continue;
       }
-      const std::vector<int> &a = dv.values(), &b = sv.values();
-      auto ids = std::make_shared<std::vector<int>>();
-      ids->reserve(a.size() + b.size());
+      std::span<const int> a = values.ids(dv), b = values.ids(sv);
+      std::vector<int> sum;
+      sum.reserve(a.size() + b.size());
       std::merge(a.begin(), a.end(), b.begin(), b.end(),
-                 std::back_inserter(*ids));
-      auto dup = std::adjacent_find(ids->begin(), ids->end());
-      if (dup != ids->end()) {
+                 std::back_inserter(sum));
+      auto dup = std::adjacent_find(sum.begin(), sum.end());
+      if (dup != sum.end()) {
         report(VerifyErrorKind::DuplicateReduction, t, dst,
                "reduces " + toString(src) + " into " + toString(dst) +
                    ", but both already contain " + valueName(col, *dup) +
                    ": it would be counted twice");
         continue;
       }
-      updates.push_back({slotOf(dst), Value{true, std::move(ids)}});
+      updates.push_back({slotOf(dst), values.add(std::move(sum))});
     }
   }
+  // Every new value is held before any old one is let go.
   for (auto &[slot, v] : updates)
-    slots[slot] = std::move(v);
+    values.retain(v);
+  for (auto &[slot, v] : updates) {
+    values.release(slots[slot]);
+    slots[slot] = v;
+  }
+  for (size_t slot : written)
+    writerOf[slot] = -1;
 }
 
 void SymbolicExecutor::checkOutputs() {
+  // Per pooled postcondition set: the last sum found equal to it. Copies
+  // of one sum share its code, so an AllReduce's n copies of a result are
+  // compared once.
+  std::vector<int> matched(col.numPostSets(), ValueStore::kUndefined);
   for (int r = 0; r < col.numRanks && !full(); ++r)
     for (int i = 0; i < col.outputChunks && !full(); ++i) {
-      const auto &want = col.post[r][i];
+      PostSet want = col.postAt(r, i);
       if (!want)
         continue;
       ChunkLoc loc{r, BufferKind::Output, i};
-      const Value &v = slots[slotOf(loc)];
-      if (!v.defined) {
+      const int &v = slots[slotOf(loc)];
+      if (v == ValueStore::kUndefined) {
         report(VerifyErrorKind::MissingOutput, -1, loc,
-               toString(loc) + " is never written; expected " + show(*want));
+               toString(loc) + " is never written; expected " +
+                   show(want.values()));
         continue;
       }
-      if (v.values() != *want)
-        report(VerifyErrorKind::WrongOutput, -1, loc,
-               toString(loc) + ": " + describeDiff(*want, v.values()));
+      if (want.isCopy() && v == want.id())
+        continue; // the one value a copy wants
+      int pooled = want.id() <= -2 ? -2 - want.id() : -1;
+      if (pooled >= 0 && v <= -2 && matched[pooled] == v)
+        continue;
+      std::span<const int> have = values.ids(v);
+      if (std::ranges::equal(have, want.values())) {
+        if (pooled >= 0)
+          matched[pooled] = v;
+        continue;
+      }
+      report(VerifyErrorKind::WrongOutput, -1, loc,
+             toString(loc) + ": " + describeDiff(want.values(), have));
     }
 }
 
@@ -311,7 +372,7 @@ void SymbolicExecutor::run() {
   int n = col.numRanks;
   result.transfers = (int)sched.transfers.size();
   result.steps = sched.numSteps();
-  if ((int)col.pre.size() != n || (int)col.post.size() != n) {
+  if (!col.hasConditions()) {
     report(VerifyErrorKind::OutOfRange, -1, {},
            "the collective's conditions do not cover its ranks");
     return;
@@ -323,23 +384,20 @@ void SymbolicExecutor::run() {
       offsets[r * 3 + b] = total;
       total += sched.bufferChunks((BufferKind)b);
     }
-  slots.assign(total, Value{});
+  slots.assign(total, ValueStore::kUndefined);
+  writerOf.assign(total, -1);
   for (int r = 0; r < n; ++r)
     for (int i = 0; i < col.inputChunks; ++i)
-      if (col.pre[r][i] >= 0) {
-        Value &v = slots[slotOf({r, BufferKind::Input, i})];
-        v.defined = true;
-        v.ids = std::make_shared<const std::vector<int>>(
-            std::vector<int>{col.pre[r][i]});
-      }
+      if (col.preAt(r, i) >= 0)
+        slots[slotOf({r, BufferKind::Input, i})] = col.preAt(r, i);
   std::vector<int> order(sched.transfers.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     return sched.transfers[a].step < sched.transfers[b].step;
   });
-  // Scratch contents that no later step reads are dropped after their last
+  // Scratch contents that no later step reads are let go after their last
   // step, so memory follows the live working set (a ring ReduceScatter
-  // leaves a partial sum in each of its scratch slots).
+  // leaves a partial sum in each of its scratch slots, never overwritten).
   auto scratchSlot = [&](const ChunkLoc &at, int count, int k) -> long long {
     if (at.buffer != BufferKind::Scratch || at.rank < 0 || at.rank >= n ||
         at.index < 0 || (long long)at.index + count > sched.scratchChunks)
@@ -372,8 +430,10 @@ void SymbolicExecutor::run() {
       for (int k = 0; k < tr.count; ++k)
         for (const ChunkLoc *at : {&tr.src, &tr.dst})
           if (long long s = scratchSlot(*at, tr.count, k);
-              s >= 0 && lastRead[s] <= (int)g)
-            slots[s] = Value{};
+              s >= 0 && lastRead[s] <= (int)g) {
+            values.release(slots[s]);
+            slots[s] = ValueStore::kUndefined;
+          }
     }
     i = j;
   }

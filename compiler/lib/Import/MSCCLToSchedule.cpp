@@ -379,7 +379,7 @@ Expected<Schedule> Executor::run() {
           (col.inPlace && c.buffer == BufferKind::Input)) {
         for (int o = 0; o < col.outputChunks; ++o)
           if (col.canonical({c.rank, BufferKind::Output, o}) == c &&
-              col.post[c.rank][o].has_value())
+              col.postAt(c.rank, o).constrained())
             return false;
       }
     }

@@ -34,17 +34,21 @@ void setCollectiveAttrs(Operation *op, const Collective &col) {
   }
   op->setAttr("collective_name", b.getStringAttr(col.name));
   SmallVector<Attribute> pre;
-  for (const auto &rank : col.pre)
+  for (int r = 0; r < col.numRanks; ++r) {
+    std::span<const int> in = col.preOf(r);
     pre.push_back(DenseI64ArrayAttr::get(
-        ctx, SmallVector<int64_t>(rank.begin(), rank.end())));
+        ctx, SmallVector<int64_t>(in.begin(), in.end())));
+  }
   SmallVector<Attribute> post;
-  for (const auto &rank : col.post) {
+  for (int r = 0; r < col.numRanks; ++r) {
     SmallVector<Attribute> chunks;
-    for (const auto &want : rank)
+    for (int i = 0; i < col.outputChunks; ++i) {
+      PostSet want = col.postAt(r, i);
       chunks.push_back(
           want ? Attribute(DenseI64ArrayAttr::get(
-                     ctx, SmallVector<int64_t>(want->begin(), want->end())))
+                     ctx, SmallVector<int64_t>(want.begin(), want.end())))
                : Attribute(b.getUnitAttr()));
+    }
     post.push_back(b.getArrayAttr(chunks));
   }
   op->setAttr("precondition", b.getArrayAttr(pre));

@@ -299,7 +299,7 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
     // Threadblock 0 stages the remainder of the input blocks that hold data.
     std::set<int> inBlocks;
     for (int i = 0; i < col.inputChunks; ++i)
-      if (col.pre[rank][i] >= 0)
+      if (col.preAt(rank, i) >= 0)
         inBlocks.insert(i / shape.blockChunks);
     os << i2 << "if (x.isRemainder(p)) {\n";
     for (int b : inBlocks)
@@ -379,7 +379,7 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
   if (tb.id == 0) {
     std::set<int> outBlocks;
     for (int j = 0; j < col.outputChunks; ++j)
-      if (col.post[rank][j])
+      if (col.postAt(rank, j))
         outBlocks.insert(j / shape.blockChunks);
     os << i1 << "if (passes > 0 && x.isRemainder(passes - 1)) {\n";
     os << i1 << "  CCSYNTH_TRY(x.awaitRankDone(" << H((long long)tb.steps.size())

@@ -461,9 +461,9 @@ Expected<PlanCheckSummary> PlanRun::run(const Json &plan) {
 
   for (int r = 0; r < col.numRanks; ++r)
     for (int i = 0; i < col.inputChunks; ++i)
-      if (col.pre[r][i] >= 0)
+      if (col.preAt(r, i) >= 0)
         data[col.canonical({r, BufferKind::Input, i})] =
-            std::vector<int>{col.pre[r][i]};
+            std::vector<int>{col.preAt(r, i)};
 
   for (;;) {
     bool progress = false, done = true;
@@ -496,12 +496,12 @@ Expected<PlanCheckSummary> PlanRun::run(const Json &plan) {
 
   for (int r = 0; r < col.numRanks; ++r)
     for (int i = 0; i < col.outputChunks; ++i) {
-      const auto &want = col.post[r][i];
+      PostSet want = col.postAt(r, i);
       if (!want)
         continue;
       ChunkLoc loc = col.canonical({r, BufferKind::Output, i});
       auto it = data.find(loc);
-      auto show = [&](const std::vector<int> &vals) {
+      auto show = [&](std::span<const int> vals) {
         std::string s;
         for (int v : vals)
           s += (s.empty() ? "" : " + ") + valueName(col, v);
@@ -510,11 +510,12 @@ Expected<PlanCheckSummary> PlanRun::run(const Json &plan) {
       if (it == data.end() || !it->second)
         return error("after the plan, output chunk " + std::to_string(i) +
                      " of rank " + std::to_string(r) +
-                     " holds no data; it must hold " + show(*want));
-      if (*it->second != *want)
+                     " holds no data; it must hold " + show(want.values()));
+      if (!std::ranges::equal(*it->second, want.values()))
         return error("after the plan, output chunk " + std::to_string(i) +
                      " of rank " + std::to_string(r) + " holds " +
-                     show(*it->second) + "; it must hold " + show(*want));
+                     show(*it->second) + "; it must hold " +
+                     show(want.values()));
     }
   return summary;
 }

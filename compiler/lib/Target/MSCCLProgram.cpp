@@ -539,7 +539,7 @@ bool DirectLandings::allows(int rank, const Step &st) const {
     if (it == writes.end() || it->second != 1)
       return false;
     for (int k = 0; k < col.inputChunks; ++k)
-      if (col.pre[rank][k] >= 0 &&
+      if (col.preAt(rank, k) >= 0 &&
           col.canonical({rank, BufferKind::Input, k}) == c)
         return false;
   }

@@ -394,10 +394,19 @@ TEST_CASE("a single rank needs only local copies", "[baselines]") {
 TEST_CASE("oversized baselines fail with a message instead of exhausting "
           "memory",
           "[baselines]") {
-  // Two rings of 1024 blocks: the postcondition alone would name 2^31
-  // values.
+  // Two rings of 1024 blocks: 2 x 2 x 1023 x 1024 transfers, over the
+  // limit (the conditions themselves, 3 x 2^21 entries, fit).
   auto s = makeBaseline(BaselineKind::Ring, CollectiveKind::AllReduce,
                         builtin("ring:1024"));
   REQUIRE_FALSE(s.ok());
-  CHECK(s.error().message.find("too large") != std::string::npos);
+  CHECK(s.error().message.find("more than 4194304 transfers") !=
+        std::string::npos);
+  // Conditions over the limit: an all-to-all on 256 ranks pipelined 1024
+  // deep holds 2^27 slots.
+  BaselineOptions deep;
+  deep.pipeline = 1024;
+  auto big = makeBaseline(BaselineKind::Direct, CollectiveKind::AllToAll,
+                          builtin("fc:256"), deep);
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.error().message.find("too large") != std::string::npos);
 }

@@ -84,7 +84,7 @@ TEST_CASE("custom collectives round-trip through schedule JSON",
   REQUIRE(back.ok());
   CHECK(back->collective.kind == CollectiveKind::Custom);
   CHECK(back->collective.name == "swap");
-  CHECK(*back->collective.post[0][0] == std::vector<int>{1});
+  CHECK(back->collective.postAt(0, 0).toVector() == std::vector<int>{1});
 }
 
 TEST_CASE("malformed schedules get located errors", "[json][schedule]") {

@@ -6,6 +6,8 @@
 #include "ccsynth/DSL/Parser.h"
 #include "ccsynth/DSL/Sema.h"
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 using namespace ccsynth;
@@ -325,11 +327,13 @@ collective gather_sum(ranks = ranks) {
   CHECK(c.inputChunks == 2);
   CHECK(c.outputChunks == 2);
   // Values are numbered in (rank, index) order over the defined inputs.
-  CHECK(c.pre == std::vector<std::vector<int>>{{0, 1}, {-1, 2}, {-1, 3}});
-  CHECK(*c.post[0][0] == std::vector<int>{1, 2, 3});
-  CHECK(*c.post[1][1] == std::vector<int>{0, 3});
-  CHECK_FALSE(c.post[0][1].has_value());
-  CHECK_FALSE(c.post[2][0].has_value());
+  CHECK(std::ranges::equal(c.preOf(0), std::vector<int>{0, 1}));
+  CHECK(std::ranges::equal(c.preOf(1), std::vector<int>{-1, 2}));
+  CHECK(std::ranges::equal(c.preOf(2), std::vector<int>{-1, 3}));
+  CHECK(c.postAt(0, 0).toVector() == std::vector<int>{1, 2, 3});
+  CHECK(c.postAt(1, 1).toVector() == std::vector<int>{0, 3});
+  CHECK_FALSE(c.postAt(0, 1).constrained());
+  CHECK_FALSE(c.postAt(2, 0).constrained());
   CHECK(r->postconditionLoc(0, 0).line == 10);
   CHECK(r->postconditionLoc(1, 1).line == 11);
   CHECK(r->postconditionLoc(2, 0).line == 2); // unconstrained: the header
@@ -338,8 +342,8 @@ collective gather_sum(ranks = ranks) {
   auto all = compile("collective c(ranks = 2) { input chunks = 1; output "
                      "chunks = 1; post { output(0, 0) = input(1, 0); } }");
   REQUIRE(all.ok());
-  CHECK(all->schedule.collective.pre ==
-        std::vector<std::vector<int>>{{0}, {1}});
+  CHECK(all->schedule.collective.preAt(0, 0) == 0);
+  CHECK(all->schedule.collective.preAt(1, 0) == 1);
   CHECK(errorOf("collective c(ranks = 2) { input chunks = 1; output chunks = "
                 "1; post { output(0, 0) = sum(j in 0..0 : input(j, 0)); } }")
             .find("is empty") != std::string::npos);

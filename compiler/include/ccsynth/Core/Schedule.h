@@ -14,6 +14,7 @@
 #include "ccsynth/Core/Diagnostic.h"
 
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,14 +72,25 @@ public:
   }
 };
 
+/// The transfers each transfer waits for, in compressed rows (one
+/// allocation however many millions of transfers): those of transfer t are
+/// preds[begin[t] .. begin[t + 1]).
+struct Dependencies {
+  std::vector<size_t> begin;
+  std::vector<int> preds;
+  std::span<const int> of(int t) const {
+    return {preds.data() + begin[t], begin[t + 1] - begin[t]};
+  }
+};
+
 /// The data dependencies among `count` transfers (`transferAt(i)`) run in
-/// `order`, a permutation of their indices: deps[t] lists, sorted and
+/// `order`, a permutation of their indices: of(t) lists, sorted and
 /// without t, the transfers before t in that order that t must wait for:
 /// the last writer of each chunk it reads (RAW), and the last writer of and
 /// the readers since that write of each chunk it writes (WAW, WAR; a reduce
 /// also accumulates into the last written value). Chunks are canonical (an
 /// in-place alias is one chunk); scratch holds `scratchChunks` per rank.
-std::vector<std::vector<int>>
+Dependencies
 transferDependencies(const Collective &collective, int scratchChunks, int count,
                      const std::function<const Transfer &(int)> &transferAt,
                      const std::vector<int> &order);

@@ -24,7 +24,7 @@ namespace ccsynth::synth {
 
 /// Per-task predecessors: read-after-write, write-after-write and
 /// write-after-read on canonical slots, in the list's reference order.
-std::vector<std::vector<int>> taskDependencies(const TaskList &list);
+Dependencies taskDependencies(const TaskList &list);
 
 struct ListScheduleOptions {
   /// Buffer size in nccl-tests' meaning (see SimOptions::bytes).

@@ -86,6 +86,9 @@ struct SynthResult {
   double timeUs = 0;
   double busbwGBps = 0;
   double lowerBoundUs = 0;
+  /// Its two terms: bandwidth (in proportion to the size) and latency
+  /// (the same at every size).
+  double lowerBoundBandwidthUs = 0, lowerBoundLatencyUs = 0;
   /// The fastest baseline (ring, tree, direct, hierarchical) at the target
   /// size, which the search treats as a floor to beat; +inf when none
   /// applies (custom collectives).

@@ -140,7 +140,7 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
   // aliases resolved): a value left there is observed.
   llvm::DenseSet<Slot> observable;
   for (int i = 0; i < col.outputChunks; ++i)
-    if (col.post[rank][i])
+    if (col.postAt(rank, i))
       observable.insert(slotOf(col, rank, Buffer::Output, i));
   // Whether the values in `slots` after step `j` are never used: each slot
   // is overwritten before any live step reads it, or is left alone and is

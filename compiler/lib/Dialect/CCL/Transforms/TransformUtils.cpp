@@ -23,20 +23,22 @@ Expected<Collective> refineCollective(const Collective &col, int factor) {
   std::vector<std::vector<int>> pre(col.numRanks);
   std::vector<std::vector<std::optional<std::vector<int>>>> post(col.numRanks);
   for (int r = 0; r < col.numRanks; ++r) {
-    for (int v : col.pre[r])
+    for (int v : col.preOf(r))
       for (int k = 0; k < factor; ++k)
         pre[r].push_back(v < 0 ? -1 : v * factor + k);
-    for (const auto &want : col.post[r])
+    for (int i = 0; i < col.outputChunks; ++i) {
+      PostSet want = col.postAt(r, i);
       for (int k = 0; k < factor; ++k) {
         if (!want) {
           post[r].push_back(std::nullopt);
           continue;
         }
         std::vector<int> refined;
-        for (int v : *want)
+        for (int v : want)
           refined.push_back(v * factor + k);
         post[r].push_back(refined);
       }
+    }
   }
   return Collective::custom(col.name, col.numRanks, col.inputChunks * factor,
                             col.outputChunks * factor, std::move(pre),

@@ -494,6 +494,8 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
       all.link.push_back(std::move(lm));
       all.resource.push_back(std::move(rm));
     }
+    std::vector<DestKey> tieKeys = destKeys(p, n);
+    KeyIndex tieIndex = indexByKey(valueAt, tieKeys);
     std::string tied, untied, tiedLinks;
     for (size_t gi : partial) {
       const SymmetryOffset &so = sk.symmetry[gi];
@@ -503,7 +505,7 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
       tie.offset = so.offset;
       tie.blockSize = so.size;
       tie.rank = genRank[gi];
-      if (!mapValues(p, tie.rank, valueAt, tie.value)) {
+      if (!mapValues(p, tie.rank, valueAt, tieKeys, tieIndex, tie.value)) {
         untied += (untied.empty() ? "" : ", ") + name;
         continue;
       }

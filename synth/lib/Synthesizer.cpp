@@ -333,6 +333,17 @@ private:
            4 * 1e3 * minAlphaUs * maxLinkGBps;
   }
   void measureBaselines();
+  /// Whether the search may end with what it has (a verified schedule or
+  /// baseline) when setting up split k fails, noting why it stopped: not
+  /// before a first routing problem has shown that the sketch fits.
+  bool sketchFits = false;
+  bool keepOnError(int k, const Error &e) {
+    if (!sketchFits || !haveSchedule())
+      return false;
+    result.notes.push_back("chunk split " + std::to_string(k) +
+                           " and finer were not tried: " + e.message);
+    return true;
+  }
   /// Writes the best baseline instead of a slower (or missing) schedule,
   /// where the sketch allows its links.
   void preferBaseline();
@@ -356,6 +367,8 @@ private:
   /// In a quick first pass only the heuristic plans are evaluated; the
   /// splits it covered skip them later.
   bool heuristicsOnly = false;
+  /// The first replay of the last candidate did not finish in time.
+  bool replayCut = false;
   std::set<int> plainHeuristicsDone, railHeuristicsDone, hierarchicalDone,
       quickSplits;
   void searchChunkup(int k, const Setup &setup, const RoutingProblem &problem,
@@ -474,6 +487,7 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
     result.timeLimitHit = true;
     return bestHere;
   }
+  replayCut = false;
   std::vector<double> ends;
   if (reduction)
     ends = forwardEnds(problem, plan);
@@ -511,6 +525,11 @@ double Driver::evaluate(const RoutingProblem &problem, const Setup &setup,
       tag += ", mirrored";
     }
     bestHere = std::min(bestHere, evaluateList(list.take(), plan, tag, k));
+    // The other accumulator variants replay the same plan at about the
+    // same cost: when its replay ran out of time, so would theirs (15 s
+    // each on 1,024 ranks).
+    if (replayCut)
+      break;
   }
   return bestHere;
 }
@@ -599,8 +618,10 @@ double Driver::evaluateList(TaskList taskList, const Plan &plan,
     };
     if (!tt) {
       say("skipped a " + plan.method + " candidate: " + tt.error().message);
-      if (rule == 0)
+      if (rule == 0) {
+        replayCut = true;
         return bestHere;
+      }
       restore();
       break;
     }
@@ -1123,6 +1144,7 @@ Expected<SynthResult> Driver::run() {
     stages.add("problem", since(t0));
     if (problem && first) {
       first = false;
+      sketchFits = true;
       sketchLinks = problem->linkUsable;
       if (auto why = explainInfeasible(*problem, sketch)) {
         result.feasible = false;
@@ -1150,12 +1172,18 @@ Expected<SynthResult> Driver::run() {
       }
       auto ts = Clock::now();
       auto setups = makeSetups(opts, n, k);
-      if (!setups)
-        return setups.error();
+      if (!setups) {
+        if (!keepOnError(k, setups.error()))
+          return setups.error();
+        break;
+      }
       const Setup &setup = setups->front();
       auto problem = prepare(setup);
-      if (!problem)
-        return problem.error();
+      if (!problem) {
+        if (!keepOnError(k, problem.error()))
+          return problem.error();
+        break;
+      }
       if (!result.feasible) {
         result.stages = stages.list;
         return std::move(result);
@@ -1183,8 +1211,12 @@ Expected<SynthResult> Driver::run() {
       }
       auto ts = Clock::now();
       auto setups = makeSetups(opts, n, k);
-      if (!setups)
-        return setups.error();
+      if (!setups) {
+        if (!keepOnError(k, setups.error()))
+          return setups.error();
+        done = true;
+        break;
+      }
       // Earlier splits get more of the remaining time.
       double left =
           std::chrono::duration<double>(deadline - Clock::now()).count();
@@ -1200,8 +1232,12 @@ Expected<SynthResult> Driver::run() {
             (atBound() || Clock::now() >= until || bandwidthBound(setup)))
           break;
         auto problem = prepare(setup);
-        if (!problem)
-          return problem.error();
+        if (!problem) {
+          if (!keepOnError(k, problem.error()))
+            return problem.error();
+          done = true;
+          break;
+        }
         if (!result.feasible) {
           result.stages = stages.list;
           return std::move(result);

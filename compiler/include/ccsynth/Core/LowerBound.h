@@ -51,6 +51,10 @@ struct LowerBound {
   /// holds (a direct link, or at least two links: the origin's fastest
   /// outgoing plus the destination's fastest incoming).
   bool latencyCutShort = false;
+  /// The cut enumeration stopped at that deadline: bandwidthUs is the
+  /// largest over the cuts tried (each complete), a weaker bound that still
+  /// holds.
+  bool cutsCutShort = false;
   double timeUs() const {
     return bandwidthUs > latencyUs ? bandwidthUs : latencyUs;
   }
@@ -59,9 +63,10 @@ struct LowerBound {
 /// Lower bound on the time of `collective` moving `bytes` (nccl-tests size)
 /// on `topology`. A chunk is bytes / collective.sizeDivisor(). When data
 /// must cross a cut no link crosses, bandwidthUs is +infinity.
-/// `searchUntil`, when given, bounds the latency search, the one part whose
-/// cost grows with ranks times links (about 30 s for 1,024 ranks with
-/// explicit links between every pair of nodes' GPUs).
+/// `searchUntil`, when given, bounds the latency search and the enumeration
+/// of cuts, the parts whose cost grows with ranks times links (about 30 s
+/// and 20 s for 1,024 and 4,096 ranks with explicit links between every
+/// pair of nodes' GPUs).
 LowerBound lowerBound(
     const Collective &collective, const Topology &topology, double bytes,
     std::optional<std::chrono::steady_clock::time_point> searchUntil = {});

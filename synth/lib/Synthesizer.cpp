@@ -274,6 +274,10 @@ private:
       result.notes.push_back(
           "the time limit cut the latency bound's shortest-path search "
           "short; a weaker latency bound is used");
+    if (lb.cutsCutShort)
+      result.notes.push_back(
+          "the time limit cut the bandwidth bound's enumeration of cuts "
+          "short; a weaker bandwidth bound is used");
     stages.add("bound", since(t0));
     boundKnown = true;
   }
@@ -931,9 +935,10 @@ void Driver::searchChunkup(int k, const Setup &setup,
 /// of one chunk split may hold: a few GB with the routing problem.
 constexpr double kMaxConditionEntries = 3e8;
 
-/// Baselines larger than this are not simulated during a search (memory);
-/// smaller ones are when the time left allows.
-constexpr size_t kMaxBaselineTransfers = 2000000;
+/// Baselines larger than this are not simulated during a search (memory:
+/// the hierarchical AllReduce on 1,024 ranks, 3M transfers, takes 0.8 GB
+/// to simulate); smaller ones are when the time left allows.
+constexpr size_t kMaxBaselineTransfers = 4000000;
 
 void Driver::measureBaselines() {
   if (opts.kind == CollectiveKind::Custom)
@@ -968,6 +973,12 @@ void Driver::measureBaselines() {
     double estimate = n * (n - 1.0);
     if (kind == BaselineKind::Ring && topo.numNodes() > 1)
       estimate *= (double)topo.ranksOfNode(0).size();
+    // A ring reduction also folds each arrival in (4.2M transfers for a
+    // ReduceScatter on 512 ranks: building it alone takes 2 GB).
+    if (kind == BaselineKind::Ring &&
+        (opts.kind == CollectiveKind::ReduceScatter ||
+         opts.kind == CollectiveKind::AllReduce))
+      estimate *= 2;
     // Trees (AllReduce, broadcast, reduce) pipeline a few chunks down and
     // up: a few transfers per rank and chunk (12k on 512 ranks).
     if (kind == BaselineKind::Tree)

@@ -211,6 +211,8 @@ private:
   /// Verification plus simulation seconds per transfer, as measured so far
   /// (to skip candidates that cannot be measured before the deadline).
   double measureSecPerTransfer = 0;
+  /// The same for baselines, building them included.
+  double baselineSecPerTransfer = 0;
   /// Lowering and list-scheduling seconds per task, as measured so far
   /// (to skip plans whose candidates cannot be built before the deadline).
   double lowerSecPerTask = 0, listSecPerTask = 0;
@@ -281,9 +283,24 @@ private:
     stages.add("bound", since(t0));
     boundKnown = true;
   }
+  /// Every schedule of an every-pair collective split k ways has at least
+  /// k n(n-1) transfers, each built, verified, simulated and written: 2 µs
+  /// at the very least (a 1M-transfer AllGather took 3 µs per transfer
+  /// to build, verify and simulate, and 1 µs to write).
+  double leastSecondsToWrite(int k) const {
+    bool everyPair = opts.kind == CollectiveKind::AllGather ||
+                     opts.kind == CollectiveKind::ReduceScatter ||
+                     opts.kind == CollectiveKind::AllReduce ||
+                     opts.kind == CollectiveKind::AllToAll;
+    double n = topo.numRanks();
+    return everyPair ? 2e-6 * k * n * (n - 1) : 0;
+  }
+  /// Split k's collectives and routing problem can be set up, and a
+  /// schedule of it written, in the time left.
   bool canSetUp(int k) const {
-    auto end = Clock::now() + std::chrono::microseconds(
-                                  (long long)(setupSecondsPerSplit * k * 1e6));
+    auto end = Clock::now() +
+               std::chrono::microseconds((long long)(
+                   (setupSecondsPerSplit * k + leastSecondsToWrite(k)) * 1e6));
     return end < (haveSchedule() ? searchEnd() : hardDeadline);
   }
   /// A synthesized schedule or a baseline could be written.
@@ -940,6 +957,43 @@ constexpr double kMaxConditionEntries = 3e8;
 /// to simulate); smaller ones are when the time left allows.
 constexpr size_t kMaxBaselineTransfers = 4000000;
 
+/// Transfers a baseline of `kind` has, roughly (for ordering and for
+/// skipping what cannot be measured in time), in units of n^2 as counted
+/// on dgx-h100x4: the direct and hierarchical AllGather and AllToAll move
+/// each chunk once (the hierarchical AllToAll twice), a ReduceScatter also
+/// folds each arrival in (about 2 n^2) and an AllReduce adds the AllGather
+/// (3 n^2); the multi-ring baseline of a multi-node machine has one ring
+/// per GPU of a node, and its AllToAll relays each chunk half way round
+/// on average; trees pipeline a few chunks down and up (23 n), as do the
+/// rooted collectives' baselines.
+double baselineTransfersEstimate(BaselineKind kind, CollectiveKind c,
+                                 const Topology &topo) {
+  double n = topo.numRanks();
+  bool everyPair = c == CollectiveKind::AllGather ||
+                   c == CollectiveKind::ReduceScatter ||
+                   c == CollectiveKind::AllReduce ||
+                   c == CollectiveKind::AllToAll;
+  if (kind == BaselineKind::Tree || !everyPair)
+    return 32.0 * n;
+  double folds = c == CollectiveKind::AllReduce       ? 3
+                 : c == CollectiveKind::ReduceScatter ? 2
+                                                      : 1;
+  switch (kind) {
+  case BaselineKind::Direct:
+    return folds * n * n;
+  case BaselineKind::Hierarchical:
+    return (c == CollectiveKind::AllToAll ? 2 : folds) * n * n;
+  case BaselineKind::Ring: {
+    double rings =
+        topo.numNodes() > 1 ? (double)topo.ranksOfNode(0).size() : 1.0;
+    return (c == CollectiveKind::AllToAll ? n / 2 : folds) * rings * n * n;
+  }
+  case BaselineKind::Tree:
+    break;
+  }
+  return 32.0 * n;
+}
+
 void Driver::measureBaselines() {
   if (opts.kind == CollectiveKind::Custom)
     return;
@@ -947,51 +1001,66 @@ void Driver::measureBaselines() {
   BaselineOptions bo;
   bo.inPlace = opts.inPlace;
   bo.root = opts.root;
-  // Baselines get at most a quarter of the time limit: they are the floor
-  // to beat, not the search.
-  auto until = start + (deadline - start) / 4;
-  // Until one is simulated, assume 15 µs per transfer (a 262k-transfer
-  // AllGather on 512 ranks takes about 4 s); the ring comes last, since on
-  // large switched machines it has several times more transfers than the
-  // others and costs seconds only to build.
-  int n = topo.numRanks();
-  bool everyPair = opts.kind == CollectiveKind::AllGather ||
-                   opts.kind == CollectiveKind::ReduceScatter ||
-                   opts.kind == CollectiveKind::AllReduce ||
-                   opts.kind == CollectiveKind::AllToAll;
-  for (BaselineKind kind : {BaselineKind::Direct, BaselineKind::Hierarchical,
-                            BaselineKind::Tree, BaselineKind::Ring}) {
-    if (!baselineSupports(kind, opts.kind, topo))
-      continue;
-    if (Clock::now() >= until)
-      break;
-    // Every rank receives from every other one: at least n(n-1) transfers;
-    // the multi-ring baseline of a multi-node machine has up to one ring
-    // per GPU of a node (one per NIC rail), each with n(n-1).
+  // The cheapest first: on large machines the time limit may allow only
+  // one, and any verified baseline is a schedule to write. Equal times
+  // keep the first of this order (direct, hierarchical, tree, ring).
+  // On several nodes the hierarchical baseline comes before the direct
+  // one of the same size: it is the faster of the two there.
+  const BaselineKind order[] = {BaselineKind::Direct,
+                                BaselineKind::Hierarchical, BaselineKind::Tree,
+                                BaselineKind::Ring};
+  auto preference = [&](BaselineKind k) {
+    return topo.numNodes() > 1 && k == BaselineKind::Hierarchical ? -1 : 0;
+  };
+  struct Option {
+    BaselineKind kind;
+    int rank;
+    double transfers;
+  };
+  std::vector<Option> options;
+  for (int i = 0; i < 4; ++i)
+    if (baselineSupports(order[i], opts.kind, topo))
+      options.push_back(
+          {order[i], i, baselineTransfersEstimate(order[i], opts.kind, topo)});
+  std::stable_sort(options.begin(), options.end(),
+                   [&](const Option &a, const Option &b) {
+                     if (a.transfers != b.transfers)
+                       return a.transfers < b.transfers;
+                     return preference(a.kind) < preference(b.kind);
+                   });
+  // The limit's grace (10%, at least 2 s).
+  auto grace = std::max<std::chrono::microseconds>(
+      std::chrono::duration_cast<std::chrono::microseconds>(deadline - start) /
+          10,
+      std::chrono::seconds(2));
+  int bestRank = 4;
+  for (const Option &o : options) {
+    BaselineKind kind = o.kind;
+    // Once one is verified, baselines get at most a quarter of the time
+    // limit: they are the floor to beat, not the search. Until then one
+    // may take the whole limit and its grace, less writing it (2 µs per
+    // transfer; 1 µs measured): without it there is nothing to write.
+    auto until =
+        std::isfinite(baselineUs)
+            ? start + (deadline - start) / 4
+            : deadline + grace -
+                  std::chrono::microseconds((long long)(2 * o.transfers));
+    // Building, verifying and simulating: until one is measured, 3.5 µs
+    // per transfer (the 1M-transfer hierarchical AllGather on 1,024 ranks
+    // took 3.1 µs on an idle machine, a 2M-transfer ring AllGather on a
+    // 1,024-rank torus 1.2 µs).
     double perTransfer =
-        measureSecPerTransfer > 0 ? measureSecPerTransfer : 15e-6;
-    double estimate = n * (n - 1.0);
-    if (kind == BaselineKind::Ring && topo.numNodes() > 1)
-      estimate *= (double)topo.ranksOfNode(0).size();
-    // A ring reduction also folds each arrival in (4.2M transfers for a
-    // ReduceScatter on 512 ranks: building it alone takes 2 GB).
-    if (kind == BaselineKind::Ring &&
-        (opts.kind == CollectiveKind::ReduceScatter ||
-         opts.kind == CollectiveKind::AllReduce))
-      estimate *= 2;
-    // Trees (AllReduce, broadcast, reduce) pipeline a few chunks down and
-    // up: a few transfers per rank and chunk (12k on 512 ranks).
-    if (kind == BaselineKind::Tree)
-      estimate = 32.0 * n;
-    if (everyPair &&
-        (estimate > kMaxBaselineTransfers ||
-         Clock::now() + std::chrono::microseconds(
-                            (long long)(2 * perTransfer * estimate * 1e6)) >
-             until)) {
+        baselineSecPerTransfer > 0 ? baselineSecPerTransfer : 3.5e-6;
+    if (o.transfers > kMaxBaselineTransfers ||
+        Clock::now() + std::chrono::microseconds(
+                           (long long)(perTransfer * o.transfers * 1e6)) >
+            until) {
       say(std::string("not simulating the ") + toString(kind) +
-          " baseline (no time left)");
+          " baseline (no time left: about " + fmt(o.transfers / 1e6, 2) +
+          "M transfers)");
       continue;
     }
+    auto tb = Clock::now();
     auto b = makeBaseline(kind, opts.kind, topo, bo);
     if (!b)
       continue;
@@ -1024,15 +1093,18 @@ void Driver::measureBaselines() {
       continue;
     }
     auto sim = simulate(*b, topo, so);
-    measureSecPerTransfer =
-        std::max(measureSecPerTransfer,
-                 since(ts) / std::max<size_t>(1, b->transfers.size()));
-    if (sim && sim->timeUs < baselineUs) {
+    size_t count = std::max<size_t>(1, b->transfers.size());
+    measureSecPerTransfer = std::max(measureSecPerTransfer, since(ts) / count);
+    baselineSecPerTransfer =
+        std::max(baselineSecPerTransfer, since(tb) / count);
+    if (sim && (sim->timeUs < baselineUs ||
+                (sim->timeUs == baselineUs && o.rank < bestRank))) {
       baselineUs = sim->timeUs;
       baselineBusbw = sim->busbwGBps;
       baselineMeasureSeconds = since(ts) / 2;
       baselineName = toString(kind);
       baselineSchedule = b.take();
+      bestRank = o.rank;
     }
   }
   stages.add("baselines", since(t0));
@@ -1047,7 +1119,16 @@ void Driver::preferBaseline() {
   // Links of the baseline the sketch forbids (transfers without a link use
   // the topology's best link).
   bool allowed = true;
-  for (const Transfer &tr : baselineSchedule.transfers) {
+  // No routing problem was built (the time ran out first): only a sketch
+  // that constrains no link is known to allow the baseline's.
+  if (sketchLinks.empty())
+    allowed = sketch.intra == IntraStrategy::None &&
+              sketch.switches.empty() && sketch.conn.empty() &&
+              sketch.connKind == InternodeConnKind::FullyConnected;
+  for (size_t i = 0; allowed && !sketchLinks.empty() &&
+                     i < baselineSchedule.transfers.size();
+       ++i) {
+    const Transfer &tr = baselineSchedule.transfers[i];
     if (tr.src.rank == tr.dst.rank)
       continue;
     int l = tr.link;
@@ -1099,7 +1180,14 @@ Expected<SynthResult> Driver::run() {
   // chunk split (AllReduce: its n chunks per rank on n ranks, plus one
   // pooled set of n values per chunk, shared by all ranks). Refuse what
   // cannot fit in memory rather than exhaust it.
-  double entries = (double)n * n;
+  // The rooted collectives hold a few slots per rank (a broadcast: the
+  // root's chunk and one output chunk per rank).
+  bool everyPair = opts.kind == CollectiveKind::AllGather ||
+                   opts.kind == CollectiveKind::ReduceScatter ||
+                   opts.kind == CollectiveKind::AllReduce ||
+                   opts.kind == CollectiveKind::AllToAll ||
+                   opts.kind == CollectiveKind::Custom;
+  double entries = everyPair ? (double)n * n : 4.0 * n;
   if (opts.kind == CollectiveKind::AllReduce)
     entries *= 3;
   if (entries > kMaxConditionEntries)
@@ -1116,6 +1204,23 @@ Expected<SynthResult> Driver::run() {
                  " s) is shorter than building the collective's conditions "
                  "on " +
                  std::to_string(n) + " ranks takes; allow more time");
+  // Every schedule of these has at least n(n-1) transfers (every rank
+  // receives something from every other one), each built, verified,
+  // simulated and written. When even that cannot end within the limit's
+  // grace, say so now rather than search in vain.
+  if (everyPair && opts.kind != CollectiveKind::Custom) {
+    double least = leastSecondsToWrite(1);
+    if (Clock::now() + std::chrono::microseconds((long long)(least * 1e6)) >
+        hardDeadline)
+      return Error("every " + std::string(toString(opts.kind)) + " on " +
+                   std::to_string(n) + " ranks has at least " +
+                   fmt((double)n * (n - 1) / 1e6, 1) +
+                   " million transfers; building, verifying and writing "
+                   "them takes more than the time limit (" +
+                   fmt(opts.timeLimitSec, 1) +
+                   " s) allows; allow more time (about " +
+                   fmt(std::ceil(least * 4), 0) + " s)");
+  }
   auto t0 = Clock::now();
   auto bases = makeSetups(opts, n, 1);
   if (!bases)

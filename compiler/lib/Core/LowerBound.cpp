@@ -129,8 +129,10 @@ private:
                 Describe describe);
   void crossingLinks(const std::vector<char> &inS, int sizeS,
                      std::vector<int> &out) const;
+  /// The cuts around each single group (at most `maxGroups` of them).
   void singleGroupCuts(const std::vector<int> &groupOf, int numGroups,
-                       const std::string &noun);
+                       const std::string &noun,
+                       int maxGroups = std::numeric_limits<int>::max());
   void subsetCuts(const std::vector<int> &groupOf, int numGroups,
                   const std::string &noun);
   void totalTraffic();
@@ -320,7 +322,8 @@ void BoundComputer::crossingLinks(const std::vector<char> &inS, int sizeS,
 /// Cuts that put one group (a rank or a node) on one side: demands are
 /// counted for all groups in one pass over the demands.
 void BoundComputer::singleGroupCuts(const std::vector<int> &groupOf,
-                                    int numGroups, const std::string &noun) {
+                                    int numGroups, const std::string &noun,
+                                    int maxGroups) {
   std::vector<double> outOf(numGroups, 0), into(numGroups, 0);
   std::vector<int> og, dg;
   for (const Demand &d : demands) {
@@ -345,8 +348,19 @@ void BoundComputer::singleGroupCuts(const std::vector<int> &groupOf,
   }
   std::vector<char> inS(n);
   std::vector<int> crossing;
-  for (int g = 0; g < numGroups; ++g) {
-    if (g % 64 == 0 && timeUp())
+  // Under a deadline the groups with the most chunks to move go first (a
+  // broadcast's root), so that the cuts most likely to bind are tried
+  // before it; without one, in group order.
+  std::vector<int> visit(numGroups);
+  for (int g = 0; g < numGroups; ++g)
+    visit[g] = g;
+  if (searchUntil)
+    std::stable_sort(visit.begin(), visit.end(), [&](int a, int b) {
+      return std::max(outOf[a], into[a]) > std::max(outOf[b], into[b]);
+    });
+  for (int i = 0; i < std::min(numGroups, maxGroups); ++i) {
+    int g = visit[i];
+    if (i % 64 == 0 && timeUp())
       return;
     int size = 0;
     for (int r = 0; r < n; ++r)
@@ -643,8 +657,12 @@ LowerBound BoundComputer::compute() {
   // node quotient usually binds, and on 4,096 ranks the single-rank cuts
   // alone take seconds. The maximum is the same in either order; only the
   // description of a tied cut may differ.
-  if (searchUntil)
+  // The rank with the most chunks to move comes before the quotients (a
+  // broadcast's root binds there).
+  if (searchUntil) {
+    singleGroupCuts(rankGroup, n, "rank", 1);
     totalTraffic();
+  }
   singleGroupCuts(rankGroup, n, "rank");
   int nodes = topo.numNodes();
   if (nodes > 1) {

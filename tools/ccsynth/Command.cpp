@@ -271,8 +271,13 @@ int proveSchedule(const Schedule &schedule, const std::string &path,
 
 void recordTopology(Schedule &schedule, const std::string &nameOrPath,
                     const Topology &topo) {
+  recordTopology(schedule, nameOrPath, topologyHash(topo));
+}
+
+void recordTopology(Schedule &schedule, const std::string &nameOrPath,
+                    std::string hash) {
   schedule.topology = nameOrPath;
-  schedule.topologyHash = topologyHash(topo);
+  schedule.topologyHash = std::move(hash);
 }
 
 Status checkOutputs(const std::vector<std::string> &paths) {

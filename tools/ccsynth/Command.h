@@ -103,6 +103,9 @@ Expected<Topology> topologyFor(const Schedule &schedule,
 /// hash (so that they notice when it changed).
 void recordTopology(Schedule &schedule, const std::string &nameOrPath,
                     const Topology &topo);
+/// The same with the topology's hash computed already.
+void recordTopology(Schedule &schedule, const std::string &nameOrPath,
+                    std::string hash);
 
 /// Proves a loaded schedule as `ccsynth verify` does: against its topology
 /// (`explicitTopo`, else the one the schedule names, if any) unless

@@ -33,13 +33,14 @@ Expected<Schedule> makeHierarchicalBaseline(CollectiveKind kind,
                                             const BaselineOptions &options) {
   int n = topo.numRanks(), nodes = topo.numNodes();
   std::vector<std::vector<int>> local(nodes), ring(nodes);
+  std::vector<int> best = bestLinks(topo);
   for (int m = 0; m < nodes; ++m) {
     local[m] = topo.ranksOfNode(m);
     if (local[m].size() != local[0].size())
       return Error("the hierarchical baseline needs the same number of ranks "
                    "in every node of '" +
                    topo.name + "'");
-    ring[m] = findRings(topo, local[m]).rings.front();
+    ring[m] = findRings(topo, local[m], best).rings.front();
   }
   int g = (int)local[0].size();
   // rail[i]: the ranks with local index i, one per node in node order.

@@ -52,8 +52,10 @@ int treeRoot(int m, int variant) {
 /// The ranks of each node in ring order.
 std::vector<std::vector<int>> nodeOrders(const Topology &topo) {
   std::vector<std::vector<int>> orders;
+  std::vector<int> best = bestLinks(topo);
   for (int node = 0; node < topo.numNodes(); ++node)
-    orders.push_back(findRings(topo, topo.ranksOfNode(node)).rings.front());
+    orders.push_back(
+        findRings(topo, topo.ranksOfNode(node), best).rings.front());
   return orders;
 }
 

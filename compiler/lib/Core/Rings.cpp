@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 namespace ccsynth {
 
@@ -27,9 +28,12 @@ public:
       : topo(topo), m((int)ranks.size()) {
     int n = topo.numRanks();
     arc.assign((size_t)m * m, -1);
+    slot.assign((size_t)m * m, -1);
     out.assign(m, {});
-    linkCap.assign(topo.links.size(), 0);
     resCap.assign(topo.resources.size(), 0);
+    // Capacities of the links among these ranks only (a node's 8 GPUs on
+    // a machine of 16.7M links).
+    std::unordered_map<int, int> slotOfLink;
     auto units = [&](double bw) { return (int)std::floor(bw / rate + 1e-9); };
     for (size_t i = 0; i < topo.resources.size(); ++i)
       resCap[i] = units(topo.resources[i].bandwidthGBps);
@@ -42,7 +46,10 @@ public:
           continue;
         arc[(size_t)a * m + b] = l;
         out[a].push_back(b);
-        linkCap[l] = units(topo.links[l].bandwidthGBps);
+        auto [it, added] = slotOfLink.try_emplace(l, (int)linkCap.size());
+        if (added)
+          linkCap.push_back(units(topo.links[l].bandwidthGBps));
+        slot[(size_t)a * m + b] = it->second;
         if (!topo.links[l].resources.empty())
           hasResources = true;
       }
@@ -51,9 +58,11 @@ public:
   int size() const { return m; }
   bool exists(int a, int b) const { return arc[(size_t)a * m + b] >= 0; }
   int linkOf(int a, int b) const { return arc[(size_t)a * m + b]; }
+  /// Rings the link of arc a -> b can still carry.
+  int capLeft(int a, int b) const { return linkCap[slot[(size_t)a * m + b]]; }
   bool canUse(int a, int b) const {
     int l = arc[(size_t)a * m + b];
-    if (l < 0 || linkCap[l] <= 0)
+    if (l < 0 || linkCap[slot[(size_t)a * m + b]] <= 0)
       return false;
     for (int r : topo.links[l].resources)
       if (resCap[r] <= 0)
@@ -62,7 +71,7 @@ public:
   }
   void use(int a, int b, int delta = 1) {
     int l = arc[(size_t)a * m + b];
-    linkCap[l] -= delta;
+    linkCap[slot[(size_t)a * m + b]] -= delta;
     for (int r : topo.links[l].resources)
       resCap[r] -= delta;
   }
@@ -84,12 +93,15 @@ public:
   const std::vector<int> &successors(int a) const { return out[a]; }
   bool anyResources() const { return hasResources; }
 
+  /// Per distinct link of the arcs (see slot), per resource.
   std::vector<int> linkCap, resCap;
 
 private:
   const Topology &topo;
   int m;
   std::vector<int> arc;
+  /// Per arc a * m + b: its link's index in linkCap.
+  std::vector<int> slot;
   std::vector<std::vector<int>> out;
   bool hasResources = false;
 };
@@ -321,8 +333,7 @@ void exactRings(Capacity &cap, int maxRings, long budget,
   for (int a = 0; a < m; ++a)
     for (int b = 0; b < m; ++b)
       if (a != b && cap.exists(a, b) && cap.exists(b, a))
-        w[a][b] = std::max(0, std::min(cap.linkCap[cap.linkOf(a, b)],
-                                       cap.linkCap[cap.linkOf(b, a)]));
+        w[a][b] = std::max(0, std::min(cap.capLeft(a, b), cap.capLeft(b, a)));
   int bound = maxRings / 2;
   for (int a = 0; a < m; ++a)
     bound = std::min(bound, std::accumulate(w[a].begin(), w[a].end(), 0) / 2);
@@ -387,7 +398,7 @@ void multiNodeRings(Capacity &cap, const std::vector<int> &ranks,
         int v = mem[(ci + i) % g];
         if (seen[v] || (v == x) != (step == g - 1) || !cap.canUse(cur, v))
           continue;
-        int left = cap.linkCap[cap.linkOf(cur, v)];
+        int left = cap.capLeft(cur, v);
         if (best < 0 || left > bestCap) {
           best = v;
           bestCap = left;
@@ -481,6 +492,14 @@ void multiNodeRings(Capacity &cap, const std::vector<int> &ranks,
 
 RingSet findRings(const Topology &topo, const std::vector<int> &ranks,
                   const RingSearchOptions &options) {
+  if (ranks.size() <= 1)
+    return findRings(topo, ranks, {}, options);
+  return findRings(topo, ranks, baseline::bestLinks(topo), options);
+}
+
+RingSet findRings(const Topology &topo, const std::vector<int> &ranks,
+                  const std::vector<int> &best,
+                  const RingSearchOptions &options) {
   RingSet result;
   int m = (int)ranks.size();
   if (m == 0)
@@ -491,7 +510,6 @@ RingSet findRings(const Topology &topo, const std::vector<int> &ranks,
   }
   int maxRings = std::max(1, options.maxRings);
   int n = topo.numRanks();
-  std::vector<int> best = baseline::bestLinks(topo);
   std::set<double, std::greater<>> rates;
   bool multiNode = false;
   for (int a : ranks) {

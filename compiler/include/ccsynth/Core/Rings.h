@@ -48,6 +48,12 @@ struct RingSet {
 /// least one ring when `ranks` is not empty.
 RingSet findRings(const Topology &topology, const std::vector<int> &ranks,
                   const RingSearchOptions &options = {});
+/// The same with the topology's best link per pair computed already
+/// (`best[s * n + d]`, as baseline::bestLinks gives it): searching each
+/// node of a large machine then costs what its own links cost.
+RingSet findRings(const Topology &topology, const std::vector<int> &ranks,
+                  const std::vector<int> &best,
+                  const RingSearchOptions &options = {});
 
 /// findRings over every rank of the topology.
 RingSet findRings(const Topology &topology,

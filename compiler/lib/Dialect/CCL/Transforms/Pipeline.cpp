@@ -47,7 +47,7 @@ struct DefaultPipelineOptions
                        llvm::cl::init(71)};
   Option<bool> coalesce{*this, "coalesce",
                         llvm::cl::desc("Run ccl-coalesce-transfers"),
-                        llvm::cl::init(true)};
+                        llvm::cl::init(false)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("Run ccl-fuse-steps"),
                     llvm::cl::init(true)};
   Option<int> maxSteps{*this, "max-steps",

@@ -27,8 +27,10 @@ struct PipelineOptions {
   int instances = 1;
   /// Chunk pipelining parts (ccl-pipeline-chunks parts).
   int pipelineParts = 1;
-  /// Join transfers that move together (ccl-coalesce-transfers).
-  bool coalesce = true;
+  /// Join transfers that move together (ccl-coalesce-transfers): fewer,
+  /// larger steps, less parallelism; for programs that do not fit
+  /// otherwise.
+  bool coalesce = false;
   /// Largest chunk count per step (ccl-lower-to-steps max-count).
   int maxCount = 71;
   /// Fuse receive/send pairs (ccl-fuse-steps).

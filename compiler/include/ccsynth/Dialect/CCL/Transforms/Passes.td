@@ -5,7 +5,7 @@
 // so one pipeline compiles an algorithm or re-checks a hand-written
 // program. The default pipeline (see Passes.h, buildDefaultPipeline) is
 //   ccl-verify-collective, [ccl-instances], [ccl-pipeline-chunks,
-//   ccl-verify-collective], ccl-coalesce-transfers, ccl-lower-to-steps,
+//   ccl-verify-collective], [ccl-coalesce-transfers], ccl-lower-to-steps,
 //   ccl-fuse-steps, ccl-assign-threadblocks, ccl-check-deadlock.
 //
 //===----------------------------------------------------------------------===//

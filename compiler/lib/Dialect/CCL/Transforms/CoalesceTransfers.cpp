@@ -118,11 +118,12 @@ bool Coalescer::run() {
 
   // The first reader of the value each transfer writes into renamable
   // scratch: a read of a later step, before the slot is written again.
-  std::vector<std::vector<int>> events(ranks * scratch); // +1+t read, -1-t write
+  std::vector<std::vector<int>> events(ranks *
+                                       scratch); // +1+t read, -1-t write
   for (int t : order) {
     if (scratchOf(t, true))
       events[ts[t].getSrcRank() * scratch + ts[t].getSrcIndex()].push_back(1 +
-                                                                          t);
+                                                                           t);
     if (scratchOf(t, false))
       events[ts[t].getDstRank() * scratch + ts[t].getDstIndex()].push_back(-1 -
                                                                            t);
@@ -152,8 +153,8 @@ bool Coalescer::run() {
     int r = reader[*it];
     if (r < 0)
       continue;
-    nodes.push_back({(int64_t)ts[r].getDstRank() * steps + ts[r].getStep(),
-                     sig[r]});
+    nodes.push_back(
+        {(int64_t)ts[r].getDstRank() * steps + ts[r].getStep(), sig[r]});
     sig[*it] = (int)nodes.size() - 1;
   }
 
@@ -168,9 +169,9 @@ bool Coalescer::run() {
   {
     std::map<std::tuple<int64_t, int64_t, int64_t>, int> groupOf;
     for (int t : order) {
-      auto key = std::tuple{(int64_t)ts[t].getStep(),
-                            (int64_t)ts[t].getSrcRank(),
-                            (int64_t)ts[t].getDstRank()};
+      auto key =
+          std::tuple{(int64_t)ts[t].getStep(), (int64_t)ts[t].getSrcRank(),
+                     (int64_t)ts[t].getDstRank()};
       auto [it, fresh] = groupOf.try_emplace(key, (int)groups.size());
       if (fresh)
         groups.emplace_back();
@@ -197,8 +198,10 @@ bool Coalescer::run() {
   // buffers and hints) become one transfer.
   auto attrsOf = [&](int t) {
     TransferOp op = ts[t];
-    return std::tuple{(int)op.getKind(), (int)op.getSrcBuffer(),
-                      (int)op.getDstBuffer(), op.getLink().value_or(-1),
+    return std::tuple{(int)op.getKind(),
+                      (int)op.getSrcBuffer(),
+                      (int)op.getDstBuffer(),
+                      op.getLink().value_or(-1),
                       op.getChannel().value_or(-1),
                       op.getThreadblock().value_or(-1)};
   };

@@ -70,8 +70,8 @@ struct DefaultPipelineOptions
 void registerDefaultPipeline() {
   PassPipelineRegistration<DefaultPipelineOptions>(
       "ccl-default-pipeline",
-      "Verify, [replicate, pipeline,] lower, fuse, assign threadblocks and "
-      "check a ccl.algorithm for deadlocks",
+      "Verify, [replicate, pipeline, coalesce,] lower, fuse, assign "
+      "threadblocks and check a ccl.algorithm for deadlocks",
       [](OpPassManager &pm, const DefaultPipelineOptions &o) {
         PipelineOptions p;
         p.verify = o.verify;

@@ -51,8 +51,8 @@ struct PipelineOptions {
 
 /// Appends the default pipeline to `pm` (a ModuleOp pass manager):
 ///   ccl-verify-collective, [ccl-instances], [ccl-pipeline-chunks],
-///   [ccl-verify-collective], [ccl-coalesce-transfers], ccl-lower-to-steps, [ccl-fuse-steps],
-///   ccl-assign-threadblocks, ccl-check-deadlock.
+///   [ccl-verify-collective], [ccl-coalesce-transfers], ccl-lower-to-steps,
+///   [ccl-fuse-steps], ccl-assign-threadblocks, ccl-check-deadlock.
 void buildDefaultPipeline(mlir::OpPassManager &pm,
                           const PipelineOptions &options);
 

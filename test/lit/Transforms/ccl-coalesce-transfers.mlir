@@ -1,4 +1,12 @@
 // RUN: ccsynth-opt %s --ccl-coalesce-transfers --ccl-verify-collective | FileCheck %s
+// RUN: ccsynth-opt %s --ccl-default-pipeline=coalesce=true | FileCheck %s --check-prefix=PIPE
+
+// In the default pipeline (coalesce=true) the joined transfers lower to
+// multi-chunk steps that fusion forwards whole.
+// PIPE-LABEL: ccl.program @bcast3
+// PIPE: ccl.send i[0] to 1 count 2
+// PIPE: ccl.recv_copy_send from 0 -> s[0] to 2 count 2
+// PIPE: ccl.recv from 1 -> o[0] count 2
 
 // Rank 1 receives two chunks into scratch 2 and 0 and forwards both: they
 // are renamed to 0 and 1 (unused scratch 1 becomes 2), and each hop moves

@@ -9,4 +9,9 @@ if(CCSYNTH_ENABLE_MLIR)
   add_test(NAME e2e:codegen-rank-sharing
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/codegen-sharing.sh
       $<TARGET_FILE:ccsynth> ${CMAKE_CURRENT_BINARY_DIR}/codegen-sharing)
+  # 127k one-chunk transfers fit MSCCL's and MSCCL++'s limits once each
+  # hop's chunks are joined into multi-chunk steps.
+  add_test(NAME e2e:compile-ring-alltoall-fits
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scripts/ring-alltoall-fit.sh
+      $<TARGET_FILE:ccsynth> ${CMAKE_CURRENT_BINARY_DIR}/ring-alltoall-fit)
 endif()

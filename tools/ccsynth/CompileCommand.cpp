@@ -30,6 +30,7 @@ struct CompileCliOptions {
   std::string minBytes, maxBytes;
   std::string split;
   bool noFuse = false;
+  bool noCoalesce = false;
   bool noVerify = false;
   bool noPredict = false;
   std::string predictTopo;
@@ -217,6 +218,12 @@ int compileOne(const std::string &input, CompileCliOptions &o,
                                           ? kExitVerifyFailed
                                           : kExitError);
   out = std::move(*result.output);
+  if (result.coalesced)
+    std::cerr << "ccsynth: note: " << input
+              << ": transfers that move together were joined into "
+                 "multi-chunk steps (ccl-coalesce-transfers), since as "
+                 "scheduled the program does not fit: "
+              << result.uncoalesced << "\n";
   if (packing)
     *packing = std::move(result.packing);
   return kExitOk;
@@ -404,6 +411,7 @@ int runCompile(CompileCliOptions &o) {
   if (!o.cudaArchs.empty())
     o.plugin.cudaArchs = o.cudaArchs;
   c.fuse = !o.noFuse;
+  c.coalesce = !o.noCoalesce;
   c.verify = !o.noVerify;
   if (!o.minBytes.empty()) {
     auto v = parseByteCount("--min-bytes", o.minBytes);
@@ -572,6 +580,9 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "every such call on as many ranks within "
                   "--min-bytes/--max-bytes");
   cmd->add_flag("--no-fuse", opts->noFuse, "Do not fuse steps");
+  cmd->add_flag("--no-coalesce", opts->noCoalesce,
+                "Do not join transfers that move together when the program "
+                "does not fit otherwise");
   cmd->add_flag("--check-roundtrip", opts->compile.checkRoundTrip,
                 "After writing MSCCL XML, read it back, check the runtime's "
                 "rules, run it into a schedule and prove that schedule");

@@ -207,6 +207,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
   struct Attempt {
     int steps;
     bool forMerging;
+    bool coalesce = false;
   };
   std::vector<int> budgets;
   if (o.maxTbSteps > 0)
@@ -223,7 +224,22 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
   if (plan)
     for (int b : budgets)
       attempts.push_back({b, true});
-
+  // Joining transfers that travel together trades the parallelism of
+  // separate steps for fewer of them, so it is tried only when the
+  // program as scheduled does not fit (the ring AllToAll: thousands of
+  // one-chunk steps per connection overflow every channel).
+  size_t plainAttempts = attempts.size();
+  if (o.coalesce)
+    for (size_t i = 0; i < plainAttempts; ++i)
+      attempts.push_back(
+          {attempts[i].steps, attempts[i].forMerging, /*coalesce=*/true});
+  // What the attempts without coalescing report; a coalesced attempt
+  // either succeeds or leaves this as the answer.
+  std::optional<CompileFailure> plainFailure;
+  auto toCoalesced = [&](size_t &attempt) {
+    if (attempt < plainAttempts)
+      attempt = plainAttempts - 1; // the loop's ++ starts them
+  };
   for (size_t attempt = 0; attempt < attempts.size(); ++attempt) {
     diags.clear();
     OwningOpRef<ModuleOp> work(cast<ModuleOp>(module->clone()));
@@ -234,6 +250,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     p.pipelineParts = o.pipeline;
     p.maxCount = o.maxCount;
     p.fuse = o.fuse;
+    p.coalesce = attempts[attempt].coalesce;
     p.maxSteps = attempts[attempt].steps;
     p.maxTbsPerChannel = o.maxTbsPerChannel;
     // Generated code is not bound to NCCL's 32 channels.
@@ -257,10 +274,11 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     if (failed(pm.run(*work))) {
       // A retry whose threadblocks the assignment cannot place adds
       // nothing to the failure that asked for it.
-      if (attempt > 0)
-        continue;
-      result.failure = diags.failure();
-      return result;
+      if (attempt == 0) {
+        plainFailure = diags.failure();
+        toCoalesced(attempt);
+      }
+      continue;
     }
     std::string out;
     llvm::raw_string_ostream os(out);
@@ -339,12 +357,26 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
         }
       }
       result.output = std::move(out);
+      if (attempts[attempt].coalesce) {
+        result.coalesced = true;
+        if (plainFailure) {
+          std::string why = plainFailure->error.format();
+          result.uncoalesced = why.substr(0, why.find('\n'));
+        }
+      }
       return result;
     }
-    result.failure = diags.failure();
-    if (!retryable)
-      return result;
+    bool coalesced = attempts[attempt].coalesce;
+    if (!coalesced)
+      plainFailure = diags.failure();
+    if (!retryable) {
+      if (coalesced)
+        break;
+      toCoalesced(attempt);
+    }
   }
+  if (plainFailure)
+    result.failure = *plainFailure;
   return result;
 }
 

@@ -258,11 +258,21 @@ TEST_CASE("a program no channel assignment can save is refused clearly",
   Schedule s = baseline(BaselineKind::Ring, CollectiveKind::AllToAll, "ring:8");
   CompileOptions o;
   o.maxChannels = 1;
+  o.coalesce = false;
   CompileResult r = compileSchedule(s, o);
   REQUIRE_FALSE(r.ok());
   CHECK(r.failure.error.message.find("connection buffer") != std::string::npos);
   CHECK(r.failure.error.message.find("8 slots, 4 per Simple chunk") !=
         std::string::npos);
+  // Joined into one step per hop, the forwards no longer queue behind
+  // single-chunk sends: one channel hosts the program safely.
+  o.coalesce = true;
+  o.checkRoundTrip = true;
+  r = compileSchedule(s, o);
+  REQUIRE(r.ok());
+  CHECK(r.coalesced);
+  CHECK(r.uncoalesced.find("connection buffer") != std::string::npos);
+  requireSafeXml(s, o);
 }
 
 TEST_CASE("every XML compiled from the test corpus is safe on bounded "

@@ -32,6 +32,9 @@ struct CompileOptions {
   bool checkLinks = false;
   /// Fuse receive/send pairs.
   bool fuse = true;
+  /// When the program does not fit the target's limits as scheduled, join
+  /// transfers that move together (ccl-coalesce-transfers) and try again.
+  bool coalesce = true;
   /// MSCCL instances and chunk-pipelining parts.
   int instances = 1;
   int pipeline = 1;
@@ -112,6 +115,11 @@ struct CompileResult {
   CompileFailure failure;
   /// MSCCL++ plans whose threadblocks were merged to fit the budget.
   std::optional<ThreadblockPacking> packing;
+  /// The program fits only with transfers joined by
+  /// ccl-coalesce-transfers; `uncoalesced` is the first line of the error
+  /// without it.
+  bool coalesced = false;
+  std::string uncoalesced;
   bool ok() const { return output.has_value(); }
 };
 

@@ -18,6 +18,8 @@ void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o) {
         createPipelineChunksPass(PipelineChunksPassOptions{o.pipelineParts}));
   if (o.verify && (o.instances != 1 || o.pipelineParts != 1))
     pm.addPass(createVerifyCollectivePass());
+  if (o.coalesce)
+    pm.addPass(createCoalesceTransfersPass());
   pm.addPass(createLowerToStepsPass(LowerToStepsPassOptions{o.maxCount}));
   if (o.fuse)
     pm.addPass(createFuseStepsPass());
@@ -43,6 +45,9 @@ struct DefaultPipelineOptions
   Option<int> maxCount{*this, "max-count",
                        llvm::cl::desc("Largest chunk count per step"),
                        llvm::cl::init(71)};
+  Option<bool> coalesce{*this, "coalesce",
+                        llvm::cl::desc("Run ccl-coalesce-transfers"),
+                        llvm::cl::init(false)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("Run ccl-fuse-steps"),
                     llvm::cl::init(true)};
   Option<int> maxSteps{*this, "max-steps",
@@ -65,14 +70,15 @@ struct DefaultPipelineOptions
 void registerDefaultPipeline() {
   PassPipelineRegistration<DefaultPipelineOptions>(
       "ccl-default-pipeline",
-      "Verify, [replicate, pipeline,] lower, fuse, assign threadblocks and "
-      "check a ccl.algorithm for deadlocks",
+      "Verify, [replicate, pipeline, coalesce,] lower, fuse, assign "
+      "threadblocks and check a ccl.algorithm for deadlocks",
       [](OpPassManager &pm, const DefaultPipelineOptions &o) {
         PipelineOptions p;
         p.verify = o.verify;
         p.instances = o.instances;
         p.pipelineParts = o.pipeline;
         p.maxCount = o.maxCount;
+        p.coalesce = o.coalesce;
         p.fuse = o.fuse;
         p.maxSteps = o.maxSteps;
         p.maxTbsPerChannel = o.maxTbsPerChannel;

@@ -27,6 +27,10 @@ struct PipelineOptions {
   int instances = 1;
   /// Chunk pipelining parts (ccl-pipeline-chunks parts).
   int pipelineParts = 1;
+  /// Join transfers that move together (ccl-coalesce-transfers): fewer,
+  /// larger steps, less parallelism; for programs that do not fit
+  /// otherwise.
+  bool coalesce = false;
   /// Largest chunk count per step (ccl-lower-to-steps max-count).
   int maxCount = 71;
   /// Fuse receive/send pairs (ccl-fuse-steps).
@@ -47,8 +51,8 @@ struct PipelineOptions {
 
 /// Appends the default pipeline to `pm` (a ModuleOp pass manager):
 ///   ccl-verify-collective, [ccl-instances], [ccl-pipeline-chunks],
-///   [ccl-verify-collective], ccl-lower-to-steps, [ccl-fuse-steps],
-///   ccl-assign-threadblocks, ccl-check-deadlock.
+///   [ccl-verify-collective], [ccl-coalesce-transfers], ccl-lower-to-steps,
+///   [ccl-fuse-steps], ccl-assign-threadblocks, ccl-check-deadlock.
 void buildDefaultPipeline(mlir::OpPassManager &pm,
                           const PipelineOptions &options);
 

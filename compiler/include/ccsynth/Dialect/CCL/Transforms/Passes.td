@@ -5,8 +5,8 @@
 // so one pipeline compiles an algorithm or re-checks a hand-written
 // program. The default pipeline (see Passes.h, buildDefaultPipeline) is
 //   ccl-verify-collective, [ccl-instances], [ccl-pipeline-chunks,
-//   ccl-verify-collective], ccl-lower-to-steps, ccl-fuse-steps,
-//   ccl-assign-threadblocks, ccl-check-deadlock.
+//   ccl-verify-collective], [ccl-coalesce-transfers], ccl-lower-to-steps,
+//   ccl-fuse-steps, ccl-assign-threadblocks, ccl-check-deadlock.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CCSYNTH_DIALECT_CCL_TRANSFORMS_PASSES_TD
@@ -93,6 +93,34 @@ def PipelineChunksPass : Pass<"ccl-pipeline-chunks", "mlir::ModuleOp"> {
     Option<"parts", "parts", "int", /*default=*/"1",
            "Number of parts per chunk (>= 1)">,
   ];
+}
+
+def CoalesceTransfersPass : Pass<"ccl-coalesce-transfers", "mlir::ModuleOp"> {
+  let summary = "Join transfers that move together into multi-chunk transfers";
+  let description = [{
+    Renames each rank's scratch chunks so that chunks which travel together
+    are contiguous, then joins the transfers of one step between one pair
+    of ranks whose source and destination ranges follow on from each other
+    (same kind, buffers and hints) into one transfer of their total count.
+    A scratch chunk gets its new index when it is first written; within a
+    (step, source, destination) group chunks are ordered by their future
+    (the ranks and steps of the transfers that forward them on), so a
+    bundle that drops one chunk per hop stays contiguous. Ranks whose
+    scratch already holds multi-chunk transfers keep their layout.
+    Renaming permutes scratch and a joined transfer moves exactly its
+    members' chunks in their step, so the collective is unchanged; the
+    pass re-proves every algorithm it changes and leaves an algorithm in
+    which nothing joins untouched.
+
+    ```mlir
+    // ccl.transfer copy 1:s[7] -> 2:s[3] step 1
+    // ccl.transfer copy 1:s[2] -> 2:s[9] step 1
+    // becomes (1:s[7], 1:s[2] now 1:s[0], 1:s[1]; 2:s[3], 2:s[9] now
+    // 2:s[0], 2:s[1])
+    // ccl.transfer copy 1:s[0] -> 2:s[0] count 2 step 1
+    ```
+  }];
+  let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
 }
 
 def LowerToStepsPass : Pass<"ccl-lower-to-steps", "mlir::ModuleOp"> {

@@ -8,6 +8,7 @@
 #include "ccsynth/Synth/Synthesizer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -113,9 +114,16 @@ int runSynth(const SynthCliOptions &o) {
   // The schedule records the topology's hash: on another core while the
   // search runs (it takes seconds on 16.7M links). The synthesizer only
   // reads the topology.
+  // A failing run stops it rather than wait for it.
+  std::atomic<bool> stopHash{false};
   std::future<std::string> hash =
-      std::async(std::launch::async,
-                 [t = &*topo] { return topologyHash(*t); });
+      std::async(std::launch::async, [t = &*topo, &stopHash] {
+        return topologyHash(*t, &stopHash);
+      });
+  struct StopOnExit {
+    std::atomic<bool> &stop;
+    ~StopOnExit() { stop = true; }
+  } stopOnExit{stopHash};
   synth::Sketch sketch;
   if (o.sketch.empty()) {
     sketch = synth::defaultSketch(topo->numNodes());

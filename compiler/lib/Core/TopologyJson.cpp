@@ -3,6 +3,7 @@
 #include "ccsynth/Core/Topology.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -345,15 +346,22 @@ std::string topologyToJson(const Topology &t, bool withStepModel) {
   return out;
 }
 
-std::string topologyHash(const Topology &topo) {
+std::string topologyHash(const Topology &topo, const std::atomic<bool> *stop) {
   unsigned long long h = 1469598103934665603ULL;
-  writeTopologyJson(topo, /*withStepModel=*/false,
-                    [&](const std::string &piece) {
-    for (unsigned char c : piece) {
-      h ^= c;
-      h *= 1099511628211ULL;
-    }
-  });
+  struct Stopped {};
+  try {
+    writeTopologyJson(topo, /*withStepModel=*/false,
+                      [&](const std::string &piece) {
+      if (stop && stop->load(std::memory_order_relaxed))
+        throw Stopped{};
+      for (unsigned char c : piece) {
+        h ^= c;
+        h *= 1099511628211ULL;
+      }
+    });
+  } catch (const Stopped &) {
+    return {};
+  }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", h);
   return hex;

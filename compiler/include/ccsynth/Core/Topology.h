@@ -12,6 +12,7 @@
 
 #include "ccsynth/Core/Diagnostic.h"
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -152,7 +153,10 @@ bool isUsableAlpha(double us);
 /// figures however the file is formatted, different when any rank, link or
 /// resource figure changes. The step model changes predictions, not which
 /// schedules fit the machine, so it is not hashed.
-std::string topologyHash(const Topology &topo);
+/// With `stop`, gives up (returning "") once *stop is set (a hash computed
+/// beside other work that may end first).
+std::string topologyHash(const Topology &topo,
+                         const std::atomic<bool> *stop = nullptr);
 
 /// Options for importing an NCCL topology dump.
 struct NcclImportOptions {

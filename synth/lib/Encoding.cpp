@@ -294,6 +294,62 @@ void FlowEncoding::encodeTies() {
             tie(0, y, a, b, slot);
       }
     }
+  if (opts.ties == EncodingOptions::Ties::Slots)
+    encodeArrivalTies();
+}
+
+void FlowEncoding::encodeArrivalTies() {
+  // TACCL also ties when each chunk is at each rank, over every rank (its
+  // start[c, r] == start[c_sym, r_sym]), not only over links inside
+  // blocks. Its start is only pinned where the chunk is received, so here:
+  // where both values reach their ranks, they reach them in the same slot
+  // (for destinations, which are always reached, that is plain equality).
+  int H = opts.horizon, n = p.topo->numRanks();
+  int truth = 0;
+  auto constant = [&](bool value) {
+    if (!truth) {
+      truth = m.newVar();
+      m.addClause({truth});
+    }
+    return value ? truth : -truth;
+  };
+  // "Representative ri holds its value at rank r by the end of slot s."
+  auto hasAt = [&](int ri, int r, int s) {
+    if (r == p.values[p.reps[ri]].origin)
+      return constant(true);
+    const std::vector<int> &h = hasLit[ri][r];
+    if (h.empty() || s < earliest[ri][r] || h[s] == 0)
+      return constant(false);
+    return h[s];
+  };
+  using Side = std::pair<int, int>; // (rep index, rank)
+  std::set<std::pair<Side, Side>> done;
+  for (const SymmetryTie &t : p.ties)
+    for (size_t v = 0; v < p.values.size(); ++v) {
+      int w = t.value[v];
+      const auto &toRepV = p.group.rank[p.group.inverse[p.elemOf[v]]];
+      const auto &toRepW = p.group.rank[p.group.inverse[p.elemOf[w]]];
+      int ri = idxOfRep[p.repOf[v]], rj = idxOfRep[p.repOf[w]];
+      for (int r = 0; r < n; ++r) {
+        Side a{ri, toRepV[r]}, b{rj, toRepW[t.rank[r]]};
+        if (a == b)
+          continue;
+        if (b < a)
+          std::swap(a, b);
+        if (!done.insert({a, b}).second)
+          continue;
+        int endA = hasAt(a.first, a.second, H),
+            endB = hasAt(b.first, b.second, H);
+        for (int s = 0; s <= H; ++s) {
+          int x = hasAt(a.first, a.second, s), y = hasAt(b.first, b.second, s);
+          if (x == y)
+            continue;
+          m.addClause({-x, -endB, y});
+          m.addClause({-y, -endA, x});
+        }
+        ++tiedArrivals;
+      }
+    }
 }
 
 const std::vector<std::pair<int, int>> &FlowEncoding::loadTerms(int l) {

@@ -992,7 +992,8 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
     return std::nullopt;
   }
   eo.horizon = H;
-  // TACCL ties send times as well as routes.
+  // TACCL ties send times as well as routes, and when each chunk reaches
+  // each rank.
   eo.ties = EncodingOptions::Ties::Slots;
   std::unique_ptr<IncrementalSolver> solver;
   // The smallest satisfiable horizon; `unsat` says whether every horizon
@@ -1004,8 +1005,12 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
             std::to_string(enc.numSendVars()) + " send variables" +
             (enc.numTiedPairs() ? ", " + std::to_string(enc.numTiedPairs()) +
                                       " tied link pairs"
-                                : std::string()));
-    unsat = enc.numTiedPairs() > 0;
+                                : std::string()) +
+            (enc.numTiedArrivals()
+                 ? ", " + std::to_string(enc.numTiedArrivals()) +
+                       " tied arrivals"
+                 : std::string()));
+    unsat = enc.numTiedPairs() > 0 || enc.numTiedArrivals() > 0;
     bool proven = true;
     int unknowns = 0;
     for (int T = tlb; T <= H && unknowns < 2; ++T) {

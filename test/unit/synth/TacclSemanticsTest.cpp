@@ -5,11 +5,14 @@
 #include "ccsynth/Core/Json.h"
 #include "ccsynth/Core/Simulator.h"
 #include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Synth/Encoding.h"
 #include "ccsynth/Synth/Problem.h"
 #include "ccsynth/Synth/Search.h"
 #include "ccsynth/Synth/SwitchModel.h"
 #include "ccsynth/Synth/Synthesizer.h"
 
+#include <cmath>
+#include <limits>
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -371,6 +374,40 @@ TEST_CASE("the exact slot model ties send slots", "[taccl][symmetry]") {
   for (auto [key, slot] : slotOf)
     if (tie.link[key.second] >= 0)
       CHECK(slotOf.at({tie.value[key.first], tie.link[key.second]}) == slot);
+  // Each chunk reaches each rank in the same slot as its image reaches the
+  // image rank (TACCL's start times), also where it arrives over a link
+  // between blocks, whose sends are not tied. Slot lengths as the exact
+  // model sets them: each link's cost in units of the fastest.
+  CostModel cost = makeCostModel(*t, 1 << 14);
+  double tau = std::numeric_limits<double>::infinity();
+  for (int l : p->usableLinks)
+    tau = std::min(tau, cost.link[l]);
+  std::map<std::pair<int, int>, int> arrival; // (value, rank) -> last slot
+  std::set<std::pair<int, int>> overBetween;
+  for (const PlanSend &s : exact->sends) {
+    int d = std::max(1, (int)std::lround(cost.link[s.link] / tau));
+    int dst = t->links[s.link].dst;
+    arrival[{s.value, dst}] = s.slot + d - 1;
+    if (tie.link[s.link] < 0)
+      overBetween.insert({s.value, dst});
+  }
+  int checked = 0;
+  for (auto [key, slot] : arrival) {
+    auto image = arrival.find({tie.value[key.first], tie.rank[key.second]});
+    REQUIRE(image != arrival.end());
+    CHECK(image->second == slot);
+    checked += (int)overBetween.count(key);
+  }
+  CHECK(checked > 0);
+  // The ties are in the exact model (every rank of both nodes, for each
+  // pair of tied chunks), not in the routing model, which keeps no times.
+  EncodingOptions slots;
+  slots.horizon = 8;
+  slots.ties = EncodingOptions::Ties::Slots;
+  CHECK(FlowEncoding(*p, slots).numTiedArrivals() > 0);
+  EncodingOptions routes = slots;
+  routes.ties = EncodingOptions::Ties::Routes;
+  CHECK(FlowEncoding(*p, routes).numTiedArrivals() == 0);
   auto plans =
       routingPlans(*p, makeCostModel(*t, 1 << 20), RoutingSearchOptions{}, ctx);
   REQUIRE_FALSE(plans.empty());

@@ -94,6 +94,9 @@ public:
   /// Pairs of (representative, link) tied by the problem's partial
   /// symmetries (0 without ties or with Ties::None).
   int numTiedPairs() const { return tiedPairs; }
+  /// Pairs of (representative, rank) whose arrival slots are tied (the
+  /// exact slot model only: Ties::Slots).
+  int numTiedArrivals() const { return tiedArrivals; }
 
   /// Requires every destination to hold its value by the end of slot `t`
   /// (<= horizon). False when some destination cannot be reached by then.
@@ -145,11 +148,13 @@ private:
   void encodeRep(int ri);
   void encodeExclusive();
   void encodeTies();
+  /// The exact slot model's ties of arrival slots (TACCL's start times).
+  void encodeArrivalTies();
   /// Whether rep index ri could cross link l starting in slot s (any slot
   /// when s is 0) if the encoding had kept every useless send: TACCL's
   /// model has such a send, so a tie to it leaves the other side free.
   bool possible(int ri, int l, int s) const;
-  int tiedPairs = 0;
+  int tiedPairs = 0, tiedArrivals = 0;
   /// Every (rep index, link) pair whose sends count against link l's load
   /// (the images of all values' routes on l).
   const std::vector<std::pair<int, int>> &loadTerms(int l);

@@ -18,20 +18,8 @@ LIMIT=60
 TOPOS="dgx1 ndv2x2 ndv2x4 dgx2x2 dgx-a100x2 dgx-a100x4 dgx-h100x2 dgx-h100x8"
 COLLS="allgather reducescatter allreduce broadcast reduce gather scatter alltoall"
 SIZES="1K 1M 1G"
-while getopts "b:l:t:c:s:" opt; do
-  case $opt in
-    b) BUILD=$OPTARG ;;
-    l) LIMIT=$OPTARG ;;
-    t) TOPOS=$OPTARG ;;
-    c) COLLS=$OPTARG ;;
-    s) SIZES=$OPTARG ;;
-    *) exit 2 ;;
-  esac
-done
-CCSYNTH=$BUILD/tools/ccsynth/ccsynth
-[ -x "$CCSYNTH" ] || { echo "build ccsynth first ($CCSYNTH)" >&2; exit 1; }
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
+. bench/common.sh
+bench_options "$@"
 
 # Prints the simulated time (us) of schedule $1 at size $2.
 sim_time() {

@@ -18,21 +18,10 @@ BUILD=build
 LIMIT=300
 TOPOS="dgx-h100x16 dgx-h100x32 dgx-h100x64 dgx-h100x128"
 COLLS="allgather reducescatter allreduce"
-SIZE=1G
-while getopts "b:l:t:c:s:" opt; do
-  case $opt in
-    b) BUILD=$OPTARG ;;
-    l) LIMIT=$OPTARG ;;
-    t) TOPOS=$OPTARG ;;
-    c) COLLS=$OPTARG ;;
-    s) SIZE=$OPTARG ;;
-    *) exit 2 ;;
-  esac
-done
-CCSYNTH=$BUILD/tools/ccsynth/ccsynth
-[ -x "$CCSYNTH" ] || { echo "build ccsynth first ($CCSYNTH)" >&2; exit 1; }
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
+SIZES=1G
+. bench/common.sh
+bench_options "$@"
+SIZE=$SIZES
 
 printf '%-13s %-13s %10s %7s %10s %-12s %8s %8s %9s %8s %8s\n' topology \
   collective "time(us)" "%bound" "bl/syn" baseline transfers "solve(s)" \

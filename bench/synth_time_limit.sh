@@ -16,19 +16,8 @@ BUILD=build
 LIMIT=5
 TOPOS="dgx-h100x32 dgx-h100x64 dgx-h100x128 dgx2x64 dgx1x128 ring:512 torus2d:32x32 dgx-h100x512 fc:4096"
 COLLS="allgather reducescatter allreduce broadcast"
-while getopts "b:l:t:c:" opt; do
-  case $opt in
-    b) BUILD=$OPTARG ;;
-    l) LIMIT=$OPTARG ;;
-    t) TOPOS=$OPTARG ;;
-    c) COLLS=$OPTARG ;;
-    *) exit 2 ;;
-  esac
-done
-CCSYNTH=$BUILD/tools/ccsynth/ccsynth
-[ -x "$CCSYNTH" ] || { echo "build ccsynth first ($CCSYNTH)" >&2; exit 1; }
-OUT=$(mktemp -d)
-trap 'rm -rf "$OUT"' EXIT
+. bench/common.sh
+bench_options "$@"
 GRACE=$(awk -v l="$LIMIT" 'BEGIN { g = l * 0.1; if (g < 2) g = 2; print l + g }')
 
 printf '%-14s %-13s %7s %8s %-5s %s\n' topology collective "wall(s)" "mem(MB)" \

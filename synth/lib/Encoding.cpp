@@ -235,6 +235,14 @@ bool FlowEncoding::possible(int ri, int l, int s) const {
   return s > e && s + dur(l) - 1 <= opts.horizon;
 }
 
+template <typename Fn> void FlowEncoding::forEachTiedPair(Fn &&fn) const {
+  for (const SymmetryTie &t : p.ties)
+    for (size_t v = 0; v < p.values.size(); ++v) {
+      int w = t.value[v];
+      fn(t, (int)v, w, idxOfRep[p.repOf[v]], idxOfRep[p.repOf[w]]);
+    }
+}
+
 void FlowEncoding::encodeTies() {
   using Side = std::pair<int, int>; // (rep index, link)
   // x and y are the literals of two tied sends (0 = no variable). A send
@@ -259,41 +267,38 @@ void FlowEncoding::encodeTies() {
     return lits;
   };
   std::set<std::pair<Side, Side>> done;
-  for (const SymmetryTie &t : p.ties)
-    for (size_t v = 0; v < p.values.size(); ++v) {
-      // Value v's sends are its representative's under the inverse of the
-      // group element that makes it; likewise for its tied image w.
-      int w = t.value[v];
-      const auto &fromV = p.group.link[p.group.inverse[p.elemOf[v]]];
-      const auto &fromW = p.group.link[p.group.inverse[p.elemOf[w]]];
-      int ri = idxOfRep[p.repOf[v]], rj = idxOfRep[p.repOf[w]];
-      for (int l : p.usableLinks) {
-        if (t.link[l] < 0)
-          continue;
-        Side a{ri, fromV[l]}, b{rj, fromW[t.link[l]]};
-        if (a.second < 0 || b.second < 0 || a == b)
-          continue;
-        if (b < a)
-          std::swap(a, b);
-        if (!done.insert({a, b}).second)
-          continue;
-        ++tiedPairs;
-        if (opts.ties == EncodingOptions::Ties::Routes) {
-          tie(crosses[a.first][a.second], crosses[b.first][b.second], a, b, 0);
-          continue;
-        }
-        // Slot by slot: the tied links are alike, so their transfers take
-        // equally long.
-        std::map<int, int> xs = bySlot(a), ys = bySlot(b);
-        for (auto [slot, x] : xs) {
-          auto it = ys.find(slot);
-          tie(x, it == ys.end() ? 0 : it->second, a, b, slot);
-        }
-        for (auto [slot, y] : ys)
-          if (!xs.count(slot))
-            tie(0, y, a, b, slot);
+  forEachTiedPair([&](const SymmetryTie &t, int v, int w, int ri, int rj) {
+    // Value v's sends are its representative's under the inverse of the
+    // group element that makes it; likewise for its tied image w.
+    const auto &fromV = p.group.link[p.group.inverse[p.elemOf[v]]];
+    const auto &fromW = p.group.link[p.group.inverse[p.elemOf[w]]];
+    for (int l : p.usableLinks) {
+      if (t.link[l] < 0)
+        continue;
+      Side a{ri, fromV[l]}, b{rj, fromW[t.link[l]]};
+      if (a.second < 0 || b.second < 0 || a == b)
+        continue;
+      if (b < a)
+        std::swap(a, b);
+      if (!done.insert({a, b}).second)
+        continue;
+      ++tiedPairs;
+      if (opts.ties == EncodingOptions::Ties::Routes) {
+        tie(crosses[a.first][a.second], crosses[b.first][b.second], a, b, 0);
+        continue;
       }
+      // Slot by slot: the tied links are alike, so their transfers take
+      // equally long.
+      std::map<int, int> xs = bySlot(a), ys = bySlot(b);
+      for (auto [slot, x] : xs) {
+        auto it = ys.find(slot);
+        tie(x, it == ys.end() ? 0 : it->second, a, b, slot);
+      }
+      for (auto [slot, y] : ys)
+        if (!xs.count(slot))
+          tie(0, y, a, b, slot);
     }
+  });
   if (opts.ties == EncodingOptions::Ties::Slots)
     encodeArrivalTies();
 }
@@ -324,32 +329,29 @@ void FlowEncoding::encodeArrivalTies() {
   };
   using Side = std::pair<int, int>; // (rep index, rank)
   std::set<std::pair<Side, Side>> done;
-  for (const SymmetryTie &t : p.ties)
-    for (size_t v = 0; v < p.values.size(); ++v) {
-      int w = t.value[v];
-      const auto &toRepV = p.group.rank[p.group.inverse[p.elemOf[v]]];
-      const auto &toRepW = p.group.rank[p.group.inverse[p.elemOf[w]]];
-      int ri = idxOfRep[p.repOf[v]], rj = idxOfRep[p.repOf[w]];
-      for (int r = 0; r < n; ++r) {
-        Side a{ri, toRepV[r]}, b{rj, toRepW[t.rank[r]]};
-        if (a == b)
+  forEachTiedPair([&](const SymmetryTie &t, int v, int w, int ri, int rj) {
+    const auto &toRepV = p.group.rank[p.group.inverse[p.elemOf[v]]];
+    const auto &toRepW = p.group.rank[p.group.inverse[p.elemOf[w]]];
+    for (int r = 0; r < n; ++r) {
+      Side a{ri, toRepV[r]}, b{rj, toRepW[t.rank[r]]};
+      if (a == b)
+        continue;
+      if (b < a)
+        std::swap(a, b);
+      if (!done.insert({a, b}).second)
+        continue;
+      int endA = hasAt(a.first, a.second, H),
+          endB = hasAt(b.first, b.second, H);
+      for (int s = 0; s <= H; ++s) {
+        int x = hasAt(a.first, a.second, s), y = hasAt(b.first, b.second, s);
+        if (x == y)
           continue;
-        if (b < a)
-          std::swap(a, b);
-        if (!done.insert({a, b}).second)
-          continue;
-        int endA = hasAt(a.first, a.second, H),
-            endB = hasAt(b.first, b.second, H);
-        for (int s = 0; s <= H; ++s) {
-          int x = hasAt(a.first, a.second, s), y = hasAt(b.first, b.second, s);
-          if (x == y)
-            continue;
-          m.addClause({-x, -endB, y});
-          m.addClause({-y, -endA, x});
-        }
-        ++tiedArrivals;
+        m.addClause({-x, -endB, y});
+        m.addClause({-y, -endA, x});
       }
+      ++tiedArrivals;
     }
+  });
 }
 
 const std::vector<std::pair<int, int>> &FlowEncoding::loadTerms(int l) {

@@ -150,6 +150,9 @@ private:
   void encodeTies();
   /// The exact slot model's ties of arrival slots (TACCL's start times).
   void encodeArrivalTies();
+  /// Calls fn(tie, v, w, rep index of v, rep index of w) for each value v
+  /// and its image w under each of the problem's ties.
+  template <typename Fn> void forEachTiedPair(Fn &&fn) const;
   /// Whether rep index ri could cross link l starting in slot s (any slot
   /// when s is 0) if the encoding had kept every useless send: TACCL's
   /// model has such a send, so a tie to it leaves the other side free.

@@ -221,7 +221,9 @@ SolveOutcome solveFresh(const BoolModel &query, SearchContext &ctx,
     o.reason = "time limit";
     return o;
   }
-  auto solver = std::make_unique<IncrementalSolver>(SolverOptions{ctx.seed});
+  SolverOptions so;
+  so.seed = ctx.seed;
+  auto solver = std::make_unique<IncrementalSolver>(so);
   if (Status s = solver->sync(query); !s) {
     o.reason = s.error().message;
     return o;
@@ -613,10 +615,11 @@ std::vector<Plan> routingPlans(const RoutingProblem &p, const CostModel &cost,
   std::vector<Plan> out;
   int d0 = minDepth(p);
   int slack = opts.slack;
-  while (slack > 0 && estimateVars(p, d0 + slack) > ctx.maxVars)
+  long long perLevel = estimateVars(p, 1);
+  while (slack > 0 && perLevel * (d0 + slack) > ctx.maxVars)
     --slack;
   int H = d0 + slack;
-  if (estimateVars(p, H) > ctx.maxVars) {
+  if (perLevel * H > ctx.maxVars) {
     ctx.say("routing: skipped, the encoding would exceed " +
             std::to_string(ctx.maxVars) + " variables");
     return out;
@@ -984,9 +987,12 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
         tlb = std::max(tlb, (int)std::ceil(count / rate - 1e-9));
     }
   int H = tlb + std::max(2, tlb / 3);
-  while (H > tlb && estimateVars(p, H) > ctx.maxVars)
-    --H;
-  if (estimateVars(p, H) > ctx.maxVars) {
+  // Variables grow linearly with the horizon: one count per slot (a
+  // gather on 256 ranks has 512 values and 63k links to count).
+  long long perSlot = estimateVars(p, 1);
+  if (perSlot > 0)
+    H = std::max<long long>(tlb, std::min<long long>(H, ctx.maxVars / perSlot));
+  if (perSlot * H > ctx.maxVars) {
     ctx.say("exact: skipped, the slot model would exceed " +
             std::to_string(ctx.maxVars) + " variables");
     return std::nullopt;

@@ -27,6 +27,7 @@
 #include "LinkIndex.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -612,6 +613,11 @@ Expected<SimResult> Simulation::run() {
       finishNow.pop_back();
       finish(t);
     }
+    if (opts.until && std::chrono::steady_clock::now() >= *opts.until)
+      return Error("the time limit stopped the simulation of '" + sched.name +
+                   "' with " + std::to_string(numTransfers - finished) +
+                   " of " + std::to_string(numTransfers) +
+                   " transfers unfinished");
     recomputeRates();
     if (events.empty())
       break;

@@ -26,6 +26,8 @@
 #include "ccsynth/Core/Schedule.h"
 #include "ccsynth/Core/Topology.h"
 
+#include <chrono>
+#include <optional>
 #include <vector>
 
 namespace ccsynth {
@@ -39,6 +41,10 @@ struct SimOptions {
   double localCopyGBps = 1000;
   /// Record per-transfer start/end times (for timelines).
   bool recordTimeline = false;
+  /// Past this instant the simulation stops with an error naming the time
+  /// limit (a synthesis deadline; a million transfers all in flight at
+  /// once take seconds).
+  std::optional<std::chrono::steady_clock::time_point> until;
 };
 
 struct TransferTiming {

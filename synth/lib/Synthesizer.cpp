@@ -179,6 +179,13 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
                       : std::vector<std::vector<int>>{up, down};
 }
 
+/// Collectives in which every rank receives something from every other
+/// one: each of their schedules has at least n(n-1) transfers.
+bool everyPairCollective(CollectiveKind c) {
+  return c == CollectiveKind::AllGather || c == CollectiveKind::ReduceScatter ||
+         c == CollectiveKind::AllReduce || c == CollectiveKind::AllToAll;
+}
+
 struct Candidate {
   Schedule schedule;
   double timeUs = std::numeric_limits<double>::infinity();
@@ -208,6 +215,8 @@ private:
   /// completed (10% of the limit, at least 2 s less what finishing it
   /// takes).
   Clock::time_point deadline, hardDeadline;
+  /// The limit's grace: 10% of it, at least 2 s.
+  std::chrono::microseconds grace{0};
   /// Verification plus simulation seconds per transfer, as measured so far
   /// (to skip candidates that cannot be measured before the deadline).
   double measureSecPerTransfer = 0;
@@ -267,8 +276,8 @@ private:
     auto t0 = Clock::now();
     // The latency search grows with ranks times links (half a minute on
     // 1,024 ranks): an eighth of the time left, then a weaker bound.
-    LowerBound lb = lowerBound(target, topo, opts.targetBytes,
-                               t0 + (deadline - t0) / 8);
+    LowerBound lb =
+        lowerBound(target, topo, opts.targetBytes, t0 + (deadline - t0) / 8);
     bound = std::max(bound, lb.timeUs());
     boundBandwidthUs = lb.bandwidthUs;
     boundLatencyUs = lb.latencyUs;
@@ -288,12 +297,8 @@ private:
   /// at the very least (a 1M-transfer AllGather took 3 µs per transfer
   /// to build, verify and simulate, and 1 µs to write).
   double leastSecondsToWrite(int k) const {
-    bool everyPair = opts.kind == CollectiveKind::AllGather ||
-                     opts.kind == CollectiveKind::ReduceScatter ||
-                     opts.kind == CollectiveKind::AllReduce ||
-                     opts.kind == CollectiveKind::AllToAll;
     double n = topo.numRanks();
-    return everyPair ? 2e-6 * k * n * (n - 1) : 0;
+    return everyPairCollective(opts.kind) ? 2e-6 * k * n * (n - 1) : 0;
   }
   /// Seconds building split k's routing problem takes at the least: about
   /// 14 µs per value routed (an AllToAll on 1,024 ranks routes n^2 = 1M
@@ -306,11 +311,12 @@ private:
   /// Split k's collectives and routing problem can be set up, and a
   /// schedule of it written, in the time left.
   bool canSetUp(int k) const {
-    auto end = Clock::now() +
-               std::chrono::microseconds(
-                   (long long)((setupSecondsPerSplit * k + leastSecondsToWrite(k) +
-                                routingProblemSeconds(k)) *
-                               1e6));
+    auto end =
+        Clock::now() +
+        std::chrono::microseconds(
+            (long long)((setupSecondsPerSplit * k + leastSecondsToWrite(k) +
+                         routingProblemSeconds(k)) *
+                        1e6));
     return end < (haveSchedule() ? searchEnd() : hardDeadline);
   }
   /// A synthesized schedule or a baseline could be written.
@@ -987,16 +993,12 @@ constexpr size_t kMaxBaselineTransfers = 4000000;
 double baselineTransfersEstimate(BaselineKind kind, CollectiveKind c,
                                  const Topology &topo) {
   double n = topo.numRanks();
-  bool everyPair = c == CollectiveKind::AllGather ||
-                   c == CollectiveKind::ReduceScatter ||
-                   c == CollectiveKind::AllReduce ||
-                   c == CollectiveKind::AllToAll;
   // Rooted: a tree pipelines 8 chunks (8n transfers); a direct one sends
   // each rank its chunk, relayed where there is no link (n^2/4 on a
   // ring); a ring pipelines 4n chunks round all ranks, times half the
   // GPUs of a node on several nodes (1M transfers for a broadcast on
   // ring:512, 4.2M on dgx-h100x64).
-  if (!everyPair) {
+  if (!everyPairCollective(c)) {
     double perNode =
         topo.numNodes() > 1 ? (double)topo.ranksOfNode(0).size() / 2 : 1.0;
     return kind == BaselineKind::Direct ? n * n / 4
@@ -1058,11 +1060,6 @@ void Driver::measureBaselines() {
                        return a.transfers < b.transfers;
                      return preference(a.kind) < preference(b.kind);
                    });
-  // The limit's grace (10%, at least 2 s).
-  auto grace = std::max<std::chrono::microseconds>(
-      std::chrono::duration_cast<std::chrono::microseconds>(deadline - start) /
-          10,
-      std::chrono::seconds(2));
   int bestRank = 4;
   for (const Option &o : options) {
     BaselineKind kind = o.kind;
@@ -1144,8 +1141,8 @@ void Driver::measureBaselines() {
       baselineSecPerTransfer =
           std::max(baselineSecPerTransfer, since(tb) / count);
     }
-    if (sim && (sim->timeUs < baselineUs ||
-                (sim->timeUs == baselineUs && o.rank < bestRank))) {
+    if (sim->timeUs < baselineUs ||
+        (sim->timeUs == baselineUs && o.rank < bestRank)) {
       baselineUs = sim->timeUs;
       baselineBusbw = sim->busbwGBps;
       baselineMeasureSeconds = since(ts) / 2;
@@ -1169,11 +1166,11 @@ void Driver::preferBaseline() {
   // No routing problem was built (the time ran out first): only a sketch
   // that constrains no link is known to allow the baseline's.
   if (sketchLinks.empty())
-    allowed = sketch.intra == IntraStrategy::None &&
-              sketch.switches.empty() && sketch.conn.empty() &&
+    allowed = sketch.intra == IntraStrategy::None && sketch.switches.empty() &&
+              sketch.conn.empty() &&
               sketch.connKind == InternodeConnKind::FullyConnected;
-  for (size_t i = 0; allowed && !sketchLinks.empty() &&
-                     i < baselineSchedule.transfers.size();
+  for (size_t i = 0;
+       allowed && !sketchLinks.empty() && i < baselineSchedule.transfers.size();
        ++i) {
     const Transfer &tr = baselineSchedule.transfers[i];
     if (tr.src.rank == tr.dst.rank)
@@ -1206,9 +1203,9 @@ Expected<SynthResult> Driver::run() {
   auto limit = std::chrono::microseconds(
       (long long)(std::max(0.0, opts.timeLimitSec) * 1e6));
   deadline = start + limit;
-  hardDeadline = deadline + std::max<std::chrono::microseconds>(
-                                limit / 10, std::chrono::seconds(2)) /
-                                2;
+  grace =
+      std::max<std::chrono::microseconds>(limit / 10, std::chrono::seconds(2));
+  hardDeadline = deadline + grace / 2;
   int n = topo.numRanks();
   if (opts.kind == CollectiveKind::Custom) {
     if (!opts.custom)
@@ -1229,12 +1226,10 @@ Expected<SynthResult> Driver::run() {
   // cannot fit in memory rather than exhaust it.
   // The rooted collectives hold a few slots per rank (a broadcast: the
   // root's chunk and one output chunk per rank).
-  bool everyPair = opts.kind == CollectiveKind::AllGather ||
-                   opts.kind == CollectiveKind::ReduceScatter ||
-                   opts.kind == CollectiveKind::AllReduce ||
-                   opts.kind == CollectiveKind::AllToAll ||
-                   opts.kind == CollectiveKind::Custom;
-  double entries = everyPair ? (double)n * n : 4.0 * n;
+  bool everyPair = everyPairCollective(opts.kind);
+  double entries = everyPair || opts.kind == CollectiveKind::Custom
+                       ? (double)n * n
+                       : 4.0 * n;
   if (opts.kind == CollectiveKind::AllReduce)
     entries *= 3;
   if (entries > kMaxConditionEntries)
@@ -1255,7 +1250,7 @@ Expected<SynthResult> Driver::run() {
   // receives something from every other one), each built, verified,
   // simulated and written. When even that cannot end within the limit's
   // grace, say so now rather than search in vain.
-  if (everyPair && opts.kind != CollectiveKind::Custom) {
+  if (everyPair) {
     double least = leastSecondsToWrite(1);
     if (Clock::now() + std::chrono::microseconds((long long)(least * 1e6)) >
         hardDeadline)

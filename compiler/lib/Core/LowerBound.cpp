@@ -653,12 +653,12 @@ LowerBound BoundComputer::compute() {
   std::vector<int> rankGroup(n);
   for (int r = 0; r < n; ++r)
     rankGroup[r] = r;
-  // Under a deadline the quotients come first: on multi-node machines the
-  // node quotient usually binds, and on 4,096 ranks the single-rank cuts
-  // alone take seconds. The maximum is the same in either order; only the
-  // description of a tied cut may differ.
-  // The rank with the most chunks to move comes before the quotients (a
-  // broadcast's root binds there).
+  // Under a deadline the cuts most likely to bind come first: the one
+  // around the rank with the most chunks to move (a broadcast's root),
+  // then the quotients (on multi-node machines the node quotient usually
+  // binds, and on 4,096 ranks the single-rank cuts alone take seconds).
+  // The maximum is the same in any order; only the description of a tied
+  // cut may differ.
   if (searchUntil) {
     singleGroupCuts(rankGroup, n, "rank", 1);
     totalTraffic();

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <queue>
 #include <span>
+#include <unordered_map>
 
 namespace ccsynth::synth {
 
@@ -45,11 +46,14 @@ private:
   const ListScheduleOptions &opts;
 
   int numTasks = 0;
+  /// The slot of each task's link (-1 = local): the links the tasks use,
+  /// numbered densely (a 4,096-rank machine has 16.7M links), so per-link
+  /// state is per slot.
   std::vector<int> linkOf;
   std::vector<double> bytes, alpha, cap;
   /// Constraints per task: a view of its link's (or rank's) shared list.
   std::vector<std::span<const int>> cons;
-  std::vector<std::vector<int>> linkCons, localCons;
+  std::vector<std::vector<int>> linkCons, localCons; ///< per slot, per rank
   std::vector<double> consCap;
   /// Dependents of each task: succ[succStart[t] .. succStart[t + 1]).
   std::vector<size_t> succStart;
@@ -301,7 +305,8 @@ Expected<TimedTasks> Dispatcher::run() {
   alpha.assign(numTasks, 0);
   cap.assign(numTasks, 0);
   cons.assign(numTasks, {});
-  linkCons.assign(topo.links.size(), {});
+  linkCons.clear();
+  std::unordered_map<int, int> slotOfLink;
   localCons.assign(n, {});
   for (int r = 0; r < n; ++r)
     localCons[r] = {nres + r};
@@ -321,17 +326,21 @@ Expected<TimedTasks> Dispatcher::run() {
                      " to rank " + std::to_string(tr.dst.rank));
       l = *best;
     }
-    linkOf[t] = l;
     alpha[t] = topo.links[l].alphaUs;
     cap[t] = topo.links[l].bandwidthGBps * 1e3;
-    std::vector<int> &lc = linkCons[l];
-    if (lc.empty() && !topo.links[l].resources.empty()) {
-      lc = topo.links[l].resources;
+    auto [slot, isNew] = slotOfLink.try_emplace(l, (int)linkCons.size());
+    linkOf[t] = slot->second;
+    if (isNew) {
+      std::vector<int> lc = topo.links[l].resources;
       std::sort(lc.begin(), lc.end());
       lc.erase(std::unique(lc.begin(), lc.end()), lc.end());
+      linkCons.push_back(std::move(lc));
     }
-    cons[t] = lc;
   }
+  // The slots' lists no longer move: point the tasks at them.
+  for (int t = 0; t < numTasks; ++t)
+    if (linkOf[t] >= 0)
+      cons[t] = linkCons[linkOf[t]];
   Dependencies deps = taskDependencies(list);
   if (pastDeadline())
     return Error("list scheduling stopped at its time limit");
@@ -352,8 +361,8 @@ Expected<TimedTasks> Dispatcher::run() {
         succ[fill[d]++] = t;
   }
   deps = {};
-  linkReady.assign(topo.links.size(), {});
-  linkBusy.assign(topo.links.size(), 0);
+  linkReady.assign(linkCons.size(), {});
+  linkBusy.assign(linkCons.size(), 0);
   remaining.assign(numTasks, 0);
   rate.assign(numTasks, 0);
   lastUpdate.assign(numTasks, 0);
@@ -499,24 +508,34 @@ TaskList mergeContiguous(const TaskList &list, const TimedTasks &timed,
                          double maxDelayRatio) {
   int nt = (int)list.tasks.size();
   double chunk = chunkBytesOf(*list.collective, bytes);
-  std::vector<std::vector<int>> onLink(topo.links.size());
+  // The tasks on links, grouped by link and in start order within one (a
+  // list per link would be 16.7M lists on 4,096 ranks).
+  std::vector<int> onLinks;
   for (int t = 0; t < nt; ++t) {
     const Transfer &tr = list.tasks[t].tr;
     if (tr.src.rank != tr.dst.rank && tr.link >= 0)
-      onLink[tr.link].push_back(t);
+      onLinks.push_back(t);
   }
+  std::sort(onLinks.begin(), onLinks.end(), [&](int a, int b) {
+    int la = list.tasks[a].tr.link, lb = list.tasks[b].tr.link;
+    if (la != lb)
+      return la < lb;
+    return timed.start[a] != timed.start[b] ? timed.start[a] < timed.start[b]
+                                            : a < b;
+  });
   // head[t] = head of t's run; count[head] accumulates the run's count.
   std::vector<int> head(nt), count(nt);
   std::iota(head.begin(), head.end(), 0);
   for (int t = 0; t < nt; ++t)
     count[t] = list.tasks[t].tr.count;
   bool any = false;
-  for (size_t l = 0; l < onLink.size(); ++l) {
-    auto &ts = onLink[l];
-    std::sort(ts.begin(), ts.end(), [&](int a, int b) {
-      return timed.start[a] != timed.start[b] ? timed.start[a] < timed.start[b]
-                                              : a < b;
-    });
+  for (size_t first = 0; first < onLinks.size();) {
+    int l = list.tasks[onLinks[first]].tr.link;
+    size_t last = first;
+    while (last < onLinks.size() && list.tasks[onLinks[last]].tr.link == l)
+      ++last;
+    std::span<const int> ts(onLinks.data() + first, last - first);
+    first = last;
     const Link &link = topo.links[l];
     double perChunkUs = chunk / (link.bandwidthGBps * 1e3);
     int run = -1;

@@ -469,6 +469,7 @@ double Driver::measure(Schedule &s, const std::string &method, int k,
   SimOptions so;
   so.bytes = opts.targetBytes;
   so.until = haveSchedule() ? searchEnd() : hardDeadline;
+  so.topologyValidated = true;
   auto sim = simulate(s, topo, so);
   stages.add("verify+simulate", since(t0));
   if (!sim) {
@@ -1033,6 +1034,7 @@ void Driver::measureBaselines() {
   BaselineOptions bo;
   bo.inPlace = opts.inPlace;
   bo.root = opts.root;
+  bo.topologyValidated = true;
   // The cheapest first: on large machines the time limit may allow only
   // one, and any verified baseline is a schedule to write. Equal times
   // keep the first of this order (direct, hierarchical, tree, ring).
@@ -1111,6 +1113,7 @@ void Driver::measureBaselines() {
     }
     SimOptions so;
     so.bytes = opts.targetBytes;
+    so.topologyValidated = true;
     auto ts = Clock::now();
     // Verified now, so that writing it instead of a slower schedule at the
     // deadline costs nothing more.
@@ -1478,6 +1481,9 @@ Expected<SynthResult> synthesize(const Topology &topo, const Sketch &sketch,
   auto model = applySketchSwitches(topo, sketch);
   if (!model)
     return model.error();
+  // The Driver relies on a checked topology (SimOptions, BaselineOptions).
+  if (Status s = model->topo.validate(); !s)
+    return s.error();
   Driver d(model->topo, sketch, options);
   auto result = d.run();
   if (result && model->changed)

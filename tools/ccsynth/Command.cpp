@@ -222,7 +222,9 @@ Expected<Topology> topologyFor(const Schedule &schedule,
   if (!topo)
     return topo.error();
   if (explicitTopo.empty() && !schedule.topologyHash.empty()) {
-    std::string hash = topologyHash(*topo);
+    std::string hash = schedule.topologyHashVersion == 2
+                           ? topologyJsonHash(*topo)
+                           : topologyHash(*topo);
     if (hash != schedule.topologyHash)
       return Error("topology '" + name +
                    "' is not the one the schedule was made for (its content "
@@ -278,6 +280,7 @@ void recordTopology(Schedule &schedule, const std::string &nameOrPath,
                     std::string hash) {
   schedule.topology = nameOrPath;
   schedule.topologyHash = std::move(hash);
+  schedule.topologyHashVersion = Schedule::kFormatVersion;
 }
 
 Status checkOutputs(const std::vector<std::string> &paths) {

@@ -277,6 +277,8 @@ int runSynth(const SynthCliOptions &o) {
       }
       SimOptions sim;
       sim.bytes = bytes;
+      // Loading checked the machine; the synthesizer checked its model.
+      sim.topologyValidated = true;
       auto r = simulate(sched, model, sim);
       if (!r)
         return fail(r.error());

@@ -214,7 +214,8 @@ Expected<int> optionalInt(const JsonReader &rd, const std::string &obj,
 std::string scheduleToJson(const Schedule &s) {
   OrderedJson head;
   head["format"] = "ccsynth-schedule";
-  head["version"] = Schedule::kFormatVersion;
+  head["version"] = s.topologyHash.empty() ? Schedule::kFormatVersion
+                                            : s.topologyHashVersion;
   head["name"] = s.name;
   head["topology"] = s.topology;
   if (!s.topologyHash.empty())
@@ -269,7 +270,7 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
   auto version = rd.integer("/version");
   if (!version)
     return version.error();
-  if (*version != 1 && *version != Schedule::kFormatVersion)
+  if (*version < 1 || *version > Schedule::kFormatVersion)
     return rd.error("/version", "unsupported schedule format version " +
                                     std::to_string(*version) +
                                     " (this ccsynth reads versions 1 to " +
@@ -279,6 +280,8 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
     return rd.error("/topology_hash",
                     "'topology_hash' needs schedule format version 2");
   Schedule s;
+  if (*version >= 2)
+    s.topologyHashVersion = (int)*version;
   for (auto [key, field] :
        {std::pair{"name", &s.name}, std::pair{"topology", &s.topology},
         std::pair{"topology_hash", &s.topologyHash},

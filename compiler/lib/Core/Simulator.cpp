@@ -33,6 +33,7 @@
 #include <limits>
 #include <numeric>
 #include <span>
+#include <unordered_map>
 
 namespace ccsynth {
 
@@ -165,6 +166,11 @@ private:
   std::vector<double> startUs, endUs;
 
   // Per link: transfers in (step, position) order and the next to run.
+  /// The links the schedule uses, numbered densely (a 4,096-rank machine
+  /// has 16.7M links; a schedule on it uses few): slotOf[t] is the slot of
+  /// transfer t's link (-1 = local), and the per-link state is per slot.
+  std::vector<int> slotOf;
+  std::unordered_map<int, int> slotOfLink;
   std::vector<std::vector<int>> linkQueue;
   std::vector<size_t> linkHead;
   std::vector<bool> linkBusy;
@@ -175,7 +181,7 @@ private:
   /// Per transfer: the constraints it crosses, a view of the list of its
   /// link (or its rank's copy engine), shared by every transfer there.
   std::vector<std::span<const int>> constraintsOf;
-  std::vector<std::vector<int>> linkConstraints, localConstraints;
+  std::vector<std::vector<int>> linkConstraints, localConstraints; ///< per slot, per rank
   /// Active flows on each constraint; positions let a flow leave in O(1).
   std::vector<std::vector<int>> flowsOn;
   /// Per transfer, parallel to constraintsOf: posOn[posStart[t] + i].
@@ -225,7 +231,8 @@ Error Simulation::transferError(int t, const std::string &msg) const {
 }
 
 Status Simulation::resolve() {
-  if (Status s = topo.validate(); !s)
+  if (Status s = opts.topologyValidated ? Status::success() : topo.validate();
+      !s)
     return Error("cannot simulate on topology '" + topo.name +
                  "': " + s.error().message);
   if (col.numRanks != topo.numRanks())
@@ -248,15 +255,17 @@ Status Simulation::resolve() {
 
   numTransfers = (int)sched.transfers.size();
   linkOf.assign(numTransfers, -1);
+  slotOf.assign(numTransfers, -1);
+  slotOfLink.clear();
   bytesOf.assign(numTransfers, 0);
   alphaOf.assign(numTransfers, 0);
   flows.assign(numTransfers, Flow());
   constraintsOf.assign(numTransfers, {});
-  linkConstraints.assign(topo.links.size(), {});
+  linkConstraints.clear();
   localConstraints.assign(n, {});
   for (int r = 0; r < n; ++r)
     localConstraints[r] = {numResources + r};
-  linkQueue.assign(topo.links.size(), {});
+  linkQueue.clear();
   for (int t = 0; t < numTransfers; ++t) {
     const Transfer &tr = sched.transfers[t];
     for (const ChunkLoc *end : {&tr.src, &tr.dst}) {
@@ -316,14 +325,21 @@ Status Simulation::resolve() {
     linkOf[t] = link;
     alphaOf[t] = l.alphaUs;
     flows[t].cap = bytesPerUs(l.bandwidthGBps);
-    std::vector<int> &cons = linkConstraints[link];
-    if (cons.empty() && !l.resources.empty()) {
-      cons = l.resources;
+    auto [slot, isNew] =
+        slotOfLink.try_emplace(link, (int)linkConstraints.size());
+    slotOf[t] = slot->second;
+    if (isNew) {
+      std::vector<int> cons = l.resources;
       // A link naming one resource twice would count it twice; keep one.
       std::sort(cons.begin(), cons.end());
       cons.erase(std::unique(cons.begin(), cons.end()), cons.end());
+      linkConstraints.push_back(std::move(cons));
     }
-    constraintsOf[t] = cons;
+  }
+  // The slots' constraint lists no longer move: point the transfers at them.
+  for (int t = 0; t < numTransfers; ++t) {
+    if (slotOf[t] >= 0)
+      constraintsOf[t] = linkConstraints[slotOf[t]];
   }
   for (int t = 0; t < numTransfers; ++t) {
     double tightest = std::numeric_limits<double>::infinity();
@@ -347,13 +363,14 @@ Status Simulation::buildDependencies() {
   // Dependents of each transfer, listed in step order; a link serves its
   // transfers in step order.
   pending.assign(numTransfers, 0);
+  linkQueue.assign(linkConstraints.size(), {});
   depStart.assign(numTransfers + 1, 0);
   for (int t : order) {
     for (int from : waitsFor.of(t))
       ++depStart[from + 1];
     pending[t] = (int)waitsFor.of(t).size();
-    if (linkOf[t] >= 0)
-      linkQueue[linkOf[t]].push_back(t);
+    if (slotOf[t] >= 0)
+      linkQueue[slotOf[t]].push_back(t);
   }
   for (int t = 0; t < numTransfers; ++t)
     depStart[t + 1] += depStart[t];
@@ -368,7 +385,7 @@ Status Simulation::buildDependencies() {
 void Simulation::tryStart(int t) {
   if (pending[t] > 0 || phase[t] != Phase::Waiting)
     return;
-  int link = linkOf[t];
+  int link = slotOf[t];
   if (link >= 0) {
     if (linkBusy[link] || linkQueue[link][linkHead[link]] != t)
       return;
@@ -431,7 +448,7 @@ void Simulation::finish(int t) {
   phase[t] = Phase::Done;
   endUs[t] = now;
   ++finished;
-  int link = linkOf[t];
+  int link = slotOf[t];
   if (link >= 0) {
     linkBusy[link] = false;
     ++linkHead[link];
@@ -592,8 +609,8 @@ Expected<SimResult> Simulation::run() {
   phase.assign(numTransfers, Phase::Waiting);
   startUs.assign(numTransfers, 0);
   endUs.assign(numTransfers, 0);
-  linkHead.assign(topo.links.size(), 0);
-  linkBusy.assign(topo.links.size(), false);
+  linkHead.assign(linkConstraints.size(), 0);
+  linkBusy.assign(linkConstraints.size(), false);
   flowsOn.assign(numConstraints, {});
   posStart.assign(numTransfers + 1, 0);
   for (int t = 0; t < numTransfers; ++t)

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -346,24 +348,109 @@ std::string topologyToJson(const Topology &t, bool withStepModel) {
   return out;
 }
 
-std::string topologyHash(const Topology &topo, const std::atomic<bool> *stop) {
+std::string topologyJsonHash(const Topology &topo) {
   unsigned long long h = 1469598103934665603ULL;
-  struct Stopped {};
-  try {
-    writeTopologyJson(topo, /*withStepModel=*/false,
-                      [&](const std::string &piece) {
-      if (stop && stop->load(std::memory_order_relaxed))
-        throw Stopped{};
-      for (unsigned char c : piece) {
-        h ^= c;
-        h *= 1099511628211ULL;
-      }
-    });
-  } catch (const Stopped &) {
-    return {};
-  }
+  writeTopologyJson(topo, /*withStepModel=*/false,
+                    [&](const std::string &piece) {
+                      for (unsigned char c : piece) {
+                        h ^= c;
+                        h *= 1099511628211ULL;
+                      }
+                    });
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", h);
+  return hex;
+}
+
+namespace {
+
+/// A 64-bit hash of a stream of 64-bit words: four independent lanes, each
+/// a multiply-rotate-multiply round per word (so the multiplies of four
+/// words overlap), folded and avalanched at the end together with the word
+/// count. Strings enter as their length and their bytes packed 8 to a
+/// word, so no two different streams of fields give one word stream.
+class WordHasher {
+public:
+  void word(uint64_t w) {
+    buf_[n_++] = w;
+    if (n_ == 4) {
+      for (int i = 0; i < 4; ++i)
+        lane_[i] = round(lane_[i], buf_[i]);
+      n_ = 0;
+      blocks_++;
+    }
+  }
+  void number(double x) {
+    uint64_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    word(bits);
+  }
+  void text(const std::string &s) {
+    word(s.size());
+    for (size_t i = 0; i < s.size(); i += 8) {
+      uint64_t w = 0;
+      std::memcpy(&w, s.data() + i, std::min<size_t>(8, s.size() - i));
+      word(w);
+    }
+  }
+  uint64_t finish() const {
+    uint64_t h = rotl(lane_[0], 1) + rotl(lane_[1], 7) + rotl(lane_[2], 12) +
+                 rotl(lane_[3], 18);
+    for (int i = 0; i < n_; ++i)
+      h = round(h, buf_[i]);
+    h ^= blocks_ * 4 + n_;
+    // Avalanche (the splitmix64 finalizer).
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return h;
+  }
+
+private:
+  static constexpr uint64_t kMul1 = 0x9e3779b97f4a7c15ULL;
+  static constexpr uint64_t kMul2 = 0xc2b2ae3d27d4eb4fULL;
+  static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+  static uint64_t round(uint64_t lane, uint64_t w) {
+    return rotl(lane + w * kMul2, 31) * kMul1;
+  }
+  uint64_t lane_[4] = {0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL,
+                       0xa4093822299f31d0ULL, 0x082efa98ec4e6c89ULL};
+  uint64_t buf_[4] = {};
+  int n_ = 0;
+  uint64_t blocks_ = 0;
+};
+
+} // namespace
+
+std::string topologyHash(const Topology &topo, const std::atomic<bool> *stop) {
+  WordHasher h;
+  h.text("ccsynth-topology-hash-1");
+  h.text(topo.name);
+  h.text(topo.description);
+  h.word(topo.nodeOf.size());
+  for (int node : topo.nodeOf)
+    h.word((uint64_t)(uint32_t)node);
+  h.word(topo.resources.size());
+  for (const Resource &r : topo.resources) {
+    h.text(r.name);
+    h.number(r.bandwidthGBps);
+  }
+  h.word(topo.links.size());
+  for (size_t i = 0; i < topo.links.size(); ++i) {
+    if ((i & 0xffff) == 0 && stop && stop->load(std::memory_order_relaxed))
+      return {};
+    const Link &l = topo.links[i];
+    h.word((uint64_t)(uint32_t)l.src << 32 | (uint32_t)l.dst);
+    h.word((uint64_t)l.kind << 32 | (uint32_t)l.resources.size());
+    h.number(l.alphaUs);
+    h.number(l.bandwidthGBps);
+    for (int r : l.resources)
+      h.word((uint64_t)(uint32_t)r);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h.finish());
   return hex;
 }
 

@@ -220,9 +220,38 @@ TEST_CASE("the topology hash follows the figures, not the formatting",
   CHECK(topologyHash(*a) == topologyHash(*b));
   CHECK(topologyHash(*a) != topologyHash(*c));
   CHECK(topologyHash(*a).size() == 16);
+  // The version 2 hash (FNV-1a of the canonical JSON) likewise.
+  CHECK(topologyJsonHash(*a) == topologyJsonHash(*b));
+  CHECK(topologyJsonHash(*a) != topologyJsonHash(*c));
+  CHECK(topologyJsonHash(*a) != topologyHash(*a));
 }
 
-TEST_CASE("a schedule records its topology's hash (format version 2)",
+TEST_CASE("the topology hash sees every field the canonical JSON holds",
+          "[hostile]") {
+  auto base = parseTopo(topoJson("{\"src\": 0, \"dst\": 1, \"kind\": \"nvlink\", "
+                                 "\"alpha_us\": 1, \"bandwidth_gbps\": 10}"));
+  REQUIRE(base);
+  std::string h = topologyHash(*base);
+  auto changed = [&](auto edit) {
+    Topology t = *base;
+    edit(t);
+    return topologyHash(t) != h;
+  };
+  CHECK(changed([](Topology &t) { t.name += "x"; }));
+  CHECK(changed([](Topology &t) { t.description += "x"; }));
+  CHECK(changed([](Topology &t) { t.links[0].alphaUs = 2; }));
+  CHECK(changed([](Topology &t) { t.links[0].kind = LinkKind::PCIe; }));
+  CHECK(changed([](Topology &t) { std::swap(t.links[0].src, t.links[0].dst); }));
+  CHECK(changed([](Topology &t) { t.links.push_back(t.links[0]); }));
+  CHECK(changed([](Topology &t) {
+    t.resources.push_back({"switch", 100});
+    t.links[0].resources.push_back(0);
+  }));
+  // The step model is not part of it.
+  CHECK_FALSE(changed([](Topology &t) { t.stepModel.launchUs[0] = 1; }));
+}
+
+TEST_CASE("a schedule records its topology's hash (format version 3)",
           "[hostile]") {
   Schedule s;
   s.name = "x";
@@ -230,15 +259,26 @@ TEST_CASE("a schedule records its topology's hash (format version 2)",
   s.topologyHash = "0123456789abcdef";
   s.collective = *Collective::builtin(CollectiveKind::AllGather, 2, 1);
   std::string json = scheduleToJson(s);
-  CHECK(has(json, "\"version\": 2"));
+  CHECK(has(json, "\"version\": 3"));
   auto doc = JsonDocument::parse("s.json", json);
   REQUIRE(doc);
   auto back = parseScheduleJson(*doc);
   REQUIRE(back);
   CHECK(back->topologyHash == "0123456789abcdef");
+  CHECK(back->topologyHashVersion == 3);
+  // A version 2 file's hash is the older one, and stays version 2 when
+  // written again.
+  std::string v2 = json;
+  v2.replace(v2.find("\"version\": 3"), 12, "\"version\": 2");
+  auto doc2 = JsonDocument::parse("s.json", v2);
+  REQUIRE(doc2);
+  auto older = parseScheduleJson(*doc2);
+  REQUIRE(older);
+  CHECK(older->topologyHashVersion == 2);
+  CHECK(has(scheduleToJson(*older), "\"version\": 2"));
   // Version 1 files have no hash.
   std::string v1 = json;
-  v1.replace(v1.find("\"version\": 2"), 12, "\"version\": 1");
+  v1.replace(v1.find("\"version\": 3"), 12, "\"version\": 1");
   auto doc1 = JsonDocument::parse("s.json", v1);
   REQUIRE(doc1);
   auto old = parseScheduleJson(*doc1);

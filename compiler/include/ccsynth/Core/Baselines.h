@@ -31,6 +31,9 @@ struct BaselineOptions {
   /// Pipelining depth (chunks per ring/tree segment); 0 = the baseline's
   /// default.
   int pipeline = 0;
+  /// The caller checked the topology (Topology::validate) and has not
+  /// changed it since: skips that pass over every link.
+  bool topologyValidated = false;
 };
 
 /// Collectives a baseline kind supports on a topology (hierarchical needs

@@ -40,8 +40,9 @@ struct Transfer {
 
 class Schedule {
 public:
-  /// Version 2 added `topology_hash`; version 1 files are still read.
-  static constexpr int kFormatVersion = 2;
+  /// Version 2 added `topology_hash` (topologyJsonHash()); version 3 records
+  /// topologyHash() there instead. Versions 1 and 2 are still read.
+  static constexpr int kFormatVersion = 3;
 
   std::string name;
   /// Topology the schedule was made for (a built-in name or a file path);
@@ -51,6 +52,10 @@ public:
   /// not recorded); a later command that finds the topology by the
   /// `topology` field refuses one with a different hash.
   std::string topologyHash;
+  /// The schedule format version whose hash `topologyHash` is: 2 for
+  /// topologyJsonHash(), 3 for topologyHash(). A version 2 file keeps its
+  /// version when written again.
+  int topologyHashVersion = kFormatVersion;
   /// How it was produced ("baseline:ring", "synth", "dsl:file.ccl", ...).
   std::string origin;
   Collective collective;

@@ -45,6 +45,10 @@ struct SimOptions {
   /// limit (a synthesis deadline; a million transfers all in flight at
   /// once take seconds).
   std::optional<std::chrono::steady_clock::time_point> until;
+  /// The caller checked the topology (Topology::validate) and has not
+  /// changed it since: skips that pass over every link (16.7M on 4,096
+  /// ranks), which a search simulating many candidates would repeat.
+  bool topologyValidated = false;
 };
 
 struct TransferTiming {

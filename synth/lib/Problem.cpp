@@ -675,8 +675,9 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
   return p;
 }
 
-std::optional<Error> explainInfeasible(const RoutingProblem &p,
-                                       const Sketch &sk) {
+std::optional<Error> explainInfeasible(
+    const RoutingProblem &p, const Sketch &sk,
+    std::optional<std::chrono::steady_clock::time_point> until) {
   const Topology &t = *p.topo;
   int n = t.numRanks();
   std::vector<char> seen(n, 0);
@@ -717,12 +718,24 @@ std::optional<Error> explainInfeasible(const RoutingProblem &p,
   // themselves): when every representative reaches all its destinations,
   // so does every value. On 1,024 ranks that is one search instead of one
   // per value.
-  if (p.reps.size() < p.values.size() &&
-      std::all_of(p.reps.begin(), p.reps.end(), reaches))
-    return std::nullopt;
+  auto pastUntil = [&](size_t i) {
+    return until && (i & 63) == 0 && std::chrono::steady_clock::now() > *until;
+  };
+  if (p.reps.size() < p.values.size()) {
+    bool all = true;
+    for (size_t i = 0; i < p.reps.size() && all; ++i) {
+      if (pastUntil(i))
+        return std::nullopt;
+      all = reaches(p.reps[i]);
+    }
+    if (all)
+      return std::nullopt;
+  }
   int stuck = 0;
   std::optional<Error> first;
   for (int v = 0; v < (int)p.values.size(); ++v) {
+    if (!first && pastUntil(v))
+      return std::nullopt;
     const RouteValue &val = p.values[v];
     if (reaches(v))
       continue;

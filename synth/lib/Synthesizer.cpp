@@ -991,20 +991,42 @@ constexpr size_t kMaxBaselineTransfers = 4000000;
 /// (3 n^2); the multi-ring baseline of a multi-node machine has one ring
 /// per GPU of a node, and its AllToAll relays each chunk half way round
 /// on average; trees pipeline a few chunks down and up (23 n).
+/// How many ranks `root` has a link to (`toRoot`: from).
+int rootNeighbours(const Topology &topo, int root, bool toRoot) {
+  int n = topo.numRanks();
+  std::vector<char> linked(n, 0);
+  int count = 0;
+  for (const Link &l : topo.links) {
+    int other = toRoot ? (l.dst == root ? l.src : -1)
+                       : (l.src == root ? l.dst : -1);
+    if (other >= 0 && !linked[other]) {
+      linked[other] = 1;
+      ++count;
+    }
+  }
+  return count;
+}
+
 double baselineTransfersEstimate(BaselineKind kind, CollectiveKind c,
-                                 const Topology &topo) {
+                                 const Topology &topo, int root) {
   double n = topo.numRanks();
   // Rooted: a tree pipelines 8 chunks (8n transfers); a direct one sends
-  // each rank its chunk, relayed where there is no link (n^2/4 on a
-  // ring); a ring pipelines 4n chunks round all ranks, times half the
-  // GPUs of a node on several nodes (1M transfers for a broadcast on
+  // each rank its chunk (n, or 2n with the local reduces), relayed to the
+  // ranks the root has no link to (n/4 hops each, as on a ring: n^2/4 on
+  // ring:n, 4n on dgx1x512 where 3 GPUs of the root's node are not its
+  // neighbours); a ring pipelines 4n chunks round all ranks, times half
+  // the GPUs of a node on several nodes (1M transfers for a broadcast on
   // ring:512, 4.2M on dgx-h100x64).
   if (!everyPairCollective(c)) {
     double perNode =
         topo.numNodes() > 1 ? (double)topo.ranksOfNode(0).size() / 2 : 1.0;
-    return kind == BaselineKind::Direct ? n * n / 4
-           : kind == BaselineKind::Ring ? 4.0 * std::max(1.0, perNode) * n * n
-                                        : 8.0 * n;
+    if (kind == BaselineKind::Direct) {
+      bool toRoot = c == CollectiveKind::Gather || c == CollectiveKind::Reduce;
+      double unlinked = n - 1 - rootNeighbours(topo, root, toRoot);
+      return (c == CollectiveKind::Reduce ? 2 : 1) * n + unlinked * n / 4;
+    }
+    return kind == BaselineKind::Ring ? 4.0 * std::max(1.0, perNode) * n * n
+                                      : 8.0 * n;
   }
   if (kind == BaselineKind::Tree)
     return 32.0 * n;
@@ -1039,11 +1061,18 @@ void Driver::measureBaselines() {
   // one, and any verified baseline is a schedule to write. Equal times
   // keep the first of this order (direct, hierarchical, tree, ring).
   // On several nodes the hierarchical baseline comes before the direct
-  // one of the same size: it is the faster of the two there.
+  // one of the same size: it is the faster of the two there. A broadcast
+  // or reduce tries the tree first: the direct one, cheaper to build,
+  // pushes every rank's copy through the root's links (on 4,096 ranks the
+  // time limit leaves room for one of them).
   const BaselineKind order[] = {BaselineKind::Direct,
                                 BaselineKind::Hierarchical, BaselineKind::Tree,
                                 BaselineKind::Ring};
+  bool treeFirst = opts.kind == CollectiveKind::Broadcast ||
+                   opts.kind == CollectiveKind::Reduce;
   auto preference = [&](BaselineKind k) {
+    if (treeFirst)
+      return k == BaselineKind::Tree ? -2 : 0;
     return topo.numNodes() > 1 && k == BaselineKind::Hierarchical ? -1 : 0;
   };
   struct Option {
@@ -1055,9 +1084,13 @@ void Driver::measureBaselines() {
   for (int i = 0; i < 4; ++i)
     if (baselineSupports(order[i], opts.kind, topo))
       options.push_back(
-          {order[i], i, baselineTransfersEstimate(order[i], opts.kind, topo)});
+          {order[i], i, baselineTransfersEstimate(order[i], opts.kind, topo,
+                                                  opts.root)});
   std::stable_sort(options.begin(), options.end(),
                    [&](const Option &a, const Option &b) {
+                     if (treeFirst &&
+                         preference(a.kind) != preference(b.kind))
+                       return preference(a.kind) < preference(b.kind);
                      if (a.transfers != b.transfers)
                        return a.transfers < b.transfers;
                      return preference(a.kind) < preference(b.kind);
@@ -1092,9 +1125,14 @@ void Driver::measureBaselines() {
       continue;
     }
     auto tb = Clock::now();
+    bo.until = until;
     auto b = makeBaseline(kind, opts.kind, topo, bo);
-    if (!b)
+    if (!b) {
+      if (Clock::now() > until)
+        say(std::string("not simulating the ") + toString(kind) +
+            " baseline (no time left: " + b.error().message + ")");
       continue;
+    }
     // A ring all-to-all on 64 ranks has a million transfers and takes
     // longer to simulate than most searches.
     if (b->transfers.size() > kMaxBaselineTransfers) {
@@ -1307,7 +1345,8 @@ Expected<SynthResult> Driver::run() {
       first = false;
       sketchFits = true;
       sketchLinks = problem->linkUsable;
-      if (auto why = explainInfeasible(*problem, sketch)) {
+      // Not proven by the time limit: the search goes on as if feasible.
+      if (auto why = explainInfeasible(*problem, sketch, deadline)) {
         result.feasible = false;
         result.infeasibility = *why;
       }
@@ -1415,7 +1454,7 @@ Expected<SynthResult> Driver::run() {
         // Moving contributions unreduced to their owner only pays when
         // latency dominates (checked above: at bandwidth-bound sizes it
         // multiplies the traffic into the owners).
-        if (f > 0 && explainInfeasible(*problem, sketch))
+        if (f > 0 && explainInfeasible(*problem, sketch, deadline))
           break;
         // The main family gets most of this split's time.
         auto familyUntil = f + 1 < setups->size()

@@ -75,8 +75,10 @@ std::vector<int> bestLinks(const Topology &topo) {
   return best;
 }
 
-ScheduleBuilder::ScheduleBuilder(const Topology &topology, Collective col)
-    : topo(topology), links(bestLinks(topology)) {
+ScheduleBuilder::ScheduleBuilder(
+    const Topology &topology, Collective col,
+    std::optional<std::chrono::steady_clock::time_point> deadline)
+    : topo(topology), links(bestLinks(topology)), until(deadline) {
   sched.collective = std::move(col);
   int n = numRanks();
   state.resize((size_t)n * 3);
@@ -106,6 +108,10 @@ ScheduleBuilder::SlotState &ScheduleBuilder::slot(ChunkLoc loc) {
 
 void ScheduleBuilder::emit(ChunkLoc src, ChunkLoc dst, TransferOp op,
                            int count) {
+  // The clock is read once per 4,096 transfers (a million take about a
+  // second to build and verify).
+  if ((sched.transfers.size() & 4095) == 0 && pastDeadline())
+    return;
   if (sched.transfers.size() >= kMaxTransfers) {
     if (!failure)
       failure =
@@ -224,9 +230,19 @@ void ScheduleBuilder::send(ChunkLoc src, ChunkLoc dst, TransferOp op,
   emit(at, dst, op, count);
 }
 
+bool ScheduleBuilder::pastDeadline() {
+  if (failure)
+    return true;
+  if (until && std::chrono::steady_clock::now() > *until)
+    failure = Error("building the schedule stopped at its time limit (" +
+                    std::to_string(sched.transfers.size()) +
+                    " transfers built)");
+  return failure.has_value();
+}
+
 Expected<Schedule> ScheduleBuilder::finish(std::string name,
                                            std::string origin) {
-  if (failure)
+  if (pastDeadline())
     return *failure;
   sched.name = std::move(name);
   sched.origin = std::move(origin);

@@ -33,7 +33,11 @@ std::vector<int> bestLinks(const Topology &topology);
 
 class ScheduleBuilder {
 public:
-  ScheduleBuilder(const Topology &topology, Collective collective);
+  /// With `until`, building stops (finish() returns an error naming the
+  /// time limit) once that instant has passed.
+  ScheduleBuilder(
+      const Topology &topology, Collective collective,
+      std::optional<std::chrono::steady_clock::time_point> until = {});
 
   const Topology &topology() const { return topo; }
   const Collective &collective() const { return sched.collective; }
@@ -91,6 +95,8 @@ private:
   std::vector<int> scratchUsed;
   int currentChannel = -1;
   std::optional<Error> failure;
+  std::optional<std::chrono::steady_clock::time_point> until;
+  bool pastDeadline();
 
   SlotState &slot(ChunkLoc loc);
   /// Topology::route(src, dst), computed per source for all destinations.

@@ -40,7 +40,7 @@ Expected<Schedule> makeDirectBaseline(CollectiveKind kind, const Topology &topo,
   auto col = makeCollective(kind, n, factor, options.inPlace, options.root);
   if (!col)
     return col.error();
-  ScheduleBuilder b(topo, col.take());
+  ScheduleBuilder b(topo, col.take(), options.until);
   int c = factor, root = options.root;
   // Peers in the order (r+1, r+2, ...), so that at any position of the
   // loops each rank talks to a different peer.

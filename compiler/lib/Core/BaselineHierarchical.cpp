@@ -61,7 +61,7 @@ Expected<Schedule> makeHierarchicalBaseline(CollectiveKind kind,
   auto col = makeCollective(kind, n, factor, options.inPlace, 0);
   if (!col)
     return col.error();
-  ScheduleBuilder b(topo, col.take());
+  ScheduleBuilder b(topo, col.take(), options.until);
   int c = factor;
 
   switch (kind) {

@@ -42,7 +42,7 @@ Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
   auto col = makeCollective(kind, n, factor, options.inPlace, options.root);
   if (!col)
     return col.error();
-  ScheduleBuilder b(topo, col.take());
+  ScheduleBuilder b(topo, col.take(), options.until);
   int c = factor, root = options.root;
   // position[q][rank]: where the rank sits on ring q.
   std::vector<std::vector<int>> position(numRings, std::vector<int>(n));

@@ -224,7 +224,7 @@ Expected<Schedule> makeTreeBaseline(CollectiveKind kind, const Topology &topo,
                             options.root);
   if (!col)
     return col.error();
-  ScheduleBuilder b(topo, col.take());
+  ScheduleBuilder b(topo, col.take(), options.until);
   for (int t = 0; t < numTrees; ++t) {
     const Tree &tree = trees[t];
     b.setChannel(t);

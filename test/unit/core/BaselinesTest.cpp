@@ -410,3 +410,20 @@ TEST_CASE("oversized baselines fail with a message instead of exhausting "
   REQUIRE_FALSE(big.ok());
   CHECK(big.error().message.find("too large") != std::string::npos);
 }
+
+TEST_CASE("a baseline stops building at its deadline", "[baselines]") {
+  // A relayed all-to-all on 16 DGX-1 (128 ranks): 16K direct pairs and
+  // thousands of relays, far more than 4,096 transfers.
+  auto t = makeBuiltinTopology("dgx1x16");
+  REQUIRE(t);
+  BaselineOptions o;
+  o.until = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  auto late = makeBaseline(BaselineKind::Direct, CollectiveKind::AllToAll, *t, o);
+  REQUIRE_FALSE(late);
+  CHECK(late.error().message.find("time limit") != std::string::npos);
+  // With time left it builds and verifies.
+  o.until = std::chrono::steady_clock::now() + std::chrono::hours(1);
+  auto inTime = makeBaseline(BaselineKind::Direct, CollectiveKind::AllToAll, *t, o);
+  REQUIRE(inTime);
+  CHECK(inTime->transfers.size() > 4096);
+}

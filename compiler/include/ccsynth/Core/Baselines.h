@@ -15,6 +15,7 @@
 #include "ccsynth/Core/Schedule.h"
 #include "ccsynth/Core/Topology.h"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ struct BaselineOptions {
   /// The caller checked the topology (Topology::validate) and has not
   /// changed it since: skips that pass over every link.
   bool topologyValidated = false;
+  /// Past this instant building stops with an error naming the time limit
+  /// (a synthesis deadline: an all-pairs schedule on 1,024 ranks relayed
+  /// across nodes takes seconds to build and verify).
+  std::optional<std::chrono::steady_clock::time_point> until;
 };
 
 /// Collectives a baseline kind supports on a topology (hierarchical needs

@@ -18,6 +18,7 @@
 #include "ccsynth/Core/Topology.h"
 #include "ccsynth/Synth/Sketch.h"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -119,8 +120,12 @@ Expected<RoutingProblem> buildRoutingProblem(const Topology &topo,
                                              const Collective &collective);
 
 /// When some rank can never receive some value under the sketch's links,
-/// an error saying which, and what in the sketch prevents it.
-std::optional<Error> explainInfeasible(const RoutingProblem &problem,
-                                       const Sketch &sketch);
+/// an error saying which, and what in the sketch prevents it. With
+/// `until`, a check still running at that instant gives up and returns
+/// nothing (not proven infeasible): on 4,096 ranks one search per value
+/// takes seconds.
+std::optional<Error> explainInfeasible(
+    const RoutingProblem &problem, const Sketch &sketch,
+    std::optional<std::chrono::steady_clock::time_point> until = {});
 
 } // namespace ccsynth::synth

@@ -266,22 +266,23 @@ TEST_CASE("a schedule records its topology's hash (format version 3)",
   REQUIRE(back);
   CHECK(back->topologyHash == "0123456789abcdef");
   CHECK(back->topologyHashVersion == 3);
+  // The same file, claiming another format version.
+  auto asVersion = [&](int version) {
+    std::string text = json;
+    text.replace(text.find("\"version\": 3"), 12,
+                 "\"version\": " + std::to_string(version));
+    auto d = JsonDocument::parse("s.json", text);
+    REQUIRE(d);
+    return parseScheduleJson(*d);
+  };
   // A version 2 file's hash is the older one, and stays version 2 when
   // written again.
-  std::string v2 = json;
-  v2.replace(v2.find("\"version\": 3"), 12, "\"version\": 2");
-  auto doc2 = JsonDocument::parse("s.json", v2);
-  REQUIRE(doc2);
-  auto older = parseScheduleJson(*doc2);
+  auto older = asVersion(2);
   REQUIRE(older);
   CHECK(older->topologyHashVersion == 2);
   CHECK(has(scheduleToJson(*older), "\"version\": 2"));
   // Version 1 files have no hash.
-  std::string v1 = json;
-  v1.replace(v1.find("\"version\": 3"), 12, "\"version\": 1");
-  auto doc1 = JsonDocument::parse("s.json", v1);
-  REQUIRE(doc1);
-  auto old = parseScheduleJson(*doc1);
+  auto old = asVersion(1);
   REQUIRE_FALSE(old);
   CHECK(has(old.error().message, "needs schedule format version 2"));
   // A hash that is not 16 hex digits is refused where it stands.

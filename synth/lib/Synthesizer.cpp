@@ -18,6 +18,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace ccsynth::synth {
 
@@ -983,14 +984,6 @@ constexpr double kMaxConditionEntries = 3e8;
 /// to simulate); smaller ones are when the time left allows.
 constexpr size_t kMaxBaselineTransfers = 4000000;
 
-/// Transfers a baseline of `kind` has, roughly (for ordering and for
-/// skipping what cannot be measured in time), in units of n^2 as counted
-/// on dgx-h100x4: the direct and hierarchical AllGather and AllToAll move
-/// each chunk once (the hierarchical AllToAll twice), a ReduceScatter also
-/// folds each arrival in (about 2 n^2) and an AllReduce adds the AllGather
-/// (3 n^2); the multi-ring baseline of a multi-node machine has one ring
-/// per GPU of a node, and its AllToAll relays each chunk half way round
-/// on average; trees pipeline a few chunks down and up (23 n).
 /// The sum over ranks of the fewest hops from `src` to them (`toSrc`: from
 /// them to `src`): the transfers of sending one chunk from `src` to every
 /// rank, relayed where there is no link (n - 1 where `src` is linked to
@@ -1037,6 +1030,14 @@ double hopSum(const Topology &topo, int src, bool toSrc) {
   return sum + (double)(n - (int)queue.size()) * n;
 }
 
+/// Transfers a baseline of `kind` has, roughly (for ordering and for
+/// skipping what cannot be measured in time), in units of n^2 as counted
+/// on dgx-h100x4: the direct and hierarchical AllGather and AllToAll move
+/// each chunk once (the hierarchical AllToAll twice), a ReduceScatter also
+/// folds each arrival in (about 2 n^2) and an AllReduce adds the AllGather
+/// (3 n^2); the multi-ring baseline of a multi-node machine has one ring
+/// per GPU of a node, and its AllToAll relays each chunk half way round
+/// on average; trees pipeline a few chunks down and up (23 n).
 double baselineTransfersEstimate(BaselineKind kind, CollectiveKind c,
                                  const Topology &topo, int root) {
   double n = topo.numRanks();
@@ -1108,8 +1109,6 @@ void Driver::measureBaselines() {
   bool treeFirst = opts.kind == CollectiveKind::Broadcast ||
                    opts.kind == CollectiveKind::Reduce;
   auto preference = [&](BaselineKind k) {
-    if (treeFirst)
-      return k == BaselineKind::Tree ? -2 : 0;
     return topo.numNodes() > 1 && k == BaselineKind::Hierarchical ? -1 : 0;
   };
   struct Option {
@@ -1123,14 +1122,14 @@ void Driver::measureBaselines() {
       options.push_back(
           {order[i], i, baselineTransfersEstimate(order[i], opts.kind, topo,
                                                   opts.root)});
+  auto sortKey = [&](const Option &o) {
+    if (treeFirst)
+      return std::tuple(o.kind != BaselineKind::Tree, o.transfers, 0);
+    return std::tuple(false, o.transfers, preference(o.kind));
+  };
   std::stable_sort(options.begin(), options.end(),
                    [&](const Option &a, const Option &b) {
-                     if (treeFirst &&
-                         preference(a.kind) != preference(b.kind))
-                       return preference(a.kind) < preference(b.kind);
-                     if (a.transfers != b.transfers)
-                       return a.transfers < b.transfers;
-                     return preference(a.kind) < preference(b.kind);
+                     return sortKey(a) < sortKey(b);
                    });
   int bestRank = 4;
   for (const Option &o : options) {

@@ -6,7 +6,6 @@
 #include <numeric>
 #include <queue>
 #include <span>
-#include <unordered_map>
 
 namespace ccsynth::synth {
 
@@ -46,14 +45,14 @@ private:
   const ListScheduleOptions &opts;
 
   int numTasks = 0;
-  /// The slot of each task's link (-1 = local): the links the tasks use,
-  /// numbered densely (a 4,096-rank machine has 16.7M links), so per-link
-  /// state is per slot.
+  /// The slot in `used` of each task's link (-1 = local): per-link state
+  /// is per link the tasks use, not per link of the machine.
+  UsedLinks used;
   std::vector<int> linkOf;
   std::vector<double> bytes, alpha, cap;
   /// Constraints per task: a view of its link's (or rank's) shared list.
   std::vector<std::span<const int>> cons;
-  std::vector<std::vector<int>> linkCons, localCons; ///< per slot, per rank
+  std::vector<std::vector<int>> localCons;
   std::vector<double> consCap;
   /// Dependents of each task: succ[succStart[t] .. succStart[t + 1]).
   std::vector<size_t> succStart;
@@ -305,8 +304,7 @@ Expected<TimedTasks> Dispatcher::run() {
   alpha.assign(numTasks, 0);
   cap.assign(numTasks, 0);
   cons.assign(numTasks, {});
-  linkCons.clear();
-  std::unordered_map<int, int> slotOfLink;
+  used.clear();
   localCons.assign(n, {});
   for (int r = 0; r < n; ++r)
     localCons[r] = {nres + r};
@@ -328,19 +326,9 @@ Expected<TimedTasks> Dispatcher::run() {
     }
     alpha[t] = topo.links[l].alphaUs;
     cap[t] = topo.links[l].bandwidthGBps * 1e3;
-    auto [slot, isNew] = slotOfLink.try_emplace(l, (int)linkCons.size());
-    linkOf[t] = slot->second;
-    if (isNew) {
-      std::vector<int> lc = topo.links[l].resources;
-      std::sort(lc.begin(), lc.end());
-      lc.erase(std::unique(lc.begin(), lc.end()), lc.end());
-      linkCons.push_back(std::move(lc));
-    }
+    linkOf[t] = used.slot(topo, l);
+    cons[t] = used.resources(linkOf[t]);
   }
-  // The slots' lists no longer move: point the tasks at them.
-  for (int t = 0; t < numTasks; ++t)
-    if (linkOf[t] >= 0)
-      cons[t] = linkCons[linkOf[t]];
   Dependencies deps = taskDependencies(list);
   if (pastDeadline())
     return Error("list scheduling stopped at its time limit");
@@ -361,8 +349,8 @@ Expected<TimedTasks> Dispatcher::run() {
         succ[fill[d]++] = t;
   }
   deps = {};
-  linkReady.assign(linkCons.size(), {});
-  linkBusy.assign(linkCons.size(), 0);
+  linkReady.assign(used.size(), {});
+  linkBusy.assign(used.size(), 0);
   remaining.assign(numTasks, 0);
   rate.assign(numTasks, 0);
   lastUpdate.assign(numTasks, 0);

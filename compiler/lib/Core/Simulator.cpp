@@ -33,7 +33,6 @@
 #include <limits>
 #include <numeric>
 #include <span>
-#include <unordered_map>
 
 namespace ccsynth {
 
@@ -165,12 +164,11 @@ private:
   std::vector<Phase> phase;
   std::vector<double> startUs, endUs;
 
-  // Per link: transfers in (step, position) order and the next to run.
-  /// The links the schedule uses, numbered densely (a 4,096-rank machine
-  /// has 16.7M links; a schedule on it uses few): slotOf[t] is the slot of
-  /// transfer t's link (-1 = local), and the per-link state is per slot.
+  // Per link the schedule uses (a slot of `used`; slotOf[t] is transfer
+  // t's, -1 = local): transfers in (step, position) order and the next to
+  // run.
+  UsedLinks used;
   std::vector<int> slotOf;
-  std::unordered_map<int, int> slotOfLink;
   std::vector<std::vector<int>> linkQueue;
   std::vector<size_t> linkHead;
   std::vector<bool> linkBusy;
@@ -181,7 +179,7 @@ private:
   /// Per transfer: the constraints it crosses, a view of the list of its
   /// link (or its rank's copy engine), shared by every transfer there.
   std::vector<std::span<const int>> constraintsOf;
-  std::vector<std::vector<int>> linkConstraints, localConstraints; ///< per slot, per rank
+  std::vector<std::vector<int>> localConstraints;
   /// Active flows on each constraint; positions let a flow leave in O(1).
   std::vector<std::vector<int>> flowsOn;
   /// Per transfer, parallel to constraintsOf: posOn[posStart[t] + i].
@@ -256,16 +254,14 @@ Status Simulation::resolve() {
   numTransfers = (int)sched.transfers.size();
   linkOf.assign(numTransfers, -1);
   slotOf.assign(numTransfers, -1);
-  slotOfLink.clear();
+  used.clear();
   bytesOf.assign(numTransfers, 0);
   alphaOf.assign(numTransfers, 0);
   flows.assign(numTransfers, Flow());
   constraintsOf.assign(numTransfers, {});
-  linkConstraints.clear();
   localConstraints.assign(n, {});
   for (int r = 0; r < n; ++r)
     localConstraints[r] = {numResources + r};
-  linkQueue.clear();
   for (int t = 0; t < numTransfers; ++t) {
     const Transfer &tr = sched.transfers[t];
     for (const ChunkLoc *end : {&tr.src, &tr.dst}) {
@@ -325,21 +321,8 @@ Status Simulation::resolve() {
     linkOf[t] = link;
     alphaOf[t] = l.alphaUs;
     flows[t].cap = bytesPerUs(l.bandwidthGBps);
-    auto [slot, isNew] =
-        slotOfLink.try_emplace(link, (int)linkConstraints.size());
-    slotOf[t] = slot->second;
-    if (isNew) {
-      std::vector<int> cons = l.resources;
-      // A link naming one resource twice would count it twice; keep one.
-      std::sort(cons.begin(), cons.end());
-      cons.erase(std::unique(cons.begin(), cons.end()), cons.end());
-      linkConstraints.push_back(std::move(cons));
-    }
-  }
-  // The slots' constraint lists no longer move: point the transfers at them.
-  for (int t = 0; t < numTransfers; ++t) {
-    if (slotOf[t] >= 0)
-      constraintsOf[t] = linkConstraints[slotOf[t]];
+    slotOf[t] = used.slot(topo, link);
+    constraintsOf[t] = used.resources(slotOf[t]);
   }
   for (int t = 0; t < numTransfers; ++t) {
     double tightest = std::numeric_limits<double>::infinity();
@@ -363,7 +346,7 @@ Status Simulation::buildDependencies() {
   // Dependents of each transfer, listed in step order; a link serves its
   // transfers in step order.
   pending.assign(numTransfers, 0);
-  linkQueue.assign(linkConstraints.size(), {});
+  linkQueue.assign(used.size(), {});
   depStart.assign(numTransfers + 1, 0);
   for (int t : order) {
     for (int from : waitsFor.of(t))
@@ -609,8 +592,8 @@ Expected<SimResult> Simulation::run() {
   phase.assign(numTransfers, Phase::Waiting);
   startUs.assign(numTransfers, 0);
   endUs.assign(numTransfers, 0);
-  linkHead.assign(linkConstraints.size(), 0);
-  linkBusy.assign(linkConstraints.size(), false);
+  linkHead.assign(used.size(), 0);
+  linkBusy.assign(used.size(), false);
   flowsOn.assign(numConstraints, {});
   posStart.assign(numTransfers + 1, 0);
   for (int t = 0; t < numTransfers; ++t)

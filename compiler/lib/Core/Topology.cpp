@@ -161,6 +161,18 @@ std::vector<int> Topology::route(int src, int dst) const {
 
 bool isUsableBandwidth(double gbps) { return std::isnormal(gbps) && gbps > 0; }
 
+int UsedLinks::slot(const Topology &topo, int link) {
+  auto [it, isNew] = slotOf_.try_emplace(link, (int)resources_.size());
+  if (isNew) {
+    std::vector<int> res = topo.links[link].resources;
+    // A link naming one resource twice would count it twice; keep one.
+    std::sort(res.begin(), res.end());
+    res.erase(std::unique(res.begin(), res.end()), res.end());
+    resources_.push_back(std::move(res));
+  }
+  return it->second;
+}
+
 bool isUsableAlpha(double us) {
   return us == 0 || (std::isnormal(us) && us > 0);
 }

@@ -198,7 +198,10 @@ Status Topology::validate() const {
   for (size_t i = 0; i < links.size(); ++i) {
     const Link &l = links[i];
     // Built only for an error: 16.7M links are checked on 4,096 ranks.
-    auto id = [i] { return "link " + std::to_string(i); };
+    auto id = [i] {
+      std::string s = "link ";
+      return s += std::to_string(i);
+    };
     if (l.src < 0 || l.src >= n || l.dst < 0 || l.dst >= n)
       return Error(id() + " connects ranks " + std::to_string(l.src) + " -> " +
                    std::to_string(l.dst) + ", outside 0.." +

@@ -211,13 +211,13 @@ std::vector<std::string> customLaunchColls(int ngpus, int inChunks,
 namespace {
 
 /// Threadblocks of a gpu indexed by id (nullptr where an id is missing).
+/// Only the dense range 0..tbs-1 is indexed: an id outside it is reported
+/// as not dense, and sizing the index by it would let one attribute such as
+/// id="99999999" allocate gigabytes.
 std::vector<const Threadblock *> tbsById(const Gpu &gpu) {
-  int maxId = -1;
+  std::vector<const Threadblock *> byId(gpu.tbs.size(), nullptr);
   for (const Threadblock &tb : gpu.tbs)
-    maxId = std::max(maxId, tb.id);
-  std::vector<const Threadblock *> byId(std::max(0, maxId + 1), nullptr);
-  for (const Threadblock &tb : gpu.tbs)
-    if (tb.id >= 0 && !byId[tb.id])
+    if (tb.id >= 0 && tb.id < (int)byId.size() && !byId[tb.id])
       byId[tb.id] = &tb;
   return byId;
 }

@@ -235,6 +235,14 @@ TEST_CASE("the validator enforces the runtime's structural rules",
     algo.gpus[1].tbs.back().id = 7;
     CHECK(mentions(validateAlgo(algo), "is not dense"));
   }
+  SECTION("a huge threadblock id is reported without sizing anything by it") {
+    algo.gpus[1].tbs.back().id = 999999999;
+    for (Threadblock &tb : algo.gpus[1].tbs)
+      for (Step &st : tb.steps)
+        if (st.depid >= 0)
+          st.depid = 999999999;
+    CHECK(mentions(validateAlgo(algo), "tb id 999999999 is not dense"));
+  }
   SECTION("peers are never the rank itself") {
     sender(algo).send = 0;
     CHECK(mentions(validateAlgo(algo), "send peer 0 is the gpu itself"));

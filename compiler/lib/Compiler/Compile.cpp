@@ -90,8 +90,11 @@ public:
       return f;
     }
     f.error = errors.front();
-    for (size_t i = 1; i < errors.size(); ++i)
-      f.error.notes += (f.error.notes.empty() ? "" : "\n") + errors[i].format();
+    for (size_t i = 1; i < errors.size(); ++i) {
+      if (!f.error.notes.empty())
+        f.error.notes += '\n';
+      f.error.notes += errors[i].format();
+    }
     return f;
   }
 
@@ -178,6 +181,30 @@ std::optional<Error> checkRoundTrip(ModuleOp module, const std::string &xml,
   return std::nullopt;
 }
 
+/// The connection (ordered pair of ranks) with the most transfers in the
+/// module's algorithms. Lowering gives each transfer between two ranks at
+/// least one message, and instances and pipelining multiply them.
+struct BusiestConnection {
+  int64_t messages = 0;
+  ccl::TransferOp first; // its first transfer
+};
+
+BusiestConnection busiestConnection(ModuleOp module, int64_t multiplier) {
+  BusiestConnection best;
+  llvm::DenseMap<std::pair<int64_t, int64_t>, int64_t> count;
+  llvm::DenseMap<std::pair<int64_t, int64_t>, ccl::TransferOp> firstOf;
+  module.walk([&](ccl::TransferOp t) {
+    if (t.getSrcRank() == t.getDstRank())
+      return;
+    std::pair<int64_t, int64_t> conn{t.getSrcRank(), t.getDstRank()};
+    int64_t n = (count[conn] += multiplier);
+    firstOf.try_emplace(conn, t);
+    if (n > best.messages)
+      best = {n, firstOf.lookup(conn)};
+  });
+  return best;
+}
+
 CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
                             ModuleOp module, const CompileOptions &o) {
   CompileResult result;
@@ -240,8 +267,37 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     if (attempt < plainAttempts)
       attempt = plainAttempts - 1; // the loop's ++ starts them
   };
+  // A threadblock serves one connection per channel, so a connection
+  // carries at most channels x steps-per-threadblock messages. A program
+  // over that cannot fit without coalescing: say so at once rather than
+  // after lowering, fusing and placing it (most of a large compile).
+  BusiestConnection busiest = busiestConnection(
+      module, (int64_t)std::max(1, o.instances) * std::max(1, o.pipeline));
   for (size_t attempt = 0; attempt < attempts.size(); ++attempt) {
     diags.clear();
+    if (!attempts[attempt].coalesce && !attempts[attempt].forMerging &&
+        busiest.first) {
+      int64_t channels = o.maxChannels > 0 ? o.maxChannels
+                         : plan || o.target == CompileTarget::Cuda ? 64
+                                                                    : 32;
+      int64_t capacity = channels * attempts[attempt].steps;
+      if (busiest.messages > capacity) {
+        if (attempt == 0) {
+          busiest.first->emitError()
+              << "rank " << busiest.first.getSrcRank() << " sends "
+              << busiest.messages << " messages to rank "
+              << busiest.first.getDstRank()
+              << ", but a connection has one threadblock per channel: at "
+                 "most "
+              << channels << " channels (max-channels) x "
+              << attempts[attempt].steps
+              << " steps per threadblock = " << capacity << " messages";
+          plainFailure = diags.failure();
+          toCoalesced(attempt);
+        }
+        continue;
+      }
+    }
     OwningOpRef<ModuleOp> work(cast<ModuleOp>(module->clone()));
     ccl::PipelineOptions p;
     // The input was proven above; re-prove only what the pipeline refines.

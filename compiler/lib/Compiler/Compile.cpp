@@ -191,16 +191,15 @@ struct BusiestConnection {
 
 BusiestConnection busiestConnection(ModuleOp module, int64_t multiplier) {
   BusiestConnection best;
-  llvm::DenseMap<std::pair<int64_t, int64_t>, int64_t> count;
-  llvm::DenseMap<std::pair<int64_t, int64_t>, ccl::TransferOp> firstOf;
+  llvm::DenseMap<std::pair<int64_t, int64_t>, BusiestConnection> byConn;
   module.walk([&](ccl::TransferOp t) {
     if (t.getSrcRank() == t.getDstRank())
       return;
-    std::pair<int64_t, int64_t> conn{t.getSrcRank(), t.getDstRank()};
-    int64_t n = (count[conn] += multiplier);
-    firstOf.try_emplace(conn, t);
-    if (n > best.messages)
-      best = {n, firstOf.lookup(conn)};
+    auto [it, fresh] = byConn.try_emplace({t.getSrcRank(), t.getDstRank()},
+                                          BusiestConnection{0, t});
+    it->second.messages += multiplier;
+    if (it->second.messages > best.messages)
+      best = it->second;
   });
   return best;
 }
@@ -273,14 +272,15 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
   // after lowering, fusing and placing it (most of a large compile).
   BusiestConnection busiest = busiestConnection(
       module, (int64_t)std::max(1, o.instances) * std::max(1, o.pipeline));
+  // Generated code is not bound to NCCL's 32 channels.
+  bool generated = o.target == CompileTarget::Cuda;
+  int channels = o.maxChannels > 0 ? o.maxChannels : plan || generated ? 64
+                                                                       : 32;
   for (size_t attempt = 0; attempt < attempts.size(); ++attempt) {
     diags.clear();
     if (!attempts[attempt].coalesce && !attempts[attempt].forMerging &&
         busiest.first) {
-      int64_t channels = o.maxChannels > 0 ? o.maxChannels
-                         : plan || o.target == CompileTarget::Cuda ? 64
-                                                                    : 32;
-      int64_t capacity = channels * attempts[attempt].steps;
+      int64_t capacity = (int64_t)channels * attempts[attempt].steps;
       if (busiest.messages > capacity) {
         if (attempt == 0) {
           busiest.first->emitError()
@@ -309,11 +309,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     p.coalesce = attempts[attempt].coalesce;
     p.maxSteps = attempts[attempt].steps;
     p.maxTbsPerChannel = o.maxTbsPerChannel;
-    // Generated code is not bound to NCCL's 32 channels.
-    bool generated = o.target == CompileTarget::Cuda;
-    p.maxChannels = o.maxChannels > 0 ? o.maxChannels
-                    : plan || generated ? 64
-                                        : 32;
+    p.maxChannels = channels;
     if (attempts[attempt].forMerging) {
       p.maxLocalSteps = 1;
       p.maxTbsPerChannel = std::max(p.maxTbsPerChannel, kUnboundChannels);

@@ -137,12 +137,14 @@ bool intersects(ArrayRef<Slot> a, const llvm::DenseSet<Slot> &b) {
 /// ids and `pos` back. An entry moves only when a fusion moves it later,
 /// which shifts the entries it passes by one and keeps their order, so the
 /// per-slot and per-peer lists (ids sorted by position) stay sorted; the
-/// moved entry is taken out of them first and put back after.
+/// moved entry is taken out of them first and put back after. The lists
+/// hold live steps only: a step is taken out before it is erased.
 class RankSteps {
 public:
-  RankSteps(SmallVector<StepOpInterface> steps, const Collective &col,
-            int rank)
-      : op(steps.begin(), steps.end()) {
+  RankSteps(GpuOp gpu, const Collective &col) {
+    int rank = (int)gpu.getRank();
+    auto steps = gpu.getBody().front().getOps<StepOpInterface>();
+    op.assign(steps.begin(), steps.end());
     size_t n = op.size();
     eff.resize(n);
     erased.assign(n, false);
@@ -173,7 +175,6 @@ public:
       if (it != touch.end())
         cur.push_back({&it->second, firstAfter(it->second, after)});
     }
-    int last = -1;
     while (true) {
       int best = -1;
       for (auto &[list, i] : cur)
@@ -182,12 +183,10 @@ public:
           best = (*list)[i];
       if (best < 0)
         return;
+      // A step touching several of the slots is met once.
       for (auto &[list, i] : cur)
         if (i < list->size() && (*list)[i] == best)
           ++i;
-      if (best == last || erased[best])
-        continue;
-      last = best;
       if (!fn(best))
         return;
     }
@@ -237,8 +236,7 @@ public:
   /// Takes a step out of the lists before it changes, moves or goes.
   void unindex(int id) {
     forLists(id, [&](std::vector<int> &list) {
-      auto it = std::lower_bound(list.begin(), list.end(), pos[id],
-                                 [&](int a, int p) { return pos[a] < p; });
+      auto it = at(list, id);
       assert(it != list.end() && *it == id && "step missing from its list");
       list.erase(it);
     });
@@ -247,8 +245,7 @@ public:
   /// Puts a step (back) into the lists of what it touches.
   void index(int id) {
     forLists(id, [&](std::vector<int> &list) {
-      auto it = std::lower_bound(list.begin(), list.end(), pos[id],
-                                 [&](int a, int p) { return pos[a] < p; });
+      auto it = at(list, id);
       if (it == list.end() || *it != id)
         list.insert(it, id);
     });
@@ -268,6 +265,12 @@ public:
   }
 
 private:
+  /// Where step `id` is or belongs in `list`, by its position.
+  std::vector<int>::iterator at(std::vector<int> &list, int id) const {
+    return std::lower_bound(list.begin(), list.end(), pos[id],
+                            [&](int a, int p) { return pos[a] < p; });
+  }
+
   /// The index of the first id in `list` whose position is after `p`.
   size_t firstAfter(const std::vector<int> &list, int p) const {
     return std::upper_bound(list.begin(), list.end(), p,
@@ -295,9 +298,7 @@ private:
 
 void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
   int rank = (int)gpu.getRank();
-  RankSteps rs(SmallVector<StepOpInterface>(
-                   gpu.getBody().front().getOps<StepOpInterface>()),
-               col, rank);
+  RankSteps rs(gpu, col);
   auto &ops = rs.op;
   auto &eff = rs.eff;
   auto &erased = rs.erased;

@@ -1,6 +1,7 @@
 //===- PluginBuild.cpp - Building plugin libraries from generated code ----===//
 #include "PluginBuild.h"
 
+#include "ccsynth/Core/ChildProcess.h"
 #include "ccsynth/runtime/PluginLoader.h"
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,44 +22,79 @@ namespace ccsynth::cli {
 
 namespace {
 
-/// A private temporary directory, removed with everything in it.
+/// A private temporary directory, removed with everything in it when done,
+/// and by the signal handler if the process is interrupted
+/// (ChildProcess.h).
 struct TempDir {
   std::string path;
+  int slot = -1;
   TempDir() {
+    SignalsHeld held;
     std::string tmpl = (fs::temp_directory_path() / "ccsynth-plugin-XXXXXX");
-    if (::mkdtemp(tmpl.data()))
+    if (::mkdtemp(tmpl.data())) {
       path = tmpl;
+      slot = registerTemporaryDirectory(path);
+    }
   }
   ~TempDir() {
     if (!path.empty()) {
       std::error_code ec;
       fs::remove_all(path, ec);
+      releaseTemporaryFile(slot);
     }
   }
 };
 
-/// Runs argv with stdout and stderr into `log`; returns the exit status or
-/// an error.
+/// Runs argv with stdout and stderr into `log` and TMPDIR set to `tmpDir`
+/// (so that the compiler's own temporaries live where a signal's cleanup
+/// removes them); returns the exit status or an error.
 Expected<int> runProcess(const std::vector<std::string> &argv,
-                         const std::string &log) {
+                         const std::string &log, const std::string &tmpDir) {
   std::vector<char *> args;
   for (const std::string &a : argv)
     args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
+  std::string tmpVar = "TMPDIR=" + tmpDir;
+  std::vector<char *> env;
+  for (char **e = environ; *e; ++e)
+    if (std::strncmp(*e, "TMPDIR=", 7) != 0)
+      env.push_back(*e);
+  env.push_back(tmpVar.data());
+  env.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  // The compiler and everything it starts get a process group of their
+  // own, which a signal to this process takes down (ChildProcess.h). The
+  // signals are blocked around the spawn so that none arrives between the
+  // child's start and its registration.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  int rc;
+  {
+    SignalsHeld held;
+    posix_spawnattr_setsigmask(&attr, &held.previous());
+    rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), env.data());
+    if (rc == 0)
+      registerChildProcess(pid);
+  }
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
     return Error("cannot run '" + argv[0] + "': " + std::strerror(rc));
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR)
+    if (errno != EINTR) {
+      releaseChildProcess();
       return Error("waiting for '" + argv[0] + "': " + std::strerror(errno));
+    }
+  releaseChildProcess();
   if (WIFSIGNALED(status))
     return Error("'" + argv[0] + "' was killed by signal " +
                  std::to_string(WTERMSIG(status)));
@@ -188,7 +225,11 @@ Status buildPlugin(const std::vector<GeneratedSource> &algos,
   argv.push_back("-o");
   argv.push_back(lib);
   std::string log = dir.path + "/build.log";
-  auto rc = runProcess(argv, log);
+  std::string compilerTmp = dir.path + "/tmp";
+  if (::mkdir(compilerTmp.c_str(), 0700) != 0)
+    return Error("cannot create '" + compilerTmp +
+                 "': " + std::strerror(errno));
+  auto rc = runProcess(argv, log, compilerTmp);
   if (!rc)
     return rc.error();
   if (*rc != 0) {

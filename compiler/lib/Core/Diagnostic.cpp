@@ -1,5 +1,6 @@
 //===- Diagnostic.cpp - Error formatting and safe file I/O ----------------===//
 #include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/ChildProcess.h"
 
 #include <atomic>
 #include <cerrno>
@@ -11,6 +12,8 @@
 #include <filesystem>
 #include <functional>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace ccsynth {
@@ -172,19 +175,78 @@ Expected<std::string> resolveLinks(const std::string &path) {
 constexpr int kTempSlots = 64;
 struct TempSlot {
   std::atomic<int> state{0}; // 0 free, 1 being filled, 2 live
+  bool tree = false;         // a directory removed with its contents
   char path[PATH_MAX];
 };
 TempSlot tempSlots[kTempSlots];
 static_assert(std::atomic<int>::is_always_lock_free);
+// The child a signal takes down with this process (0: none).
+std::atomic<pid_t> childProcess{0};
+static_assert(std::atomic<pid_t>::is_always_lock_free);
+
+/// Removes everything inside the directory `dirFd` with raw system calls
+/// (getdents64, unlinkat, openat: no allocation), `depth` levels down at
+/// most; closes `dirFd`.
+void removeContents(int dirFd, int depth) {
+  alignas(8) char buf[4096];
+  for (;;) {
+    long n = ::syscall(SYS_getdents64, dirFd, buf, sizeof buf);
+    if (n <= 0)
+      break;
+    bool removedAny = false;
+    for (long at = 0; at < n;) {
+      // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name
+      unsigned short reclen;
+      std::memcpy(&reclen, buf + at + 16, sizeof reclen);
+      unsigned char type = (unsigned char)buf[at + 18];
+      const char *name = buf + at + 19;
+      at += reclen;
+      if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0)))
+        continue;
+      if (type == 4 /* DT_DIR */ && depth > 0) {
+        int sub = ::openat(dirFd, name,
+                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub >= 0)
+          removeContents(sub, depth - 1);
+        ::unlinkat(dirFd, name, AT_REMOVEDIR);
+      } else {
+        ::unlinkat(dirFd, name, 0);
+      }
+      removedAny = true;
+    }
+    // Entries removed while reading may shift the directory's offsets:
+    // read it again from the start until a pass removes nothing.
+    if (removedAny)
+      ::lseek(dirFd, 0, SEEK_SET);
+  }
+  ::close(dirFd);
+}
 
 extern "C" void removeTemporariesAndReraise(int sig) {
   int savedErrno = errno;
+  // First the child and everything it started (its process group), so
+  // that nothing writes into the temporaries while they are removed.
+  if (pid_t child = childProcess.load(std::memory_order_acquire); child > 0) {
+    ::kill(-child, SIGKILL);
+    ::kill(child, SIGKILL);
+    int status;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
   // Newest first, so a staged directory's files go before the directory
   // itself (rmdir removes only an empty one).
   for (int i = kTempSlots - 1; i >= 0; --i)
-    if (tempSlots[i].state.load(std::memory_order_acquire) == 2)
-      if (::unlink(tempSlots[i].path) != 0 && errno == EISDIR)
+    if (tempSlots[i].state.load(std::memory_order_acquire) == 2) {
+      if (tempSlots[i].tree) {
+        int fd = ::open(tempSlots[i].path,
+                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0)
+          removeContents(fd, 16);
         ::rmdir(tempSlots[i].path);
+      } else if (::unlink(tempSlots[i].path) != 0 && errno == EISDIR) {
+        ::rmdir(tempSlots[i].path);
+      }
+    }
   errno = savedErrno;
   // Default action, so the parent sees death by this signal.
   ::signal(sig, SIG_DFL);
@@ -223,7 +285,8 @@ int writeInPlace(const std::string &target, const std::string &contents) {
 
 } // namespace
 
-int registerTemporaryFile(const std::string &path) {
+namespace {
+int registerTemporary(const std::string &path, bool tree) {
   if (path.size() >= PATH_MAX)
     return -1;
   for (int i = 0; i < kTempSlots; ++i) {
@@ -231,11 +294,27 @@ int registerTemporaryFile(const std::string &path) {
     if (!tempSlots[i].state.compare_exchange_strong(expected, 1))
       continue;
     std::memcpy(tempSlots[i].path, path.c_str(), path.size() + 1);
+    tempSlots[i].tree = tree;
     tempSlots[i].state.store(2, std::memory_order_release);
     return i;
   }
   return -1;
 }
+} // namespace
+
+int registerTemporaryFile(const std::string &path) {
+  return registerTemporary(path, false);
+}
+
+int registerTemporaryDirectory(const std::string &path) {
+  return registerTemporary(path, true);
+}
+
+void registerChildProcess(pid_t pid) {
+  childProcess.store(pid, std::memory_order_release);
+}
+
+void releaseChildProcess() { childProcess.store(0, std::memory_order_release); }
 
 void releaseTemporaryFile(int slot) {
   if (slot >= 0 && slot < kTempSlots)

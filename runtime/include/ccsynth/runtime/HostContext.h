@@ -209,12 +209,26 @@ private:
     if (loadAcquire(w) >= value)
       return true;
     Backoff backoff(l.timeout);
+    // At each deadline: the run's progress (commProgress). The wait gives
+    // up only when nothing in the whole run changed since the previous
+    // deadline, a full timeout: then every rank is stuck, and this wait is
+    // one of the stuck ones. On a starved machine (thousands of threads on
+    // two cores) a wait may take longer than the timeout while others move.
+    std::uint64_t lastProgress = 0;
+    bool armed = false;
     for (;;) {
       if (loadAcquire(w) >= value)
         return true;
       if (commAborted(l.comm))
         return false;
       if (!backoff.pause()) {
+        std::uint64_t progress = commProgress(l.comm);
+        if (!armed || progress != lastProgress) {
+          armed = true;
+          lastProgress = progress;
+          backoff.restart();
+          continue;
+        }
         std::uint64_t seen = loadAcquire(w);
         ccsynthError err{};
         err.result = ccsynthTimeout;

@@ -212,4 +212,20 @@ private:
   CommHeader *block = nullptr;
 };
 
+/// Evidence of life for watchdogs: the sum of every rank's flag words and
+/// launch epochs. Flags only grow within a communicator, so the sum changes
+/// exactly when some threadblock of some rank signalled, made progress or
+/// entered a launch. Reads every flag once (call it at deadlines only).
+inline std::uint64_t commProgress(CommHeader *h) {
+  std::uint64_t sum = 0;
+  for (int r = 0; r < h->nranks; ++r) {
+    sum += std::atomic_ref<std::uint64_t>(commSlot(h, r).entered)
+               .load(std::memory_order_relaxed);
+    for (std::uint32_t i = 0; i < h->flagWords; ++i)
+      sum += std::atomic_ref<std::uint64_t>(commFlag(h, r, i).value)
+                 .load(std::memory_order_relaxed);
+  }
+  return sum;
+}
+
 } // namespace ccsynth::rt

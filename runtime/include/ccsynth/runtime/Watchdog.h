@@ -2,7 +2,10 @@
 //
 // A wait spins briefly, then yields, then sleeps with a growing pause (so
 // that hundreds of waiting threads let the others run on a few cores), and
-// gives up at its deadline. Nothing waits without one.
+// reaches its deadline after the timeout. Nothing waits without one. What
+// happens there is the caller's: the host backend gives up only when
+// nothing in the whole run changed during the last timeout (HostContext.h),
+// so a wait that is slow because the machine is starved is not a hang.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -43,6 +46,9 @@ public:
     std::this_thread::sleep_for(std::chrono::nanoseconds(sleepNs));
     return true;
   }
+
+  /// Sets the next deadline one timeout from now.
+  void restart() { deadline = Clock::now() + timeout; }
 
 private:
   Clock::duration timeout;

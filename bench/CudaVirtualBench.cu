@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_bench_allgather(void);
-extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_bench_allreduce(void);
+extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_h100_ring_allgather(void);
+extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_h100_ring_allreduce(void);
 
 namespace {
 
@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
   std::printf("device: %s; %d iterations per size; ratio = memcpy time / "
               "collective time\n",
               prop.name, iters);
-  bench(ccsynthAlgorithm_bench_allgather(), iters);
-  bench(ccsynthAlgorithm_bench_allreduce(), iters);
+  bench(ccsynthAlgorithm_h100_ring_allgather(), iters);
+  bench(ccsynthAlgorithm_h100_ring_allreduce(), iters);
   return 0;
 }

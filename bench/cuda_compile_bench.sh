@@ -39,7 +39,7 @@ compile() {
   /usr/bin/time -f '%U %S' -o "$work/$name.time" \
     "$nvcc" -std=c++20 -O3 -cubin -arch=sm_$arch -DCCSYNTH_PLUGIN \
     -DCCSYNTH_DTYPE_MASK=0x80u -DCCSYNTH_OP_MASK=0x1u \
-    -I"$here/runtime/include" -Xptxas -v -x cu "$work/$name.cu" \
+    -I"$here/runtime/include" -I"$here/runtime/cuda/include" -Xptxas -v -x cu "$work/$name.cu" \
     -o "$work/$name.cubin" >"$work/$name.log" 2>&1 ||
     { cat "$work/$name.log" >&2; exit 1; }
   local cpu

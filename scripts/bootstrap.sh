@@ -42,6 +42,10 @@ demo)
 test)
   echo "== running the test suite"
   (cd "$build" && ctest -j "$jobs" --output-on-failure)
+  echo "== GPU check (without a GPU: prepare + runtime-only build)"
+  "$root/scripts/gpu-check.sh" --build-dir "$build" \
+    --prepared "$build/gpu-prepared" --gpu-build-dir "$build-gpu" \
+    --out "$build/gpu-check-out" --jobs "$jobs"
   if [[ -x "$root/scripts/sanitize-tests.sh" ]]; then
     echo "== parser tests under ASan + UBSan"
     "$root/scripts/sanitize-tests.sh"

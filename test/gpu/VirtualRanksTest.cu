@@ -8,7 +8,8 @@
 // back-to-back launches without any reset, fp32 and bf16 sums. A
 // hand-written algorithm that waits for a flag nobody raises checks the
 // watchdog: the launch ends, the failure names rank/threadblock/step/flag,
-// and the comm refuses the next launch.
+// and the comm refuses the next launch (alone: `ccsynth-gpu-virtual-ranks
+// watchdog`).
 //
 // Without a GPU it prints why and returns 77 (CTest's SKIP_RETURN_CODE).
 //
@@ -23,11 +24,11 @@
 #include <string>
 #include <vector>
 
-extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_gpu_test_allgather(void);
+extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_h100_ring_allgather(void);
 extern "C" const ccsynthAlgorithm *
-ccsynthAlgorithm_gpu_test_reducescatter(void);
-extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_gpu_test_allreduce(void);
-extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_gpu_test_alltoall(void);
+ccsynthAlgorithm_h100_ring_reducescatter(void);
+extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_h100_ring_allreduce(void);
+extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_h100_direct_alltoall(void);
 
 namespace {
 
@@ -298,7 +299,13 @@ void algorithmCases(const ccsynthAlgorithm *a, Kind kind,
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  // `watchdog`: only the watchdog case (the GPU check's hang check).
+  bool watchdogOnly = argc > 1 && std::strcmp(argv[1], "watchdog") == 0;
+  if (argc > 1 && !watchdogOnly) {
+    std::printf("usage: %s [watchdog]\n", argv[0]);
+    return 2;
+  }
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0) {
@@ -306,15 +313,20 @@ int main() {
                 e != cudaSuccess ? cudaGetErrorString(e) : "none found");
     return 77;
   }
+  if (watchdogOnly) {
+    watchdogCase();
+    std::printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);
+    return failures ? 1 : 0;
+  }
   // Counts whose chunks span several 1 MiB tiles (several passes), given
   // the DGX-H100 ring baselines' chunks per block (1, 2, 16; alltoall 1).
-  algorithmCases(ccsynthAlgorithm_gpu_test_allgather(), Kind::AllGather,
+  algorithmCases(ccsynthAlgorithm_h100_ring_allgather(), Kind::AllGather,
                  300000 + 5);
-  algorithmCases(ccsynthAlgorithm_gpu_test_reducescatter(), Kind::ReduceScatter,
-                 2 * 300000 + 5);
-  algorithmCases(ccsynthAlgorithm_gpu_test_allreduce(), Kind::AllReduce,
+  algorithmCases(ccsynthAlgorithm_h100_ring_reducescatter(),
+                 Kind::ReduceScatter, 2 * 300000 + 5);
+  algorithmCases(ccsynthAlgorithm_h100_ring_allreduce(), Kind::AllReduce,
                  16 * 300000 + 5);
-  algorithmCases(ccsynthAlgorithm_gpu_test_alltoall(), Kind::AllToAll,
+  algorithmCases(ccsynthAlgorithm_h100_direct_alltoall(), Kind::AllToAll,
                  300000 + 5);
   watchdogCase();
   std::printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);

@@ -84,7 +84,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ccsynth", required=True)
     ap.add_argument("--nvcc", required=True)
-    ap.add_argument("--include", required=True, help="runtime/include")
+    ap.add_argument("--include", required=True, action="append",
+                    help="a runtime include folder (runtime/include, "
+                    "runtime/cuda/include; repeatable)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--name", required=True)
     ap.add_argument("--baseline", nargs=3, metavar=("KIND", "COLLECTIVE", "TOPO"))
@@ -117,7 +119,8 @@ def main():
         obj = os.path.join(keep, args.name + ".o")
         cmd = [args.nvcc, "-std=c++20", "-O3", "-x", "cu", "-c", cu, "-o", obj,
                "-gencode", "arch=compute_%s,code=sm_%s" % (arch, arch),
-               "-DCCSYNTH_PLUGIN", "-I" + args.include, "-Xptxas", "-v",
+               "-DCCSYNTH_PLUGIN"] + ["-I" + d for d in args.include] + [
+               "-Xptxas", "-v",
                "-keep", "-keep-dir", keep, "-Xcompiler", "-fPIC"]
         cmd += ["-D" + d for d in args.define]
         start = time.monotonic()

@@ -200,10 +200,12 @@ Status buildPlugin(const std::vector<GeneratedSource> &algos,
   std::string lib = dir.path + "/plugin.so";
   std::vector<std::string> argv;
   std::string defines[] = {
-      "-DCCSYNTH_PLUGIN", "-DCCSYNTH_VERSION_STRING=\"" CCSYNTH_VERSION "\"",
+      "-DCCSYNTH_PLUGIN",
+      "-DCCSYNTH_VERSION_STRING=\"" CCSYNTH_VERSION "\"",
       "-DCCSYNTH_DTYPE_MASK=" + std::to_string(o.dtypeMask) + "u",
       "-DCCSYNTH_OP_MASK=" + std::to_string(o.opMask) + "u",
-      "-I" CCSYNTH_RUNTIME_INCLUDE_DIR};
+      "-I" CCSYNTH_RUNTIME_INCLUDE_DIR,
+      "-I" CCSYNTH_RUNTIME_CUDA_INCLUDE_DIR};
   if (cuda) {
     argv = {findNvcc(o.nvcc), "-std=c++20", "-O3",
             "-shared",        "-Xcompiler", "-fPIC,-fvisibility=hidden"};

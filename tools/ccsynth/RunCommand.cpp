@@ -3,13 +3,13 @@
 #include "PluginBuild.h"
 
 #include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Core/ChildProcess.h"
 #include "ccsynth/Core/TextLimits.h"
 #include "ccsynth/Import/ScheduleText.h"
 #include "ccsynth/runtime/CudaApi.h"
-#include "ccsynth/runtime/CudaRunner.h"
-#include "ccsynth/runtime/HostRunner.h"
 #include "ccsynth/runtime/HostTypes.h"
 #include "ccsynth/runtime/PluginLoader.h"
+#include "ccsynth/runtime/PluginRun.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -65,27 +65,19 @@ rt::ReferenceSpec customReference(const Collective &c) {
   return s;
 }
 
-/// Prints the result table of a run that matched the reference.
-void printReport(const ccsynthAlgorithm &algo, const rt::RunReport &rep,
-                 bool compareMemcpy) {
-  double bytes = double(std::max(rep.inBytes, rep.outBytes));
-  double algbw = rep.secondsPerIter > 0 ? bytes / rep.secondsPerIter / 1e9 : 0;
-  double factor = 1;
-  std::string c = algo.collective;
-  int n = algo.ranks;
-  if (c == "allreduce")
-    factor = 2.0 * (n - 1) / n;
-  else if (c == "allgather" || c == "reducescatter" || c == "alltoall")
-    factor = double(n - 1) / n;
-  std::printf("%12s %14s %12s %12s  %s\n", "bytes", "time/iter(us)",
-              "algbw(GB/s)", "busbw(GB/s)", "check");
-  std::printf("%12.0f %14.1f %12.3f %12.3f  %s\n", bytes,
-              rep.secondsPerIter * 1e6, algbw, algbw * factor,
-              "correct (matches the reference)");
-  if (compareMemcpy && rep.memcpySecondsPerIter > 0)
-    std::printf("%s: %.1f us; algorithm / memcpy time: %.2fx\n",
-                rep.memcpyWhat.c_str(), rep.memcpySecondsPerIter * 1e6,
-                rep.secondsPerIter / rep.memcpySecondsPerIter);
+/// A decimal element count below 2^63; nullopt otherwise.
+std::optional<unsigned long long> parseCount(const std::string &text) {
+  if (text.empty() || text.size() > 19)
+    return std::nullopt;
+  unsigned long long v = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9')
+      return std::nullopt;
+    v = v * 10 + unsigned(ch - '0');
+  }
+  if (v >= (1ull << 63))
+    return std::nullopt;
+  return v;
 }
 
 int runRun(RunOptions &o) {
@@ -153,9 +145,12 @@ int runRun(RunOptions &o) {
   std::string tempPlugin;
   struct Cleanup {
     std::string &path;
+    int slot = -1;
     ~Cleanup() {
-      if (!path.empty())
+      if (!path.empty()) {
         ::unlink(path.c_str());
+        releaseTemporaryFile(slot);
+      }
     }
   } cleanup{tempPlugin};
   if (!o.input.ends_with(".so")) {
@@ -214,6 +209,7 @@ int runRun(RunOptions &o) {
       b.flags.insert(b.flags.begin(), "-DCCSYNTH_WITH_NCCL=0");
     }
     if (o.keepPlugin.empty()) {
+      SignalsHeld held; // created and registered as one
       std::string tmpl =
           (fs::temp_directory_path() / "ccsynth-run-XXXXXX.so").string();
       int fd = ::mkstemps(tmpl.data(), 3);
@@ -222,6 +218,8 @@ int runRun(RunOptions &o) {
       ::close(fd);
       tempPlugin = tmpl;
       pluginPath = tmpl;
+      // An interrupted run removes it too.
+      cleanup.slot = registerTemporaryFile(tmpl);
     } else {
       pluginPath = o.keepPlugin;
     }
@@ -235,110 +233,48 @@ int runRun(RunOptions &o) {
   auto plugin = rt::Plugin::open(pluginPath, error);
   if (!plugin)
     return fail(Error(error));
-  const ccsynthAlgorithm *algo = nullptr;
-  if (!o.algorithm.empty()) {
-    algo = plugin->find(o.algorithm);
-    if (!algo)
-      return fail(Error("the plugin has no algorithm '" + o.algorithm + "'"));
-  } else if (plugin->table().num_algorithms == 1) {
-    algo = plugin->begin();
-  } else {
-    return usage(Error("the plugin holds several algorithms: choose one with "
-                       "--algorithm (see `ccsynth plugin info`)"));
-  }
-  int wantBackend = cuda ? ccsynthBackendCuda : ccsynthBackendHost;
-  if (algo->backend != wantBackend)
-    return fail(Error(std::string("algorithm '") + algo->name +
-                      "' was built for the " + rt::backendName(algo->backend) +
-                      " backend, not " + o.backend));
-  if (cuda && !(algo->transport_mask & ccsynthTransportCudaVirtual))
-    return fail(Error(std::string("algorithm '") + algo->name +
-                      "' was built without the virtual-ranks transport"));
-  if (cuda && !plugin->cudaComms())
-    return fail(Error("plugin '" + pluginPath + "' has no " +
-                      CCSYNTH_CUDA_COMMS_ENTRY +
-                      " entry (built by an older ccsynth): rebuild it"));
 
-  rt::HostRunOptions r;
-  r.dtype = dtype;
-  r.op = op;
-  r.iters = o.iters;
-  r.warmup = o.warmup;
-  r.seed = o.seed;
-  r.timeoutSeconds = o.timeout;
-  r.timeMemcpy = o.compareMemcpy;
-  int inUnits = 1, outUnits = 1;
-  std::size_t unitsPerCount = 1; // count elements per unit
-  if (auto spec =
-          rt::builtinReference(algo->collective, algo->ranks, algo->root)) {
-    inUnits = spec->inUnits;
-    outUnits = spec->outUnits;
-  } else if (collective && collective->kind == CollectiveKind::Custom) {
-    r.reference = customReference(*collective);
-    inUnits = collective->inputChunks;
-    outUnits = collective->outputChunks;
-    unitsPerCount = collective->inputChunks;
-  } else {
-    return fail(Error(std::string("no reference for collective '") +
-                      algo->collective + "': run it from its source file"));
-  }
-  int es = rt::dtypeSize(dtype);
+  rt::PluginRunRequest req;
+  req.algorithm = o.algorithm;
+  req.cuda = cuda;
+  req.processes = processes;
+  req.device = o.device;
+  req.cudaApi = cudaApi.get();
+  req.deviceInfo = &device;
+  req.run.dtype = dtype;
+  req.run.op = op;
+  req.run.iters = o.iters;
+  req.run.warmup = o.warmup;
+  req.run.seed = o.seed;
+  req.run.timeoutSeconds = o.timeout;
+  req.run.timeMemcpy = o.compareMemcpy;
+  if (collective && collective->kind == CollectiveKind::Custom)
+    req.customReference = customReference(*collective);
   if (!o.count.empty()) {
-    char *end = nullptr;
-    unsigned long long v = std::strtoull(o.count.c_str(), &end, 10);
-    if (!end || *end || o.count[0] == '-')
-      return usage(Error("--count: expected a number of elements"));
-    r.count = v;
+    auto v = parseCount(o.count);
+    if (!v)
+      return usage(Error("--count '" + o.count +
+                         "': expected a number of elements below 2^63"));
+    req.count = *v;
   } else {
     auto sizes = parseSizes(o.size);
     if (!sizes || sizes->size() != 1)
       return usage(Error("--size: expected one byte count like 4096 or 1M"));
-    // nccl-tests' size: the larger buffer of a rank.
-    r.count = std::size_t(sizes->front()) / es / std::max(inUnits, outUnits) *
-              unitsPerCount;
+    req.sizeBytes = (unsigned long long)sizes->front();
   }
-  if (unitsPerCount > 1) {
-    if (r.count % unitsPerCount != 0)
-      return fail(Error("count " + std::to_string(r.count) +
-                        " is not a multiple of the custom collective's " +
-                        std::to_string(unitsPerCount) + " input chunks"));
-    r.unitElems = r.count / unitsPerCount;
+  std::fflush(stdout);
+  rt::PluginRunOutcome result = rt::runPluginAlgorithm(*plugin, req, stdout);
+  switch (result.status) {
+  case rt::PluginRunOutcome::Ok:
+    return kExitOk;
+  case rt::PluginRunOutcome::Usage:
+    return usage(Error(result.message));
+  case rt::PluginRunOutcome::WrongResult:
+    return fail(Error(result.message), kExitVerifyFailed);
+  case rt::PluginRunOutcome::Error:
+    break;
   }
-
-  std::string where = o.ranksAs;
-  if (cuda)
-    where = "virtual ranks on GPU " + std::to_string(device.device) +
-            (device.name.empty() ? "" : ": " + device.name) + ", sm_" +
-            std::to_string(device.major * 10 + device.minor);
-  std::cout << "# " << algo->name << ": " << algo->collective << " on "
-            << algo->ranks << " ranks (" << where << "), "
-            << rt::dtypeName(dtype)
-            << (algo->op_mask ? std::string(" ") + rt::opName(op) : "")
-            << ", count " << r.count << ", " << o.iters << " iterations\n";
-  std::cout.flush();
-  rt::HostRunReport rep =
-      cuda        ? rt::runCudaAlgorithm(*cudaApi, *plugin->cudaComms(), *algo,
-                                         o.device, r)
-      : processes ? rt::runHostAlgorithmProcesses(*algo, r)
-                  : rt::runHostAlgorithm(*algo, r);
-  if (!rep.error.empty())
-    return fail(Error(rep.error));
-  if (rep.launchError) {
-    const ccsynthError &e = *rep.launchError;
-    return fail(Error(std::string("launch failed: ") + e.message));
-  }
-  if (rep.mismatch) {
-    const rt::Mismatch &m = *rep.mismatch;
-    std::string msg = "wrong result: rank " + std::to_string(m.rank) +
-                      " output element " + std::to_string(m.element) +
-                      " (unit " + std::to_string(m.unit) + ") is " + m.found +
-                      ", expected " + m.expected;
-    if (m.allowed > 0)
-      msg += " (tolerance " + std::to_string(m.allowed) + ")";
-    return fail(Error(msg), kExitVerifyFailed);
-  }
-  printReport(*algo, rep, o.compareMemcpy);
-  return kExitOk;
+  return fail(Error(result.message));
 }
 
 } // namespace

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# run-cuda.sh CCSYNTH WORKDIR MODE
+# run-cuda.sh CCSYNTH WORKDIR MODE [PLUGIN_DIR]
 #
-# `ccsynth run --backend cuda` wherever the tests run. Whether this machine
+# `ccsynth run --backend cuda` (or the MLIR-free `ccsynth-run`) wherever the
+# tests run. Whether this machine
 # has a GPU is decided independently of ccsynth (nvidia-smi lists one, or
 # /dev/nvidia0 exists), and the expected outcome follows from it:
 #   without a GPU: exit 5, one "error: no CUDA device: ..." line on stderr,
@@ -16,8 +17,13 @@
 #   gpu     exit 77 (skipped) without a GPU; else 8 virtual ranks of the
 #           DGX-H100 ring AllGather, ReduceScatter, AllReduce and direct
 #           AllToAll, with --compare-memcpy
+#   gpu-plugins  the same with CCSYNTH being ccsynth-run, on the plugins a
+#           runtime-only build made from prepared sources (PLUGIN_DIR:
+#           lib<name>.so), as scripts/gpu-check.sh runs them
 set -euo pipefail
-cc=$1 work=$2 mode=$3
+cc=$1 work=$2 mode=$3 plugins=${4:-}
+run=("$cc" run)
+[ "$mode" != gpu-plugins ] || run=("$cc")
 rm -rf "$work" && mkdir -p "$work/tmp" && cd "$work"
 export TMPDIR=$work/tmp
 
@@ -34,14 +40,14 @@ die() { echo "FAIL: $*" >&2; exit 1; }
 expect_run() {
   local name=$1; shift
   set +e
-  "$cc" run "$@" >"$name.out" 2>"$name.err"
+  "${run[@]}" "$@" >"$name.out" 2>"$name.err"
   local rc=$?
   set -e
-  echo "== ccsynth run $* -> exit $rc"
+  echo "== ${run[*]} $* -> exit $rc"
   cat "$name.out" "$name.err"
   if [ "$gpu" = 0 ]; then
     [ "$rc" = 5 ] || die "$name: exit $rc, expected 5 (no CUDA device)"
-    grep -q '^ccsynth: error: no CUDA device: .' "$name.err" ||
+    grep -Eq '^ccsynth(-run)?: error: no CUDA device: .' "$name.err" ||
       die "$name: no 'no CUDA device' error"
     [ "$(wc -l <"$name.err")" = 1 ] || die "$name: more than one line on stderr"
     [ ! -s "$name.out" ] || die "$name: partial output on stdout"
@@ -103,6 +109,21 @@ gpu)
     done
     # A ragged count that is not a multiple of the chunk count.
     expect_run "$coll-ragged" "$coll-fp32.so" --backend cuda --count 4099
+  done
+  ;;
+gpu-plugins)
+  [ "$gpu" = 1 ] || { echo "no GPU: skipped"; exit 77; }
+  for spec in "h100_ring_allgather 64M fp32" "h100_ring_reducescatter 16M fp32,bf16" \
+    "h100_ring_allreduce 16M fp32,bf16" "h100_direct_alltoall 16M fp32"; do
+    read -r name size dtypes <<<"$spec"
+    for dtype in ${dtypes//,/ }; do
+      expect_run "$name-$dtype" "$plugins/lib$name.so" --backend cuda \
+        --size "$size" --dtype "$dtype" --iters 10 --compare-memcpy
+      grep -q 'algorithm / memcpy time' "$name-$dtype.out" ||
+        die "$name: no memcpy comparison"
+    done
+    # A ragged count that is not a multiple of the chunk count.
+    expect_run "$name-ragged" "$plugins/lib$name.so" --backend cuda --count 4099
   done
   ;;
 *) die "unknown mode '$mode'" ;;

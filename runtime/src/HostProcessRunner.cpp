@@ -7,8 +7,10 @@
 // forks one process per rank. Each rank maps the window again at an
 // address of its own (dropping the inherited mapping, so that nothing can
 // rely on equal addresses), runs the iterations and writes its result
-// record. The parent reaps every child under a deadline (killing the rest
-// when it passes, or when a rank dies), then checks the outputs.
+// record. The parent reaps every child, killing the rest when a rank dies,
+// when nothing in the run moved for two timeouts plus 10 s, or when a rank
+// has not finished that long after the run failed (it names those ranks,
+// and says when a process was stopped), then checks the outputs.
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/runtime/HostRunner.h"
@@ -21,6 +23,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -95,10 +99,10 @@ Placement place(const ccsynthAlgorithm &algo, const RunSetup &su, int rank) {
   for (int it = 0; it < total && result == ccsynthSuccess; ++it) {
     std::memset(recv, 0xa5, outBytes);
     std::memcpy(send, data + p.pristine, inBytes);
-    ccsynthLaunchArgs a = launchArgsFor(
-        o, algo, rank, send, recv,
-        algo.scratch_bytes ? data + p.scratch : nullptr,
-        ccsynthTransportHostShm, h, &rec->error);
+    ccsynthLaunchArgs a =
+        launchArgsFor(o, algo, rank, send, recv,
+                      algo.scratch_bytes ? data + p.scratch : nullptr,
+                      ccsynthTransportHostShm, h, &rec->error);
     auto start = std::chrono::steady_clock::now();
     result = algo.launch(&a);
     if (it >= o.warmup)
@@ -111,6 +115,23 @@ Placement place(const ccsynthAlgorithm &algo, const RunSetup &su, int rank) {
   std::atomic_ref<std::uint32_t>(rec->finished)
       .store(1, std::memory_order_release);
   ::_exit(result == ccsynthSuccess ? 0 : 1);
+}
+
+/// Whether `pid` is stopped (by SIGSTOP, SIGTSTP or a debugger): state
+/// T or t in /proc/PID/stat.
+bool processStopped(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+  FILE *f = std::fopen(path, "r");
+  if (!f)
+    return false;
+  char buf[512];
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  // "pid (comm) S ...": the state follows the last ')'.
+  const char *close = std::strrchr(buf, ')');
+  return close && close[1] == ' ' && (close[2] == 'T' || close[2] == 't');
 }
 
 } // namespace
@@ -169,14 +190,27 @@ HostRunReport runHostAlgorithmProcesses(const ccsynthAlgorithm &algo,
     pids[r] = pid;
   }
 
-  // Every wait of a rank ends by its deadline, so a rank finishes within
-  // about (iterations x timeout); past twice that (plus slack for a loaded
-  // machine) the parent kills the rest.
+  // The whole run is bounded by its progress, not by the sum of its waits:
+  // the parent ends it when nothing in it moved for `stall` (longer than a
+  // rank's watchdog needs to report: one to two timeouts), or when it was
+  // aborted and some rank has still not finished `stall` later (a stopped
+  // process, or one stuck outside any wait). The rank that did not answer
+  // is named. An absolute limit of twice (iterations x timeout) stays as
+  // the last resort.
+  using SteadyClock = std::chrono::steady_clock;
+  auto secondsSince = [](SteadyClock::time_point t) {
+    return std::chrono::duration<double>(SteadyClock::now() - t).count();
+  };
+  double stall = 2.0 * o.timeoutSeconds + 10.0;
   double limit = 2.0 * (o.warmup + o.iters) * o.timeoutSeconds + 30.0;
-  auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(limit));
+  auto started = SteadyClock::now();
+  std::uint64_t lastProgress = commProgress(h);
+  auto lastMove = started;
+  std::optional<SteadyClock::time_point> abortedAt;
+  std::vector<bool> stoppedBySignal(n, false);
+  std::string killedWhy;
+  std::vector<int> unanswered;
+  int polls = 0;
   int died = -1, diedSignal = 0;
   bool killed = false;
   for (;;) {
@@ -204,19 +238,60 @@ HostRunReport runHostAlgorithmProcesses(const ccsynthAlgorithm &algo,
     }
     if (alive == 0)
       break;
-    if (!killed && std::chrono::steady_clock::now() >= deadline) {
-      for (int r = 0; r < n; ++r)
-        if (pids[r] > 0 && !reaped[r])
-          ::kill(pids[r], SIGKILL);
-      killed = true;
+    if (!killed && ++polls % 25 == 0) { // every 50 ms
+      std::uint64_t progress = commProgress(h);
+      if (progress != lastProgress) {
+        lastProgress = progress;
+        lastMove = SteadyClock::now();
+      }
+      if (!abortedAt && commAborted(h))
+        abortedAt = SteadyClock::now();
+      char why[160] = "";
+      if (abortedAt && secondsSince(*abortedAt) >= stall)
+        std::snprintf(why, sizeof why,
+                      "did not finish within %.0f s of the run's failure",
+                      stall);
+      else if (secondsSince(lastMove) >= stall)
+        std::snprintf(why, sizeof why,
+                      "stopped answering: nothing in the run moved for "
+                      "%.0f s",
+                      stall);
+      else if (secondsSince(started) >= limit)
+        std::snprintf(why, sizeof why, "did not finish within %.0f s", limit);
+      if (why[0]) {
+        killedWhy = why;
+        for (int r = 0; r < n; ++r)
+          if (pids[r] > 0 && !reaped[r]) {
+            unanswered.push_back(r);
+            stoppedBySignal[r] = processStopped(pids[r]);
+            ::kill(pids[r], SIGKILL);
+          }
+        killed = true;
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   if (!report.error.empty())
     return report;
   if (killed) {
-    report.error = "the ranks did not finish within " +
-                   std::to_string(int(limit)) + " s; killed them";
+    // Name the ranks that did not answer (and say when a process had been
+    // stopped), then the first wait that gave up, if one did.
+    ccsynthError e{};
+    e.result = ccsynthTimeout;
+    e.rank = unanswered.empty() ? -1 : unanswered.front();
+    e.threadblock = e.step = -1;
+    std::string who;
+    for (int r : unanswered) {
+      who += (who.empty() ? "rank " : ", rank ") + std::to_string(r);
+      if (stoppedBySignal[r])
+        who += " (its process was stopped)";
+    }
+    std::string msg = who + " " + killedWhy + "; killed";
+    if (commAborted(h))
+      msg +=
+          "; the first wait that gave up: " + std::string(commError(h).message);
+    std::snprintf(e.message, sizeof e.message, "%s", msg.c_str());
+    report.launchError = e;
     return report;
   }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_set>
 
 namespace ccsynth::synth {
 
@@ -290,6 +291,7 @@ Status SketchReader::readSymmetry() {
   if (Status s = in.array(p); !s)
     return s;
   const Json &arr = in.at(p);
+  std::unordered_set<long long> distinct;
   for (size_t i = 0; i < arr.size(); ++i) {
     std::string ptr = jsonPath(p, i);
     if (Status s = in.array(ptr); !s)
@@ -304,9 +306,16 @@ Status SketchReader::readSymmetry() {
     if (!size)
       return size.error();
     if (*size < 1 || *size > 1000000)
-      return in.error(jsonPath(ptr, 1), "the group size must be positive");
+      return in.error(jsonPath(ptr, 1),
+                      "the group size must be within 1..1000000");
     if (*off < 0 || *off > 1000000)
-      return in.error(jsonPath(ptr, 0), "the offset must be non-negative");
+      return in.error(jsonPath(ptr, 0), "the offset must be within 0..1000000");
+    // An entry that permutes the ranks as an earlier one does adds
+    // nothing: only the first is kept (and checked), so the work that
+    // follows grows with the distinct symmetries, not with the file.
+    long long key = (*off % *size) * 1000001LL + *size;
+    if (!distinct.insert(key).second)
+      continue;
     sk.symmetry.push_back({(int)*off, (int)*size, doc.locate(ptr)});
   }
   return Status::success();

@@ -110,6 +110,14 @@ add_test(NAME e2e:cli.hostile-inputs
     -DTRANSLATE=${CLI_TRANSLATE}
     -DSANITIZED=${CCSYNTH_SANITIZE} -DWORKDIR=${CLI_OUT}/hostile
     -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/hostile-inputs.cmake)
+# Inputs whose cost used to grow with their values or with the square of
+# their size (a huge count, 40,000 unknown keys, 100,000 symmetry entries).
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+add_test(NAME e2e:cli.costly-inputs
+  COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/scripts/costly-inputs.py ${CLI_CC}
+    ${CLI_OUT}/costly)
+set_tests_properties(e2e:cli.costly-inputs PROPERTIES TIMEOUT 900)
 cli_expect(degenerate-bandwidth RC 1
   MATCH "subnormal-topo.json:6:[0-9]+: error: bandwidth must be a positive, finite, normal number" "\\^"
   CMD ${CLI_CC} topo show ${CMAKE_CURRENT_SOURCE_DIR}/inputs/subnormal-topo.json)

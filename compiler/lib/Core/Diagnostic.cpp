@@ -2,6 +2,7 @@
 #include "ccsynth/Core/Diagnostic.h"
 #include "ccsynth/Core/ChildProcess.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -67,8 +68,28 @@ std::string caretLine(const std::string &text, const SourceLoc &loc) {
   size_t end = text.find('\n', start);
   std::string src = text.substr(
       start, end == std::string::npos ? std::string::npos : end - start);
+  size_t col = loc.col > 0 ? size_t(loc.col) : 1;
+  // A line of over 1,000 bytes (minified JSON, generated XML: a whole file
+  // can be one line) is shown as a window of 200 bytes around the column,
+  // cut at character boundaries.
+  constexpr size_t kWhole = 1000, kShown = 200;
+  std::string prefix;
+  if (src.size() > kWhole) {
+    auto boundary = [&](size_t i) {
+      while (i > 0 && i < src.size() && (src[i] & 0xC0) == 0x80)
+        --i;
+      return i;
+    };
+    size_t at = std::min(col - 1, src.size());
+    size_t from = boundary(at > kShown / 2 ? at - kShown / 2 : 0);
+    size_t to = boundary(std::min(src.size(), from + kShown));
+    bool cutEnd = to < src.size();
+    prefix = from > 0 ? "..." : "";
+    src = prefix + src.substr(from, to - from) + (cutEnd ? "..." : "");
+    col = col - from + prefix.size();
+  }
   std::string caret;
-  for (int i = 1; i < loc.col && i - 1 < (int)src.size(); ++i)
+  for (size_t i = 1; i < col && i - 1 < src.size(); ++i)
     caret += src[i - 1] == '\t' ? '\t' : ' ';
   return src + "\n" + caret + "^";
 }

@@ -1,6 +1,8 @@
 //===- Json.cpp - Located JSON parsing and typed field access -------------===//
 #include "ccsynth/Core/Json.h"
 
+#include <algorithm>
+
 #include <cctype>
 #include <climits>
 #include <map>
@@ -10,11 +12,33 @@ namespace ccsynth {
 
 namespace {
 
+/// The deepest nesting of objects and arrays the readers accept: real files
+/// nest a handful of levels; the cap keeps every walk over the text shallow.
+constexpr int kMaxJsonDepth = 256;
+
+/// Skips the string literal starting at s[p] == '"'; returns the offset after
+/// its closing quote (or s.size() when unterminated).
+size_t skipString(const std::string &s, size_t p) {
+  for (++p; p < s.size(); ++p) {
+    if (s[p] == '\\')
+      ++p;
+    else if (s[p] == '"')
+      return p + 1;
+  }
+  return s.size();
+}
+
 /// Walks well-formed JSON text (already accepted by nlohmann) to find the
-/// byte offset of the value a JSON pointer addresses.
+/// byte offset of the value a JSON pointer addresses. What it learns about
+/// a container (the offsets of its elements, the offsets of its members by
+/// key, in the order of the text) is kept in the document's index and
+/// extended only as far as a lookup needs, so that locating every element
+/// of an array, or every member of an object, costs one pass over it, not
+/// one pass per lookup.
 class PointerLocator {
 public:
-  explicit PointerLocator(const std::string &text) : s(text) {}
+  PointerLocator(const std::string &text, JsonLocateIndex &index)
+      : s(text), index(index) {}
 
   /// Offset of the deepest value on the pointer's path that exists.
   size_t find(const std::vector<std::string> &tokens) {
@@ -29,6 +53,8 @@ public:
         pos = next;
       } else if (s[pos] == '[') {
         size_t idx = 0;
+        if (tok.empty() || tok.size() > 18)
+          return pos;
         for (char c : tok) {
           if (c < '0' || c > '9')
             return pos;
@@ -45,9 +71,20 @@ public:
     return pos;
   }
 
-private:
+  /// The keys of the object at offset `p`, in the order of the text.
+  const std::vector<std::pair<std::string, size_t>> &members(size_t p) {
+    Container &c = container(p);
+    while (!c.complete)
+      extend(c);
+    return c.keys;
+  }
+
   static constexpr size_t npos = std::string::npos;
+
+private:
   const std::string &s;
+  JsonLocateIndex &index;
+  using Container = JsonLocateIndex::Container;
 
   size_t skipWs(size_t p) const {
     while (p < s.size() &&
@@ -69,33 +106,28 @@ private:
     }
     return p + 1;
   }
+  /// The offset after the value at p, by bracket counting (strings
+  /// skipped): no recursion, one pass.
   size_t skipValue(size_t p) const {
     p = skipWs(p);
     if (p >= s.size())
       return p;
     char c = s[p];
-    if (c == '"') {
-      std::string ignored;
-      return readString(p, ignored);
-    }
+    if (c == '"')
+      return skipString(s, p);
     if (c == '{' || c == '[') {
-      char close = c == '{' ? '}' : ']';
-      ++p;
-      p = skipWs(p);
-      if (p < s.size() && s[p] == close)
-        return p + 1;
+      int depth = 0;
       while (p < s.size()) {
-        if (c == '{') {
-          std::string ignored;
-          p = readString(skipWs(p), ignored);
-          p = skipWs(p) + 1; // ':'
-        }
-        p = skipWs(skipValue(p));
-        if (p < s.size() && s[p] == ',') {
-          p = skipWs(p + 1);
+        char d = s[p];
+        if (d == '"') {
+          p = skipString(s, p);
           continue;
         }
-        return p + 1; // close
+        if (d == '{' || d == '[')
+          ++depth;
+        else if ((d == '}' || d == ']') && --depth == 0)
+          return p + 1;
+        ++p;
       }
       return p;
     }
@@ -104,40 +136,51 @@ private:
       ++p;
     return p;
   }
-  size_t findMember(size_t p, const std::string &key) const {
-    p = skipWs(p + 1);
-    if (p < s.size() && s[p] == '}')
-      return npos;
-    while (p < s.size()) {
+  Container &container(size_t p) {
+    auto [it, fresh] = index.containers.try_emplace(p);
+    Container &c = it->second;
+    if (fresh) {
+      c.object = s[p] == '{';
+      c.next = skipWs(p + 1);
+      c.complete = c.next >= s.size() || s[c.next] == (c.object ? '}' : ']');
+    }
+    return c;
+  }
+  /// Reads one more element or member of `c`.
+  void extend(Container &c) {
+    size_t p = c.next;
+    if (c.object) {
       std::string name;
       p = readString(skipWs(p), name);
-      p = skipWs(skipWs(p) + 1);
-      if (name == key)
-        return p;
-      p = skipWs(skipValue(p));
-      if (p < s.size() && s[p] == ',') {
-        p = skipWs(p + 1);
-        continue;
-      }
-      return npos;
+      p = skipWs(skipWs(p) + 1);    // ':'
+      c.byKey.try_emplace(name, p); // the first of duplicate keys
+      c.keys.emplace_back(std::move(name), p);
+    } else {
+      c.elements.push_back(p);
+    }
+    p = skipWs(skipValue(p));
+    if (p < s.size() && s[p] == ',') {
+      c.next = skipWs(p + 1);
+    } else {
+      c.complete = true;
+    }
+  }
+  size_t findMember(size_t p, const std::string &key) {
+    Container &c = container(p);
+    if (auto it = c.byKey.find(key); it != c.byKey.end())
+      return it->second;
+    while (!c.complete) {
+      extend(c);
+      if (c.keys.back().first == key)
+        return c.keys.back().second;
     }
     return npos;
   }
-  size_t findElement(size_t p, size_t index) const {
-    p = skipWs(p + 1);
-    if (p < s.size() && s[p] == ']')
-      return npos;
-    for (size_t i = 0; p < s.size(); ++i) {
-      if (i == index)
-        return p;
-      p = skipWs(skipValue(p));
-      if (p < s.size() && s[p] == ',') {
-        p = skipWs(p + 1);
-        continue;
-      }
-      return npos;
-    }
-    return npos;
+  size_t findElement(size_t p, size_t i) {
+    Container &c = container(p);
+    while (c.elements.size() <= i && !c.complete)
+      extend(c);
+    return i < c.elements.size() ? c.elements[i] : npos;
   }
 };
 
@@ -163,22 +206,6 @@ std::vector<std::string> splitPointer(const std::string &ptr) {
     i = next == std::string::npos ? ptr.size() : next;
   }
   return tokens;
-}
-
-/// The deepest nesting of objects and arrays the readers accept: real files
-/// nest a handful of levels; the cap keeps every walk over the text shallow.
-constexpr int kMaxJsonDepth = 256;
-
-/// Skips the string literal starting at s[p] == '"'; returns the offset after
-/// its closing quote (or s.size() when unterminated).
-size_t skipString(const std::string &s, size_t p) {
-  for (++p; p < s.size(); ++p) {
-    if (s[p] == '\\')
-      ++p;
-    else if (s[p] == '"')
-      return p + 1;
-  }
-  return s.size();
 }
 
 /// Before parsing: the offset of the first bracket that nests deeper than
@@ -359,9 +386,39 @@ Expected<JsonDocument> JsonDocument::load(const std::string &path) {
 }
 
 SourceLoc JsonDocument::locate(const std::string &pointer) const {
-  PointerLocator locator(source);
-  size_t off = locator.find(splitPointer(pointer));
-  return locationOf(fileName, source, off);
+  std::lock_guard<std::mutex> lock(index->mutex);
+  PointerLocator locator(source, *index);
+  return locationAt(locator.find(splitPointer(pointer)));
+}
+
+SourceLoc JsonDocument::locationAt(size_t offset) const {
+  // Line starts are found once; a location is then a binary search.
+  std::vector<size_t> &starts = index->lineStarts;
+  if (starts.empty()) {
+    starts.push_back(0);
+    for (size_t i = 0; i < source.size(); ++i)
+      if (source[i] == '\n')
+        starts.push_back(i + 1);
+  }
+  if (offset > source.size())
+    offset = source.size();
+  size_t line = size_t(std::upper_bound(starts.begin(), starts.end(), offset) -
+                       starts.begin());
+  return SourceLoc{fileName, int(line), int(offset - starts[line - 1] + 1)};
+}
+
+std::vector<std::string>
+JsonDocument::keysInTextOrder(const std::string &pointer) const {
+  std::lock_guard<std::mutex> lock(index->mutex);
+  PointerLocator locator(source, *index);
+  std::vector<std::string> tokens = splitPointer(pointer);
+  size_t off = locator.find(tokens);
+  std::vector<std::string> keys;
+  if (off >= source.size() || source[off] != '{')
+    return keys;
+  for (const auto &[key, at] : locator.members(off))
+    keys.push_back(key);
+  return keys;
 }
 
 Error JsonDocument::error(const std::string &pointer,
@@ -467,25 +524,25 @@ Status JsonReader::onlyKeys(const std::string &ptr,
   const Json &o = at(ptr);
   if (!o.is_object())
     return Status::success();
-  // nlohmann orders keys alphabetically; report the first unknown key in
-  // the file instead.
-  std::string unknown;
-  SourceLoc unknownLoc;
-  for (auto it = o.begin(); it != o.end(); ++it) {
-    bool ok = false;
+  auto known = [&](const std::string &key) {
     for (const char *a : allowed)
-      ok |= it.key() == a;
-    if (ok)
-      continue;
-    SourceLoc loc = doc.locate(jsonPath(ptr, it.key()));
-    if (unknown.empty() || loc.line < unknownLoc.line ||
-        (loc.line == unknownLoc.line && loc.col < unknownLoc.col)) {
-      unknown = it.key();
-      unknownLoc = loc;
-    }
-  }
-  if (unknown.empty())
+      if (key == a)
+        return true;
+    return false;
+  };
+  bool anyUnknown = false;
+  for (auto it = o.begin(); it != o.end() && !anyUnknown; ++it)
+    anyUnknown = !known(it.key());
+  if (!anyUnknown)
     return Status::success();
+  // nlohmann orders keys alphabetically; report the first unknown key in
+  // the file instead, found in one pass over the object's text.
+  std::string unknown;
+  for (const std::string &key : doc.keysInTextOrder(ptr))
+    if (!known(key)) {
+      unknown = key;
+      break;
+    }
   std::string valid;
   for (const char *a : allowed)
     valid += std::string(valid.empty() ? "" : ", ") + a;

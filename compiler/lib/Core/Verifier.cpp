@@ -180,8 +180,8 @@ bool SymbolicExecutor::checkShape(int t) {
     if (end->index < 0 || (long long)end->index + tr.count > size) {
       report(VerifyErrorKind::OutOfRange, t, *end,
              std::string(which) + " chunks " + std::to_string(end->index) +
-                 ".." + std::to_string(end->index + tr.count - 1) + " of " +
-                 toString(end->buffer) + " on rank " +
+                 ".." + std::to_string((long long)end->index + tr.count - 1) +
+                 " of " + toString(end->buffer) + " on rank " +
                  std::to_string(end->rank) + " are outside its " +
                  std::to_string(size) + " chunks");
       return false;
@@ -398,24 +398,28 @@ void SymbolicExecutor::run() {
   // Scratch contents that no later step reads are let go after their last
   // step, so memory follows the live working set (a ring ReduceScatter
   // leaves a partial sum in each of its scratch slots, never overwritten).
-  auto scratchSlot = [&](const ChunkLoc &at, int count, int k) -> long long {
+  // The first scratch slot of `count` chunks at `at`, or -1 when they are
+  // not all in scratch (the range is checked before any loop over `count`,
+  // so a huge count costs nothing here; checkShape reports it).
+  auto scratchFirst = [&](const ChunkLoc &at, int count) -> long long {
     if (at.buffer != BufferKind::Scratch || at.rank < 0 || at.rank >= n ||
-        at.index < 0 || (long long)at.index + count > sched.scratchChunks)
+        at.index < 0 || count < 1 ||
+        (long long)at.index + count > sched.scratchChunks)
       return -1;
-    return (long long)offsets[at.rank * 3 + 2] + at.index + k;
+    return (long long)offsets[at.rank * 3 + 2] + at.index;
   };
   std::vector<int> lastRead(total, -1);
   for (size_t i = 0, g = 0; i < order.size(); ++g) {
     int step = sched.transfers[order[i]].step;
     for (; i < order.size() && sched.transfers[order[i]].step == step; ++i) {
       const Transfer &tr = sched.transfers[order[i]];
-      for (int k = 0; k < tr.count; ++k) {
-        if (long long s = scratchSlot(tr.src, tr.count, k); s >= 0)
-          lastRead[s] = (int)g;
-        if (tr.op == TransferOp::Reduce)
-          if (long long s = scratchSlot(tr.dst, tr.count, k); s >= 0)
-            lastRead[s] = (int)g;
-      }
+      if (long long s = scratchFirst(tr.src, tr.count); s >= 0)
+        for (int k = 0; k < tr.count; ++k)
+          lastRead[s + k] = (int)g;
+      if (tr.op == TransferOp::Reduce)
+        if (long long s = scratchFirst(tr.dst, tr.count); s >= 0)
+          for (int k = 0; k < tr.count; ++k)
+            lastRead[s + k] = (int)g;
     }
   }
   for (size_t i = 0, g = 0; i < order.size() && result.issues.empty(); ++g) {
@@ -427,13 +431,13 @@ void SymbolicExecutor::run() {
     checkStep(group);
     for (int t : group) {
       const Transfer &tr = sched.transfers[t];
-      for (int k = 0; k < tr.count; ++k)
-        for (const ChunkLoc *at : {&tr.src, &tr.dst})
-          if (long long s = scratchSlot(*at, tr.count, k);
-              s >= 0 && lastRead[s] <= (int)g) {
-            values.release(slots[s]);
-            slots[s] = ValueStore::kUndefined;
-          }
+      for (const ChunkLoc *at : {&tr.src, &tr.dst})
+        if (long long first = scratchFirst(*at, tr.count); first >= 0)
+          for (int k = 0; k < tr.count; ++k)
+            if (long long s = first + k; lastRead[s] <= (int)g) {
+              values.release(slots[s]);
+              slots[s] = ValueStore::kUndefined;
+            }
     }
     i = j;
   }

@@ -11,12 +11,35 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace ccsynth {
 
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
+
+/// What locating values has learnt about a document's text (Json.cpp):
+/// line starts, and per container the offsets of the elements or members
+/// read so far. Built lazily, so a document that is never asked pays
+/// nothing.
+struct JsonLocateIndex {
+  struct Container {
+    bool object = false;
+    bool complete = false;
+    size_t next = 0; ///< where the next unread element or member starts
+    std::vector<size_t> elements;                     ///< arrays
+    std::vector<std::pair<std::string, size_t>> keys; ///< objects
+    std::unordered_map<std::string, size_t> byKey;    ///< objects
+  };
+  std::mutex mutex;
+  std::vector<size_t> lineStarts;
+  std::unordered_map<size_t, Container> containers;
+};
 
 /// A parsed JSON file plus the means to locate its values.
 class JsonDocument {
@@ -31,16 +54,24 @@ public:
   const std::string &text() const { return source; }
 
   /// Location of the value at `pointer` (e.g. "/links/3/src"); falls back to
-  /// the nearest located ancestor, then to the file alone.
+  /// the nearest located ancestor, then to the file alone. Locating many
+  /// values costs one pass over the containers they are in, in all.
   SourceLoc locate(const std::string &pointer) const;
+
+  /// The keys of the object at `pointer` in the order of the text (empty
+  /// when it is not an object).
+  std::vector<std::string> keysInTextOrder(const std::string &pointer) const;
 
   /// An Error located at `pointer`.
   Error error(const std::string &pointer, const std::string &message) const;
 
 private:
+  SourceLoc locationAt(size_t offset) const;
+
   std::string fileName;
   std::string source;
   Json doc;
+  std::shared_ptr<JsonLocateIndex> index = std::make_shared<JsonLocateIndex>();
 };
 
 /// Typed accessors used by the readers. Each returns an Error located at the

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""costly-inputs.py CCSYNTH WORKDIR
+
+Inputs whose cost used to grow with their values or quadratically with
+their size: each must end with the expected exit code and message. The
+guard (120 s per command) is far above what a linear reader needs on a
+loaded machine (well under a second each) and far below what the
+quadratic ones took (40 s to over 100 s): it catches a regression without
+timing anything.
+  - every transfer of a schedule with "count": 2147483647 (verify);
+  - 40,000 unknown keys in a topology, a schedule and a sketch;
+  - 100,000 repeated entries of symmetry_offsets in a sketch (synth with a
+    5 s limit must write a schedule).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+cc, work = os.path.abspath(sys.argv[1]), sys.argv[2]
+os.makedirs(work, exist_ok=True)
+os.chdir(work)
+
+
+def run(expect_rc, pattern, *args):
+    try:
+        p = subprocess.run([cc, *args], capture_output=True, text=True,
+                           timeout=120)
+    except subprocess.TimeoutExpired:
+        sys.exit("FAIL: %s did not finish within 120 s" % " ".join(args))
+    out = p.stdout + p.stderr
+    print("%s -> exit %d\n%s" % (" ".join(args), p.returncode, out[:600]))
+    if p.returncode != expect_rc:
+        sys.exit("FAIL: exit %d, expected %d" % (p.returncode, expect_rc))
+    if not re.search(pattern, out):
+        sys.exit("FAIL: output does not match %r" % pattern)
+    if len(max(out.splitlines() or [""], key=len)) > 1000:
+        sys.exit("FAIL: a line of the message is over 1,000 characters")
+
+
+run(0, "verified", "baseline", "ring", "-c", "allreduce", "-t", "ring:4",
+    "-o", "r.json")
+run(0, "", "topo", "show", "ring:4", "--json", "-o", "t.json")
+
+# A count far beyond the buffers: an out-of-range error, not a loop over it.
+text = open("r.json").read()
+open("count.json", "w").write(
+    re.sub(r'(\{"step":[^{}]*)\}', r'\1,"count":2147483647}', text))
+run(3, r"source chunks 0\.\.2147483646 of input on rank 1 are outside its 8 "
+    r"chunks", "verify", "count.json")
+
+# 40,000 unknown keys: the first one in the file is named, at its column.
+def unknown_keys(obj):
+    items = [json.dumps(k) + ":" + json.dumps(v) for k, v in obj.items()]
+    items += ['"zz_unknown_%d":1' % i for i in range(40000)]
+    return "{" + ",".join(items) + "}"
+
+
+open("t-keys.json", "w").write(unknown_keys(json.load(open("t.json"))))
+run(1, r"t-keys.json:1:\d+: error: unknown field 'zz_unknown_0'",
+    "topo", "show", "t-keys.json")
+sched = json.loads(text)
+open("r-keys.json", "w").write(unknown_keys(sched))
+run(1, r"r-keys.json:1:\d+: error: unknown field 'zz_unknown_0'",
+    "verify", "r-keys.json")
+sketch = {"nnodes": 2, "intranode_sketch": {"strategy": "none"},
+          "internode_sketch": {"strategy": "relay",
+                               "internode_conn": "fully-connected"},
+          "symmetry_offsets": [[2, 4], [4, 8], [8, 16]],
+          "hyperparameters": {"input_chunkup": 1}}
+open("k-keys.json", "w").write(unknown_keys(sketch))
+run(1, r"k-keys.json:1:\d+: error: unknown field 'zz_unknown_0'",
+    "synth", "-t", "ndv2x2", "-k", "k-keys.json", "-c", "allgather",
+    "--time-limit", "5", "-q", "-o", "k-keys-out.json")
+if os.path.exists("k-keys-out.json"):
+    sys.exit("FAIL: a schedule was written for a refused sketch")
+
+# 100,000 entries of symmetry_offsets (the same symmetry again and again).
+many = dict(sketch, symmetry_offsets=[[2, 4]] * 100000)
+open("k-sym.json", "w").write(json.dumps(many))
+run(0, r"wrote .*k-sym-out.json", "synth", "-t", "ndv2x2", "-k",
+    "k-sym.json", "-c", "allgather", "--time-limit", "5", "-o",
+    "k-sym-out.json")
+print("ok")

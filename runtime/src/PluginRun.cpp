@@ -147,10 +147,8 @@ PluginRunOutcome runPluginAlgorithm(const Plugin &plugin,
   }
   // The larger buffer of a rank, in bytes, without overflow.
   unsigned long long unitsMax = (unsigned long long)std::max(inUnits, outUnits);
-  long double largest =
-      (long double)count * es *
-      (unitsPerCount > 1 ? (long double)unitsMax / (long double)unitsPerCount
-                         : (long double)unitsMax);
+  long double largest = (long double)count * es * (long double)unitsMax /
+                        (long double)unitsPerCount;
   if (largest > (long double)kMaxBufferBytes)
     return failure(
         S::Usage,

@@ -9,7 +9,10 @@
 #include "ccsynth/Import/MSCCLToSchedule.h"
 #endif
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 namespace ccsynth::cli {
@@ -300,18 +303,55 @@ Status writeOutputs(const std::vector<OutputFile> &files) {
     return s;
   for (const OutputFile &f : files)
     if (f.path == "-")
-      std::cout << f.contents;
-  std::cout.flush();
-  return Status::success();
+      if (Status s = writeStdout(f.contents); !s)
+        return s;
+  return flushStdout();
 }
 
 Status writeOutput(const std::string &path, const std::string &contents) {
-  if (path == "-") {
-    std::cout << contents;
-    std::cout.flush();
-    return Status::success();
-  }
+  if (path == "-")
+    return writeStdout(contents);
   return writeFileAtomic(path, contents);
 }
+
+namespace {
+
+Status stdoutError(int err) {
+  return Error(std::string("cannot write to standard output") +
+               (err != 0 ? std::string(": ") + std::strerror(err) : ""));
+}
+
+/// Flushes stdout; `err` is the errno of a write that failed before, if
+/// any, for the message when the flush itself does not say why.
+Status flushStdout(int err) {
+  // std::cout writes through C stdio (synced by default), so one flush of
+  // each covers both; a write that failed earlier leaves its error flag.
+  errno = 0;
+  std::cout.flush();
+  bool failed = !std::cout;
+  if (failed && errno != 0)
+    err = errno;
+  errno = 0;
+  if (std::fflush(stdout) != 0) {
+    failed = true;
+    if (errno != 0)
+      err = errno;
+  }
+  if (failed || std::ferror(stdout) != 0)
+    return stdoutError(err);
+  return Status::success();
+}
+
+} // namespace
+
+Status writeStdout(const std::string &contents) {
+  errno = 0;
+  std::cout << contents;
+  // A large write goes straight to the file and fails here, with errno.
+  int err = !std::cout ? errno : 0;
+  return flushStdout(err);
+}
+
+Status flushStdout() { return flushStdout(0); }
 
 } // namespace ccsynth::cli

@@ -5,7 +5,8 @@
 // registers them all. A subcommand's callback stores its exit code in the
 // context instead of throwing.
 //
-// Exit codes: 0 success, 1 bad input or failure, 2 usage error (CLI11),
+// Exit codes: 0 success, 1 bad input or failure (an output, stdout
+// included, that could not be written), 2 usage error (CLI11),
 // 3 the schedule does not implement its collective (or `run` computed a
 // wrong result), 4 infeasible sketch, 5 `run --backend cuda` found no CUDA
 // runtime or device.
@@ -118,7 +119,18 @@ int proveSchedule(const Schedule &schedule, const std::string &path,
                   const TopoProfileArgs *profile = nullptr);
 
 /// Writes `contents` to `path` ("-" = stdout) without leaving a partial file.
+/// Writing to stdout fails when the bytes cannot be written (a full disk, an
+/// I/O error): the error says so.
 Status writeOutput(const std::string &path, const std::string &contents);
+
+/// Prints `contents` to stdout and flushes it; an error when they could not
+/// be written (see flushStdout).
+Status writeStdout(const std::string &contents);
+
+/// Flushes stdout (both std::cout and C stdio); an error when anything
+/// printed so far could not be written ("cannot write to standard output:
+/// No space left on device").
+Status flushStdout();
 
 /// Checks that every output path but "-" could be written, before the work
 /// that produces them.

@@ -219,7 +219,9 @@ int runSimulate(const SimulateCliOptions &o) {
     std::cout << report.dump(2) << "\n";
   if (!o.plot.empty())
     outputs.push_back({o.plot, bandwidthPlotSvg("busbw vs size", series)});
-  std::fflush(stdout);
+  // The report first: when it cannot be printed, no file is written.
+  if (Status s = flushStdout(); !s)
+    return fail(s.error());
   if (Status s = writeOutputs(outputs); !s)
     return fail(s.error());
   if (!o.timeline.empty())

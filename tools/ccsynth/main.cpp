@@ -1,6 +1,9 @@
 //===- main.cpp - The ccsynth command-line driver -------------------------===//
 #include "Command.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -15,6 +18,29 @@ std::string usageMessage(const CLI::App *app, const CLI::Error &e) {
          " --help' (or '" + name +
          " SUBCOMMAND --help') for more "
          "information.\n";
+}
+
+/// Flushes and closes stdout after the command: output that could not be
+/// written (a full disk, an I/O error) makes a successful command fail
+/// with exit 1, so that `ccsynth ... > file` never reports success for a
+/// truncated file. A command that failed already keeps its own code.
+int finishStdout(int code) {
+  using namespace ccsynth::cli;
+  ccsynth::Status flushed = flushStdout();
+  // Closing reports what a flush cannot (errors a file system defers to
+  // close).
+  errno = 0;
+  bool closeFailed = std::fclose(stdout) != 0;
+  int closeErr = errno;
+  if (code != kExitOk)
+    return code;
+  if (!flushed)
+    return fail(flushed.error());
+  if (closeFailed)
+    return fail(ccsynth::Error(
+        std::string("cannot write to standard output") +
+        (closeErr != 0 ? std::string(": ") + std::strerror(closeErr) : "")));
+  return code;
 }
 
 } // namespace
@@ -56,14 +82,14 @@ int main(int argc, char **argv) {
     // --help and --version end parsing with code 0; every other parse error
     // (unknown option, missing argument, bad number, out of range, ...) is
     // a usage error, whatever CLI11's own code for it.
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    return finishStdout(app.exit(e) == 0 ? kExitOk : kExitUsage);
   } catch (const std::bad_alloc &) {
     std::cerr << "ccsynth: error: out of memory (the input is too large for "
                  "this machine)\n";
-    return kExitError;
+    return finishStdout(kExitError);
   } catch (const std::exception &e) {
     std::cerr << "ccsynth: error: internal error: " << e.what() << "\n";
-    return kExitError;
+    return finishStdout(kExitError);
   }
-  return ctx.exitCode;
+  return finishStdout(ctx.exitCode);
 }

@@ -30,6 +30,11 @@ int runBaseline(const BaselineCliOptions &o) {
   if (!coll || *coll == CollectiveKind::Custom)
     return usage(Error("unknown collective '" + o.collective +
                        "' (expected one of: " + collectiveKindNames() + ")"));
+  if (Status s = checkOutputsApart(
+          {topologyPathArg("-t", o.topo), {"--topo-profile", o.profile.file}},
+          {{"-o", o.output}});
+      !s)
+    return usage(s.error());
   if (Status s = checkOutputs({o.output}); !s)
     return fail(s.error());
   auto topo = loadTopologyArg(o.topo, o.profile);

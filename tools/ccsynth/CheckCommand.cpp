@@ -70,6 +70,11 @@ int runCheck(const CheckCliOptions &o) {
     return fail(Error("'check' takes a .ccl program (use 'verify' for a "
                       "schedule JSON)",
                       SourceLoc{o.input}));
+  if (Status s = checkOutputsApart(
+          {{"the input {}", o.input}, topologyPathArg("--topo", o.topo)},
+          {{"-o", o.output}});
+      !s)
+    return usage(s.error());
   dsl::LoweringOptions options;
   options.defines = *defs;
   auto lowered = dsl::compileFile(o.input, options);

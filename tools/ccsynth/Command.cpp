@@ -294,6 +294,54 @@ Status checkOutputs(const std::vector<std::string> &paths) {
   return Status::success();
 }
 
+PathArg topologyPathArg(const std::string &name, const std::string &topo) {
+  return {name, isTopologyFileArg(topo) ? topo : std::string()};
+}
+
+Status checkOutputsApart(const std::vector<PathArg> &inputs,
+                         const std::vector<PathArg> &outputs,
+                         const std::vector<PathArg> &outputDirs) {
+  // "-o 'x.json'", or the name with "{}" replaced by the quoted path.
+  auto quoted = [](const PathArg &a) {
+    std::string q = "'" + a.path + "'";
+    size_t at = a.name.find("{}");
+    return at == std::string::npos
+               ? a.name + " " + q
+               : a.name.substr(0, at) + q + a.name.substr(at + 2);
+  };
+  auto real = [](const PathArg &a) { return !a.path.empty() && a.path != "-"; };
+  std::vector<std::pair<const PathArg *, FileIdentity>> ins, outs;
+  for (const PathArg &in : inputs)
+    if (real(in))
+      if (auto id = fileIdentity(in.path); id && id->entry.empty())
+        ins.push_back({&in, *id});
+  for (const std::vector<PathArg> *list : {&outputs, &outputDirs})
+    for (const PathArg &out : *list) {
+      if (!real(out))
+        continue;
+      auto id = fileIdentity(out.path);
+      if (!id)
+        continue;
+      for (const auto &[in, inId] : ins)
+        if (inId == *id)
+          return Error(quoted(out) + " is the same file as " + quoted(*in) +
+                       ": writing it would replace that input; name another " +
+                       (list == &outputDirs ? "directory" : "file"));
+      for (const auto &[other, otherId] : outs)
+        if (otherId == *id)
+          return Error(quoted(*other) + " and " + quoted(out) +
+                       " name the same file; name two different files");
+      if (list == &outputDirs)
+        for (const auto &[in, inId] : ins)
+          if (isInsideDirectory(in->path, *id))
+            return Error(quoted(out) + " holds " + quoted(*in) +
+                         ", and writing the directory would replace it; "
+                         "name another directory");
+      outs.push_back({&out, *id});
+    }
+  return Status::success();
+}
+
 Status writeOutputs(const std::vector<OutputFile> &files) {
   std::vector<OutputFile> real;
   for (const OutputFile &f : files)

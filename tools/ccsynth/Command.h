@@ -6,10 +6,10 @@
 // context instead of throwing.
 //
 // Exit codes: 0 success, 1 bad input or failure (an output, stdout
-// included, that could not be written), 2 usage error (CLI11),
-// 3 the schedule does not implement its collective (or `run` computed a
-// wrong result), 4 infeasible sketch, 5 `run --backend cuda` found no CUDA
-// runtime or device.
+// included, that could not be written), 2 usage error (CLI11, a bad option
+// value, an output that would replace an input), 3 the schedule does not
+// implement its collective (or `run` computed a wrong result), 4 infeasible
+// sketch, 5 `run --backend cuda` found no CUDA runtime or device.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -135,6 +135,28 @@ Status flushStdout();
 /// Checks that every output path but "-" could be written, before the work
 /// that produces them.
 Status checkOutputs(const std::vector<std::string> &paths);
+
+/// A file path a command was given, with what names it in messages: an
+/// option ("-o", "--plot") or words with "{}" where the quoted path goes
+/// ("the input {}").
+struct PathArg {
+  std::string name;
+  std::string path;
+};
+
+/// A topology argument as a PathArg: its path when loadTopology reads it
+/// as a file, else an empty path (a built-in name).
+PathArg topologyPathArg(const std::string &name, const std::string &topo);
+
+/// Refuses, before any work, an output that would replace one of the
+/// command's inputs or another of its outputs, and an output directory
+/// (`outputDirs`, replaced whole) that holds an input. Files are compared
+/// by device and inode (fileIdentity), so links and different spellings of
+/// one path are caught. "-" (stdout) and empty paths are skipped. The
+/// error names both arguments; callers report it as a usage error.
+Status checkOutputsApart(const std::vector<PathArg> &inputs,
+                         const std::vector<PathArg> &outputs,
+                         const std::vector<PathArg> &outputDirs = {});
 
 /// Writes several outputs all or nothing ("-" = stdout, printed once every
 /// file was written).

@@ -173,6 +173,17 @@ void printPackingReport(const ThreadblockPacking &p, bool predict,
   }
 }
 
+/// Programs named with a '/' are files (a bare name is looked up on PATH).
+std::string programPath(const std::string &program) {
+  return program.find('/') != std::string::npos ? program : std::string();
+}
+
+/// The outputs a compile writes: -o, a file or (msccl-dir) a directory.
+void compileOutputs(const CompileCliOptions &o, std::vector<PathArg> &files,
+                    std::vector<PathArg> &dirs) {
+  (o.target == "msccl-dir" ? dirs : files).push_back({"-o", o.output});
+}
+
 /// Compiles one input with `c`; on failure prints the error and returns
 /// the exit code. `root` receives a schedule's root (when given), `loaded`
 /// the schedule (when the input is not .mlir), `packing` how an MSCCL++
@@ -199,6 +210,16 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     auto sched = loadScheduleInput(input, *defs);
     if (!sched)
       return fail(sched.error());
+    // The topology the schedule names is read (for the proof and the
+    // predictions) after the output was written.
+    std::vector<PathArg> files, dirs;
+    compileOutputs(o, files, dirs);
+    if (Status s = checkOutputsApart(
+            {topologyPathArg("the topology {} that " + input + " names",
+                             sched->topology)},
+            files, dirs);
+        !s)
+      return usage(s.error());
     if (c.verify) {
       std::optional<Topology> topo;
       VerifyResult proof;
@@ -436,6 +457,21 @@ int runCompile(CompileCliOptions &o) {
   // The same proof `ccsynth verify` gives, links included: every transfer
   // on a link of the topology its schedule or algorithm names.
   c.checkLinks = c.verify;
+
+  // No output may replace an input (or another output).
+  {
+    std::vector<PathArg> inputs{
+        {"--topo-profile", o.profile.file},
+        topologyPathArg("--predict-topo", o.predictTopo),
+        {"--cxx", programPath(o.plugin.cxx)},
+        {"--nvcc", programPath(o.plugin.nvcc)}};
+    for (const std::string &input : o.inputs)
+      inputs.push_back({"the input {}", input});
+    std::vector<PathArg> files, dirs;
+    compileOutputs(o, files, dirs);
+    if (Status s = checkOutputsApart(inputs, files, dirs); !s)
+      return usage(s.error());
+  }
   if (mscclDir)
     return runMscclDir(o, c);
   if (Status s = checkOutputs({o.output}); !s)

@@ -121,6 +121,13 @@ int runRun(RunOptions &o) {
       return usage(Error("--size: expected one byte count like 4096 or 1M"));
   }
 
+  if (Status s = checkOutputsApart(
+          {{"the input {}", o.input},
+           {"--nvcc", o.nvcc.find('/') != std::string::npos ? o.nvcc : ""}},
+          {{"--keep-plugin", o.keepPlugin}});
+      !s)
+    return usage(s.error());
+
   // CUDA: the runtime and the device before anything is built, so that a
   // machine without them says so at once and prints nothing else.
   std::unique_ptr<rt::CudaApi> cudaApi;
@@ -180,6 +187,12 @@ int runRun(RunOptions &o) {
       auto sched = loadScheduleInput(o.input, *defs);
       if (!sched)
         return fail(sched.error());
+      if (Status s = checkOutputsApart(
+              {topologyPathArg("the topology {} that " + o.input + " names",
+                               sched->topology)},
+              {{"--keep-plugin", o.keepPlugin}});
+          !s)
+        return usage(s.error());
       {
         std::optional<Topology> topo;
         VerifyResult proof;

@@ -112,6 +112,15 @@ int runSimulate(const SimulateCliOptions &o) {
       return usage(Error("--timeline-size takes one size, e.g. 1M"));
     timelineBytes = ts->front();
   }
+  // No output may replace an input or the other output.
+  std::vector<PathArg> inputs{topologyPathArg("-t", o.topo),
+                              {"--topo-profile", o.profile.file}};
+  for (const std::string &input : o.inputs)
+    inputs.push_back({"the input {}", input});
+  std::vector<PathArg> outputPaths{{"--plot", o.plot},
+                                   {"--timeline", o.timeline}};
+  if (Status s = checkOutputsApart(inputs, outputPaths); !s)
+    return usage(s.error());
   // Both outputs are checked before the work and written together at the
   // end: when one cannot be written, neither is.
   if (Status s = checkOutputs({o.timeline, o.plot}); !s)
@@ -123,6 +132,13 @@ int runSimulate(const SimulateCliOptions &o) {
     auto sched = loadScheduleInput(input, *defs);
     if (!sched)
       return fail(sched.error());
+    if (o.topo.empty())
+      if (Status s = checkOutputsApart(
+              {topologyPathArg("the topology {} that " + input + " names",
+                               sched->topology)},
+              outputPaths);
+          !s)
+        return usage(s.error());
     auto topo = topologyFor(*sched, o.topo, &o.profile);
     if (!topo)
       return fail(topo.error());

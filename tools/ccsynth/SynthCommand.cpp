@@ -104,6 +104,18 @@ int runSynth(const SynthCliOptions &o) {
     return usage(Error("--stop-at must be a percentage in (0, 100]"));
   // The schedule and the SMT dump are written together or not at all;
   // check both paths before a long search.
+  {
+    auto kind = parseCollectiveKind(o.collective);
+    bool collectiveFile = !kind || *kind == CollectiveKind::Custom;
+    if (Status s = checkOutputsApart(
+            {topologyPathArg("-t", o.topo),
+             {"--topo-profile", o.profile.file},
+             {"-k", o.sketch},
+             {"-c", collectiveFile ? o.collective : std::string()}},
+            {{"-o", o.output}, {"--dump-smt", o.dumpSmt}});
+        !s)
+      return usage(s.error());
+  }
   if (Status s = checkOutputs({o.output, o.dumpSmt}); !s)
     return fail(s.error());
   // The time limit counts from here: loading a large machine takes seconds.

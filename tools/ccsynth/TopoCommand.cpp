@@ -100,6 +100,11 @@ int runList() {
 }
 
 int runShow(const TopoOptions &o) {
+  if (Status s = checkOutputsApart({topologyPathArg("the input {}", o.name),
+                                    {"--topo-profile", o.profile.file}},
+                                   {{"-o", o.output}});
+      !s)
+    return usage(s.error());
   auto t = loadTopologyArg(o.name, o.profile);
   if (!t)
     return fail(t.error());
@@ -118,6 +123,10 @@ int runImport(const TopoOptions &o) {
       return usage(Error(std::string(flag) +
                          " must be zero or a positive, finite, normal number "
                          "of microseconds"));
+  if (Status s =
+          checkOutputsApart({{"the input {}", o.file}}, {{"-o", o.output}});
+      !s)
+    return usage(s.error());
   auto text = readFile(o.file);
   if (!text)
     return fail(text.error());

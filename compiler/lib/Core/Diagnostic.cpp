@@ -384,6 +384,51 @@ Status checkWritable(const std::string &path) {
   return Status::success();
 }
 
+std::optional<FileIdentity> fileIdentity(const std::string &path) {
+  if (path.empty())
+    return std::nullopt;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0)
+    return FileIdentity{(unsigned long long)st.st_dev,
+                        (unsigned long long)st.st_ino, ""};
+  // Not there (yet): where a write would create it.
+  auto resolved = resolveLinks(path);
+  if (!resolved)
+    return std::nullopt;
+  std::string target = *resolved;
+  while (target.size() > 1 && target.back() == '/')
+    target.pop_back();
+  size_t slash = target.rfind('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : target.substr(0, slash);
+  std::string name =
+      slash == std::string::npos ? target : target.substr(slash + 1);
+  if (name.empty() || name == "." || name == ".." ||
+      ::stat(dir.c_str(), &st) != 0)
+    return std::nullopt;
+  return FileIdentity{(unsigned long long)st.st_dev,
+                      (unsigned long long)st.st_ino, name};
+}
+
+bool isInsideDirectory(const std::string &path, const FileIdentity &dir) {
+  if (!dir.entry.empty())
+    return false; // a directory not there yet holds nothing
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::canonical(path, ec);
+  if (ec)
+    return false;
+  for (p = p.parent_path();; p = p.parent_path()) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0 &&
+        FileIdentity{(unsigned long long)st.st_dev,
+                     (unsigned long long)st.st_ino, ""} == dir)
+      return true;
+    if (p == p.root_path() || p.empty())
+      return false;
+  }
+}
+
 Status writeFilesAtomic(const std::vector<OutputFile> &files) {
   std::vector<Staged> staged;
   staged.reserve(files.size());

@@ -454,11 +454,15 @@ std::string topologyHash(const Topology &topo, const std::atomic<bool> *stop) {
   return hex;
 }
 
+bool isTopologyFileArg(const std::string &nameOrPath) {
+  return nameOrPath.find('/') != std::string::npos ||
+         nameOrPath.ends_with(".json") || nameOrPath.ends_with(".xml");
+}
+
 Expected<Topology> loadTopology(const std::string &nameOrPath) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  bool isFile = nameOrPath.find('/') != std::string::npos ||
-                nameOrPath.ends_with(".json") || nameOrPath.ends_with(".xml");
+  bool isFile = isTopologyFileArg(nameOrPath);
   if (!isFile || !fs::exists(nameOrPath, ec)) {
     if (isFile)
       return Error("cannot open topology file '" + nameOrPath +

@@ -165,3 +165,50 @@ TEST_CASE("a released temporary is left alone", "[output]") {
   CHECK(registerTemporaryFile(p.string()) == slot);
   releaseTemporaryFile(slot);
 }
+
+TEST_CASE("fileIdentity sees one file through links and spellings",
+          "[output]") {
+  TempDir dir;
+  auto a = dir.path / "a.json";
+  REQUIRE(writeFileAtomic(a.string(), "x"));
+  fs::create_directory(dir.path / "sub");
+  fs::create_symlink("a.json", dir.path / "link");
+  fs::create_hard_link(a, dir.path / "hard");
+  auto id = fileIdentity(a.string());
+  REQUIRE(id);
+  CHECK(id->entry.empty());
+  for (const fs::path &p : {dir.path / "sub" / ".." / "a.json",
+                            dir.path / "link", dir.path / "hard"})
+    CHECK(fileIdentity(p.string()) == id);
+  CHECK_FALSE(fileIdentity((dir.path / "sub").string()) == id);
+
+  // A path not there yet: its directory and name; a dangling link names
+  // what it would create.
+  auto fresh = fileIdentity((dir.path / "new.json").string());
+  REQUIRE(fresh);
+  CHECK(fresh->entry == "new.json");
+  CHECK(fileIdentity((dir.path / "sub" / ".." / "new.json").string()) == fresh);
+  fs::create_symlink("new.json", dir.path / "dangling");
+  CHECK(fileIdentity((dir.path / "dangling").string()) == fresh);
+  CHECK_FALSE(fileIdentity((dir.path / "sub" / "new.json").string()) == fresh);
+  CHECK_FALSE(fileIdentity((dir.path / "none" / "x.json").string()));
+}
+
+TEST_CASE("isInsideDirectory looks at every enclosing directory", "[output]") {
+  TempDir dir;
+  fs::create_directories(dir.path / "out" / "deep");
+  auto inner = dir.path / "out" / "deep" / "f.xml";
+  REQUIRE(writeFileAtomic(inner.string(), "x"));
+  auto out = fileIdentity((dir.path / "out").string());
+  REQUIRE(out);
+  CHECK(isInsideDirectory(inner.string(), *out));
+  CHECK(isInsideDirectory((dir.path / "out" / "deep").string(), *out));
+  CHECK_FALSE(isInsideDirectory((dir.path / "out").string(), *out));
+  auto other = dir.path / "f.xml";
+  REQUIRE(writeFileAtomic(other.string(), "y"));
+  CHECK_FALSE(isInsideDirectory(other.string(), *out));
+  // A directory not created yet holds nothing.
+  auto fresh = fileIdentity((dir.path / "fresh").string());
+  REQUIRE(fresh);
+  CHECK_FALSE(isInsideDirectory(inner.string(), *fresh));
+}

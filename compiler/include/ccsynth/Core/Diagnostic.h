@@ -130,6 +130,29 @@ Status writeFileAtomic(const std::string &path, const std::string &contents);
 /// with several outputs check them all before any work.
 Status checkWritable(const std::string &path);
 
+/// What a path names, for telling whether two paths are one file: an
+/// existing file's device and inode, or for a path not there yet its
+/// directory's device and inode and the name it would take there (symbolic
+/// links followed as writeFileAtomic follows them). So "a.json",
+/// "./a.json", "dir/../a.json", hard links and symbolic links to one file
+/// compare equal.
+struct FileIdentity {
+  unsigned long long device = 0;
+  unsigned long long inode = 0;
+  /// Empty for an existing file; else the name of the entry to be created
+  /// in the directory (device, inode).
+  std::string entry;
+  bool operator==(const FileIdentity &) const = default;
+};
+
+/// The identity of `path`; nullopt when neither it nor its directory
+/// exists (then no other path names the same file).
+std::optional<FileIdentity> fileIdentity(const std::string &path);
+
+/// Whether the existing file or directory `path` lies inside the directory
+/// `dir` (at any depth; a path is not inside itself).
+bool isInsideDirectory(const std::string &path, const FileIdentity &dir);
+
 /// One output file of a command: where and what.
 struct OutputFile {
   std::string path;

@@ -137,6 +137,10 @@ Expected<Topology> makeBuiltinTopology(const std::string &name);
 /// file, or an NCCL topology dump (.xml).
 Expected<Topology> loadTopology(const std::string &nameOrPath);
 
+/// Whether loadTopology reads `nameOrPath` as a file (it holds a '/' or
+/// ends in .json or .xml) rather than as a built-in name.
+bool isTopologyFileArg(const std::string &nameOrPath);
+
 /// Reads ccsynth's topology JSON (docs/formats.md#topology).
 Expected<Topology> parseTopologyJson(const JsonDocument &doc);
 /// Writes ccsynth's topology JSON (with `step_model` unless

@@ -119,12 +119,35 @@ add_test(NAME e2e:cli.costly-inputs
     ${CLI_OUT}/costly)
 set_tests_properties(e2e:cli.costly-inputs PROPERTIES TIMEOUT 900)
 cli_expect(degenerate-bandwidth RC 1
-  MATCH "subnormal-topo.json:6:[0-9]+: error: bandwidth must be a positive, finite, normal number" "\\^"
+  MATCH "subnormal-topo.json:6:[0-9]+: error: bandwidth 4.94066e-324 GB/s is out of range: it must be from 0.001 to 1000000 GB/s" "\\^"
   CMD ${CLI_CC} topo show ${CMAKE_CURRENT_SOURCE_DIR}/inputs/subnormal-topo.json)
+# Figures outside the physical range (docs/formats.md) are refused where
+# they are written: a 1e308 us alpha or a 1e-300 GB/s link once made
+# `simulate` print inf and -nan% with exit 0.
+cli_expect(huge-alpha RC 1
+  MATCH "huge-alpha-topo.json:5:[0-9]+: error: alpha 1e\\+308 us is out of range: it must be 0, or from 0.000001 to 1000000 us" "\\^"
+  NOMATCH "busbw"
+  CMD ${CLI_CC} simulate ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+      -t ${CMAKE_CURRENT_SOURCE_DIR}/inputs/huge-alpha-topo.json)
+cli_expect(tiny-bandwidth RC 1
+  MATCH "tiny-bandwidth-topo.json:9:[0-9]+: error: bandwidth 1e-300 GB/s is out of range" "\\^"
+  CMD ${CLI_CC} baseline ring -c allreduce
+      -t ${CMAKE_CURRENT_SOURCE_DIR}/inputs/tiny-bandwidth-topo.json
+      -o ${CLI_OUT}/tiny-bandwidth.json)
+cli_expect(alpha-flag-range RC 2
+  MATCH "--net-alpha 1e\\+300 is out of range"
+  CMD ${CLI_CC} topo import
+    ${CCSYNTH_SOURCE_DIR}/sketches/topologies/nccl-dgx-a100.xml
+    --net-alpha 1e300)
+cli_expect(topo-profile-range RC 1
+  MATCH "topo-ndv2-1MB.json:[0-9]+:[0-9]+: error: alpha 0.3 gives a latency of 3e\\+299 us, out of range"
+  CMD ${CLI_CC} topo show ndv2x2 --topo-profile
+      ${CCSYNTH_SOURCE_DIR}/test/inputs/taccl-topo/topo-ndv2-1MB.json
+      --topo-profile-scale 1e-300)
 cli_expect(import-json RC 1
   MATCH "bad-topo.json:1:1: error: 'topo import' reads NCCL topology dumps"
   CMD ${CLI_CC} topo import ${CMAKE_CURRENT_SOURCE_DIR}/inputs/bad-topo.json)
-cli_expect(bad-alpha-flag RC 2 MATCH "--nvlink-alpha must be"
+cli_expect(bad-alpha-flag RC 2 MATCH "--nvlink-alpha 4.94066e-324 is out of range"
   CMD ${CLI_CC} topo import
     ${CCSYNTH_SOURCE_DIR}/sketches/topologies/nccl-dgx-a100.xml
     --nvlink-alpha 5e-324)

@@ -120,9 +120,8 @@ int runImport(const TopoOptions &o) {
                              std::pair{"--pcie-alpha", o.pcieAlpha},
                              std::pair{"--net-alpha", o.netAlpha}})
     if (!isUsableAlpha(value))
-      return usage(Error(std::string(flag) +
-                         " must be zero or a positive, finite, normal number "
-                         "of microseconds"));
+      return usage(Error(std::string(flag) + " " + formatFigure(value) +
+                         " is out of range: it must be " + alphaRangeText()));
   if (Status s =
           checkOutputsApart({{"the input {}", o.file}}, {{"-o", o.output}});
       !s)

@@ -91,8 +91,9 @@ Expected<Topology> applyTacclProfile(const Topology &shape,
       return a.error();
     double us = *a / units.scale;
     if (!isUsableAlpha(us))
-      return in.error(ptr, "alpha " + fmtNum(*a) +
-                               " does not give a usable latency in µs");
+      return in.error(ptr, "alpha " + fmtNum(*a) + " gives a latency of " +
+                               fmtNum(us) + " us, out of range: it must be " +
+                               alphaRangeText());
     return us;
   };
   auto bandwidthOf = [&](const std::string &ptr) -> Expected<double> {
@@ -101,10 +102,13 @@ Expected<Topology> applyTacclProfile(const Topology &shape,
       return b.error();
     double usPerMB = *b / (units.scale * units.sizeMB);
     double gbps = usPerMB > 0 ? 1e3 / usPerMB : 0;
-    if (*b <= 0 || !isUsableBandwidth(gbps))
+    if (*b <= 0)
       return in.error(ptr, "beta " + fmtNum(*b) +
-                               " does not give a usable bandwidth (it must "
-                               "be positive, in µs per MB of data)");
+                               " must be positive (µs per MB of data)");
+    if (!isUsableBandwidth(gbps))
+      return in.error(
+          ptr, "beta " + fmtNum(*b) + " gives a bandwidth of " + fmtNum(gbps) +
+                   " GB/s, out of range: it must be " + bandwidthRangeText());
     return gbps;
   };
 
@@ -260,8 +264,10 @@ Expected<Topology> applyTacclProfile(const Topology &shape,
                    (profileName.empty() ? std::string()
                                         : "'" + profileName + "' ") +
                    "(" + path + ")";
+  // A shared resource scaled out of range is the profile's doing.
   if (Status s = t.validate(); !s)
-    return s.error();
+    return Error(s.error().message + " (after applying the profile)",
+                 SourceLoc{path});
   return t;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <limits>
 #include <queue>
@@ -159,7 +160,39 @@ std::vector<int> Topology::route(int src, int dst) const {
   return path;
 }
 
-bool isUsableBandwidth(double gbps) { return std::isnormal(gbps) && gbps > 0; }
+bool isUsableBandwidth(double gbps) {
+  return gbps >= kMinBandwidthGBps && gbps <= kMaxBandwidthGBps;
+}
+
+std::string formatFigure(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+namespace {
+/// A range limit in positional notation ("0.000001", "1000000").
+std::string plain(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9f", v);
+  std::string s = buf;
+  while (s.back() == '0')
+    s.pop_back();
+  if (s.back() == '.')
+    s.pop_back();
+  return s;
+}
+} // namespace
+
+std::string bandwidthRangeText() {
+  return "from " + plain(kMinBandwidthGBps) + " to " +
+         plain(kMaxBandwidthGBps) + " GB/s";
+}
+
+std::string alphaRangeText() {
+  return "0, or from " + plain(kMinAlphaUs) + " to " + plain(kMaxAlphaUs) +
+         " us";
+}
 
 int UsedLinks::slot(const Topology &topo, int link) {
   auto [it, isNew] = slotOf_.try_emplace(link, (int)resources_.size());
@@ -174,7 +207,7 @@ int UsedLinks::slot(const Topology &topo, int link) {
 }
 
 bool isUsableAlpha(double us) {
-  return us == 0 || (std::isnormal(us) && us > 0);
+  return us == 0 || (us >= kMinAlphaUs && us <= kMaxAlphaUs);
 }
 
 Status Topology::validate() const {
@@ -194,7 +227,9 @@ Status Topology::validate() const {
   for (size_t i = 0; i < resources.size(); ++i)
     if (!isUsableBandwidth(resources[i].bandwidthGBps))
       return Error("resource " + std::to_string(i) + " ('" + resources[i].name +
-                   "') must have a positive, finite, normal bandwidth");
+                   "') has a bandwidth of " +
+                   formatFigure(resources[i].bandwidthGBps) +
+                   " GB/s; it must be " + bandwidthRangeText());
   for (size_t i = 0; i < links.size(); ++i) {
     const Link &l = links[i];
     // Built only for an error: 16.7M links are checked on 4,096 ranks.
@@ -210,10 +245,12 @@ Status Topology::validate() const {
       return Error(id() + " connects rank " + std::to_string(l.src) +
                    " to itself");
     if (!isUsableBandwidth(l.bandwidthGBps))
-      return Error(id() + " must have a positive, finite, normal bandwidth");
+      return Error(id() + " has a bandwidth of " +
+                   formatFigure(l.bandwidthGBps) + " GB/s; it must be " +
+                   bandwidthRangeText());
     if (!isUsableAlpha(l.alphaUs))
-      return Error(id() + " must have an alpha that is zero or positive, "
-                        "finite and normal");
+      return Error(id() + " has an alpha of " + formatFigure(l.alphaUs) +
+                   " us; it must be " + alphaRangeText());
     for (int r : l.resources)
       if (r < 0 || r >= (int)resources.size())
         return Error(id() + " names resource " + std::to_string(r) +

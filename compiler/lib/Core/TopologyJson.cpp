@@ -28,17 +28,20 @@ Expected<double> readBandwidth(const JsonReader &rd, const std::string &p) {
       return bw.error();
     if (!isUsableBandwidth(*bw))
       return rd.error(p + "/bandwidth_gbps",
-                      "bandwidth must be a positive, finite, normal number "
-                      "of GB/s");
+                      "bandwidth " + formatFigure(*bw) + " GB/s is out of " +
+                          "range: it must be " + bandwidthRangeText());
     return *bw;
   }
   auto beta = rd.number(p + "/beta_us_per_mb");
   if (!beta)
     return beta.error();
-  if (!isUsableBandwidth(*beta) || !isUsableBandwidth(1e3 / *beta))
+  // The bandwidth range maps onto beta from 1e-3 to 1e6 us per MB.
+  if (!(*beta > 0) || !isUsableBandwidth(1e3 / *beta))
     return rd.error(p + "/beta_us_per_mb",
-                    "beta must be a positive, finite, normal number of us "
-                    "per MB whose bandwidth (1e3 / beta GB/s) is too");
+                    "beta " + formatFigure(*beta) +
+                        " us per MB is out of range: its bandwidth (1e3 / "
+                        "beta GB/s) must be " +
+                        bandwidthRangeText());
   return 1e3 / *beta;
 }
 
@@ -58,10 +61,9 @@ Status readPerProtocol(const JsonReader &rd, const std::string &p, double *out,
       return v.error();
     bool ok = allowZero ? isUsableAlpha(*v) : isUsableBandwidth(*v);
     if (!ok)
-      return rd.error(fp, allowZero ? "must be zero or a positive, finite, "
-                                      "normal number of us"
-                                    : "must be a positive, finite, normal "
-                                      "number of GB/s");
+      return rd.error(
+          fp, formatFigure(*v) + " is out of range: it must be " +
+                  (allowZero ? alphaRangeText() : bandwidthRangeText()));
     out[i] = *v;
   }
   return {};
@@ -96,8 +98,9 @@ Status readStepModel(const JsonReader &rd, StepModel &m) {
     auto v = rd.number(fp);
     if (!v)
       return v.error();
-    if (!(*v > 0 && *v <= 1) || !isUsableBandwidth(*v))
-      return rd.error(fp, "link_efficiency must be in (0, 1]");
+    if (!(*v >= 1e-3 && *v <= 1))
+      return rd.error(fp, "link_efficiency " + formatFigure(*v) +
+                              " is out of range: it must be from 0.001 to 1");
     m.linkEfficiency = *v;
   }
   return {};
@@ -234,8 +237,9 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
     if (!alpha)
       return alpha.error();
     if (!isUsableAlpha(*alpha))
-      return rd.error(p + "/alpha_us", "alpha must be zero or a positive, "
-                                       "finite, normal number of us");
+      return rd.error(p + "/alpha_us", "alpha " + formatFigure(*alpha) +
+                                           " us is out of range: it must be " +
+                                           alphaRangeText());
     l.alphaUs = *alpha;
     auto bw = readBandwidth(rd, p);
     if (!bw)

@@ -184,6 +184,84 @@ TEST_CASE("degenerate link figures are located errors", "[hostile]") {
   CHECK_FALSE(t.validate());
 }
 
+TEST_CASE("topology figures outside their physical range are located errors",
+          "[hostile]") {
+  auto link = [](const std::string &figures) {
+    return "{\"src\": 0, \"dst\": 1, \"kind\": \"nvlink\", " + figures + "}";
+  };
+  // Each once gave inf or NaN in `simulate` (alpha sums overflow, a bound
+  // of inf over a time of inf).
+  for (const char *bad : {"\"alpha_us\": 1e308, \"bandwidth_gbps\": 10",
+                          "\"alpha_us\": 1000001, \"bandwidth_gbps\": 10",
+                          "\"alpha_us\": 1e-7, \"bandwidth_gbps\": 10",
+                          "\"alpha_us\": 1, \"bandwidth_gbps\": 1e-300",
+                          "\"alpha_us\": 1, \"bandwidth_gbps\": 0.0009",
+                          "\"alpha_us\": 1, \"bandwidth_gbps\": 1e300",
+                          "\"alpha_us\": 1, \"bandwidth_gbps\": 1000001",
+                          "\"alpha_us\": 1, \"beta_us_per_mb\": 1e300",
+                          "\"alpha_us\": 1, \"beta_us_per_mb\": 0.0009"}) {
+    INFO(bad);
+    auto t = parseTopo(topoJson(link(bad)));
+    REQUIRE_FALSE(t);
+    CHECK(has(t.error().message, "out of range: it"));
+    CHECK(has(t.error().message, " must be "));
+    CHECK(t.error().loc.line == 3);
+    CHECK_FALSE(t.error().notes.empty());
+  }
+  auto alpha = parseTopo(topoJson(link("\"alpha_us\": 1e308, "
+                                       "\"bandwidth_gbps\": 10")));
+  REQUIRE_FALSE(alpha);
+  CHECK(alpha.error().message == "alpha 1e+308 us is out of range: it must "
+                                 "be 0, or from 0.000001 to 1000000 us");
+  auto bw =
+      parseTopo(topoJson(link("\"alpha_us\": 1, \"bandwidth_gbps\": 1e-300")));
+  REQUIRE_FALSE(bw);
+  CHECK(bw.error().message == "bandwidth 1e-300 GB/s is out of range: it "
+                              "must be from 0.001 to 1000000 GB/s");
+  // The limits themselves are accepted.
+  for (const char *good : {"\"alpha_us\": 1000000, \"bandwidth_gbps\": 0.001",
+                           "\"alpha_us\": 0.000001, \"bandwidth_gbps\": 1e6",
+                           "\"alpha_us\": 0, \"beta_us_per_mb\": 1e6",
+                           "\"alpha_us\": 0, \"beta_us_per_mb\": 0.001"}) {
+    INFO(good);
+    CHECK(parseTopo(topoJson(link(good))));
+  }
+  // Resources and the step model too.
+  std::string ok = link("\"alpha_us\": 1, \"bandwidth_gbps\": 10");
+  auto res = parseTopo(topoJson(
+      ok, "\n \"resources\": [{\"name\": \"r\", \"bandwidth_gbps\": 2e6}],"));
+  REQUIRE_FALSE(res);
+  CHECK(has(res.error().message, "bandwidth 2e+06 GB/s is out of range"));
+  CHECK(res.error().loc.line == 3);
+  for (const char *model :
+       {"\"launch_us\": {\"LL\": 1e300}", "\"step_us\": {\"Simple\": -1}",
+        "\"threadblock_copy_gbps\": {\"LL128\": 1e-9}",
+        "\"threadblock_reduce_gbps\": {\"LL\": 1e9}",
+        "\"link_efficiency\": 1e-9", "\"link_efficiency\": 1.5"}) {
+    INFO(model);
+    auto t = parseTopo(
+        topoJson(ok, std::string("\n \"step_model\": {") + model + "},"));
+    REQUIRE_FALSE(t);
+    CHECK(has(t.error().message, "out of range: it must be"));
+    CHECK(t.error().loc.line == 3);
+  }
+  // The model refuses them wherever the topology came from.
+  Topology t;
+  t.name = "t";
+  t.nodeOf = {0, 0};
+  Link l;
+  l.src = 0;
+  l.dst = 1;
+  l.bandwidthGBps = 10;
+  l.alphaUs = 1e308;
+  t.links.push_back(l);
+  REQUIRE_FALSE(t.validate());
+  CHECK(has(t.validate().error().message, "link 0 has an alpha of 1e+308 us"));
+  t.links[0].alphaUs = 1;
+  t.links[0].bandwidthGBps = 1e-300;
+  CHECK_FALSE(t.validate());
+}
+
 TEST_CASE("sparse node ids are a located error", "[hostile]") {
   auto t = parseTopo(topoJson("", " \"node_of\": [1, 1],"));
   REQUIRE_FALSE(t);

@@ -126,6 +126,31 @@ TEST_CASE("bad TACCL profiles are refused where they are wrong",
   path = writeTemp("zero", R"({"alpha": 1, "node_betas_list": [0]})");
   auto zero = applyTacclProfile(topo("dgx2"), path);
   REQUIRE_FALSE(zero.ok());
-  CHECK_THAT(zero.error().message, Catch::Contains("usable bandwidth"));
+  CHECK_THAT(zero.error().message, Catch::Contains("must be positive"));
+  std::remove(path.c_str());
+
+  // Figures that give a latency or bandwidth outside the physical range
+  // (docs/formats.md) are refused where they are written.
+  path = writeTemp("range", R"({"alpha": 1,
+  "node_betas_list": [1e-300]})");
+  auto tiny = applyTacclProfile(topo("dgx2"), path);
+  REQUIRE_FALSE(tiny.ok());
+  CHECK_THAT(tiny.error().message,
+             Catch::Contains("gives a bandwidth of 1e+303 GB/s, out of range: "
+                             "it must be from 0.001 to 1000000 GB/s"));
+  CHECK(tiny.error().loc.line == 2);
+  std::remove(path.c_str());
+  path = writeTemp("range", R"({"alpha": 1e308, "node_betas_list": [8]})");
+  auto slow = applyTacclProfile(topo("dgx2"), path);
+  REQUIRE_FALSE(slow.ok());
+  CHECK_THAT(slow.error().message,
+             Catch::Contains("alpha 1e+308 gives a latency of 1e+308 us, out "
+                             "of range"));
+  CHECK(slow.error().loc.line == 1);
+  std::remove(path.c_str());
+  // The units count: a fine figure scaled out of range.
+  path = writeTemp("range", R"({"alpha": 1, "node_betas_list": [8]})");
+  CHECK(applyTacclProfile(topo("dgx2"), path).ok());
+  CHECK_FALSE(applyTacclProfile(topo("dgx2"), path, {1, 1e-12}).ok());
   std::remove(path.c_str());
 }

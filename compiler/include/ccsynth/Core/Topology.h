@@ -147,11 +147,27 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc);
 /// `withStepModel` is false).
 std::string topologyToJson(const Topology &topo, bool withStepModel = true);
 
-/// Whether a bandwidth figure (GB/s) is usable: finite, positive and not
-/// subnormal (a subnormal one turns times into inf and ratios into NaN).
+/// The physical range of a topology's figures (docs/formats.md): far wider
+/// than any machine's (an NVLink is ~25-50 GB/s and ~1 µs, a slow NIC 1
+/// GB/s and tens of µs), and narrow enough that no time, bound or ratio
+/// computed from them overflows to inf or turns into NaN.
+inline constexpr double kMinBandwidthGBps = 1e-3; ///< 1 MB/s
+inline constexpr double kMaxBandwidthGBps = 1e6;  ///< 1 PB/s
+inline constexpr double kMinAlphaUs = 1e-6;       ///< 1 ps, or exactly 0
+inline constexpr double kMaxAlphaUs = 1e6;        ///< 1 s per message
+
+/// Whether a bandwidth figure (GB/s) is usable: from kMinBandwidthGBps to
+/// kMaxBandwidthGBps (NaN and inf are not).
 bool isUsableBandwidth(double gbps);
-/// Whether a latency (µs) is usable: zero, or finite, positive and normal.
+/// Whether a latency (µs) is usable: zero, or from kMinAlphaUs to
+/// kMaxAlphaUs.
 bool isUsableAlpha(double us);
+/// The ranges in words for messages: "from 0.001 to 1000000 GB/s", "0, or
+/// from 0.000001 to 1000000 us".
+std::string bandwidthRangeText();
+std::string alphaRangeText();
+/// A figure as messages show it (%g: "1e-300", "25", "inf").
+std::string formatFigure(double v);
 
 /// The links a schedule uses, numbered densely in the order first met, each
 /// with its shared resources listed once and sorted: what a simulation

@@ -144,6 +144,14 @@ cli_expect(topo-profile-range RC 1
   CMD ${CLI_CC} topo show ndv2x2 --topo-profile
       ${CCSYNTH_SOURCE_DIR}/test/inputs/taccl-topo/topo-ndv2-1MB.json
       --topo-profile-scale 1e-300)
+# What an NCCL dump lacks and the importer assumes (or ignores) is said at
+# the element, not silently taken.
+cli_expect(import-assumptions RC 0
+  MATCH "nic-without-speed.xml:13:9: warning: NIC speed -1 Mb/s is no speed: assumed 10000 Mb/s \\(1.25 GB/s\\), as NCCL does"
+        "nic-without-speed.xml:5:9: warning: NVLink with count 0 carries nothing: ignored"
+        "1.25 GB/s"
+  CMD ${CLI_CC} topo import ${CMAKE_CURRENT_SOURCE_DIR}/inputs/nic-without-speed.xml
+      --nodes 2)
 cli_expect(import-json RC 1
   MATCH "bad-topo.json:1:1: error: 'topo import' reads NCCL topology dumps"
   CMD ${CLI_CC} topo import ${CMAKE_CURRENT_SOURCE_DIR}/inputs/bad-topo.json)

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <set>
 
 namespace ccsynth::cli {
 
@@ -202,9 +203,22 @@ void addTopoProfileOptions(CLI::App *cmd, TopoProfileArgs &args) {
                   "(TACCL's guide suggests scaling small ones); default 1");
 }
 
+void printWarnings(const std::vector<Error> &warnings) {
+  // A command may load one topology several times (the proof, then the
+  // predictions): each warning is printed once.
+  static std::set<std::string> printed;
+  for (const Error &w : warnings) {
+    std::string text = w.format("warning");
+    if (printed.insert(text).second)
+      std::cerr << "ccsynth: " << text << "\n";
+  }
+}
+
 Expected<Topology> loadTopologyArg(const std::string &nameOrPath,
                                    const TopoProfileArgs &profile) {
-  auto topo = loadTopology(nameOrPath);
+  std::vector<Error> warnings;
+  auto topo = loadTopology(nameOrPath, &warnings);
+  printWarnings(warnings);
   if (!topo || profile.file.empty())
     return topo;
   if (nameOrPath != topo->name)
@@ -221,7 +235,7 @@ Expected<Topology> topologyFor(const Schedule &schedule,
   std::string name = explicitTopo.empty() ? schedule.topology : explicitTopo;
   if (name.empty())
     return Error("the schedule names no topology; pass --topo");
-  auto topo = profile ? loadTopologyArg(name, *profile) : loadTopology(name);
+  auto topo = loadTopologyArg(name, profile ? *profile : TopoProfileArgs{});
   if (!topo)
     return topo.error();
   if (explicitTopo.empty() && !schedule.topologyHash.empty()) {

@@ -87,7 +87,11 @@ struct TopoProfileArgs {
 };
 /// Adds --topo-profile, --topo-profile-mb and --topo-profile-scale.
 void addTopoProfileOptions(CLI::App *cmd, TopoProfileArgs &args);
-/// loadTopology, then the profile when one is given (built-in shapes only).
+/// Prints located warnings as `ccsynth: file:line:col: warning: ...`, each
+/// once per run.
+void printWarnings(const std::vector<Error> &warnings);
+/// loadTopology (printing an NCCL dump's import warnings), then the profile
+/// when one is given (built-in shapes only).
 Expected<Topology> loadTopologyArg(const std::string &nameOrPath,
                                    const TopoProfileArgs &profile);
 

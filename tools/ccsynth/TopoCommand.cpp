@@ -147,7 +147,10 @@ int runImport(const TopoOptions &o) {
   opts.nvlinkAlphaUs = o.nvlinkAlpha;
   opts.pcieAlphaUs = o.pcieAlpha;
   opts.netAlphaUs = o.netAlpha;
+  std::vector<Error> warnings;
+  opts.warnings = &warnings;
   auto t = importNcclTopology(o.file, *text, opts);
+  printWarnings(warnings);
   if (!t)
     return fail(t.error());
   if (Status s =

@@ -19,7 +19,7 @@
 
 namespace ccsynth {
 
-std::string Error::format() const {
+std::string Error::format(const char *severity) const {
   std::string out;
   if (!loc.file.empty()) {
     out += loc.file;
@@ -30,7 +30,7 @@ std::string Error::format() const {
     }
     out += ": ";
   }
-  out += "error: " + message;
+  out += std::string(severity) + ": " + message;
   if (!notes.empty()) {
     out += "\n" + notes;
     if (out.back() == '\n')

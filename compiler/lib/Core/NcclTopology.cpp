@@ -201,6 +201,19 @@ private:
   Error errorAt(const XmlElement &e, const std::string &msg) const {
     return Error(msg, e.loc, caretLine(text, e.loc));
   }
+  void warnAt(const XmlElement &e, const std::string &msg) const {
+    if (options.warnings)
+      options.warnings->push_back(Error(msg, e.loc));
+  }
+  /// A bandwidth the dump gives, checked against the physical range.
+  Status checkBandwidth(const XmlElement &e, double gbps,
+                        const std::string &what) const {
+    if (isUsableBandwidth(gbps))
+      return Status::success();
+    return errorAt(e, what + " gives " + formatFigure(gbps) +
+                          " GB/s, out of range: it must be " +
+                          bandwidthRangeText());
+  }
   Expected<std::optional<long long>> intAttr(const XmlElement &e,
                                              const std::string &key) const;
   Status addCpu(const XmlElement &cpu);
@@ -324,6 +337,11 @@ Status Importer::walk(const XmlElement &e, int node,
     t.host = tree[node].host;
     // kvDictPciGen gives 100 Mb/s per lane; NCCL divides by 80 for GB/s.
     t.gbps = (double)w * pciLaneSpeed(e.attr("link_speed").value_or("")) / 80.0;
+    if (Status s = checkBandwidth(e, t.gbps,
+                                  "link_width " + std::to_string(w) +
+                                      " at this link_speed");
+        !s)
+      return s;
     t.label = *bus;
     int self = (int)tree.size();
     tree.push_back(t);
@@ -374,6 +392,12 @@ Status Importer::walk(const XmlElement &e, int node,
     if (**count < 0)
       return errorAt(e, "NVLink 'count' must not be negative");
     l.count = **count;
+    if (l.count > 0)
+      if (Status s =
+              checkBandwidth(e, (double)l.count * nvlinkGBps(gpu->sm),
+                             "'count' " + std::to_string(l.count) + " NVLinks");
+          !s)
+        return s;
     if (auto target = e.attr("target")) {
       l.target = parseBusId(*target);
       if (!l.target)
@@ -398,8 +422,13 @@ Status Importer::walk(const XmlElement &e, int node,
     if (!speed)
       return speed.error();
     long long mbps = speed->value_or(0);
-    if (mbps <= 0) // ncclTopoAddNet: "Some NICs define speed = -1"
+    if (mbps <= 0) { // ncclTopoAddNet: "Some NICs define speed = -1"
+      warnAt(e, (speed->has_value()
+                     ? "NIC speed " + std::to_string(mbps) + " Mb/s is no speed"
+                     : std::string("this NIC has no 'speed'")) +
+                    ": assumed 10000 Mb/s (1.25 GB/s), as NCCL does");
       mbps = 10000;
+    }
     NetInfo n;
     n.el = &e;
     n.tree = node;
@@ -409,6 +438,10 @@ Status Importer::walk(const XmlElement &e, int node,
     if (n.name.empty())
       n.name = "net" + std::to_string(n.dev);
     n.gbps = (double)mbps / 8000.0;
+    if (Status s = checkBandwidth(
+            e, n.gbps, "NIC speed " + std::to_string(mbps) + " Mb/s");
+        !s)
+      return s;
     n.order = nets.size();
     nets.push_back(std::move(n));
     return Status::success();
@@ -537,13 +570,22 @@ Expected<Topology> Importer::run(const XmlElement &root) {
       gpuAtBus.emplace(std::make_pair(gpus[j].host, *gpus[j].busId), j);
   std::map<std::pair<int, int>, long long> lanes;
   std::vector<long long> switchLanes(numGpus, 0);
+  // The last <nvlink> adding to each sum, to locate a sum out of range.
+  std::map<std::pair<int, int>, const XmlElement *> lanesAt;
+  std::vector<const XmlElement *> switchLanesAt(numGpus, nullptr);
   for (int i = 0; i < numGpus; ++i) {
     for (const NvlinkInfo &l : gpus[i].nvlinks) {
+      if (l.count == 0) {
+        warnAt(*l.el, "NVLink with count 0 carries nothing: ignored");
+        continue;
+      }
       int peer = -1;
+      bool self = false;
       if (l.target) {
         auto it = gpuAtBus.find({gpus[i].host, *l.target});
         if (it != gpuAtBus.end() && it->second != i)
           peer = it->second;
+        self = it != gpuAtBus.end() && it->second == i;
       }
       // ncclTopoAddNvLinks: a GPU class links to that GPU (ignored when it
       // is not in the dump), a CPU class (POWER9) is no GPU-GPU path, and
@@ -553,13 +595,38 @@ Expected<Topology> Importer::run(const XmlElement &root) {
                      : peer >= 0 ? PciClass::Gpu
                                  : PciClass::NvSwitch;
       if (cls == PciClass::Gpu) {
-        if (peer >= 0 && l.count > 0)
+        if (peer >= 0) {
           lanes[{i, peer}] += l.count;
+          lanesAt[{i, peer}] = l.el;
+        } else {
+          warnAt(*l.el,
+                 std::string("NVLink to a GPU ") +
+                     (self       ? "that is this GPU itself"
+                      : l.target ? "whose bus id is not a GPU of this dump"
+                                 : "without a 'target' bus id") +
+                     ": ignored (as NCCL ignores it)");
+        }
       } else if (cls != PciClass::Cpu) {
         switchLanes[i] += l.count;
+        switchLanesAt[i] = l.el;
       }
     }
   }
+  // Several entries may add up to more than any NVLink carries.
+  for (const auto &[pair, n] : lanes)
+    if (Status s = checkBandwidth(*lanesAt[pair],
+                                  (double)n * nvlinkGBps(gpus[pair.first].sm),
+                                  std::to_string(n) + " NVLinks to one GPU");
+        !s)
+      return s.error();
+  for (int i = 0; i < numGpus; ++i)
+    if (switchLanes[i] > 0)
+      if (Status s = checkBandwidth(
+              *switchLanesAt[i],
+              (double)switchLanes[i] * nvlinkGBps(gpus[i].sm),
+              std::to_string(switchLanes[i]) + " NVLinks to NVSwitches");
+          !s)
+        return s.error();
 
   Topology t;
   std::string stem = std::filesystem::path(file).stem().string();

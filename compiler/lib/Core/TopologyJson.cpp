@@ -463,7 +463,8 @@ bool isTopologyFileArg(const std::string &nameOrPath) {
          nameOrPath.ends_with(".json") || nameOrPath.ends_with(".xml");
 }
 
-Expected<Topology> loadTopology(const std::string &nameOrPath) {
+Expected<Topology> loadTopology(const std::string &nameOrPath,
+                                std::vector<Error> *warnings) {
   namespace fs = std::filesystem;
   std::error_code ec;
   bool isFile = isTopologyFileArg(nameOrPath);
@@ -476,8 +477,11 @@ Expected<Topology> loadTopology(const std::string &nameOrPath) {
   auto text = readFile(nameOrPath);
   if (!text)
     return text.error();
-  if (nameOrPath.ends_with(".xml"))
-    return importNcclTopology(nameOrPath, *text, NcclImportOptions{});
+  if (nameOrPath.ends_with(".xml")) {
+    NcclImportOptions options;
+    options.warnings = warnings;
+    return importNcclTopology(nameOrPath, *text, options);
+  }
   auto doc = JsonDocument::parse(nameOrPath, text.take());
   if (!doc)
     return doc.error();

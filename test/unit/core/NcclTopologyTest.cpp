@@ -411,6 +411,110 @@ TEST_CASE("NCCL import errors are located", "[nccl]") {
   }
 }
 
+TEST_CASE("the shipped dumps import without a warning", "[nccl]") {
+  for (const char *name :
+       {"nccl-dgx-a100.xml", "nccl-dgx1.xml", "nccl-pcie-2gpu.xml"}) {
+    INFO(name);
+    auto text = readFile(inputPath(name));
+    REQUIRE(text.ok());
+    std::vector<Error> warnings;
+    NcclImportOptions opts;
+    opts.nodes = 2;
+    opts.warnings = &warnings;
+    REQUIRE(importNcclTopology(name, *text, opts).ok());
+    CHECK(warnings.empty());
+  }
+}
+
+TEST_CASE("what the importer assumes or ignores is a located warning",
+          "[nccl]") {
+  std::string nic = "<pci busid=\"0000:09:00.0\" class=\"0x020700\" "
+                    "link_speed=\"16.0 GT/s PCIe\" link_width=\"16\"><nic>"
+                    "<net name=\"ib0\" dev=\"0\" speed=\"-1\"/>"
+                    "<net name=\"ib1\" dev=\"1\"/></nic></pci>\n";
+  std::string dump =
+      wrap(gpuPci("0000:01:00.0", "dev=\"0\" sm=\"80\" rank=\"0\"",
+                  // Nothing carried, a GPU not in the dump, itself.
+                  "<nvlink target=\"0000:02:00.0\" count=\"0\" "
+                  "tclass=\"0x030200\"/>\n"
+                  "<nvlink target=\"0000:77:00.0\" count=\"4\" "
+                  "tclass=\"0x030200\"/>\n"
+                  "<nvlink target=\"0000:01:00.0\" count=\"4\" "
+                  "tclass=\"0x030200\"/>") +
+           gpuPci("0000:02:00.0", "dev=\"1\" sm=\"80\" rank=\"1\"") + nic);
+  std::vector<Error> warnings;
+  NcclImportOptions opts;
+  opts.nodes = 2;
+  opts.warnings = &warnings;
+  auto t = importNcclTopology("w.xml", dump, opts);
+  REQUIRE(t.ok());
+  REQUIRE(warnings.size() == 5);
+  auto lineOf = [&](const std::string &part) {
+    for (const Error &w : warnings)
+      if (w.message.find(part) != std::string::npos)
+        return w.loc.line;
+    FAIL("no warning saying " << part);
+    return 0;
+  };
+  CHECK(lineOf("NVLink with count 0 carries nothing: ignored") == 3);
+  CHECK(lineOf("whose bus id is not a GPU of this dump: ignored") == 4);
+  CHECK(lineOf("that is this GPU itself: ignored") == 5);
+  CHECK(lineOf("NIC speed -1 Mb/s is no speed: assumed 10000 Mb/s "
+               "(1.25 GB/s)") == 7);
+  CHECK(lineOf("this NIC has no 'speed': assumed 10000 Mb/s") == 7);
+  for (const Error &w : warnings)
+    CHECK(w.format("warning").rfind("w.xml:" + std::to_string(w.loc.line) +
+                                        ":" + std::to_string(w.loc.col) +
+                                        ": warning: ",
+                                    0) == 0);
+  // The assumption is what was built: no NVLink, 1.25 GB/s NICs.
+  CHECK(t->linksBetween(0, 1).size() == 1);
+  CHECK(onlyLink(*t, 0, 1, LinkKind::PCIe).bandwidthGBps > 0);
+  CHECK(resourceBw(*t, "n0.ib0.out") == Approx(1.25));
+  // Without a sink the import is the same, silently.
+  CHECK(importNcclTopology("w.xml", dump, {}).ok());
+}
+
+TEST_CASE("NCCL figures outside the physical range are located errors",
+          "[nccl]") {
+  SECTION("a PCIe link of a billion lanes") {
+    Error e = importError(
+        wrap("<pci busid=\"0000:01:00.0\" class=\"0x060400\" "
+             "link_speed=\"16.0 GT/s PCIe\" link_width=\"999999999\">\n" +
+             gpuPci("0000:02:00.0", "dev=\"0\" sm=\"80\"") + "</pci>"));
+    CHECK(e.message.find("link_width 999999999 at this link_speed gives "
+                         "1.5e+09 GB/s, out of range: it must be from 0.001 "
+                         "to 1000000 GB/s") != std::string::npos);
+    CHECK(e.loc.line == 3);
+  }
+  SECTION("NVLink counts: one entry, and entries that add up") {
+    Error one = importError(
+        wrap(gpuPci("0000:01:00.0", "dev=\"0\" sm=\"80\"",
+                    "<nvlink target=\"0000:c0:00.0\" count=\"2000000000\" "
+                    "tclass=\"0x068000\"/>")));
+    CHECK(one.message.find("out of range") != std::string::npos);
+    CHECK(one.loc.line == 3);
+    std::string many;
+    for (int k = 0; k < 30; ++k)
+      many += "<nvlink target=\"0000:02:00.0\" count=\"2000\" "
+              "tclass=\"0x030200\"/>";
+    Error sum =
+        importError(wrap(gpuPci("0000:01:00.0", "dev=\"0\" sm=\"80\"", many) +
+                         gpuPci("0000:02:00.0", "dev=\"1\" sm=\"80\"")));
+    CHECK(sum.message.find("60000 NVLinks to one GPU gives 1.2e+06 GB/s") !=
+          std::string::npos);
+  }
+  SECTION("a NIC of 1 Mb/s") {
+    Error e = importError(
+        wrap(gpuPci("0000:01:00.0", "dev=\"0\" sm=\"80\"") +
+             "<nic><net name=\"slow\" dev=\"0\" speed=\"1\"/></nic>"),
+        2);
+    CHECK(e.message.find("NIC speed 1 Mb/s gives 0.000125 GB/s, out of "
+                         "range") != std::string::npos);
+    CHECK(e.loc.line == 4);
+  }
+}
+
 TEST_CASE("NCCL importer survives seeded random mutations",
           "[nccl][mutation]") {
   auto text = readFile(inputPath("nccl-dgx1.xml"));

@@ -41,8 +41,9 @@ struct Error {
         notes(std::move(extra)) {}
 
   /// `file:line:col: error: message` (or `file: error:` / `error:` when the
-  /// location is partly unknown), followed by the notes.
-  std::string format() const;
+  /// location is partly unknown), followed by the notes. `severity`
+  /// replaces "error" (e.g. "warning" for a diagnostic that is not one).
+  std::string format(const char *severity = "error") const;
 };
 
 /// Either a value or an Error. A minimal std::expected for C++20.

@@ -134,8 +134,10 @@ std::vector<BuiltinInfo> builtinTopologies();
 Expected<Topology> makeBuiltinTopology(const std::string &name);
 
 /// Resolves a topology argument: a built-in name, a ccsynth topology JSON
-/// file, or an NCCL topology dump (.xml).
-Expected<Topology> loadTopology(const std::string &nameOrPath);
+/// file, or an NCCL topology dump (.xml; its import warnings go to
+/// `warnings` when given, see NcclImportOptions).
+Expected<Topology> loadTopology(const std::string &nameOrPath,
+                                std::vector<Error> *warnings = nullptr);
 
 /// Whether loadTopology reads `nameOrPath` as a file (it holds a '/' or
 /// ends in .json or .xml) rather than as a built-in name.
@@ -215,6 +217,11 @@ struct NcclImportOptions {
   double nvlinkAlphaUs = 0.7;
   double pcieAlphaUs = 1.0;
   double netAlphaUs = 2.0;
+  /// Receives a located warning for each figure the dump lacks and the
+  /// importer assumes (a NIC without a speed), and each entry it ignores
+  /// (an NVLink of count 0, or to a GPU the dump does not hold); none
+  /// when null.
+  std::vector<Error> *warnings = nullptr;
 };
 /// Imports the XML that NCCL writes with NCCL_TOPO_DUMP_FILE.
 Expected<Topology> importNcclTopology(const std::string &file,

@@ -122,11 +122,12 @@ Config &config() {
     if (const char *t = std::getenv("CCSYNTH_TIMEOUT")) {
       char *end = nullptr;
       double v = std::strtod(t, &end);
-      if (end && !*end && v > 0)
+      if (end && end != t && !*end && v > 0 && v <= 86400)
         c->timeout = v;
       else
         warn(std::string("CCSYNTH_TIMEOUT='") + t +
-             "' is not a positive number of seconds; using 30");
+             "' is not a number of seconds above 0 and at most 86400; "
+             "using 30");
     }
     if (const char *w = std::getenv("CCSYNTH_WINDOW_BYTES")) {
       char *end = nullptr;

@@ -49,6 +49,15 @@ if(CCSYNTH_ENABLE_MLIR)
   cli_expect(run.cuda-flags-on-host RC 2
     MATCH "--device, --cuda-arch and --nvcc need --backend cuda"
     CMD ${CLI_CC} run ${CLI_NOFILE}.json --size 1M --cuda-arch 90)
+  # Seconds: NaN, inf, a negative number or more than a day is no
+  # watchdog (one once printed "did not finish within -2147483648 s").
+  foreach(bad nan inf 1e300 -1 0 86401)
+    cli_expect(run.timeout-${bad} RC 2
+      MATCH "--timeout [-+0-9a-z.]+: expected seconds above 0 and at most 86400"
+      NOMATCH "building"
+      CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+          --count 4 --timeout ${bad})
+  endforeach()
   cli_expect(run.cuda-bad-arch RC 2
     MATCH "--cuda-arch 'sm_90': expected an SM version"
     CMD ${CLI_CC} run ${CLI_NOFILE}.json --size 1M --backend cuda
@@ -91,6 +100,12 @@ foreach(row ${rows})
     separate_arguments(args UNIX_COMMAND "${bad}")
     cli_expect(${name}.bad-usage RC 2 MATCH "ccsynth: error: " CMD ${CLI_CC} ${args})
   endif()
+endforeach()
+foreach(bad nan inf 1e300 -1 604801)
+  cli_expect(synth.time-limit-${bad} RC 2
+    MATCH "--time-limit [-+0-9a-z.]+: expected seconds from 0 to 604800"
+    CMD ${CLI_CC} synth -t ring:4 -c allgather -o ${CLI_OUT}/t.json
+        --time-limit=${bad})
 endforeach()
 cli_expect(no-subcommand RC 2 MATCH "ccsynth: error: A subcommand is required"
   CMD ${CLI_CC})

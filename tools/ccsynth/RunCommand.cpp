@@ -111,6 +111,11 @@ int runRun(RunOptions &o) {
                        "': expected an SM version like 80, 90 or 90a"));
   if (o.iters < 1 || o.warmup < 0)
     return usage(Error("--iters must be at least 1 and --warmup at least 0"));
+  // As ccsynth-run: a wait longer than a day is no watchdog (and nan, inf
+  // or a negative number none at all).
+  if (!(o.timeout > 0 && o.timeout <= 86400))
+    return usage(Error("--timeout " + formatFigure(o.timeout) +
+                       ": expected seconds above 0 and at most 86400"));
   if (o.size.empty() == o.count.empty())
     return usage(
         Error("give exactly one of --size BYTES and --count ELEMENTS"));

@@ -44,6 +44,9 @@ std::string formatSpeedup(double ratio) {
   return s;
 }
 
+/// The longest --time-limit: a week.
+constexpr double kMaxTimeLimitSeconds = 7 * 86400.0;
+
 struct SynthCliOptions {
   TopoProfileArgs profile;
   std::string topo;
@@ -95,9 +98,11 @@ int runSynth(const SynthCliOptions &o) {
     return usage(sizes.error());
   if (sizes->size() != 1)
     return usage(Error("--size takes one buffer size (e.g. 1G)"));
-  if (!(o.timeLimit >= 0))
-    return usage(Error("--time-limit must be a non-negative number of "
-                       "seconds"));
+  // A week bounds any search worth waiting for, and keeps the deadline
+  // arithmetic (microseconds in 64 bits, solver milliseconds) exact.
+  if (!(o.timeLimit >= 0 && o.timeLimit <= kMaxTimeLimitSeconds))
+    return usage(Error("--time-limit " + formatFigure(o.timeLimit) +
+                       ": expected seconds from 0 to 604800 (a week)"));
   if (o.chunks < 0 || o.chunks > 1024)
     return usage(Error("--chunks must be between 1 and 1024 (0 = search)"));
   if (!(o.stopAt > 0 && o.stopAt <= 100))

@@ -20,6 +20,9 @@ using Clock = std::chrono::steady_clock;
 
 /// Default deadline of one wait.
 inline constexpr double kDefaultTimeoutSeconds = 30.0;
+/// The longest deadline of one wait (a year): longer ones (and inf) are
+/// cut to it, so that the deadline fits the clock's 64-bit nanoseconds.
+inline constexpr double kMaxTimeoutSeconds = 365.0 * 86400;
 
 /// One wait's pacing: call `pause()` after every failed poll; it returns
 /// false once the deadline has passed.
@@ -60,6 +63,8 @@ private:
 inline Clock::duration timeoutOf(double seconds) {
   if (!(seconds > 0))
     seconds = kDefaultTimeoutSeconds;
+  if (seconds > kMaxTimeoutSeconds)
+    seconds = kMaxTimeoutSeconds;
   return std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(seconds));
 }

@@ -102,7 +102,8 @@ typedef struct {
                              HostWorld::comm(); shm: the window's start,
                              and every buffer must lie in that window) */
   void *stream;           /* cudaStream_t for CUDA; unused on the host */
-  double timeout_seconds; /* per wait; <= 0 selects the default (30 s) */
+  double timeout_seconds; /* per wait; <= 0 or NaN selects the default
+                             (30 s), more than a year is a year */
   ccsynthError *error;    /* optional: filled on failure */
 } ccsynthLaunchArgs;
 

@@ -117,7 +117,7 @@ std::string describeTransfer(const Schedule &s, int t, const TransferTiming &tt,
     std::string r = "rank " + std::to_string(l.rank) + " " +
                     toString(l.buffer) + "[" + std::to_string(l.index);
     if (tr.count > 1)
-      r += ".." + std::to_string(l.index + tr.count - 1);
+      r += ".." + std::to_string((long long)l.index + tr.count - 1);
     return r + "]";
   };
   std::string d = "#" + std::to_string(t) + " step " + std::to_string(tr.step) +

@@ -99,7 +99,10 @@ Expected<Collective> collectiveFromJson(const JsonReader &rd,
       root = *r;
     }
     if (*cf < 1 || *cf > (1 << 20))
-      return rd.error(p + "/chunk_factor", "'chunk_factor' must be >= 1");
+      return rd.error(p + "/chunk_factor",
+                      "'chunk_factor' " + std::to_string(*cf) +
+                          " is out of range: it must be from 1 to 1048576 "
+                          "(2^20)");
     auto col =
         Collective::builtin(*kind, (int)*ranks, (int)*cf, inPlace, (int)root);
     if (!col)
@@ -192,7 +195,10 @@ Expected<ChunkLoc> chunkFromJson(const JsonReader &rd, const std::string &p) {
     return index.error();
   if (*rank < 0 || *rank > std::numeric_limits<int>::max() || *index < 0 ||
       *index > std::numeric_limits<int>::max())
-    return rd.error(p, "rank and index must be non-negative");
+    return rd.error(p, "rank and index must be from 0 to " +
+                           std::to_string(std::numeric_limits<int>::max()) +
+                           " (got " + std::to_string(*rank) + " and " +
+                           std::to_string(*index) + ")");
   return ChunkLoc{(int)*rank, *kind, (int)*index};
 }
 
@@ -204,8 +210,11 @@ Expected<int> optionalInt(const JsonReader &rd, const std::string &obj,
   if (!v)
     return v.error();
   if (*v < lo || *v > std::numeric_limits<int>::max())
-    return rd.error(obj + "/" + key, std::string("'") + key +
-                                         "' must be >= " + std::to_string(lo));
+    return rd.error(obj + "/" + key,
+                    std::string("'") + key + "' " + std::to_string(*v) +
+                        " is out of range: it must be from " +
+                        std::to_string(lo) + " to " +
+                        std::to_string(std::numeric_limits<int>::max()));
   return (int)*v;
 }
 
@@ -329,7 +338,10 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
     if (!step)
       return step.error();
     if (*step < 0 || *step > std::numeric_limits<int>::max())
-      return rd.error(p + "/step", "'step' must be non-negative");
+      return rd.error(p + "/step",
+                      "'step' " + std::to_string(*step) +
+                          " is out of range: it must be from 0 to " +
+                          std::to_string(std::numeric_limits<int>::max()));
     t.step = (int)*step;
     auto op = rd.string(p + "/op");
     if (!op)

@@ -221,10 +221,11 @@ Expected<std::vector<ChunkLoc>> PlanRun::local(const Threadblock &tb,
   int index = b.at("index").get<int>();
   int size = b.at("size").get<int>();
   int have = ranks[tb.rank].chunks[(int)*kind];
-  if (index < 0 || size < 1 || index + size > have)
+  if (index < 0 || size < 1 || (long long)index + size > have)
     return error(where(tb) + ": chunks " + std::to_string(index) + ".." +
-                 std::to_string(index + size - 1) + " of " + toString(*kind) +
-                 " are outside its " + std::to_string(have) + " chunks");
+                 std::to_string((long long)index + size - 1) + " of " +
+                 toString(*kind) + " are outside its " + std::to_string(have) +
+                 " chunks");
   std::vector<ChunkLoc> out;
   for (int k = 0; k < size; ++k)
     out.push_back(col.canonical({tb.rank, *kind, index + k}));
@@ -243,9 +244,9 @@ PlanRun::remote(const Threadblock &tb, const Json &b, int t, int &owner) {
   int index = b.at("index").get<int>();
   int size = b.at("size").get<int>();
   int have = ranks[owner].chunks[(int)rb.buffer];
-  if (index < 0 || size < 1 || index + size > have)
+  if (index < 0 || size < 1 || (long long)index + size > have)
     return error(where(tb) + ": chunks " + std::to_string(index) + ".." +
-                 std::to_string(index + size - 1) + " of rank " +
+                 std::to_string((long long)index + size - 1) + " of rank " +
                  std::to_string(owner) + "'s " + toString(rb.buffer) +
                  " are outside its " + std::to_string(have) + " chunks");
   std::vector<ChunkLoc> out;

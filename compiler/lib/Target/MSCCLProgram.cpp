@@ -436,9 +436,9 @@ std::vector<ProgramIssue> validateAlgo(const Algo &algo) {
                 st.loc, {ref});
           auto checkRange = [&](const char *side, BufferKind b, int off) {
             int size = bufferSize(g, b);
-            if (off < 0 || off + st.cnt > size || off > kMaxOffset)
+            if (off < 0 || (long long)off + st.cnt > size || off > kMaxOffset)
               add(sname + ": " + side + " range " + bufferCode(b) + "[" +
-                      str(off) + ".." + str(off + st.cnt) +
+                      str(off) + ".." + str((long long)off + st.cnt) +
                       ") is outside the buffer (" + str(size) + " chunks)",
                   st.loc, {ref});
           };

@@ -147,6 +147,37 @@ TEST_CASE("large integers are range-checked before narrowing", "[hostile]") {
   CHECK(has(t.error().message, "out of range (-9999999999"));
 }
 
+TEST_CASE("integer range errors say the allowed range", "[hostile]") {
+  auto schedule = [](const std::string &collective,
+                     const std::string &transfer) {
+    auto doc = JsonDocument::parse(
+        "s.json", "{\"format\": \"ccsynth-schedule\", \"version\": 1,\n"
+                  " \"collective\": {\"kind\": \"allgather\", \"ranks\": 2, "
+                  "\"chunk_factor\": " +
+                      collective +
+                      "},\n"
+                      " \"transfers\": [{\"op\": \"copy\", \"src\": [0, "
+                      "\"i\", 0], \"dst\": [1, \"o\", 0], " +
+                      transfer + "}]}");
+    REQUIRE(doc);
+    return parseScheduleJson(*doc);
+  };
+  // chunk_factor 2147483647 was "must be >= 1".
+  auto cf = schedule("2147483647", "\"step\": 0");
+  REQUIRE_FALSE(cf);
+  CHECK(cf.error().message == "'chunk_factor' 2147483647 is out of range: it "
+                              "must be from 1 to 1048576 (2^20)");
+  CHECK(cf.error().loc.line == 2);
+  auto count = schedule("1", "\"step\": 0, \"count\": 0");
+  REQUIRE_FALSE(count);
+  CHECK(count.error().message ==
+        "'count' 0 is out of range: it must be from 1 to 2147483647");
+  auto step = schedule("1", "\"step\": -1");
+  REQUIRE_FALSE(step);
+  CHECK(step.error().message ==
+        "'step' -1 is out of range: it must be from 0 to 2147483647");
+}
+
 TEST_CASE("the unknown-field error names the first unknown key in the file",
           "[hostile]") {
   auto t = parseTopo(topoJson("", " \"zeta\": 1, \"alpha\": 2,"));

@@ -177,6 +177,26 @@ TEST_CASE("out-of-range ranks, chunks and scratch are rejected",
   CHECK(verifySchedule(s).ok());
 }
 
+TEST_CASE("a chunk range at the end of int prints without wrapping",
+          "[verifier]") {
+  // It once printed as 2147483647..-2147483648.
+  auto s = directAllGather(3);
+  s.transfers[0].src.index = 2147483647;
+  s.transfers[0].count = 2;
+  auto r = verifySchedule(s);
+  REQUIRE(firstKind(r) == VerifyErrorKind::OutOfRange);
+  CHECK_THAT(r.issues.front().message,
+             Catch::Contains("source chunks 2147483647..2147483648 of input "
+                             "on rank 0 are outside its 1 chunks"));
+  s.transfers[0].src.index = 0;
+  s.transfers[0].dst.index = 2147483646;
+  s.transfers[0].count = 2147483647;
+  r = verifySchedule(s);
+  REQUIRE(firstKind(r) == VerifyErrorKind::OutOfRange);
+  CHECK_THAT(r.issues.front().message,
+             Catch::Contains("source chunks 0..2147483646"));
+}
+
 TEST_CASE("a named link must join the transfer's ranks", "[verifier]") {
   auto topo = makeBuiltinTopology("fc:3");
   REQUIRE(topo.ok());

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <string_view>
+#include <unistd.h>
 
 namespace ccsynth::rt {
 
@@ -18,6 +20,18 @@ constexpr unsigned long long kMaxBufferBytes = 1ull << 46; // 64 TiB
 
 PluginRunOutcome failure(PluginRunOutcome::Status s, std::string msg) {
   return {s, std::move(msg)};
+}
+
+/// This machine's physical memory in bytes (0 when unknown).
+long double physicalMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? (long double)pages * page : 0;
+}
+
+std::string gib(long double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1Lf GiB", bytes / (1ull << 30));
+  return buf;
 }
 
 /// nccl-tests' bus bandwidth factor of a collective on `n` ranks.
@@ -166,6 +180,30 @@ PluginRunOutcome runPluginAlgorithm(const Plugin &plugin,
                                    std::to_string(unitsPerCount) +
                                    " input chunks");
     r.unitElems = r.count / unitsPerCount;
+  }
+
+  // What the run holds in host memory at once, per rank: the seeded
+  // inputs kept for the reference, the send and receive buffers (on the
+  // host backend; CUDA reads the outputs back instead), scratch, and for
+  // --compare-memcpy two more buffers. More than the machine has is
+  // refused before anything is allocated (an allocation may succeed
+  // lazily and the run die filling it).
+  {
+    long double elems = r.unitElems ? (long double)r.unitElems : r.count;
+    long double in = elems * inUnits * es, outB = elems * outUnits * es;
+    long double perRank = req.cuda ? in + outB
+                                   : 2 * in + outB + algo->scratch_bytes +
+                                         (r.timeMemcpy ? 2 * outB : 0);
+    long double need = perRank * algo->ranks;
+    long double have = physicalMemoryBytes();
+    if (have > 0 && need > have)
+      return failure(S::Usage, "count " + std::to_string(r.count) + " of " +
+                                   dtypeName(r.dtype) + " needs about " +
+                                   gib(need) + " of host memory (" +
+                                   std::to_string(algo->ranks) +
+                                   " ranks' inputs, buffers" +
+                                   (req.cuda ? "" : " and scratch") +
+                                   "), more than this machine's " + gib(have));
   }
 
   std::string where = req.processes ? "processes" : "threads";

@@ -58,6 +58,29 @@ if(CCSYNTH_ENABLE_MLIR)
       CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
           --count 4 --timeout ${bad})
   endforeach()
+  # A count out of range is a usage error before anything is built; one
+  # whose buffers exceed the machine's memory is refused before they are
+  # allocated (not "out of host memory", nor an internal error).
+  cli_expect(run.count-out-of-range RC 2
+    MATCH "--count '99999999999999999999' is out of range: at most 9223372036854775807"
+    NOMATCH "building"
+    CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+        --count 99999999999999999999)
+  cli_expect(run.count-not-a-number RC 2
+    MATCH "--count '12e3': expected a whole number of elements"
+    NOMATCH "building"
+    CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+        --count 12e3)
+  cli_expect(run.size-out-of-range RC 2
+    MATCH "--size: size '999999999999999G' is out of range"
+    NOMATCH "building"
+    CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+        --size 999999999999999G)
+  cli_expect(run.count-beyond-memory RC 2
+    MATCH "count 4000000000000 of fp32 needs about [0-9.]+ GiB of host memory \\(4 ranks' inputs, buffers and scratch\\), more than this machine's"
+    NOMATCH "out of host memory|internal error"
+    CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+        --count 4000000000000)
   cli_expect(run.cuda-bad-arch RC 2
     MATCH "--cuda-arch 'sm_90': expected an SM version"
     CMD ${CLI_CC} run ${CLI_NOFILE}.json --size 1M --backend cuda

@@ -58,6 +58,10 @@ Expected<std::vector<double>> parseSizes(const std::string &list) {
     double v = std::stod(digits) * mult;
     if (v <= 0)
       return Error("size '" + item + "' must be positive");
+    // Callers take sizes as 64-bit byte counts.
+    if (v >= 9223372036854775808.0)
+      return Error("size '" + item +
+                   "' is out of range: at most 2^63 - 1 bytes (8 EiB)");
     out.push_back(v);
     if (comma == std::string::npos)
       break;

@@ -49,7 +49,7 @@ int fail(const Error &error, int code = kExitError);
 int usage(const Error &error);
 
 /// Parses "1K,4M,1G" / "1024,65536" into byte counts (K/M/G are powers of
-/// 1024, as in nccl-tests). The error names the bad item.
+/// 1024, as in nccl-tests), each below 2^63. The error names the bad item.
 Expected<std::vector<double>> parseSizes(const std::string &list);
 
 /// Parses `-D name=value` definitions (integer values).

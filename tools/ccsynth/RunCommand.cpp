@@ -65,18 +65,22 @@ rt::ReferenceSpec customReference(const Collective &c) {
   return s;
 }
 
-/// A decimal element count below 2^63; nullopt otherwise.
-std::optional<unsigned long long> parseCount(const std::string &text) {
-  if (text.empty() || text.size() > 19)
-    return std::nullopt;
+/// A decimal element count below 2^63, or the error to report.
+Expected<unsigned long long> parseCount(const std::string &text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    return Error("--count '" + text + "': expected a whole number of elements");
+  size_t first = text.find_first_not_of('0');
+  std::string digits = first == std::string::npos ? "0" : text.substr(first);
   unsigned long long v = 0;
-  for (char ch : text) {
-    if (ch < '0' || ch > '9')
-      return std::nullopt;
+  for (char ch : digits) {
+    if (digits.size() > 19 || v > (~0ull - 9) / 10)
+      break;
     v = v * 10 + unsigned(ch - '0');
   }
-  if (v >= (1ull << 63))
-    return std::nullopt;
+  if (digits.size() > 19 || v >= (1ull << 63))
+    return Error("--count '" + text +
+                 "' is out of range: at most 9223372036854775807 (2^63 - 1) "
+                 "elements");
   return v;
 }
 
@@ -122,8 +126,19 @@ int runRun(RunOptions &o) {
 
   if (!o.size.empty()) {
     auto sizes = parseSizes(o.size);
-    if (!sizes || sizes->size() != 1)
+    if (!sizes)
+      return usage(Error("--size: " + sizes.error().message));
+    if (sizes->size() != 1)
       return usage(Error("--size: expected one byte count like 4096 or 1M"));
+  }
+  // The count before anything is built: the run checks what it needs
+  // against the machine before allocating.
+  std::optional<unsigned long long> count;
+  if (!o.count.empty()) {
+    auto v = parseCount(o.count);
+    if (!v)
+      return usage(v.error());
+    count = *v;
   }
 
   if (Status s = checkOutputsApart(
@@ -268,12 +283,8 @@ int runRun(RunOptions &o) {
   req.run.timeMemcpy = o.compareMemcpy;
   if (collective && collective->kind == CollectiveKind::Custom)
     req.customReference = customReference(*collective);
-  if (!o.count.empty()) {
-    auto v = parseCount(o.count);
-    if (!v)
-      return usage(Error("--count '" + o.count +
-                         "': expected a number of elements below 2^63"));
-    req.count = *v;
+  if (count) {
+    req.count = *count;
   } else {
     auto sizes = parseSizes(o.size);
     if (!sizes || sizes->size() != 1)

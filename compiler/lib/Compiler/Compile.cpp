@@ -463,6 +463,27 @@ CompileResult compileMlir(const std::string &file, const std::string &text,
     r.failure = diags.failure();
     return r;
   }
+  // An empty file (or a module without a ccl op) would compile to an
+  // empty module or nothing at all.
+  bool hasProgram = false;
+  module->walk([&](Operation *op) {
+    if (isa<ccl::AlgorithmOp, ccl::ProgramOp>(op)) {
+      hasProgram = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (!hasProgram) {
+    CompileResult r;
+    bool empty = text.find_first_not_of(" \t\r\n") == std::string::npos;
+    r.failure.error = Error(std::string("no ccl program in the file") +
+                                (empty ? " (it is empty)" : "") +
+                                ": expected a ccl.algorithm (a chunk-level "
+                                "schedule) or a ccl.program (per-threadblock "
+                                "steps)",
+                            SourceLoc{file});
+    return r;
+  }
   return compileModule(ctx, diags, *module, options);
 }
 

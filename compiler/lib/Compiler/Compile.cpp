@@ -234,6 +234,13 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     int steps;
     bool forMerging;
     bool coalesce = false;
+    /// Without the freedoms that make programs faster but can break a
+    /// runtime limit: fusion's send-first order (a send ahead of a receive
+    /// can wait for room that only a later receive frees) and local steps
+    /// spread over one threadblock per instance (more threadblocks: past
+    /// MSCCL's 127 dependency ids). Every attempt is tried with them first,
+    /// then without.
+    bool conservative = false;
   };
   std::vector<int> budgets;
   if (o.maxTbSteps > 0)
@@ -259,6 +266,16 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     for (size_t i = 0; i < plainAttempts; ++i)
       attempts.push_back(
           {attempts[i].steps, attempts[i].forMerging, /*coalesce=*/true});
+  {
+    std::vector<Attempt> twins;
+    for (Attempt a : attempts) {
+      twins.push_back(a);
+      a.conservative = true;
+      twins.push_back(a);
+    }
+    attempts = std::move(twins);
+    plainAttempts *= 2;
+  }
   // What the attempts without coalescing report; a coalesced attempt
   // either succeeds or leaves this as the answer.
   std::optional<CompileFailure> plainFailure;
@@ -306,6 +323,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     p.pipelineParts = o.pipeline;
     p.maxCount = o.maxCount;
     p.fuse = o.fuse;
+    p.sendFirst = !attempts[attempt].conservative;
+    p.spreadLocal = !attempts[attempt].conservative;
     p.coalesce = attempts[attempt].coalesce;
     p.maxSteps = attempts[attempt].steps;
     p.maxTbsPerChannel = o.maxTbsPerChannel;
@@ -324,9 +343,11 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     PassManager pm(&ctx);
     ccl::buildDefaultPipeline(pm, p);
     if (failed(pm.run(*work))) {
+      if (!attempts[attempt].conservative)
+        continue; // its conservative twin is next
       // A retry whose threadblocks the assignment cannot place adds
       // nothing to the failure that asked for it.
-      if (attempt == 0) {
+      if (attempt == 1) {
         plainFailure = diags.failure();
         toCoalesced(attempt);
       }
@@ -418,6 +439,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       }
       return result;
     }
+    if (!attempts[attempt].conservative)
+      continue; // its conservative twin is next
     bool coalesced = attempts[attempt].coalesce;
     if (!coalesced)
       plainFailure = diags.failure();

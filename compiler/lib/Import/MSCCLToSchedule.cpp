@@ -406,7 +406,11 @@ Expected<Schedule> Executor::run() {
       if (!(target.base == src.base)) {
         if (overlaps(target, src))
           return false;
-        emit(src, target, TransferOp::Copy);
+        // The message lands in the target and the local operand is added
+        // there: the shape ccl-fuse-steps joins back into one rrc.
+        emit(data, target, TransferOp::Copy);
+        emit(src, target, TransferOp::Reduce);
+        return true;
       }
       emit(data, target, TransferOp::Reduce);
       return true;

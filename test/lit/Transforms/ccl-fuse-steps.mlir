@@ -132,3 +132,78 @@ ccl.program @inplace attributes {collective = "allreduce", ranks = 3,
     ccl.send i[1] to 1 {step = 2, order = 2}
   }
 }
+
+// A ring hop as schedules write it out of place: the message lands in the
+// output, the rank adds its own input there, and forwards the sum. One
+// rrc with i -> o, joined with the forward into one rrcs.
+// CHECK-LABEL: ccl.program @ring_hop
+// CHECK:      ccl.gpu 1 chunks(1, 1, 0) {
+// CHECK-NEXT:   ccl.recv_reduce_copy_send from 0 with i[0] -> o[0] to 2
+// CHECK-NEXT: }
+ccl.program @ring_hop attributes {collective = "allreduce", ranks = 3,
+    input_chunks = 1, output_chunks = 1} {
+  ccl.gpu 0 chunks(1, 1, 0) { ccl.send i[0] to 1 }
+  ccl.gpu 1 chunks(1, 1, 0) {
+    ccl.recv from 0 -> o[0]
+    ccl.reduce i[0] -> o[0] {step = 1}
+    ccl.send o[0] to 2 {step = 2}
+  }
+  ccl.gpu 2 chunks(1, 1, 0) { ccl.recv from 1 -> o[0] {step = 2} }
+}
+
+// The local operand changes between the receive and the reduction, so the
+// reduction cannot move to the receive: it stays separate (as in a tree,
+// where a rank's own partial sum is still being formed).
+// CHECK-LABEL: ccl.program @reduce_stays
+// CHECK:      ccl.gpu 1 chunks(1, 1, 1) {
+// CHECK-NEXT:   ccl.recv from 0 -> o[0]
+// CHECK-NEXT:   ccl.recv_reduce_copy from 2 with s[0] -> s[0]
+// CHECK-NEXT:   ccl.reduce s[0] -> o[0] {step = 2 : i64}
+ccl.program @reduce_stays attributes {collective = "allreduce", ranks = 3,
+    input_chunks = 1, output_chunks = 1} {
+  ccl.gpu 0 chunks(1, 1, 1) { ccl.send i[0] to 1 }
+  ccl.gpu 1 chunks(1, 1, 1) {
+    ccl.recv from 0 -> o[0]
+    ccl.recv_reduce_copy from 2 with s[0] -> s[0] {step = 1}
+    ccl.reduce s[0] -> o[0] {step = 2}
+  }
+  ccl.gpu 2 chunks(1, 1, 1) { ccl.send i[0] to 1 {step = 1} }
+}
+
+// A hop that receives two chunks before it forwards the first: the sends
+// of its own chunks to the same peer move ahead of the receives (send
+// first), so that each receive fuses with its forward and the k-th send
+// to the peer stays the k-th. Without send-first the receives stay apart.
+// RUN: ccsynth-opt %s --ccl-fuse-steps=send-first=false | FileCheck %s --check-prefix=NOSF
+// CHECK-LABEL: ccl.program @send_first
+// CHECK:      ccl.gpu 1 chunks(2, 6, 0) {
+// CHECK-NEXT:   ccl.send i[0] to 2
+// CHECK-NEXT:   ccl.send i[1] to 2 {order = 3 : i64}
+// CHECK-NEXT:   ccl.recv_copy_send from 0 -> o[0] to 2
+// CHECK-NEXT:   ccl.recv_copy_send from 0 -> o[1] to 2 {order = 1 : i64}
+// CHECK-NEXT: }
+// NOSF-LABEL: ccl.program @send_first
+// NOSF:      ccl.gpu 1 chunks(2, 6, 0) {
+// NOSF-NEXT:   ccl.recv from 0 -> o[0]
+// NOSF-NEXT:   ccl.send i[0] to 2
+ccl.program @send_first attributes {collective = "allgather", ranks = 3,
+    chunk_factor = 2, input_chunks = 2, output_chunks = 6} {
+  ccl.gpu 0 chunks(2, 6, 0) {
+    ccl.send i[0] to 1
+    ccl.send i[1] to 1 {order = 1}
+  }
+  ccl.gpu 1 chunks(2, 6, 0) {
+    ccl.recv from 0 -> o[0]
+    ccl.send i[0] to 2 {order = 2}
+    ccl.recv from 0 -> o[1] {order = 1}
+    ccl.send i[1] to 2 {order = 3}
+    ccl.send o[0] to 2 {step = 1}
+    ccl.send o[1] to 2 {step = 1, order = 1}
+  }
+  ccl.gpu 2 chunks(2, 6, 0) {
+    ccl.recv from 1 -> o[2]
+    ccl.recv from 1 -> o[3] {order = 1}
+    ccl.recv from 1 -> o[0] {step = 1}
+    ccl.recv from 1 -> o[1] {step = 1, order = 1}
+  }
+}

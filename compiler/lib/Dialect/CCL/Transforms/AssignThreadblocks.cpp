@@ -6,8 +6,8 @@
 //    channel, a send peer and a receive peer each belong to one
 //    threadblock; a threadblock has at most one of each, at most `budget`
 //    steps, and a channel at most max-tbs-per-channel threadblocks.
-// 3. Local steps go to peerless threadblocks (at most max-local-steps
-//    each, when set).
+// 3. Local steps go to peerless threadblocks, one per channel hint (at
+//    most max-local-steps each, when set).
 // With bounded buffers (MSCCL), step 2 also keeps every send of a
 // connection from waiting for room that only a receive of a later time
 // frees (see roomInTime); such a group moves to another channel.
@@ -386,15 +386,27 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
     // Local steps: peerless threadblocks.
     int localBudget =
         maxLocalSteps > 0 ? std::min<int>(budget, maxLocalSteps) : budget;
+    // Local steps of different channel hints (instances) get threadblocks
+    // of their own, on their channel where it has room, so that the copies
+    // and reductions of different instances run side by side rather than
+    // one after another in one threadblock.
     for (int r = 0; r < numRanks; ++r) {
       RankState &rs = pl.ranks[r];
-      int current = -1;
+      std::map<int64_t, int> currentOf; // channel hint -> threadblock
       for (int i = 0; i < (int)steps[r].size(); ++i) {
         StepOpInterface s = steps[r][i];
         if (s.sends() || s.receives())
           continue;
+        int64_t hint = -1;
+        if (auto h = s->getAttrOfType<IntegerAttr>("ccl.channel");
+            h && spreadLocal)
+          hint = h.getInt();
+        int &current = currentOf.try_emplace(hint, -1).first->second;
         if (current < 0 || (int)rs.tbs[current].ops.size() + 1 > localBudget) {
           current = -1;
+          if (hint >= 0 && hint < maxChannels &&
+              rs.tbsOnChannel[(int)hint] < maxTbsPerChannel)
+            current = pl.newTb(r, (int)hint, -1, -1, true);
           for (int c = 0; c < maxChannels && current < 0; ++c)
             if (rs.tbsOnChannel[c] < maxTbsPerChannel)
               current = pl.newTb(r, c, -1, -1, true);

@@ -5,6 +5,7 @@
 //   recv_reduce_copy X ... send X    -> recv_reduce_copy_send, or
 //                                       recv_reduce_send when X is dead
 //   recv S (scratch) ... reduce S->Y -> recv_reduce_copy with Y -> Y
+//   recv X ... reduce S->X           -> recv_reduce_copy with S -> X
 // A fused step takes the receive's place. Legality: the forwarded range is
 // unchanged in between, the send comes from a later schedule step, and no
 // other send to the same peer lies in between (so the k-th send to a peer
@@ -264,6 +265,32 @@ public:
     pos[id] = to;
   }
 
+  /// Moves the entry at position `from` to position `to` (to < from); the
+  /// entries in between move one later. The moved entry must be out of the
+  /// lists.
+  void moveEarlier(int from, int to) {
+    int id = ord[from];
+    for (int p = from; p > to; --p) {
+      ord[p] = ord[p - 1];
+      pos[ord[p]] = p;
+    }
+    ord[to] = id;
+    pos[id] = to;
+  }
+
+  /// The ids of the live steps sending to `peer` in positions (lo, hi), in
+  /// order.
+  SmallVector<int, 4> sendsBetween(int64_t peer, int lo, int hi) const {
+    SmallVector<int, 4> out;
+    auto it = sendsTo.find(peer);
+    if (it == sendsTo.end())
+      return out;
+    for (size_t i = firstAfter(it->second, lo);
+         i < it->second.size() && pos[it->second[i]] < hi; ++i)
+      out.push_back(it->second[i]);
+    return out;
+  }
+
 private:
   /// Where step `id` is or belongs in `list`, by its position.
   std::vector<int>::iterator at(std::vector<int> &list, int id) const {
@@ -348,6 +375,7 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
     // the range can be that send, read it in between or overwrite it.
     bool readBetween = false;
     bool fused = false;
+    SmallVector<int, 4> hoist;
     rs.forTouchers(xs, (int)p, [&](int j) {
       StepOpInterface o = ops[j];
       auto send = dyn_cast<SendOp>(o.getOperation());
@@ -362,8 +390,23 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
         if (at != (int)p &&
             (rs.receivesBetween(from, (int)p, at) ||
              rs.touchedBetween(xs, (int)p, at + 1, /*writesOnly=*/false) ||
-             rs.touchedBetween(srcOfR, (int)p, at + 1, /*writesOnly=*/true)))
+             rs.touchedBetween(srcOfR, (int)p, at + 1, /*writesOnly=*/true))) {
+          // Send first instead: the sends to that peer in between move
+          // ahead of the receive, in their order, when each is a plain send
+          // whose data no step from the receive on has written.
+          if (!sendFirst)
+            return false;
+          auto early = rs.sendsBetween(send.getSendPeer(), (int)p, rs.posOf(j));
+          bool ok = !early.empty();
+          for (int k : early)
+            if (!isa<SendOp>(ops[k].getOperation()) ||
+                rs.touchedBetween(eff[k].reads, (int)p - 1, rs.posOf(k),
+                                  /*writesOnly=*/true))
+              ok = false;
+          if (ok)
+            hoist.assign(early.begin(), early.end());
           return false;
+        }
         int mIn = inMsg.lookup(r), mOut = outMsg.lookup(send);
         std::pair<int64_t, int64_t> peers{send.getSendPeer(), from};
         if (!canJoin(mIn, mOut, rank, peers))
@@ -417,6 +460,21 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
       // X changes: later sends do not forward what arrived here.
       return !intersects(eff[j].writes, x);
     });
+    if (!hoist.empty()) {
+      // Sends keep their order among themselves (the k-th send to a peer
+      // stays the k-th) and only pass steps that do not write what they
+      // read; the receive is visited again where it now stands.
+      for (size_t h = 0; h < hoist.size(); ++h) {
+        int k = hoist[h];
+        rs.unindex(k);
+        ops[k]->moveBefore(ops[rs.idAt(p + h)]);
+        rs.moveEarlier(rs.posOf(k), (int)(p + h));
+        rs.index(k);
+      }
+      p += hoist.size();
+      --p;
+      continue;
+    }
     if (fused) {
       if (rs.idAt(p) != i)
         --p; // position p now holds the next unvisited step (wraps at 0)
@@ -424,6 +482,49 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
     }
     if (!recv)
       continue;
+
+    // recv into X, then a reduce of a local range S into X (X += S): one
+    // rrc that stores received + S into X. The reduce is the first step
+    // after the receive to touch X (nothing reads the bare received value
+    // or changes X in between) and nothing writes S in between, so S holds
+    // at the receive what the reduce would read. The new rrc is visited
+    // again, so that a later send of X fuses with it into an rrcs.
+    bool reducedInto = false;
+    rs.forTouchers(xs, (int)p, [&](int j) {
+      auto red = dyn_cast<ReduceOp>(ops[j].getOperation());
+      if (!red || red.getStep() <= r.getStepKey() || red.getCount() != cnt ||
+          ArrayRef<Slot>(eff[j].writes) != ArrayRef<Slot>(xs))
+        return false;
+      SmallVector<Slot, 4> src(ArrayRef<Slot>(eff[j].reads).take_front(cnt));
+      for (Slot s : src)
+        if (x.contains(s))
+          return false;
+      if (rs.touchedBetween(src, (int)p, rs.posOf(j), /*writesOnly=*/true))
+        return false;
+      OpBuilder b(r);
+      auto f = b.create<RecvReduceCopyOp>(
+          r.getLoc(), recv.getRecvPeer(), red.getSrcBuffer(),
+          red.getSrcOffset(), dst.buffer, dst.offset, cnt, r.getStepKey(),
+          r.getOrderKey(), nullptr);
+      if (auto h = r->getAttr("ccl.channel"))
+        f->setAttr("ccl.channel", h);
+      rs.unindex(i);
+      rs.unindex(j);
+      inMsg[f] = inMsg.lookup(r);
+      inMsg.erase(r);
+      r->erase();
+      red->erase();
+      ops[i] = cast<StepOpInterface>(f.getOperation());
+      eff[i] = effectsOf(ops[i], col, rank);
+      erased[j] = true;
+      rs.index(i);
+      reducedInto = true;
+      return false;
+    });
+    if (reducedInto) {
+      --p; // visit the rrc again (wraps at 0)
+      continue;
+    }
 
     // recv into scratch, then a reduce of that scratch range into Y.
     bool allScratch = true;

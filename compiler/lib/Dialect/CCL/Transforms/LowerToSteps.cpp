@@ -85,12 +85,16 @@ LogicalResult LowerToSteps::lower(AlgorithmOp alg) {
       bool copy = t.getKind() == TransferKind::Copy;
       if (src == dst) {
         OpBuilder lb = at(src);
+        Operation *local;
         if (copy)
-          lb.create<CopyOp>(loc, t.getSrcBuffer(), si, t.getDstBuffer(), di, n,
-                            step, ord, nullptr);
+          local = lb.create<CopyOp>(loc, t.getSrcBuffer(), si,
+                                    t.getDstBuffer(), di, n, step, ord,
+                                    nullptr);
         else
-          lb.create<ReduceOp>(loc, t.getSrcBuffer(), si, t.getDstBuffer(), di,
-                              n, step, ord, nullptr);
+          local = lb.create<ReduceOp>(loc, t.getSrcBuffer(), si,
+                                      t.getDstBuffer(), di, n, step, ord,
+                                      nullptr);
+        hint(local, t);
         continue;
       }
       OpBuilder sb = at(src);

@@ -22,10 +22,11 @@ void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o) {
     pm.addPass(createCoalesceTransfersPass());
   pm.addPass(createLowerToStepsPass(LowerToStepsPassOptions{o.maxCount}));
   if (o.fuse)
-    pm.addPass(createFuseStepsPass());
+    pm.addPass(createFuseStepsPass(FuseStepsPassOptions{o.sendFirst}));
   pm.addPass(createAssignThreadblocksPass(AssignThreadblocksPassOptions{
       o.maxSteps, o.maxTbsPerChannel, o.maxChannels, o.countDepNops,
-      o.boundedBuffers, ccsynth::msccl::kConnSlots, o.maxLocalSteps}));
+      o.boundedBuffers, ccsynth::msccl::kConnSlots, o.maxLocalSteps,
+      o.spreadLocal}));
   CheckDeadlockPassOptions deadlock;
   deadlock.boundedBuffers = o.boundedBuffers;
   pm.addPass(createCheckDeadlockPass(deadlock));
@@ -50,6 +51,10 @@ struct DefaultPipelineOptions
                         llvm::cl::init(false)};
   Option<bool> fuse{*this, "fuse", llvm::cl::desc("Run ccl-fuse-steps"),
                     llvm::cl::init(true)};
+  Option<bool> sendFirst{
+      *this, "send-first",
+      llvm::cl::desc("ccl-fuse-steps: move sends ahead of receives to fuse"),
+      llvm::cl::init(true)};
   Option<int> maxSteps{*this, "max-steps",
                        llvm::cl::desc("Most steps per threadblock"),
                        llvm::cl::init(64)};
@@ -80,6 +85,7 @@ void registerDefaultPipeline() {
         p.maxCount = o.maxCount;
         p.coalesce = o.coalesce;
         p.fuse = o.fuse;
+        p.sendFirst = o.sendFirst;
         p.maxSteps = o.maxSteps;
         p.maxTbsPerChannel = o.maxTbsPerChannel;
         p.maxChannels = o.maxChannels;

@@ -35,6 +35,11 @@ struct PipelineOptions {
   int maxCount = 71;
   /// Fuse receive/send pairs (ccl-fuse-steps).
   bool fuse = true;
+  /// Let fusion move sends ahead of receives (ccl-fuse-steps send-first).
+  bool sendFirst = true;
+  /// Local steps of different instances in threadblocks of their own
+  /// (ccl-assign-threadblocks spread-local).
+  bool spreadLocal = true;
   /// Threadblock/channel limits (ccl-assign-threadblocks).
   int maxSteps = 64;
   int maxTbsPerChannel = 32;

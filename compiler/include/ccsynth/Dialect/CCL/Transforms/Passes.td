@@ -159,11 +159,20 @@ def FuseStepsPass : Pass<"ccl-fuse-steps", "mlir::ModuleOp"> {
         is a scratch or input range nobody reads afterwards;
       * `recv S` into scratch then a later `reduce S -> Y` (S dead
         afterwards, Y untouched in between) becomes
-        `recv_reduce_copy ... with Y -> Y` (rrc).
+        `recv_reduce_copy ... with Y -> Y` (rrc);
+      * `recv X` then a later `reduce S -> X` (nothing touches X and
+        nothing writes S in between) becomes
+        `recv_reduce_copy ... with S -> X` (rrc), which a later `send X`
+        then joins into an rrcs.
     The fused step takes the receive's place, so the send moves earlier; a
     fusion is only made when no other message on the same (sender,
     receiver) connection lies between the old and the new position, which
-    keeps sends and receives matched in order.
+    keeps sends and receives matched in order. Where other sends to that
+    peer lie in between and the receive cannot move past them, those sends
+    move ahead of the receive instead (`send-first`, on by default) when
+    each is a plain send whose data nothing from the receive on writes: a
+    ring hop that receives two chunks before it forwards the first then
+    still fuses into one rrcs per chunk.
 
     ```mlir
     ccl.recv from 0 -> o[0] {step = 0}
@@ -172,6 +181,11 @@ def FuseStepsPass : Pass<"ccl-fuse-steps", "mlir::ModuleOp"> {
     ccl.recv_copy_send from 0 -> o[0] to 2 {step = 0}
     ```
   }];
+  let options = [
+    Option<"sendFirst", "send-first", "bool", /*default=*/"true",
+           "Move plain sends ahead of a receive so that it can fuse with "
+           "the send that forwards it">,
+  ];
   let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
 }
 
@@ -191,7 +205,9 @@ def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
     threadblock run in schedule order. Then each step waits for the last
     conflicting step (read/write or write/write of an overlapping chunk,
     in-place aliases included) of every other threadblock of its rank.
-    Local copies and reductions go to peerless threadblocks, consecutive
+    Local copies and reductions go to peerless threadblocks, one per
+    channel hint (`spread-local`: the copies of different instances run
+    side by side), consecutive
     ones sharing a threadblock up to `max-steps` (or `max-local-steps`,
     when set: 1 gives each its own, which an MSCCL++ plan's threadblock
     packing can then place next to the receive it waits for).
@@ -232,6 +248,9 @@ def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
     Option<"maxLocalSteps", "max-local-steps", "int", /*default=*/"0",
            "Most steps per peerless threadblock (local copies and "
            "reductions); 0: max-steps">,
+    Option<"spreadLocal", "spread-local", "bool", /*default=*/"true",
+           "Local steps of different channel hints (instances) get "
+           "threadblocks of their own">,
   ];
 }
 

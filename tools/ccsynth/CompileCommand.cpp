@@ -3,6 +3,7 @@
 
 #include "PluginBuild.h"
 #include "StepPrediction.h"
+#include "Tuning.h"
 
 #include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Core/Plot.h"
@@ -33,6 +34,11 @@ struct CompileCliOptions {
   bool noCoalesce = false;
   bool noVerify = false;
   bool noPredict = false;
+  bool noTune = false;
+  bool noFallback = false;
+  /// Whether --instances / --protocol were given (they fix that choice).
+  bool explicitInstances = false;
+  bool explicitProtocol = false;
   std::string predictTopo;
   std::string tileBytes;
   bool noRankSharing = false;
@@ -264,6 +270,134 @@ std::vector<std::string> commaList(const std::string &s) {
   return out;
 }
 
+int writeMscclDir(CompileCliOptions &o, std::vector<msccl::DirEntry> &entries,
+                  const std::vector<int> &roots);
+
+/// `--target msccl-dir` of one schedule without --split or --protocol: the
+/// tuned compile per size. Every configuration (and NCCL's program for the
+/// collective) is timed at 1K, 4K, ..., 1G within [lo, hi]; consecutive
+/// sizes with the same fastest configuration form one range (boundaries at
+/// the power of two between them) and each range gets that configuration's
+/// XML. Sets `tuned` when it wrote `entries`; leaves them empty (and the
+/// plain path runs) when the schedule names no machine or tuning is off.
+int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
+                  long long hi, std::vector<msccl::DirEntry> &entries,
+                  std::vector<int> &roots, bool &tuned) {
+  tuned = false;
+  if (o.noTune || (o.explicitInstances && o.explicitProtocol) ||
+      o.inputs.front().ends_with(".mlir"))
+    return kExitOk;
+  const std::string &input = o.inputs.front();
+  // Load and prove the input once, as a whole-range compile does.
+  CompileOptions whole = c;
+  whole.minBytes = lo;
+  whole.maxBytes = hi;
+  whole.origin = input;
+  std::string xml;
+  int root = -1;
+  std::optional<Schedule> sched;
+  if (int rc = compileOne(input, o, whole, xml, &root, &sched); rc != kExitOk)
+    return rc;
+  if (!sched || sched->transfers.size() > 20000)
+    return kExitOk;
+  auto topo = topologyFor(*sched, o.predictTopo);
+  if (!topo) {
+    std::cerr << "ccsynth: note: not tuned per size: "
+              << (sched->topology.empty() && o.predictTopo.empty()
+                      ? std::string("the schedule names no machine; pass "
+                                    "--predict-topo to tune for one")
+                      : topo.error().message)
+              << "\n";
+    return kExitOk;
+  }
+  TuneRequest req;
+  for (double b = 1024; b <= 1073741824.0; b *= 4)
+    if (b >= (double)lo && (hi <= 0 || b <= (double)hi))
+      req.sizes.push_back(b);
+  if (req.sizes.empty())
+    return kExitOk;
+  req.instances = o.explicitInstances ? std::vector<int>{c.instances}
+                                      : tuningInstances(*sched);
+  req.protocols = {"Simple", "LL128", "LL"};
+  if (o.explicitProtocol)
+    req.protocols = {c.protocol};
+  req.fallback = !o.noFallback && c.mscclColl.empty() && !o.explicitInstances;
+  TuneResult t = tuneCompile(*sched, *topo, c, req);
+  if (t.candidates.empty())
+    return kExitOk;
+  // The fastest configuration at each size; the schedule's own unless
+  // NCCL's program is more than 2% faster there.
+  std::vector<int> bestAt;
+  for (size_t k = 0; k < req.sizes.size(); ++k) {
+    int own = -1, any = -1;
+    for (int i = 0; i < (int)t.candidates.size(); ++i) {
+      const TuneCandidate &cand = t.candidates[i];
+      if (any < 0 || cand.timeUs[k] < t.candidates[any].timeUs[k])
+        any = i;
+      if (cand.source == "schedule" &&
+          (own < 0 || cand.timeUs[k] < t.candidates[own].timeUs[k]))
+        own = i;
+    }
+    bestAt.push_back(own >= 0 && t.candidates[any].timeUs[k] * 1.02 >=
+                                     t.candidates[own].timeUs[k]
+                         ? own
+                         : any);
+  }
+  struct Piece {
+    long long min, max;
+    int cand;
+  };
+  std::vector<Piece> pieces;
+  for (size_t k = 0; k < req.sizes.size(); ++k) {
+    if (!pieces.empty() && pieces.back().cand == bestAt[k])
+      continue;
+    long long start = k == 0 ? lo : (long long)(req.sizes[k - 1] * 2);
+    if (!pieces.empty())
+      pieces.back().max = start - 1;
+    pieces.push_back({start, hi, bestAt[k]});
+  }
+  std::optional<Schedule> ring;
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    const TuneCandidate &cand = t.candidates[pieces[j].cand];
+    CompileOptions cj = c;
+    cj.minBytes = pieces[j].min;
+    cj.maxBytes = pieces[j].max;
+    cj.instances = cand.instances;
+    cj.protocol = cand.protocol;
+    cj.origin = input;
+    bool nccl = cand.source != "schedule";
+    CompileResult r = compileSchedule(nccl ? *t.ncclProgram : *sched, cj);
+    if (!r.ok())
+      return fail(r.failure.error);
+    auto algo = msccl::parseXml(input, *r.output);
+    if (!algo)
+      return fail(Error("internal error: the XML written for this input "
+                        "does not read back: " +
+                            algo.error().message,
+                        SourceLoc{input}));
+    std::cerr << "ccsynth: note: ["
+              << formatBytes((double)pieces[j].min) << ", "
+              << (pieces[j].max > 0 ? formatBytes((double)pieces[j].max + 1)
+                                    : std::string("no bound"))
+              << "): " << (nccl ? "NCCL's program for this collective"
+                               : "the schedule")
+              << ", " << describeCandidate(cand) << "\n";
+    msccl::DirEntry e;
+    e.file = msccl::dirFileName((int)j, *algo);
+    e.source = nccl ? input + " (NCCL's program for its collective)" : input;
+    e.algo = algo.take();
+    e.text = std::move(*r.output);
+    entries.push_back(std::move(e));
+    roots.push_back(root);
+  }
+  std::cerr << "ccsynth: note: tuned per size on " << topo->name
+            << " by the step-level model: " << pieces.size() << " range"
+            << (pieces.size() == 1 ? "" : "s") << " (--split and --protocol "
+               "choose by hand, --no-tune writes one file)\n";
+  tuned = true;
+  return kExitOk;
+}
+
 /// `--target msccl-dir`: one MSCCL XML per size range (and its protocol),
 /// from one input for every range or one input per range, written with a
 /// README as an MSCCL_ALGO_DIR layout.
@@ -328,6 +462,14 @@ int runMscclDir(CompileCliOptions &o, CompileOptions c) {
 
   std::vector<msccl::DirEntry> entries;
   std::vector<int> roots;
+  if (o.split.empty() && o.inputs.size() == 1 && protocols.empty()) {
+    bool tuned = false;
+    if (int rc = tunedMscclDir(o, c, lo, hi, entries, roots, tuned);
+        rc != kExitOk)
+      return rc;
+    if (tuned)
+      return writeMscclDir(o, entries, roots);
+  }
   for (size_t j = 0; j < jobs; ++j) {
     const std::string &input = o.inputs[o.inputs.size() > 1 ? j : 0];
     Range r = ranges[ranges.size() > 1 ? j : 0];
@@ -361,6 +503,16 @@ int runMscclDir(CompileCliOptions &o, CompileOptions c) {
     entries.push_back(std::move(e));
     roots.push_back(root);
   }
+  return writeMscclDir(o, entries, roots);
+}
+
+/// Checks and writes the entries of an msccl-dir, with its README.
+int writeMscclDir(CompileCliOptions &o, std::vector<msccl::DirEntry> &entries,
+                  const std::vector<int> &roots) {
+  auto ours = [](const std::string &dir) {
+    auto readme = readFile(dir + "/README.md");
+    return readme && readme->rfind(msccl::kDirReadmeTitle, 0) == 0;
+  };
   if ((int)entries.size() > msccl::kMaxAlgos)
     return usage(Error("MSCCL holds at most " +
                        std::to_string(msccl::kMaxAlgos) + " algorithms"));
@@ -385,6 +537,98 @@ int runMscclDir(CompileCliOptions &o, CompileOptions c) {
             << msccl::kAlgoSubdir << " (set MSCCL_ALGO_DIR to it; see "
             << o.output << "/README.md)\n";
   return kExitOk;
+}
+
+/// The tuned compile of one MSCCL XML (see Tuning.h): when the schedule's
+/// machine is known and the user left instances or protocol open, every
+/// configuration is timed by the step-level model and the best one (or
+/// NCCL's ring, when that beats them all) replaces `out`. Notes say what
+/// was chosen; `sched` becomes the schedule that was written.
+void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
+                Schedule &sched, std::string &out) {
+  if (o.noTune || (o.explicitInstances && o.explicitProtocol))
+    return;
+  // Every configuration is a compile of its own; past this many transfers
+  // the search would cost many times the compile it tunes.
+  constexpr size_t kMaxTunedTransfers = 20000;
+  if (sched.transfers.size() > kMaxTunedTransfers) {
+    std::cerr << "ccsynth: note: not tuned: " << sched.transfers.size()
+              << " transfers (tuning compiles every configuration; it stops "
+                 "at "
+              << kMaxTunedTransfers
+              << "); --instances and --protocol choose by hand\n";
+    return;
+  }
+  auto topo = topologyFor(sched, o.predictTopo);
+  if (!topo) {
+    std::cerr << "ccsynth: note: not tuned: "
+              << (sched.topology.empty() && o.predictTopo.empty()
+                      ? std::string("the schedule names no machine; pass "
+                                    "--predict-topo to tune for one")
+                      : topo.error().message)
+              << "\n";
+    return;
+  }
+  TuneRequest req;
+  req.sizes = tuningSizes(c.minBytes, c.maxBytes);
+  req.instances = o.explicitInstances ? std::vector<int>{c.instances}
+                                      : tuningInstances(sched);
+  if (o.explicitProtocol)
+    req.protocols = {c.protocol};
+  else
+    req.protocols = {"Simple", "LL128", "LL"};
+  req.fallback = !o.noFallback && c.mscclColl.empty() &&
+                 !o.explicitInstances && !o.explicitProtocol;
+  TuneResult t = tuneCompile(sched, *topo, c, req);
+  if (t.best < 0) {
+    std::cerr << "ccsynth: note: not tuned: no configuration besides the "
+                 "one written fits the runtime\n";
+    return;
+  }
+  const TuneCandidate &best = t.candidates[t.best];
+  std::string sizes;
+  for (double b : req.sizes)
+    sizes += (sizes.empty() ? "" : ", ") + formatBytes(b);
+  CompileOptions chosen = c;
+  chosen.instances = best.instances;
+  chosen.protocol = best.protocol;
+  const Schedule &source = t.replacement ? *t.replacement : sched;
+  CompileResult r = compileSchedule(source, chosen);
+  if (!r.ok()) {
+    std::cerr << "ccsynth: note: not tuned: the chosen configuration ("
+              << describeCandidate(best)
+              << ") failed: " << r.failure.error.message << "\n";
+    return;
+  }
+  out = std::move(*r.output);
+  std::cerr << "ccsynth: note: tuned on " << topo->name << " by the "
+            << "step-level model at " << sizes << ": "
+            << describeCandidate(best) << " (best of "
+            << t.candidates.size() << " configurations that fit; "
+            << "--instances and --protocol choose by hand, --no-tune "
+               "writes one instance)\n";
+  if (t.replacement) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.2f",
+                  t.bestOwn >= 0 ? t.candidates[t.bestOwn].score / best.score
+                                 : 0.0);
+    std::cerr << "ccsynth: note: NCCL's "
+              << (sched.collective.kind == CollectiveKind::AllToAll
+                      ? "direct sends"
+                      : "ring")
+              << " for this collective on " << topo->name
+              << " runs faster than every lowering of this schedule at the "
+                 "step level";
+    if (t.bestOwn >= 0)
+      std::cerr << " (the schedule's best, "
+                << describeCandidate(t.candidates[t.bestOwn]) << ", takes "
+                << ratio << "x its time, geometric mean over those sizes)";
+    else
+      std::cerr << " (no lowering of the schedule fits)";
+    std::cerr << ": writing it instead (--no-fallback keeps the "
+                 "schedule)\n";
+    sched = *t.replacement;
+  }
 }
 
 int runCompile(CompileCliOptions &o) {
@@ -507,6 +751,8 @@ int runCompile(CompileCliOptions &o) {
   if (int rc = compileOne(o.inputs.front(), o, c, out, &root, &sched, &packing);
       rc != kExitOk)
     return rc;
+  if (c.target == CompileTarget::MscclXml && sched)
+    tuneOutput(o, c, *sched, out);
   if (Status s = writeOutput(o.output, out); !s)
     return fail(s.error());
   if (packing)
@@ -616,6 +862,14 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "every such call on as many ranks within "
                   "--min-bytes/--max-bytes");
   cmd->add_flag("--no-fuse", opts->noFuse, "Do not fuse steps");
+  cmd->add_flag("--no-tune", opts->noTune,
+                "MSCCL XML: write one instance in the schedule's protocol "
+                "instead of the configuration the step-level model times "
+                "fastest");
+  cmd->add_flag("--no-fallback", opts->noFallback,
+                "MSCCL XML: write the schedule even where NCCL's own ring "
+                "(direct sends for AllToAll) lowered the same way runs "
+                "faster");
   cmd->add_flag("--no-coalesce", opts->noCoalesce,
                 "Do not join transfers that move together when the program "
                 "does not fit otherwise");
@@ -635,7 +889,11 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                 "Skip the collective proof (not recommended)");
   cmd->add_option("-D,--define", opts->defines,
                   "Set a .ccl program parameter, e.g. -D ranks=16");
-  cmd->callback([opts, &ctx] { ctx.exitCode = runCompile(*opts); });
+  cmd->callback([opts, &ctx, cmd] {
+    opts->explicitInstances = cmd->count("--instances") > 0;
+    opts->explicitProtocol = cmd->count("--protocol") > 0;
+    ctx.exitCode = runCompile(*opts);
+  });
 }
 
 } // namespace ccsynth::cli

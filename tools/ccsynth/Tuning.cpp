@@ -1,0 +1,210 @@
+//===- Tuning.cpp - The tuned compile -------------------------------------===//
+#include "Tuning.h"
+
+#include "ccsynth/Core/Baselines.h"
+#include "ccsynth/Target/MSCCLXml.h"
+#include "ccsynth/Target/StepSimulator.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ccsynth::cli {
+
+std::vector<double> tuningSizes(long long minBytes, long long maxBytes) {
+  double lo = minBytes > 0 ? (double)minBytes : 0;
+  double hi = maxBytes > 0 ? (double)maxBytes : 1e300;
+  std::vector<double> out;
+  for (double b : {1024.0, 1048576.0, 1073741824.0})
+    if (b >= lo && b <= hi)
+      out.push_back(b);
+  if (out.empty()) {
+    out.push_back(std::max(lo, 1024.0));
+    if (maxBytes > 0 && (double)maxBytes > out.front())
+      out.push_back((double)maxBytes);
+  }
+  return out;
+}
+
+std::vector<int> tuningInstances(const Schedule &schedule) {
+  // Lowering and timing cost grows with transfers x instances; past about
+  // 64k lowered transfers per configuration the search would take longer
+  // than the compile it tunes.
+  constexpr size_t kMaxLowered = 1 << 16;
+  std::vector<int> out;
+  size_t n = std::max<size_t>(1, schedule.transfers.size());
+  for (int k = 1; k <= 32; k *= 2)
+    if (k == 1 || n * (size_t)k <= kMaxLowered)
+      out.push_back(k);
+  return out;
+}
+
+std::string describeCandidate(const TuneCandidate &c) {
+  return std::to_string(c.instances) + " instance" +
+         (c.instances == 1 ? "" : "s") + ", " + c.protocol;
+}
+
+namespace {
+
+/// The program NCCL runs for this collective on a machine of this shape:
+/// rings for AllReduce, AllGather, ReduceScatter, Broadcast and Reduce,
+/// direct sends for AllToAll; none for the others.
+std::optional<Schedule> ncclShaped(const Schedule &schedule,
+                                   const Topology &topology) {
+  const Collective &col = schedule.collective;
+  if (col.numRanks != topology.numRanks())
+    return std::nullopt;
+  BaselineKind kind = BaselineKind::Ring;
+  switch (col.kind) {
+  case CollectiveKind::AllReduce:
+  case CollectiveKind::AllGather:
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::Broadcast:
+  case CollectiveKind::Reduce:
+    break;
+  case CollectiveKind::AllToAll:
+    kind = BaselineKind::Direct;
+    break;
+  default:
+    return std::nullopt;
+  }
+  if (!baselineSupports(kind, col.kind, topology))
+    return std::nullopt;
+  BaselineOptions bo;
+  bo.inPlace = col.inPlace;
+  bo.root = std::max(0, col.root);
+  auto s = makeBaseline(kind, col.kind, topology, bo);
+  if (!s)
+    return std::nullopt;
+  Schedule out = s.take();
+  out.topology = schedule.topology;
+  out.topologyHash = schedule.topologyHash;
+  out.topologyHashVersion = schedule.topologyHashVersion;
+  return out;
+}
+
+std::optional<TuneCandidate> timeConfiguration(const Schedule &schedule,
+                                               const Topology &topology,
+                                               CompileOptions c, int instances,
+                                               const std::string &protocol,
+                                               const std::vector<double> &sizes) {
+  c.target = CompileTarget::MscclXml;
+  c.instances = instances;
+  c.protocol = protocol;
+  // The input was proven once; candidates are only timed.
+  c.verify = false;
+  c.checkLinks = false;
+  c.checkRoundTrip = false;
+  // Coalescing is the last resort of a program that fits no other way,
+  // not a configuration to weigh.
+  c.coalesce = false;
+  CompileResult r = compileSchedule(schedule, c);
+  if (!r.ok())
+    return std::nullopt;
+  auto algo = msccl::parseXml("<tuned>", *r.output);
+  if (!algo)
+    return std::nullopt;
+  TuneCandidate cand;
+  cand.oddFactor = algo->nchunksperloop;
+  while (cand.oddFactor > 1 && cand.oddFactor % 2 == 0)
+    cand.oddFactor /= 2;
+  cand.instances = instances;
+  cand.protocol = algo->proto;
+  for (double bytes : sizes) {
+    msccl::StepSimOptions so;
+    so.bytes = bytes;
+    so.busBwFactor = schedule.collective.busBwFactor();
+    auto t = msccl::simulateSteps(*algo, topology, so);
+    if (!t)
+      return std::nullopt;
+    cand.timeUs.push_back(t->timeUs);
+  }
+  return cand;
+}
+
+} // namespace
+
+TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
+                       const CompileOptions &base, const TuneRequest &request) {
+  TuneResult result;
+  auto explore = [&](const Schedule &s, const std::string &source) {
+    for (const std::string &proto : request.protocols) {
+      int prev = -1;
+      for (int k : request.instances) {
+        auto cand = timeConfiguration(s, topology, base, k, proto,
+                                      request.sizes);
+        // More instances only make a program harder to fit.
+        if (!cand)
+          break;
+        cand->source = source;
+        // Past the instance count that fills the links, more only add
+        // threadblocks and latency: stop once no size gains 1%.
+        bool gains = prev < 0;
+        for (size_t i = 0; prev >= 0 && i < cand->timeUs.size(); ++i)
+          gains |= cand->timeUs[i] < result.candidates[prev].timeUs[i] * 0.99;
+        result.candidates.push_back(std::move(*cand));
+        prev = (int)result.candidates.size() - 1;
+        if (!gains)
+          break;
+      }
+    }
+  };
+  explore(schedule, "schedule");
+  size_t own = result.candidates.size();
+  std::optional<Schedule> ring;
+  if (request.fallback && (ring = ncclShaped(schedule, topology)))
+    explore(*ring, "NCCL's ring");
+  // MSCCL selects a program only for sizes that are multiples of its
+  // nchunksperloop: a candidate whose loop has an odd factor the schedule's
+  // own does not have would serve none of the power-of-two sizes the
+  // schedule serves.
+  int ownOdd = 1;
+  for (size_t i = 0; i < own; ++i)
+    ownOdd = std::max(ownOdd, result.candidates[i].oddFactor);
+  result.candidates.erase(
+      std::remove_if(result.candidates.begin() + (long)own,
+                     result.candidates.end(),
+                     [&](const TuneCandidate &c) {
+                       return own > 0 && c.oddFactor > ownOdd;
+                     }),
+      result.candidates.end());
+  if (ring)
+    result.ncclProgram = ring;
+  if (result.candidates.empty())
+    return result;
+
+  size_t n = request.sizes.size();
+  std::vector<double> best(n, INFINITY);
+  for (const TuneCandidate &c : result.candidates)
+    for (size_t k = 0; k < n; ++k)
+      best[k] = std::min(best[k], c.timeUs[k]);
+  for (TuneCandidate &c : result.candidates) {
+    double logSum = 0;
+    for (size_t k = 0; k < n; ++k)
+      logSum += std::log(c.timeUs[k] / best[k]);
+    c.score = std::exp(logSum / (double)n);
+  }
+  // The schedule's own configurations come first, fewer instances first,
+  // so ties keep the schedule and the smaller program.
+  auto pick = [&](size_t from, size_t to) {
+    int b = -1;
+    for (size_t i = from; i < to; ++i)
+      if (b < 0 || result.candidates[i].score <
+                       result.candidates[b].score * (1 - 1e-9))
+        b = (int)i;
+    return b;
+  };
+  result.bestOwn = pick(0, own);
+  result.best = pick(0, result.candidates.size());
+  if (result.best >= (int)own && ring) {
+    // Only when the ring is really faster, not within the model's noise.
+    if (result.bestOwn >= 0 &&
+        result.candidates[result.best].score * 1.02 >=
+            result.candidates[result.bestOwn].score)
+      result.best = result.bestOwn;
+    else
+      result.replacement = std::move(ring);
+  }
+  return result;
+}
+
+} // namespace ccsynth::cli

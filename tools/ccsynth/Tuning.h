@@ -1,0 +1,79 @@
+//===- Tuning.h - The tuned compile: configurations chosen by the step model ===//
+//
+// What `ccsynth compile` writes by default. A schedule lowers to many MSCCL
+// programs (instances, protocol); the step-level model, calibrated against
+// NCCL's published figures, times each at a few sizes and the best one is
+// written. NCCL's own ring for the same collective on the same machine,
+// lowered and tuned the same way, is a candidate too: when it beats every
+// lowering of the schedule, compile writes it instead and says so.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Core/Topology.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ccsynth::cli {
+
+struct TuneRequest {
+  /// The sizes the choice is weighed at (bytes, nccl-tests' meaning).
+  std::vector<double> sizes;
+  /// Instance counts and protocols to try (one each when the user chose).
+  std::vector<int> instances;
+  std::vector<std::string> protocols;
+  /// Also try NCCL's ring for the collective on this machine.
+  bool fallback = true;
+};
+
+struct TuneCandidate {
+  /// "schedule" or "NCCL's ring".
+  std::string source;
+  int instances = 1;
+  std::string protocol;
+  /// Step-level time at each size of the request, in µs.
+  std::vector<double> timeUs;
+  /// Geometric mean over the sizes of time / the best time at that size.
+  double score = 0;
+  /// nchunksperloop without its factors of two (1: every power-of-two
+  /// size that is a multiple of the loop runs it).
+  int oddFactor = 1;
+};
+
+struct TuneResult {
+  /// Every configuration that compiled and was timed.
+  std::vector<TuneCandidate> candidates;
+  /// Index of the choice in `candidates`.
+  int best = -1;
+  /// Set when the choice is NCCL's ring: the schedule to compile instead.
+  std::optional<Schedule> replacement;
+  /// NCCL's program for the collective, when it was a candidate.
+  std::optional<Schedule> ncclProgram;
+  /// Best configuration of the input schedule alone (-1: none compiled).
+  int bestOwn = -1;
+};
+
+/// The sizes a tuned compile weighs for buffers in [minBytes, maxBytes]
+/// (maxBytes <= 0: unbounded): 1K, 1M and 1G where they lie in the range,
+/// else the range's ends.
+std::vector<double> tuningSizes(long long minBytes, long long maxBytes);
+
+/// Instance counts worth trying for a schedule: powers of two up to
+/// MSCCL's 32 channels (they keep nchunksperloop's odd factors as they are),
+/// fewer for large schedules, whose lowering cost grows with instances.
+std::vector<int> tuningInstances(const Schedule &schedule);
+
+/// Times every configuration of `request` for `schedule` (and NCCL's ring
+/// when asked) with the step-level model on `topology`, and picks the one
+/// with the best score. `base` carries the user's other options.
+TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
+                       const CompileOptions &base, const TuneRequest &request);
+
+/// "16 instances, Simple".
+std::string describeCandidate(const TuneCandidate &c);
+
+} // namespace ccsynth::cli

@@ -2,7 +2,8 @@
 # demo.sh: the main job. Synthesizes an AllGather for two Azure NDv2 nodes
 # from a TACCL-style sketch, proves it, compares it with NCCL-style
 # baselines in the simulator, and compiles it to MSCCL XML and an MSCCL++
-# execution plan; then does the same for a DSL program.
+# execution plan, comparing what runs (the step level) with the compiled
+# ring baseline; then does the same for a DSL program.
 #
 #   scripts/demo.sh [path/to/ccsynth]     (outputs in ./demo-out)
 set -euo pipefail
@@ -30,11 +31,16 @@ step "compare with the baselines in the alpha-beta simulator"
   --plot "$out/busbw-ndv2x2.svg" --timeline "$out/timeline-ndv2x2.svg" \
   --timeline-size 1M
 
-step "compile to MSCCL XML and an MSCCL++ execution plan"
+step "compile to MSCCL XML (tuned by the step-level model) and an MSCCL++ execution plan"
 "$cc" compile "$out/allgather-ndv2x2.json" --target msccl-xml \
   -o "$out/allgather-ndv2x2.xml"
 "$cc" compile "$out/allgather-ndv2x2.json" --target mscclpp-json \
   -o "$out/allgather-ndv2x2.plan.json"
+
+step "what runs: the compiled AllGather against the compiled ring baseline, step level"
+"$cc" compile "$out/ring-ndv2x2.json" --no-predict -o "$out/ring-ndv2x2.xml"
+"$cc" simulate "$out/allgather-ndv2x2.xml" "$out/ring-ndv2x2.xml" \
+  --topo ndv2x2 --level steps --sizes 1K,1M,1G
 
 step "a DSL program: ring AllReduce for 16 ranks, checked and compiled"
 "$cc" check "$root/sketches/dsl/ring_allreduce.ccl" -D ranks=16

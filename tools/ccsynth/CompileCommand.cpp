@@ -13,6 +13,7 @@
 #include "ccsynth/Target/MSCCLDir.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -570,7 +571,16 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
     return;
   }
   TuneRequest req;
-  req.sizes = tuningSizes(c.minBytes, c.maxBytes);
+  // Without a size range of the user's, the XML serves only the sizes at
+  // which it beats NCCL's own program (MSCCL leaves the others to NCCL):
+  // that needs the sizes in between too.
+  bool narrow = c.minBytes < 0 && c.maxBytes < 0 && !o.noFallback &&
+                c.mscclColl.empty();
+  if (narrow)
+    for (double b = 1024; b <= 1073741824.0; b *= 4)
+      req.sizes.push_back(b);
+  else
+    req.sizes = tuningSizes(c.minBytes, c.maxBytes);
   req.instances = o.explicitInstances ? std::vector<int>{c.instances}
                                       : tuningInstances(sched);
   if (o.explicitProtocol)
@@ -579,11 +589,29 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
     req.protocols = {"Simple", "LL128", "LL"};
   req.fallback = !o.noFallback && c.mscclColl.empty() &&
                  !o.explicitInstances && !o.explicitProtocol;
+  if (narrow && !req.fallback)
+    narrow = false, req.sizes = tuningSizes(c.minBytes, c.maxBytes);
   TuneResult t = tuneCompile(sched, *topo, c, req);
   if (t.best < 0) {
     std::cerr << "ccsynth: note: not tuned: no configuration besides the "
                  "one written fits the runtime\n";
     return;
+  }
+  // The schedule's configuration that gains most over NCCL where it is
+  // faster, restricted to those sizes.
+  std::optional<Served> served;
+  if (narrow && !t.ncclBestUs.empty()) {
+    for (int i = 0; i < (int)t.candidates.size(); ++i) {
+      if (t.candidates[i].source != "schedule")
+        continue;
+      Served sv = servedWhereFaster(t.candidates[i], t, req.sizes);
+      if (sv.any && sv.score > 1.001 && (!served || sv.score > served->score)) {
+        served = sv;
+        t.best = i;
+      }
+    }
+    if (served)
+      t.replacement.reset();
   }
   const TuneCandidate &best = t.candidates[t.best];
   std::string sizes;
@@ -592,6 +620,10 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
   CompileOptions chosen = c;
   chosen.instances = best.instances;
   chosen.protocol = best.protocol;
+  if (served) {
+    chosen.minBytes = served->minBytes;
+    chosen.maxBytes = served->maxBytes;
+  }
   const Schedule &source = t.replacement ? *t.replacement : sched;
   CompileResult r = compileSchedule(source, chosen);
   if (!r.ok()) {
@@ -607,6 +639,37 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
             << t.candidates.size() << " configurations that fit; "
             << "--instances and --protocol choose by hand, --no-tune "
                "writes one instance)\n";
+  if (served) {
+    char gain[32];
+    std::snprintf(gain, sizeof gain, "%.2f", served->score);
+    std::cerr << "ccsynth: note: it serves "
+              << (served->minBytes == 0 && served->maxBytes == 0
+                      ? std::string("every size")
+                      : "[" + formatBytes((double)served->minBytes) + ", " +
+                            (served->maxBytes > 0
+                                 ? formatBytes((double)served->maxBytes + 1)
+                                 : std::string("no bound")) +
+                            ")")
+              << ": where the step-level model has it at least as fast as "
+                 "NCCL's own program for the collective, tuned per size ("
+              << gain
+              << "x NCCL's speed, geometric mean over 1K, 4K, .., 1G with "
+                 "NCCL's own at the other sizes); MSCCL leaves the other "
+                 "sizes to NCCL (--min-bytes/--max-bytes set the range by "
+                 "hand)\n";
+  } else if (narrow && !t.ncclBestUs.empty() && !t.replacement &&
+             std::none_of(t.candidates.begin(), t.candidates.end(),
+                          [&](const TuneCandidate &cand) {
+                            if (cand.source != "schedule")
+                              return false;
+                            for (size_t k = 0; k < t.ncclBestUs.size(); ++k)
+                              if (cand.timeUs[k] <= t.ncclBestUs[k] * 1.001)
+                                return true;
+                            return false;
+                          }))
+    std::cerr << "ccsynth: warning: at no size does this program reach "
+                 "the speed of NCCL's own program for the collective at the "
+                 "step level; MSCCL runs it for every matching call\n";
   if (t.replacement) {
     char ratio[32];
     std::snprintf(ratio, sizeof ratio, "%.2f",

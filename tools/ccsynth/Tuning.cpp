@@ -38,6 +38,34 @@ std::vector<int> tuningInstances(const Schedule &schedule) {
   return out;
 }
 
+Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
+                         const std::vector<double> &sizes) {
+  Served best;
+  if (t.ncclBestUs.size() != sizes.size())
+    return best;
+  double bestScore = 0;
+  size_t n = sizes.size();
+  for (size_t a = 0; a < n; ++a)
+    for (size_t b = a; b < n; ++b) {
+      bool ok = true;
+      double logSum = 0;
+      for (size_t k = a; k <= b && ok; ++k) {
+        ok = c.timeUs[k] <= t.ncclBestUs[k] * 1.001;
+        logSum += std::log(t.ncclBestUs[k] / c.timeUs[k]);
+      }
+      if (!ok || logSum <= bestScore)
+        continue;
+      bestScore = logSum;
+      best.any = true;
+      best.first = a;
+      best.last = b;
+      best.minBytes = a == 0 ? 0 : (long long)(sizes[a - 1] * 2);
+      best.maxBytes = b + 1 == n ? 0 : (long long)(sizes[b] * 2) - 1;
+    }
+  best.score = std::exp(bestScore / (double)n);
+  return best;
+}
+
 std::string describeCandidate(const TuneCandidate &c) {
   return std::to_string(c.instances) + " instance" +
          (c.instances == 1 ? "" : "s") + ", " + c.protocol;
@@ -157,6 +185,15 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   // nchunksperloop: a candidate whose loop has an odd factor the schedule's
   // own does not have would serve none of the power-of-two sizes the
   // schedule serves.
+  // What NCCL's program reaches at each size, whatever MSCCL would select:
+  // NCCL runs it natively.
+  if (own < result.candidates.size()) {
+    result.ncclBestUs.assign(request.sizes.size(), INFINITY);
+    for (size_t i = own; i < result.candidates.size(); ++i)
+      for (size_t k = 0; k < request.sizes.size(); ++k)
+        result.ncclBestUs[k] =
+            std::min(result.ncclBestUs[k], result.candidates[i].timeUs[k]);
+  }
   int ownOdd = 1;
   for (size_t i = 0; i < own; ++i)
     ownOdd = std::max(ownOdd, result.candidates[i].oddFactor);

@@ -53,6 +53,10 @@ struct TuneResult {
   std::optional<Schedule> replacement;
   /// NCCL's program for the collective, when it was a candidate.
   std::optional<Schedule> ncclProgram;
+  /// Per size of the request: the fastest of NCCL's program's
+  /// configurations (what NCCL itself reaches there); empty when NCCL's
+  /// program was not a candidate.
+  std::vector<double> ncclBestUs;
   /// Best configuration of the input schedule alone (-1: none compiled).
   int bestOwn = -1;
 };
@@ -72,6 +76,23 @@ std::vector<int> tuningInstances(const Schedule &schedule);
 /// with the best score. `base` carries the user's other options.
 TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                        const CompileOptions &base, const TuneRequest &request);
+
+/// The sizes a program should serve so that MSCCL runs it only where it is
+/// at least as fast as NCCL's program (NCCL runs the others): the run of
+/// consecutive sizes of the request, each no slower than `ncclBestUs`,
+/// with the largest gain over NCCL (geometric mean over all sizes, sizes
+/// outside counting as equal); byte bounds at the power of two between a
+/// served size and the next (0: unbounded).
+struct Served {
+  bool any = false;
+  size_t first = 0, last = 0;
+  long long minBytes = 0, maxBytes = 0;
+  /// Geometric mean over every size of NCCL's time / the program's, 1
+  /// outside the served run.
+  double score = 1;
+};
+Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
+                         const std::vector<double> &sizes);
 
 /// "16 instances, Simple".
 std::string describeCandidate(const TuneCandidate &c);

@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# compiled_vs_nccl.sh - what `ccsynth compile` writes against what NCCL runs,
+# at the step level (the calibrated model of what runs; docs/calibration.md).
+#
+# For every machine and collective it synthesizes a schedule (`ccsynth synth
+# --time-limit LIMIT`), compiles it with no flags (the tuned compile, which
+# may write NCCL's ring instead and says so) and times the MSCCL XML with
+# `ccsynth simulate --level steps`. In the same run it builds the
+# NCCL-shaped program of that collective on that machine (`ccsynth baseline
+# ring`, `direct` for AllToAll, in place as nccl-tests' quoted figures are)
+# and times it at each size with the best channel count (1..32) and
+# protocol (LL, LL128, Simple) for that size, i.e. NCCL's program as if its
+# tuner chose perfectly. It prints one row per (machine, collective, size):
+# ccsynth's step-level time and busbw, the NCCL-shaped ones, the published
+# NCCL figure where docs/calibration.md has one, the chunk-level time of the
+# synthesized schedule, and the ratios
+#   nccl/ccsynth     NCCL-shaped time / ccsynth time (>= 1: ccsynth as fast)
+#   step/chunk       ccsynth compiled busbw / the schedule's chunk-level busbw
+# and, in "dir us" / "nccl/dir", the same for `--target msccl-dir` with no
+# flags (one XML per size range, tuned per size: each size timed with the
+# file MSCCL selects for it), then the geometric means the project's goals
+# are stated in. A benchmark,
+# not a test: the whole matrix synthesizes 24 schedules.
+#
+# Usage: bench/compiled_vs_nccl.sh [-b BUILD] [-l SECONDS] [-t TOPOS]
+#                                  [-c COLLS] [-s SIZES]
+#   e.g. bench/compiled_vs_nccl.sh -t "dgx-a100" -c allreduce -l 10
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=build
+LIMIT=30
+TOPOS="dgx1 dgx-a100 dgx-h100 ndv2x2 dgx-a100x2 dgx-h100x2"
+COLLS="allgather reducescatter allreduce alltoall"
+SIZES="1K 1M 64M 1G"
+. bench/common.sh
+bench_options "$@"
+sizes_csv=$(echo "$SIZES" | tr ' ' ',')
+
+# step_times FILE TOPO [compile flags...]: prints "size time_us busbw" per size
+# of the compiled program (FILE is a schedule; it is compiled with the flags).
+step_times() {
+  local file=$1 topo=$2
+  shift 2
+  if ! "$CCSYNTH" compile "$file" -o "$OUT/p.xml" --no-predict "$@" \
+      > /dev/null 2> "$OUT/compile.log"; then
+    return 1
+  fi
+  local lo hi
+  lo=$(grep -o 'minBytes="[0-9]*"' "$OUT/p.xml" | head -1 | tr -dc 0-9)
+  hi=$(grep -o 'maxBytes="[0-9]*"' "$OUT/p.xml" | head -1 | tr -dc 0-9)
+  # The fourth column: whether MSCCL selects the XML at that size.
+  "$CCSYNTH" simulate "$OUT/p.xml" --topo "$topo" --level steps \
+      --sizes "$sizes_csv" --json 2> /dev/null |
+    python3 -c 'import json,sys
+lo, hi = int(sys.argv[1]), int(sys.argv[2])
+for r in json.load(sys.stdin)[0]["results"]:
+    b = int(r["bytes"])
+    print(b, r["time_us"], r["busbw_gbps"], int(b >= lo and (hi == 0 or b <= hi)))' \
+      "${lo:-0}" "${hi:-0}"
+}
+
+# dir_times FILE TOPO: the tuned msccl-dir of FILE (one XML per size range);
+# prints "size time_us busbw" per size, each timed with the file MSCCL
+# selects for it (the one whose minBytes..maxBytes holds the size).
+dir_times() {
+  local file=$1 topo=$2 size x lo hi
+  rm -rf "$OUT/dir"
+  "$CCSYNTH" compile "$file" --target msccl-dir -o "$OUT/dir" --no-predict \
+      > /dev/null 2> "$OUT/dir.log" || return 1
+  for size in $SIZES; do
+    for x in "$OUT"/dir/msccl-algorithms/*; do
+      lo=$(grep -o 'minBytes="[0-9]*"' "$x" | head -1 | tr -dc 0-9)
+      hi=$(grep -o 'maxBytes="[0-9]*"' "$x" | head -1 | tr -dc 0-9)
+      python3 -c "import sys; b=int(float(sys.argv[1])); lo=int(sys.argv[2]); hi=int(sys.argv[3])
+sys.exit(0 if b >= lo and (hi == 0 or b <= hi) else 1)" \
+        "$(numfmt --from=iec "$size")" "$lo" "$hi" || continue
+      "$CCSYNTH" simulate "$x" --topo "$topo" --level steps --sizes "$size" \
+          --json 2> /dev/null |
+        python3 -c 'import json,sys
+for r in json.load(sys.stdin)[0]["results"]:
+    print(int(r["bytes"]), r["time_us"], r["busbw_gbps"])'
+      break
+    done
+  done
+}
+
+chunk_times() {
+  "$CCSYNTH" simulate "$1" --topo "$2" --sizes "$sizes_csv" --json \
+      2> /dev/null |
+    python3 -c 'import json,sys
+for r in json.load(sys.stdin)[0]["results"]:
+    print(int(r["bytes"]), r["time_us"], r["busbw_gbps"])'
+}
+
+rows=$OUT/rows.txt
+: > "$rows"
+for topo in $TOPOS; do
+  for coll in $COLLS; do
+    kind=ring
+    [ "$coll" = alltoall ] && kind=direct
+    ip=--inplace
+    [ "$coll" = alltoall ] && ip=
+    # NCCL-shaped: the best configuration per size.
+    : > "$OUT/nccl.txt"
+    if "$CCSYNTH" baseline "$kind" -c "$coll" -t "$topo" $ip \
+        -o "$OUT/nccl.json" > /dev/null 2>&1; then
+      for proto in LL LL128 Simple; do
+        for inst in 1 2 4 8 16 32; do
+          step_times "$OUT/nccl.json" "$topo" --instances "$inst" \
+            --protocol "$proto" >> "$OUT/nccl.txt" || break
+        done
+      done
+    fi
+    # ccsynth: synthesize, compile with no flags.
+    : > "$OUT/ccs.txt"
+    : > "$OUT/dirt.txt"
+    : > "$OUT/chunk.txt"
+    note=""
+    if "$CCSYNTH" synth -t "$topo" -c "$coll" --time-limit "$LIMIT" \
+        -o "$OUT/s.json" > "$OUT/synth.log" 2>&1; then
+      if step_times "$OUT/s.json" "$topo" > "$OUT/ccs.txt"; then
+        grep -q "writing it instead" "$OUT/compile.log" && note=ring
+        chunk_times "$OUT/s.json" "$topo" > "$OUT/chunk.txt"
+        dir_times "$OUT/s.json" "$topo" > "$OUT/dirt.txt" || true
+      else
+        note="compile failed: $(grep -m1 error "$OUT/compile.log" | cut -c1-60)"
+      fi
+    else
+      note="synth failed"
+    fi
+    python3 - "$topo" "$coll" "$OUT/ccs.txt" "$OUT/nccl.txt" \
+        "$OUT/chunk.txt" "$note" docs/calibration.md "$OUT/dirt.txt" \
+        >> "$rows" <<'PY'
+import sys, re
+topo, coll, ccs, nccl, chunk, note, calib, dirt = sys.argv[1:9]
+def table(path):
+    out = {}
+    for line in open(path):
+        f = line.split()
+        b, t, bw = int(f[0]), float(f[1]), float(f[2])
+        served = len(f) < 4 or f[3] == '1'
+        if b not in out or t < out[b][0]:
+            out[b] = (t, bw, served)
+    return out
+c, n, k, d = table(ccs), table(nccl), table(chunk), table(dirt)
+raw = dict(c)
+# Outside the XML's minBytes..maxBytes MSCCL runs NCCL: that is what runs.
+for b, (t, bw, served) in list(c.items()):
+    if not served and b in n:
+        c[b] = (n[b][0], n[b][1], False)
+pub = {}
+rows = False
+for line in open(calib):
+    if 'calibration-table:begin' in line: rows = True; continue
+    if 'calibration-table:end' in line: break
+    f = [x.strip() for x in line.split('|')]
+    if rows and len(f) > 7 and f[2] == topo and f[3] == coll:
+        m = re.match(r'(\d+)([KMG])', f[4])
+        b = int(m.group(1)) * {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}[m.group(2)]
+        pub.setdefault(b, f'{f[5]} {"us" if f[6] == "us" else "GB/s"}')
+for b in sorted(set(c) | set(n)):
+    nan3 = (float('nan'), float('nan'), True)
+    ct, cb, served = c.get(b, nan3)
+    nt, nb, _ = n.get(b, nan3)
+    kt, kb, _ = k.get(b, nan3)
+    dt, db, _ = d.get(b, nan3)
+    cell = note if served else 'NCCL runs (outside the XML range)'
+    # step/chunk compares the written program itself with its schedule.
+    rb = raw.get(b, nan3)[1]
+    print(topo, coll, b, ct, rb, nt, nb, kb, pub.get(b, '-').replace(' ', '_'),
+          dt, cell.replace(' ', '_') or '-', cb)
+PY
+  done
+done
+
+python3 - "$rows" <<'PY'
+import sys, math
+def fmt_size(b):
+    for u, s in ((1 << 30, 'G'), (1 << 20, 'M'), (1 << 10, 'K')):
+        if b >= u and b % u == 0:
+            return f'{b // u}{s}'
+    return str(b)
+multi = {'ndv2x2', 'dgx-a100x2', 'dgx-h100x2'}
+print(f'{"machine":<11} {"collective":<13} {"size":>5} {"ccsynth us":>11} '
+      f'{"busbw":>7} {"nccl-shape us":>13} {"busbw":>7} {"published":>12} '
+      f'{"nccl/ccs":>8} {"dir us":>10} {"nccl/dir":>8} {"step/chunk":>10}  note')
+small, big, ratios, steps = [], [], [], []
+dsmall, dbig, dratios = [], [], []
+for line in open(sys.argv[1]):
+    topo, coll, b, ct, rb, nt, nb, kb, pub, dt, note, cb = line.split()
+    b = int(b)
+    ct, rb, nt, nb, kb, dt, cb = map(float, (ct, rb, nt, nb, kb, dt, cb))
+    r = nt / ct if ct == ct and nt == nt else float('nan')
+    rd = nt / dt if dt == dt and nt == nt else float('nan')
+    sc = rb / kb if kb == kb and kb > 0 and rb == rb else float('nan')
+    print(f'{topo:<11} {coll:<13} {fmt_size(b):>5} {ct:11.2f} {cb:7.2f} '
+          f'{nt:13.2f} {nb:7.2f} {pub.replace("_", " "):>12} {r:8.3f} '
+          f'{dt:10.2f} {rd:8.3f} {sc:10.3f}  {note.replace("_", " ")}')
+    if r == r:
+        ratios.append(r)
+        if b <= 1 << 20: small.append(r)
+        if b >= 64 << 20 and topo in multi: big.append(r)
+    if rd == rd:
+        dratios.append(rd)
+        if b <= 1 << 20: dsmall.append(rd)
+        if b >= 64 << 20 and topo in multi: dbig.append(rd)
+    if b == 1 << 30 and sc == sc and not note.startswith('ring'):
+        steps.append(sc)
+def geo(v):
+    return math.exp(sum(map(math.log, v)) / len(v)) if v else float('nan')
+print()
+print(f'nccl/ccsynth: min {min(ratios) if ratios else float("nan"):.3f} over '
+      f'{len(ratios)} cells (goal >= 1.0 everywhere)')
+print(f'geo-mean nccl/ccsynth, cells <= 1M: {geo(small):.3f} (goal >= 1.15)')
+print(f'geo-mean nccl/ccsynth, multi-node cells >= 64M: {geo(big):.3f} '
+      f'(goal >= 1.15)')
+print(f'msccl-dir (tuned per size): min nccl/dir {min(dratios) if dratios else float("nan"):.3f} '
+      f'over {len(dratios)} cells; geo-mean <= 1M {geo(dsmall):.3f}, '
+      f'multi-node >= 64M {geo(dbig):.3f}')
+print(f'compiled / chunk-level busbw at 1G of the synthesized schedules '
+      f'written: min {min(steps) if steps else float("nan"):.3f} over '
+      f'{len(steps)} (goal >= 0.70)')
+PY

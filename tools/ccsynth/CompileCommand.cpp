@@ -367,7 +367,8 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
     cj.protocol = cand.protocol;
     cj.origin = input;
     bool nccl = cand.source != "schedule";
-    CompileResult r = compileSchedule(nccl ? *t.ncclProgram : *sched, cj);
+    CompileResult r =
+        compileSchedule(nccl ? t.ncclPrograms[cand.program] : *sched, cj);
     if (!r.ok())
       return fail(r.failure.error);
     auto algo = msccl::parseXml(input, *r.output);

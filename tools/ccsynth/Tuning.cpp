@@ -2,6 +2,7 @@
 #include "Tuning.h"
 
 #include "ccsynth/Core/Baselines.h"
+#include "ccsynth/Core/Rings.h"
 #include "ccsynth/Target/MSCCLXml.h"
 #include "ccsynth/Target/StepSimulator.h"
 
@@ -41,7 +42,9 @@ std::vector<int> tuningInstances(const Schedule &schedule) {
 Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
                          const std::vector<double> &sizes) {
   Served best;
-  if (t.ncclBestUs.size() != sizes.size())
+  // MSCCL selects a program whose loop has an odd factor for none of the
+  // power-of-two sizes weighed here.
+  if (t.ncclBestUs.size() != sizes.size() || c.oddFactor > 1)
     return best;
   double bestScore = 0;
   size_t n = sizes.size();
@@ -73,14 +76,17 @@ std::string describeCandidate(const TuneCandidate &c) {
 
 namespace {
 
-/// The program NCCL runs for this collective on a machine of this shape:
-/// rings for AllReduce, AllGather, ReduceScatter, Broadcast and Reduce,
-/// direct sends for AllToAll; none for the others.
-std::optional<Schedule> ncclShaped(const Schedule &schedule,
-                                   const Topology &topology) {
+/// The programs NCCL runs for this collective on a machine of this shape:
+/// rings for AllReduce, AllGather, ReduceScatter, Broadcast and Reduce
+/// (all of the machine's rings, and where their number is not a power of
+/// two also the largest power of two of them, which MSCCL can select for
+/// power-of-two sizes), direct sends for AllToAll; none for the others.
+std::vector<Schedule> ncclShaped(const Schedule &schedule,
+                                 const Topology &topology) {
+  std::vector<Schedule> out;
   const Collective &col = schedule.collective;
   if (col.numRanks != topology.numRanks())
-    return std::nullopt;
+    return out;
   BaselineKind kind = BaselineKind::Ring;
   switch (col.kind) {
   case CollectiveKind::AllReduce:
@@ -93,20 +99,32 @@ std::optional<Schedule> ncclShaped(const Schedule &schedule,
     kind = BaselineKind::Direct;
     break;
   default:
-    return std::nullopt;
+    return out;
   }
   if (!baselineSupports(kind, col.kind, topology))
-    return std::nullopt;
+    return out;
   BaselineOptions bo;
   bo.inPlace = col.inPlace;
   bo.root = std::max(0, col.root);
-  auto s = makeBaseline(kind, col.kind, topology, bo);
-  if (!s)
-    return std::nullopt;
-  Schedule out = s.take();
-  out.topology = schedule.topology;
-  out.topologyHash = schedule.topologyHash;
-  out.topologyHashVersion = schedule.topologyHashVersion;
+  std::vector<int> limits{0};
+  if (kind == BaselineKind::Ring) {
+    int rings = (int)findRings(topology).rings.size(), pow2 = 1;
+    while (pow2 * 2 <= rings)
+      pow2 *= 2;
+    if (pow2 != rings)
+      limits.push_back(pow2);
+  }
+  for (int limit : limits) {
+    bo.maxRings = limit;
+    auto s = makeBaseline(kind, col.kind, topology, bo);
+    if (!s)
+      continue;
+    Schedule sched = s.take();
+    sched.topology = schedule.topology;
+    sched.topologyHash = schedule.topologyHash;
+    sched.topologyHashVersion = schedule.topologyHashVersion;
+    out.push_back(std::move(sched));
+  }
   return out;
 }
 
@@ -154,7 +172,8 @@ std::optional<TuneCandidate> timeConfiguration(const Schedule &schedule,
 TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                        const CompileOptions &base, const TuneRequest &request) {
   TuneResult result;
-  auto explore = [&](const Schedule &s, const std::string &source) {
+  auto explore = [&](const Schedule &s, const std::string &source,
+                     int program) {
     for (const std::string &proto : request.protocols) {
       int prev = -1;
       for (int k : request.instances) {
@@ -164,6 +183,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
         if (!cand)
           break;
         cand->source = source;
+        cand->program = program;
         // Past the instance count that fills the links, more only add
         // threadblocks and latency: stop once no size gains 1%.
         bool gains = prev < 0;
@@ -176,15 +196,12 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
       }
     }
   };
-  explore(schedule, "schedule");
+  explore(schedule, "schedule", -1);
   size_t own = result.candidates.size();
-  std::optional<Schedule> ring;
-  if (request.fallback && (ring = ncclShaped(schedule, topology)))
-    explore(*ring, "NCCL's ring");
-  // MSCCL selects a program only for sizes that are multiples of its
-  // nchunksperloop: a candidate whose loop has an odd factor the schedule's
-  // own does not have would serve none of the power-of-two sizes the
-  // schedule serves.
+  if (request.fallback)
+    result.ncclPrograms = ncclShaped(schedule, topology);
+  for (size_t p = 0; p < result.ncclPrograms.size(); ++p)
+    explore(result.ncclPrograms[p], "NCCL's program", (int)p);
   // What NCCL's program reaches at each size, whatever MSCCL would select:
   // NCCL runs it natively.
   if (own < result.candidates.size()) {
@@ -194,18 +211,26 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
         result.ncclBestUs[k] =
             std::min(result.ncclBestUs[k], result.candidates[i].timeUs[k]);
   }
+  // MSCCL selects a program only for sizes that are multiples of its
+  // nchunksperloop: a candidate whose loop has an odd factor the schedule's
+  // own does not have would serve none of the power-of-two sizes the
+  // schedule serves.
+  // Of NCCL's programs, those that MSCCL selects for every power-of-two
+  // size are preferred when there are any (DGX-1's six rings: four of them).
   int ownOdd = 1;
   for (size_t i = 0; i < own; ++i)
     ownOdd = std::max(ownOdd, result.candidates[i].oddFactor);
+  bool evenNccl = false;
+  for (size_t i = own; i < result.candidates.size(); ++i)
+    evenNccl |= result.candidates[i].oddFactor == 1;
+  int allowedOdd = evenNccl ? 1 : ownOdd;
   result.candidates.erase(
       std::remove_if(result.candidates.begin() + (long)own,
                      result.candidates.end(),
                      [&](const TuneCandidate &c) {
-                       return own > 0 && c.oddFactor > ownOdd;
+                       return own > 0 && c.oddFactor > allowedOdd;
                      }),
       result.candidates.end());
-  if (ring)
-    result.ncclProgram = ring;
   if (result.candidates.empty())
     return result;
 
@@ -232,14 +257,16 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   };
   result.bestOwn = pick(0, own);
   result.best = pick(0, result.candidates.size());
-  if (result.best >= (int)own && ring) {
-    // Only when the ring is really faster, not within the model's noise.
+  if (result.best >= (int)own) {
+    // Only when NCCL's program is really faster, not within the model's
+    // noise.
     if (result.bestOwn >= 0 &&
         result.candidates[result.best].score * 1.02 >=
             result.candidates[result.bestOwn].score)
       result.best = result.bestOwn;
     else
-      result.replacement = std::move(ring);
+      result.replacement =
+          result.ncclPrograms[result.candidates[result.best].program];
   }
   return result;
 }

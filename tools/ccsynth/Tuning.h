@@ -31,8 +31,10 @@ struct TuneRequest {
 };
 
 struct TuneCandidate {
-  /// "schedule" or "NCCL's ring".
+  /// "schedule" or "NCCL's program".
   std::string source;
+  /// For NCCL's programs: the index in TuneResult::ncclPrograms.
+  int program = -1;
   int instances = 1;
   std::string protocol;
   /// Step-level time at each size of the request, in µs.
@@ -51,8 +53,9 @@ struct TuneResult {
   int best = -1;
   /// Set when the choice is NCCL's ring: the schedule to compile instead.
   std::optional<Schedule> replacement;
-  /// NCCL's program for the collective, when it was a candidate.
-  std::optional<Schedule> ncclProgram;
+  /// NCCL's programs for the collective that were candidates (its ring
+  /// over all of the machine's rings, and over a power of two of them).
+  std::vector<Schedule> ncclPrograms;
   /// Per size of the request: the fastest of NCCL's program's
   /// configurations (what NCCL itself reaches there); empty when NCCL's
   /// program was not a candidate.
@@ -82,7 +85,8 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
 /// consecutive sizes of the request, each no slower than `ncclBestUs`,
 /// with the largest gain over NCCL (geometric mean over all sizes, sizes
 /// outside counting as equal); byte bounds at the power of two between a
-/// served size and the next (0: unbounded).
+/// served size and the next (0: unbounded). None for a program whose
+/// nchunksperloop has an odd factor: MSCCL selects it for no power of two.
 struct Served {
   bool any = false;
   size_t first = 0, last = 0;

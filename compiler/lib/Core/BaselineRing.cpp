@@ -21,6 +21,8 @@ namespace ccsynth::baseline {
 Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
                                     const BaselineOptions &options) {
   RingSet ringSet = findRings(topo);
+  if (options.maxRings > 0 && (int)ringSet.rings.size() > options.maxRings)
+    ringSet.rings.resize(options.maxRings);
   const std::vector<std::vector<int>> &rings = ringSet.rings;
   int n = topo.numRanks(), numRings = (int)rings.size();
   bool chain =

@@ -32,6 +32,11 @@ struct BaselineOptions {
   /// Pipelining depth (chunks per ring/tree segment); 0 = the baseline's
   /// default.
   int pipeline = 0;
+  /// Ring baselines: use at most this many of the topology's rings (0 =
+  /// all). A power of two keeps nchunksperloop free of the odd factor
+  /// that, say, DGX-1's six rings give it (MSCCL then never selects the
+  /// program for power-of-two sizes).
+  int maxRings = 0;
   /// The caller checked the topology (Topology::validate) and has not
   /// changed it since: skips that pass over every link.
   bool topologyValidated = false;

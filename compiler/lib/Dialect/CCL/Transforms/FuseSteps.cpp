@@ -355,6 +355,30 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
     return true;
   };
 
+  // Replaces receive i and reduction j with one rrc at the receive: dst =
+  // received + src.
+  auto joinRecvReduce = [&](int i, int j, RecvOp recv, ReduceOp red,
+                            auto srcBuf, int64_t srcOff, auto dstBuf,
+                            int64_t dstOff) {
+    auto r = cast<StepOpInterface>(recv.getOperation());
+    OpBuilder b(recv);
+    auto f = b.create<RecvReduceCopyOp>(
+        recv.getLoc(), recv.getRecvPeer(), srcBuf, srcOff, dstBuf, dstOff,
+        r.getChunkCount(), r.getStepKey(), r.getOrderKey(), nullptr);
+    if (auto h = recv->getAttr("ccl.channel"))
+      f->setAttr("ccl.channel", h);
+    rs.unindex(i);
+    rs.unindex(j);
+    inMsg[f] = inMsg.lookup(recv);
+    inMsg.erase(recv);
+    recv->erase();
+    red->erase();
+    ops[i] = cast<StepOpInterface>(f.getOperation());
+    eff[i] = effectsOf(ops[i], col, rank);
+    erased[j] = true;
+    rs.index(i);
+  };
+
   for (size_t p = 0; p < rs.size(); ++p) {
     int i = rs.idAt(p);
     if (erased[i])
@@ -501,23 +525,8 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
           return false;
       if (rs.touchedBetween(src, (int)p, rs.posOf(j), /*writesOnly=*/true))
         return false;
-      OpBuilder b(r);
-      auto f = b.create<RecvReduceCopyOp>(
-          r.getLoc(), recv.getRecvPeer(), red.getSrcBuffer(),
-          red.getSrcOffset(), dst.buffer, dst.offset, cnt, r.getStepKey(),
-          r.getOrderKey(), nullptr);
-      if (auto h = r->getAttr("ccl.channel"))
-        f->setAttr("ccl.channel", h);
-      rs.unindex(i);
-      rs.unindex(j);
-      inMsg[f] = inMsg.lookup(r);
-      inMsg.erase(r);
-      r->erase();
-      red->erase();
-      ops[i] = cast<StepOpInterface>(f.getOperation());
-      eff[i] = effectsOf(ops[i], col, rank);
-      erased[j] = true;
-      rs.index(i);
+      joinRecvReduce(i, j, recv, red, red.getSrcBuffer(), red.getSrcOffset(),
+                     dst.buffer, dst.offset);
       reducedInto = true;
       return false;
     });
@@ -545,25 +554,10 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
         for (Slot s : y)
           if (x.contains(s))
             yTouched = true;
-        if (!yTouched && deadAfter(j, x)) {
-          OpBuilder b(r);
-          auto f = b.create<RecvReduceCopyOp>(
-              r.getLoc(), recv.getRecvPeer(), red.getDstBuffer(),
-              red.getDstOffset(), red.getDstBuffer(), red.getDstOffset(), cnt,
-              r.getStepKey(), r.getOrderKey(), nullptr);
-          if (auto h = r->getAttr("ccl.channel"))
-            f->setAttr("ccl.channel", h);
-          rs.unindex(i);
-          rs.unindex(j);
-          inMsg[f] = inMsg.lookup(r);
-          inMsg.erase(r);
-          r->erase();
-          red->erase();
-          ops[i] = cast<StepOpInterface>(f.getOperation());
-          eff[i] = effectsOf(ops[i], col, rank);
-          erased[j] = true;
-          rs.index(i);
-        }
+        if (!yTouched && deadAfter(j, x))
+          joinRecvReduce(i, j, recv, red, red.getDstBuffer(),
+                         red.getDstOffset(), red.getDstBuffer(),
+                         red.getDstOffset());
         return false;
       }
       // Anything else touching the received scratch uses it.

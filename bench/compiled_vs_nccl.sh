@@ -36,21 +36,17 @@ SIZES="1K 1M 64M 1G"
 bench_options "$@"
 sizes_csv=$(echo "$SIZES" | tr ' ' ',')
 
-# step_times FILE TOPO [compile flags...]: prints "size time_us busbw" per size
-# of the compiled program (FILE is a schedule; it is compiled with the flags).
-step_times() {
-  local file=$1 topo=$2
+# sim_rows INPUT TOPO [simulate flags...]: "size time_us busbw served" per
+# size of $SIZES; served says whether MSCCL selects INPUT (an MSCCL XML) at
+# that size by its minBytes..maxBytes (always 1 for a schedule).
+sim_rows() {
+  local input=$1 topo=$2 lo hi
   shift 2
-  if ! "$CCSYNTH" compile "$file" -o "$OUT/p.xml" --no-predict "$@" \
-      > /dev/null 2> "$OUT/compile.log"; then
-    return 1
-  fi
-  local lo hi
-  lo=$(grep -o 'minBytes="[0-9]*"' "$OUT/p.xml" | head -1 | tr -dc 0-9)
-  hi=$(grep -o 'maxBytes="[0-9]*"' "$OUT/p.xml" | head -1 | tr -dc 0-9)
-  # The fourth column: whether MSCCL selects the XML at that size.
-  "$CCSYNTH" simulate "$OUT/p.xml" --topo "$topo" --level steps \
-      --sizes "$sizes_csv" --json 2> /dev/null |
+  # A schedule JSON has neither attribute: no bound.
+  lo=$(grep -o 'minBytes="[0-9]*"' "$input" | head -1 | tr -dc 0-9 || true)
+  hi=$(grep -o 'maxBytes="[0-9]*"' "$input" | head -1 | tr -dc 0-9 || true)
+  "$CCSYNTH" simulate "$input" --topo "$topo" --sizes "$sizes_csv" --json \
+      "$@" 2> /dev/null |
     python3 -c 'import json,sys
 lo, hi = int(sys.argv[1]), int(sys.argv[2])
 for r in json.load(sys.stdin)[0]["results"]:
@@ -59,37 +55,26 @@ for r in json.load(sys.stdin)[0]["results"]:
       "${lo:-0}" "${hi:-0}"
 }
 
+# step_times FILE TOPO [compile flags...]: sim_rows of the program FILE (a
+# schedule) compiles to with the flags, at the step level.
+step_times() {
+  local file=$1 topo=$2
+  shift 2
+  "$CCSYNTH" compile "$file" -o "$OUT/p.xml" --no-predict "$@" \
+      > /dev/null 2> "$OUT/compile.log" || return 1
+  sim_rows "$OUT/p.xml" "$topo" --level steps
+}
+
 # dir_times FILE TOPO: the tuned msccl-dir of FILE (one XML per size range);
-# prints "size time_us busbw" per size, each timed with the file MSCCL
-# selects for it (the one whose minBytes..maxBytes holds the size).
+# each size timed with the file MSCCL selects for it.
 dir_times() {
-  local file=$1 topo=$2 size x lo hi
+  local file=$1 topo=$2 x
   rm -rf "$OUT/dir"
   "$CCSYNTH" compile "$file" --target msccl-dir -o "$OUT/dir" --no-predict \
       > /dev/null 2> "$OUT/dir.log" || return 1
-  for size in $SIZES; do
-    for x in "$OUT"/dir/msccl-algorithms/*; do
-      lo=$(grep -o 'minBytes="[0-9]*"' "$x" | head -1 | tr -dc 0-9)
-      hi=$(grep -o 'maxBytes="[0-9]*"' "$x" | head -1 | tr -dc 0-9)
-      python3 -c "import sys; b=int(float(sys.argv[1])); lo=int(sys.argv[2]); hi=int(sys.argv[3])
-sys.exit(0 if b >= lo and (hi == 0 or b <= hi) else 1)" \
-        "$(numfmt --from=iec "$size")" "$lo" "$hi" || continue
-      "$CCSYNTH" simulate "$x" --topo "$topo" --level steps --sizes "$size" \
-          --json 2> /dev/null |
-        python3 -c 'import json,sys
-for r in json.load(sys.stdin)[0]["results"]:
-    print(int(r["bytes"]), r["time_us"], r["busbw_gbps"])'
-      break
-    done
+  for x in "$OUT"/dir/msccl-algorithms/*; do
+    sim_rows "$x" "$topo" --level steps | awk '$4 == 1'
   done
-}
-
-chunk_times() {
-  "$CCSYNTH" simulate "$1" --topo "$2" --sizes "$sizes_csv" --json \
-      2> /dev/null |
-    python3 -c 'import json,sys
-for r in json.load(sys.stdin)[0]["results"]:
-    print(int(r["bytes"]), r["time_us"], r["busbw_gbps"])'
 }
 
 rows=$OUT/rows.txt
@@ -120,7 +105,7 @@ for topo in $TOPOS; do
         -o "$OUT/s.json" > "$OUT/synth.log" 2>&1; then
       if step_times "$OUT/s.json" "$topo" > "$OUT/ccs.txt"; then
         grep -q "writing it instead" "$OUT/compile.log" && note=ring
-        chunk_times "$OUT/s.json" "$topo" > "$OUT/chunk.txt"
+        sim_rows "$OUT/s.json" "$topo" > "$OUT/chunk.txt"
         dir_times "$OUT/s.json" "$topo" > "$OUT/dirt.txt" || true
       else
         note="compile failed: $(grep -m1 error "$OUT/compile.log" | cut -c1-60)"

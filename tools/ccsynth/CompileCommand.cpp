@@ -274,6 +274,36 @@ std::vector<std::string> commaList(const std::string &s) {
 int writeMscclDir(CompileCliOptions &o, std::vector<msccl::DirEntry> &entries,
                   const std::vector<int> &roots);
 
+/// The machine a tuned compile times `sched` on (the one it names, or
+/// --predict-topo); a note starting with `notTuned` says why there is none.
+std::optional<Topology> tuningMachine(const Schedule &sched,
+                                      const CompileCliOptions &o,
+                                      const char *notTuned) {
+  auto topo = topologyFor(sched, o.predictTopo);
+  if (topo)
+    return topo.take();
+  std::cerr << "ccsynth: note: " << notTuned << ": "
+            << (sched.topology.empty() && o.predictTopo.empty()
+                    ? std::string("the schedule names no machine; pass "
+                                  "--predict-topo to tune for one")
+                    : topo.error().message)
+            << "\n";
+  return std::nullopt;
+}
+
+/// The configurations a tuned compile tries: every instance count and
+/// protocol, except those the user fixed with --instances / --protocol.
+TuneRequest tuningRequest(const CompileCliOptions &o, const CompileOptions &c,
+                          const Schedule &sched) {
+  TuneRequest req;
+  req.instances = o.explicitInstances ? std::vector<int>{c.instances}
+                                      : tuningInstances(sched);
+  req.protocols = o.explicitProtocol
+                      ? std::vector<std::string>{c.protocol}
+                      : std::vector<std::string>{"Simple", "LL128", "LL"};
+  return req;
+}
+
 /// `--target msccl-dir` of one schedule without --split or --protocol: the
 /// tuned compile per size. Every configuration (and NCCL's program for the
 /// collective) is timed at 1K, 4K, ..., 1G within [lo, hi]; consecutive
@@ -299,29 +329,15 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
   std::optional<Schedule> sched;
   if (int rc = compileOne(input, o, whole, xml, &root, &sched); rc != kExitOk)
     return rc;
-  if (!sched || sched->transfers.size() > 20000)
+  if (!sched || sched->transfers.size() > kMaxTunedTransfers)
     return kExitOk;
-  auto topo = topologyFor(*sched, o.predictTopo);
-  if (!topo) {
-    std::cerr << "ccsynth: note: not tuned per size: "
-              << (sched->topology.empty() && o.predictTopo.empty()
-                      ? std::string("the schedule names no machine; pass "
-                                    "--predict-topo to tune for one")
-                      : topo.error().message)
-              << "\n";
+  auto topo = tuningMachine(*sched, o, "not tuned per size");
+  if (!topo)
     return kExitOk;
-  }
-  TuneRequest req;
-  for (double b = 1024; b <= 1073741824.0; b *= 4)
-    if (b >= (double)lo && (hi <= 0 || b <= (double)hi))
-      req.sizes.push_back(b);
+  TuneRequest req = tuningRequest(o, c, *sched);
+  req.sizes = tuningGrid(lo, hi);
   if (req.sizes.empty())
     return kExitOk;
-  req.instances = o.explicitInstances ? std::vector<int>{c.instances}
-                                      : tuningInstances(*sched);
-  req.protocols = {"Simple", "LL128", "LL"};
-  if (o.explicitProtocol)
-    req.protocols = {c.protocol};
   req.fallback = !o.noFallback && c.mscclColl.empty() && !o.explicitInstances;
   TuneResult t = tuneCompile(*sched, *topo, c, req);
   if (t.candidates.empty())
@@ -335,7 +351,7 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
       const TuneCandidate &cand = t.candidates[i];
       if (any < 0 || cand.timeUs[k] < t.candidates[any].timeUs[k])
         any = i;
-      if (cand.source == "schedule" &&
+      if (cand.fromSchedule() &&
           (own < 0 || cand.timeUs[k] < t.candidates[own].timeUs[k]))
         own = i;
     }
@@ -357,7 +373,6 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
       pieces.back().max = start - 1;
     pieces.push_back({start, hi, bestAt[k]});
   }
-  std::optional<Schedule> ring;
   for (size_t j = 0; j < pieces.size(); ++j) {
     const TuneCandidate &cand = t.candidates[pieces[j].cand];
     CompileOptions cj = c;
@@ -366,7 +381,7 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
     cj.instances = cand.instances;
     cj.protocol = cand.protocol;
     cj.origin = input;
-    bool nccl = cand.source != "schedule";
+    bool nccl = !cand.fromSchedule();
     CompileResult r =
         compileSchedule(nccl ? t.ncclPrograms[cand.program] : *sched, cj);
     if (!r.ok())
@@ -550,9 +565,6 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
                 Schedule &sched, std::string &out) {
   if (o.noTune || (o.explicitInstances && o.explicitProtocol))
     return;
-  // Every configuration is a compile of its own; past this many transfers
-  // the search would cost many times the compile it tunes.
-  constexpr size_t kMaxTunedTransfers = 20000;
   if (sched.transfers.size() > kMaxTunedTransfers) {
     std::cerr << "ccsynth: note: not tuned: " << sched.transfers.size()
               << " transfers (tuning compiles every configuration; it stops "
@@ -561,37 +573,17 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
               << "); --instances and --protocol choose by hand\n";
     return;
   }
-  auto topo = topologyFor(sched, o.predictTopo);
-  if (!topo) {
-    std::cerr << "ccsynth: note: not tuned: "
-              << (sched.topology.empty() && o.predictTopo.empty()
-                      ? std::string("the schedule names no machine; pass "
-                                    "--predict-topo to tune for one")
-                      : topo.error().message)
-              << "\n";
+  auto topo = tuningMachine(sched, o, "not tuned");
+  if (!topo)
     return;
-  }
-  TuneRequest req;
+  TuneRequest req = tuningRequest(o, c, sched);
+  req.fallback = !o.noFallback && c.mscclColl.empty() &&
+                 !o.explicitInstances && !o.explicitProtocol;
   // Without a size range of the user's, the XML serves only the sizes at
   // which it beats NCCL's own program (MSCCL leaves the others to NCCL):
   // that needs the sizes in between too.
-  bool narrow = c.minBytes < 0 && c.maxBytes < 0 && !o.noFallback &&
-                c.mscclColl.empty();
-  if (narrow)
-    for (double b = 1024; b <= 1073741824.0; b *= 4)
-      req.sizes.push_back(b);
-  else
-    req.sizes = tuningSizes(c.minBytes, c.maxBytes);
-  req.instances = o.explicitInstances ? std::vector<int>{c.instances}
-                                      : tuningInstances(sched);
-  if (o.explicitProtocol)
-    req.protocols = {c.protocol};
-  else
-    req.protocols = {"Simple", "LL128", "LL"};
-  req.fallback = !o.noFallback && c.mscclColl.empty() &&
-                 !o.explicitInstances && !o.explicitProtocol;
-  if (narrow && !req.fallback)
-    narrow = false, req.sizes = tuningSizes(c.minBytes, c.maxBytes);
+  bool narrow = c.minBytes < 0 && c.maxBytes < 0 && req.fallback;
+  req.sizes = narrow ? tuningGrid(0, 0) : tuningSizes(c.minBytes, c.maxBytes);
   TuneResult t = tuneCompile(sched, *topo, c, req);
   if (t.best < 0) {
     std::cerr << "ccsynth: note: not tuned: no configuration besides the "
@@ -603,7 +595,7 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
   std::optional<Served> served;
   if (narrow && !t.ncclBestUs.empty()) {
     for (int i = 0; i < (int)t.candidates.size(); ++i) {
-      if (t.candidates[i].source != "schedule")
+      if (!t.candidates[i].fromSchedule())
         continue;
       Served sv = servedWhereFaster(t.candidates[i], t, req.sizes);
       if (sv.any && sv.score > 1.001 && (!served || sv.score > served->score)) {
@@ -661,7 +653,7 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
   } else if (narrow && !t.ncclBestUs.empty() && !t.replacement &&
              std::none_of(t.candidates.begin(), t.candidates.end(),
                           [&](const TuneCandidate &cand) {
-                            if (cand.source != "schedule")
+                            if (!cand.fromSchedule())
                               return false;
                             for (size_t k = 0; k < t.ncclBestUs.size(); ++k)
                               if (cand.timeUs[k] <= t.ncclBestUs[k] * 1.001)

@@ -26,6 +26,14 @@ std::vector<double> tuningSizes(long long minBytes, long long maxBytes) {
   return out;
 }
 
+std::vector<double> tuningGrid(long long lo, long long hi) {
+  std::vector<double> out;
+  for (double b = 1024; b <= 1073741824.0; b *= 4)
+    if (b >= (double)lo && (hi <= 0 || b <= (double)hi))
+      out.push_back(b);
+  return out;
+}
+
 std::vector<int> tuningInstances(const Schedule &schedule) {
   // Lowering and timing cost grows with transfers x instances; past about
   // 64k lowered transfers per configuration the search would take longer
@@ -60,8 +68,6 @@ Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
         continue;
       bestScore = logSum;
       best.any = true;
-      best.first = a;
-      best.last = b;
       best.minBytes = a == 0 ? 0 : (long long)(sizes[a - 1] * 2);
       best.maxBytes = b + 1 == n ? 0 : (long long)(sizes[b] * 2) - 1;
     }
@@ -172,8 +178,7 @@ std::optional<TuneCandidate> timeConfiguration(const Schedule &schedule,
 TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                        const CompileOptions &base, const TuneRequest &request) {
   TuneResult result;
-  auto explore = [&](const Schedule &s, const std::string &source,
-                     int program) {
+  auto explore = [&](const Schedule &s, int program) {
     for (const std::string &proto : request.protocols) {
       int prev = -1;
       for (int k : request.instances) {
@@ -182,7 +187,6 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
         // More instances only make a program harder to fit.
         if (!cand)
           break;
-        cand->source = source;
         cand->program = program;
         // Past the instance count that fills the links, more only add
         // threadblocks and latency: stop once no size gains 1%.
@@ -196,12 +200,12 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
       }
     }
   };
-  explore(schedule, "schedule", -1);
+  explore(schedule, -1);
   size_t own = result.candidates.size();
   if (request.fallback)
     result.ncclPrograms = ncclShaped(schedule, topology);
   for (size_t p = 0; p < result.ncclPrograms.size(); ++p)
-    explore(result.ncclPrograms[p], "NCCL's program", (int)p);
+    explore(result.ncclPrograms[p], (int)p);
   // What NCCL's program reaches at each size, whatever MSCCL would select:
   // NCCL runs it natively.
   if (own < result.candidates.size()) {

@@ -31,10 +31,10 @@ struct TuneRequest {
 };
 
 struct TuneCandidate {
-  /// "schedule" or "NCCL's program".
-  std::string source;
-  /// For NCCL's programs: the index in TuneResult::ncclPrograms.
+  /// For NCCL's programs: the index in TuneResult::ncclPrograms; -1 for the
+  /// schedule's own configurations.
   int program = -1;
+  bool fromSchedule() const { return program < 0; }
   int instances = 1;
   std::string protocol;
   /// Step-level time at each size of the request, in µs.
@@ -64,6 +64,14 @@ struct TuneResult {
   int bestOwn = -1;
 };
 
+/// Every configuration is a compile of its own: schedules of more transfers
+/// are not tuned (the search would cost many times the compile it tunes).
+inline constexpr size_t kMaxTunedTransfers = 20000;
+
+/// 1K, 4K, 16K, ..., 1G within [lo, hi] (hi <= 0: unbounded): the sizes at
+/// which a tuned compile decides what serves each size.
+std::vector<double> tuningGrid(long long lo, long long hi);
+
 /// The sizes a tuned compile weighs for buffers in [minBytes, maxBytes]
 /// (maxBytes <= 0: unbounded): 1K, 1M and 1G where they lie in the range,
 /// else the range's ends.
@@ -89,7 +97,6 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
 /// nchunksperloop has an odd factor: MSCCL selects it for no power of two.
 struct Served {
   bool any = false;
-  size_t first = 0, last = 0;
   long long minBytes = 0, maxBytes = 0;
   /// Geometric mean over every size of NCCL's time / the program's, 1
   /// outside the served run.

@@ -346,7 +346,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       if (!attempts[attempt].conservative)
         continue; // its conservative twin is next
       // A retry whose threadblocks the assignment cannot place adds
-      // nothing to the failure that asked for it.
+      // nothing to the failure that asked for it (attempt 1 is the first
+      // attempt's conservative twin).
       if (attempt == 1) {
         plainFailure = diags.failure();
         toCoalesced(attempt);

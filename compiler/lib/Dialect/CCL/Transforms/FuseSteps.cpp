@@ -495,8 +495,7 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
         rs.moveEarlier(rs.posOf(k), (int)(p + h));
         rs.index(k);
       }
-      p += hoist.size();
-      --p;
+      p += hoist.size() - 1; // the loop's ++ reaches the receive
       continue;
     }
     if (fused) {

@@ -49,6 +49,11 @@ std::string topoJson(const std::string &links, const std::string &extra = "") {
          extra + "\n \"links\": [" + links + "]}\n";
 }
 
+/// An NVLink from rank 0 to rank 1 with the given figures.
+std::string link(const std::string &figures) {
+  return "{\"src\": 0, \"dst\": 1, \"kind\": \"nvlink\", " + figures + "}";
+}
+
 Expected<Topology> parseTopo(const std::string &text) {
   auto doc = JsonDocument::parse("t.json", text);
   if (!doc)
@@ -186,9 +191,6 @@ TEST_CASE("the unknown-field error names the first unknown key in the file",
 }
 
 TEST_CASE("degenerate link figures are located errors", "[hostile]") {
-  auto link = [](const std::string &figures) {
-    return "{\"src\": 0, \"dst\": 1, \"kind\": \"nvlink\", " + figures + "}";
-  };
   for (const char *bad : {"\"alpha_us\": 1, \"bandwidth_gbps\": 5e-324",
                           "\"alpha_us\": 1, \"bandwidth_gbps\": 0",
                           "\"alpha_us\": 1, \"bandwidth_gbps\": -3",
@@ -217,9 +219,6 @@ TEST_CASE("degenerate link figures are located errors", "[hostile]") {
 
 TEST_CASE("topology figures outside their physical range are located errors",
           "[hostile]") {
-  auto link = [](const std::string &figures) {
-    return "{\"src\": 0, \"dst\": 1, \"kind\": \"nvlink\", " + figures + "}";
-  };
   // Each once gave inf or NaN in `simulate` (alpha sums overflow, a bound
   // of inf over a time of inf).
   for (const char *bad : {"\"alpha_us\": 1e308, \"bandwidth_gbps\": 10",

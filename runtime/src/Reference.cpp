@@ -188,7 +188,8 @@ checkTyped(const ReferenceSpec &spec,
           for (size_t k = 1; k < c->size(); ++k)
             acc = combine<Op>(acc, in((*c)[k]));
           ok = acc == got;
-          want = show(acc);
+          if (!ok)
+            want = show(acc);
         } else {
           double acc = asDouble(in(c->front()));
           double mag = std::fabs(acc);
@@ -208,10 +209,13 @@ checkTyped(const ReferenceSpec &spec,
           } else {
             ok = std::fabs(g - acc) <= allowed;
           }
-          std::ostringstream os;
-          os.precision(9);
-          os << acc;
-          want = os.str();
+          if (!ok) {
+            // Formatting is costly; only a mismatch needs the text.
+            std::ostringstream os;
+            os.precision(9);
+            os << acc;
+            want = os.str();
+          }
         }
         if (!ok)
           return Mismatch{r, u, u * unitElems + i, want, show(got), allowed};

@@ -2,7 +2,7 @@
 //
 // HostContext<T, Op> is the execution context `X` of generated code when it
 // is built by the host C++ compiler: one object per (rank, threadblock),
-// each run by its own thread. Data moves with memcpy and element loops;
+// each run by its own fiber (or thread, HostLaunch.h). Data moves with memcpy and element loops;
 // flags are std::atomic_ref with release (signal) / acquire (wait), the
 // orders the device twin uses at system scope.
 //

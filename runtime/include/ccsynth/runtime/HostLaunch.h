@@ -1,9 +1,10 @@
 //===- HostLaunch.h - Launch entry of host-backend plugins ----------------===//
 //
 // Runs one rank's part of a generated algorithm on the host: the rank
-// publishes its buffers for the new launch epoch, then each threadblock
-// runs on its own thread (threadblock 0 on the caller's), and the call
-// returns when all of them are done, as a stream synchronization would.
+// publishes its buffers for the new launch epoch, then its threadblocks run
+// as fibers on the caller's thread (Fibers.h; where fibers are off, each on
+// its own thread, threadblock 0 on the caller's), and the call returns when
+// all of them are done, as a stream synchronization would.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,6 +18,21 @@
 #include <vector>
 
 namespace ccsynth::rt {
+
+/// A rank's result once its threadblocks ended: its own failure, or that
+/// another rank failed first.
+inline ccsynthResult finishRun(const ccsynthLaunchArgs *a, CommHeader *comm,
+                               int rank, bool ok) {
+  if (ok && !commAborted(comm))
+    return ccsynthSuccess;
+  ccsynthError first = commError(comm);
+  if (a->error) {
+    *a->error = first;
+    if (first.rank != rank && first.result == ccsynthTimeout)
+      a->error->result = ccsynthAborted;
+  }
+  return first.rank == rank ? ccsynthResult(first.result) : ccsynthAborted;
+}
 
 template <class A, class T, class Op>
 ccsynthResult hostRun(const ccsynthLaunchArgs *a, CommHeader *comm,
@@ -44,6 +60,18 @@ ccsynthResult hostRun(const ccsynthLaunchArgs *a, CommHeader *comm,
     if (!A::run(x, rank, tb))
       ok.store(false, std::memory_order_relaxed);
   };
+  // The rank's threadblocks as fibers on this thread (Fibers.h), or one
+  // thread each where fibers are off or cannot be made.
+  if (launch.tbs > 1 && fibersEnabled()) {
+    using Body = decltype(body);
+    FiberGroup group(
+        launch.tbs, [](void *fn, int tb) { (*static_cast<Body *>(fn))(tb); },
+        &body);
+    if (group.prepare()) {
+      group.run();
+      return finishRun(a, comm, rank, ok.load());
+    }
+  }
   std::vector<std::thread> threads;
   try {
     threads.reserve(launch.tbs);
@@ -64,15 +92,7 @@ ccsynthResult hostRun(const ccsynthLaunchArgs *a, CommHeader *comm,
     body(0);
   for (std::thread &t : threads)
     t.join();
-  if (ok && !commAborted(comm))
-    return ccsynthSuccess;
-  ccsynthError first = commError(comm);
-  if (a->error) {
-    *a->error = first;
-    if (first.rank != rank && first.result == ccsynthTimeout)
-      a->error->result = ccsynthAborted;
-  }
-  return first.rank == rank ? ccsynthResult(first.result) : ccsynthAborted;
+  return finishRun(a, comm, rank, ok.load());
 }
 
 template <class A, class T>

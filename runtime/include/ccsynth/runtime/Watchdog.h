@@ -2,13 +2,18 @@
 //
 // A wait spins briefly, then yields, then sleeps with a growing pause (so
 // that hundreds of waiting threads let the others run on a few cores), and
-// reaches its deadline after the timeout. Nothing waits without one. What
-// happens there is the caller's: the host backend gives up only when
-// nothing in the whole run changed during the last timeout (HostContext.h),
-// so a wait that is slow because the machine is starved is not a hang.
+// reaches its deadline after the timeout. Inside a fiber (Fibers.h) a pause
+// switches to the rank's next threadblock instead; the fibers' scheduler
+// does the yielding and sleeping for all of them. Nothing waits without a
+// deadline. What happens there is the caller's: the host backend gives up
+// only when nothing in the whole run changed during the last timeout
+// (HostContext.h), so a wait that is slow because the machine is starved
+// is not a hang.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "ccsynth/runtime/Fibers.h"
 
 #include <chrono>
 #include <cstdint>
@@ -34,6 +39,12 @@ public:
 
   bool pause() {
     ++polls;
+    if (FiberGroup *g = tlsFiberGroup; g && g->inFiber()) {
+      if (polls == 1)
+        deadline = Clock::now() + timeout;
+      g->yield(polls == 1);
+      return (polls & 15) != 0 || Clock::now() < deadline;
+    }
     if (polls < 64)
       return true;
     if (polls == 64)

@@ -206,11 +206,19 @@ void Executor::assignSteps() {
 
 std::optional<Error> Executor::checkRaces(const WaitGraph &graph,
                                           const std::vector<int> &order) {
-  // Races are between threadblocks of one rank, so happens-before is
-  // computed rank by rank: clock[v][t] is the last step of threadblock t of
-  // that rank that happens before (or is) step v, propagated through the
+  // Races are between threadblocks of one rank. Happens-before is a vector
+  // clock per step: clock[v][t] is the last step of threadblock t of the
+  // rank that happens before (or is) step v. It is first computed from the
+  // rank's own edges (program order and dependencies), over the rank's
+  // steps only, which orders nearly every pair a lowering emits; only a
+  // rank with a pair left unordered gets the clocks propagated through the
   // whole graph (messages may carry the ordering through other ranks).
+  // So the usual cost is linear in the program, not ranks x program.
   size_t n = graph.nodes.size();
+  std::map<int, std::vector<int>> rankOrder; // rank -> its nodes, in order
+  for (int v : order)
+    rankOrder[graph.nodes[v].rank].push_back(v);
+  std::vector<int> pos(n, -1), slotOf(n, -1);
   for (const Gpu &gpu : algo.gpus) {
     std::map<int, int> local; // tb id -> clock index
     for (const Threadblock &tb : gpu.tbs)
@@ -218,23 +226,48 @@ std::optional<Error> Executor::checkRaces(const WaitGraph &graph,
     size_t width = local.size();
     if (width < 2)
       continue;
-    std::vector<int> clock(n * width, -1);
-    std::vector<int> slotOf(n, -1);
-    for (size_t v = 0; v < n; ++v)
-      if (graph.nodes[v].rank == gpu.id)
-        slotOf[v] = local[graph.nodes[v].tb];
-    for (int v : order) {
-      int *c = &clock[(size_t)v * width];
+    const std::vector<int> &mine = rankOrder[gpu.id];
+    for (size_t i = 0; i < mine.size(); ++i) {
+      pos[mine[i]] = (int)i;
+      slotOf[mine[i]] = local[graph.nodes[mine[i]].tb];
+    }
+    // Clocks from the rank's own edges, indexed by position in `mine`.
+    std::vector<int> own(mine.size() * width, -1);
+    for (size_t i = 0; i < mine.size(); ++i) {
+      int v = mine[i];
+      int *c = &own[i * width];
       for (const WaitGraph::Pred &p : graph.preds[v]) {
-        const int *pc = &clock[(size_t)p.node * width];
+        if (graph.nodes[p.node].rank != gpu.id)
+          continue;
+        const int *pc = &own[(size_t)pos[p.node] * width];
         for (size_t t = 0; t < width; ++t)
           c[t] = std::max(c[t], pc[t]);
       }
-      if (slotOf[v] >= 0)
-        c[slotOf[v]] = graph.nodes[v].step;
+      c[slotOf[v]] = graph.nodes[v].step;
     }
+    // The whole graph's clocks, only when the rank's own edges leave a
+    // conflicting pair unordered.
+    std::vector<int> all;
+    auto propagateAll = [&] {
+      all.assign(n * width, -1);
+      for (int v : order) {
+        int *c = &all[(size_t)v * width];
+        for (const WaitGraph::Pred &p : graph.preds[v]) {
+          const int *pc = &all[(size_t)p.node * width];
+          for (size_t t = 0; t < width; ++t)
+            c[t] = std::max(c[t], pc[t]);
+        }
+        if (graph.nodes[v].rank == gpu.id)
+          c[slotOf[v]] = graph.nodes[v].step;
+      }
+    };
     auto before = [&](int a, int b) {
-      return clock[(size_t)b * width + slotOf[a]] >= graph.nodes[a].step;
+      int step = graph.nodes[a].step;
+      if (own[(size_t)pos[b] * width + slotOf[a]] >= step)
+        return true;
+      if (all.empty())
+        propagateAll();
+      return all[(size_t)b * width + slotOf[a]] >= step;
     };
     // Accesses of this rank per canonical chunk.
     struct Access {
@@ -242,17 +275,18 @@ std::optional<Error> Executor::checkRaces(const WaitGraph &graph,
       bool write;
     };
     std::map<ChunkLoc, std::vector<Access>> accesses;
-    for (size_t v = 0; v < n; ++v) {
+    // In node order, so that the race reported is the same whatever the
+    // topological order.
+    std::vector<int> byNode = mine;
+    std::sort(byNode.begin(), byNode.end());
+    for (int v : byNode) {
       StepRef r = graph.nodes[v];
-      if (r.rank != gpu.id)
-        continue;
       const Step &st = tbOf(r).steps[r.step];
       if (st.type == StepType::Nop)
         continue;
       auto touch = [&](BufferKind b, int off, bool write) {
         for (int i = 0; i < st.cnt; ++i)
-          accesses[col.canonical({r.rank, b, off + i})].push_back(
-              {(int)v, write});
+          accesses[col.canonical({r.rank, b, off + i})].push_back({v, write});
       };
       if (readsSrc(st.type))
         touch(st.srcBuf, st.srcOff, false);

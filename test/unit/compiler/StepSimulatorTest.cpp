@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Target/StepSimulator.h"
 #include "ccsynth/Compiler/Compile.h"
+#include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/Json.h"
 #include "ccsynth/DSL/Frontend.h"
 #include "ccsynth/Target/MSCCLXml.h"
@@ -301,7 +302,7 @@ TEST_CASE("step_model in topology JSON", "[stepsim][formats]") {
 namespace {
 
 struct CalibrationRow {
-  std::string id, machine, collective, size, metric, protocol;
+  std::string id, machine, collective, size, metric, protocol, program;
   double published = 0;
   int channels = 0;
 };
@@ -348,6 +349,7 @@ std::vector<CalibrationRow> calibrationRows() {
     r.metric = c[5];
     r.protocol = c[6];
     r.channels = std::stoi(c[7]);
+    r.program = c.size() > 9 ? c[9] : "dsl ring";
     rows.push_back(r);
   }
   return rows;
@@ -377,10 +379,32 @@ TEST_CASE("the step-level model meets every published figure of the "
                 << row.metric);
     machines.insert(row.machine);
     REQUIRE((row.collective == "allreduce" || row.collective == "allgather"));
-    Schedule ring = shippedProgram(
-        row.collective == "allreduce" ? "ring_allreduce" : "ring_allgather", 8);
-    Algo algo = lower(ring, row.channels, row.protocol);
-    StepSimResult r = timeIt(algo, machine(row.machine), sizeBytes(row.size),
+    Topology topo = machine(row.machine);
+    Schedule ring;
+    int instances = row.channels;
+    if (row.program == "baseline ring") {
+      // NCCL's rings on the machine: the ring baseline (one ring per
+      // NVLink lane of each GPU), each ring one channel per instance.
+      auto b = makeBaseline(BaselineKind::Ring,
+                            row.collective == "allreduce"
+                                ? CollectiveKind::AllReduce
+                                : CollectiveKind::AllGather,
+                            topo);
+      REQUIRE(b.ok());
+      ring = b.take();
+      std::set<int> rings;
+      for (const Transfer &t : ring.transfers)
+        rings.insert(t.channel);
+      REQUIRE(row.channels % (int)rings.size() == 0);
+      instances = row.channels / (int)rings.size();
+    } else {
+      REQUIRE(row.program == "dsl ring");
+      ring = shippedProgram(
+          row.collective == "allreduce" ? "ring_allreduce" : "ring_allgather",
+          8);
+    }
+    Algo algo = lower(ring, instances, row.protocol);
+    StepSimResult r = timeIt(algo, topo, sizeBytes(row.size),
                              ring.collective.busBwFactor());
     double predicted = row.metric == "us" ? r.timeUs : r.busbwGBps;
     INFO("predicted " << predicted);
@@ -389,4 +413,5 @@ TEST_CASE("the step-level model meets every published figure of the "
   }
   CHECK(machines.count("dgx-a100") == 1);
   CHECK(machines.count("dgx-h100") == 1);
+  CHECK(machines.count("dgx1") == 1);
 }

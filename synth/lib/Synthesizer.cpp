@@ -1245,7 +1245,13 @@ void Driver::measureBaselines() {
 }
 
 void Driver::preferBaseline() {
-  if (!std::isfinite(baselineUs) || best.timeUs <= baselineUs * (1 + 1e-12))
+  if (!std::isfinite(baselineUs))
+    return;
+  bool faster = best.timeUs <= baselineUs * (1 + 1e-12);
+  // A schedule at least as fast keeps its place; the baseline goes along
+  // when it is small and the sketch allows it (ranked again by the tool at
+  // the step level).
+  if (faster && baselineSchedule.transfers.size() > kMaxAlternativeTransfers)
     return;
   // Links of the baseline the sketch forbids (transfers without a link use
   // the topology's best link).
@@ -1271,7 +1277,12 @@ void Driver::preferBaseline() {
     }
   }
   if (!allowed) {
-    result.sketchForbidsBaseline = true;
+    if (!faster)
+      result.sketchForbidsBaseline = true;
+    return;
+  }
+  if (faster) {
+    result.allowedBaseline = baselineSchedule;
     return;
   }
   best.schedule = baselineSchedule;

@@ -178,12 +178,30 @@ std::optional<TuneCandidate> timeConfiguration(const Schedule &schedule,
 TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                        const CompileOptions &base, const TuneRequest &request) {
   TuneResult result;
+  using Clock = std::chrono::steady_clock;
+  double longest = 0;
+  auto fits = [&] {
+    if (!request.until)
+      return true;
+    double need = longest > 0 ? 1.5 * longest : request.firstEstimateSeconds;
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(need)) <
+           *request.until;
+  };
   auto explore = [&](const Schedule &s, int program) {
     for (const std::string &proto : request.protocols) {
       int prev = -1;
       for (int k : request.instances) {
+        if (!fits()) {
+          result.cutShort = true;
+          return;
+        }
+        auto began = Clock::now();
         auto cand = timeConfiguration(s, topology, base, k, proto,
                                       request.sizes);
+        longest = std::max(
+            longest,
+            std::chrono::duration<double>(Clock::now() - began).count());
         // More instances only make a program harder to fit.
         if (!cand)
           break;

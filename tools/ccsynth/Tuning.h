@@ -14,6 +14,7 @@
 #include "ccsynth/Core/Schedule.h"
 #include "ccsynth/Core/Topology.h"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,11 @@ struct TuneRequest {
   std::vector<std::string> protocols;
   /// Also try NCCL's ring for the collective on this machine.
   bool fallback = true;
+  /// No configuration is started that would not end by this (unset: no
+  /// deadline): the first is expected to take `firstEstimateSeconds`, each
+  /// later one 1.5 times the longest so far.
+  std::optional<std::chrono::steady_clock::time_point> until;
+  double firstEstimateSeconds = 0;
 };
 
 struct TuneCandidate {
@@ -62,6 +68,9 @@ struct TuneResult {
   std::vector<double> ncclBestUs;
   /// Best configuration of the input schedule alone (-1: none compiled).
   int bestOwn = -1;
+  /// The request's deadline stopped the search before every configuration
+  /// it would have tried.
+  bool cutShort = false;
 };
 
 /// Every configuration is a compile of its own: schedules of more transfers

@@ -73,6 +73,9 @@ struct CandidateReport {
   double timeUs = 0;
 };
 
+/// Largest baseline a result carries besides its schedule.
+inline constexpr size_t kMaxAlternativeTransfers = 20000;
+
 struct SynthResult {
   /// False when the sketch makes the collective impossible; `infeasibility`
   /// then says which rank can never receive what, and why.
@@ -100,6 +103,11 @@ struct SynthResult {
   /// The baseline is faster than the schedule but uses links the sketch
   /// forbids, so it was not written in its place.
   bool sketchForbidsBaseline = false;
+  /// That baseline (verified) when the sketch allows its links and the
+  /// schedule is not it, up to kMaxAlternativeTransfers transfers: the
+  /// chunk level ranks it at or below the schedule, but what runs is the
+  /// lowered program, so the tool ranks the two again at the step level.
+  std::optional<Schedule> allowedBaseline;
   /// Seconds one verification and simulation of the chosen schedule took
   /// (what each further size in a summary costs).
   double measureSeconds = 0;

@@ -1,6 +1,8 @@
 //===- SynthCommand.cpp - `ccsynth synth` ---------------------------------===//
 #include "Command.h"
+#ifdef CCSYNTH_HAVE_MLIR
 #include "Tuning.h"
+#endif
 
 #include "ccsynth/Core/LowerBound.h"
 #include "ccsynth/Core/Plot.h"
@@ -45,6 +47,7 @@ std::string formatSpeedup(double ratio) {
   return s;
 }
 
+#ifdef CCSYNTH_HAVE_MLIR
 /// What runs: the step-level prediction of the program `ccsynth compile`
 /// writes for a schedule by default (the tuned compile: best instances and
 /// protocol per size), and of NCCL's ring for the collective on the same
@@ -132,6 +135,7 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
                  "lets NCCL's own program serve those sizes\n",
                  slower.c_str());
 }
+#endif
 
 /// The longest --time-limit: a week.
 constexpr double kMaxTimeLimitSeconds = 7 * 86400.0;
@@ -351,8 +355,9 @@ int runSynth(const SynthCliOptions &o) {
   // at or below it: the faster compiled program at the target size is
   // written (by more than 2%, the model's noise, for the baseline to win).
   // Configurations that would end past the time limit are not started.
-  std::optional<StepLevel> steps;
   std::string rankedNote;
+#ifdef CCSYNTH_HAVE_MLIR
+  std::optional<StepLevel> steps;
   if (!o.noStepLevel) {
     auto until = t0 + std::chrono::duration_cast<
                           std::chrono::steady_clock::duration>(
@@ -395,6 +400,7 @@ int runSynth(const SynthCliOptions &o) {
       }
     }
   }
+#endif
   std::vector<OutputFile> outputs{{o.output, scheduleToJson(sched)}};
   if (!o.dumpSmt.empty())
     outputs.push_back(
@@ -469,8 +475,13 @@ int runSynth(const SynthCliOptions &o) {
                    "written\n",
                    result->baselineName.c_str());
   }
+#ifdef CCSYNTH_HAVE_MLIR
   if (steps)
     printStepLevel(out, *steps, sched, sizesShown);
+#else
+  if (!o.noStepLevel)
+    std::fprintf(out, "  step level: not in this build (it has no compiler)\n");
+#endif
   std::string stages;
   for (const synth::StageTime &st : result->stages) {
     char buf[96];

@@ -36,12 +36,11 @@ build() { # output, dtypes, ops
   "$cc" compile "$input" --target plugin --dtypes "$2" --ops "$3" \
     --tile-bytes 4096 --plugin-flag=-O0 -o "$1"
 }
-large=0 sums=fp32,bf16,int32
+sums=fp32,bf16,int32
 if [[ $input == *.json ]]; then
   coll=$(grep -m1 '"collective": *{' "$input" || true)
   declared=$(sed -n 's/.*"ranks": *\([0-9]*\).*/\1/p' <<<"$coll")
   if ((${declared:-0} >= 64)); then
-    large=1
     # A copy moves 4-byte words for fp32 and int32 alike: one instantiation.
     sums=fp32,int32
     grep -q '"kind": *"\(allreduce\|reducescatter\|reduce\)"' <<<"$coll" &&

@@ -67,6 +67,9 @@ public:
     topo.resources.push_back({std::move(name), bw});
     return (int)topo.resources.size() - 1;
   }
+  void reserveLinks(size_t more) {
+    topo.links.reserve(topo.links.size() + more);
+  }
   void addLink(int src, int dst, LinkKind kind, double alpha, double bw,
                std::vector<int> resources = {}) {
     topo.links.push_back({src, dst, kind, alpha, bw, std::move(resources)});
@@ -123,6 +126,10 @@ void addNics(Builder &b, int nodes, int gpus, const std::vector<int> &nicOf,
       out[node].push_back(b.addResource(nm + ".out", nicGBps));
       in[node].push_back(b.addResource(nm + ".in", nicGBps));
     }
+  // Every GPU reaches every GPU of another node: reserve them at once (a
+  // vector grown by doubling would hold up to twice the largest machine's
+  // 16.7M links while it copies them).
+  b.reserveLinks((size_t)nodes * (nodes - 1) * gpus * gpus);
   for (int na = 0; na < nodes; ++na)
     for (int nb = 0; nb < nodes; ++nb) {
       if (na == nb)

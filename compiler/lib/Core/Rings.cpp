@@ -33,7 +33,12 @@ public:
     resCap.assign(topo.resources.size(), 0);
     // Capacities of the links among these ranks only (a node's 8 GPUs on
     // a machine of 16.7M links).
-    std::unordered_map<int, int> slotOfLink;
+    // Where the ranks' pairs outnumber a quarter of the links (a whole
+    // machine), a table indexed by link is smaller and faster than a map.
+    std::unordered_map<int, int> slotMap;
+    std::vector<int> slotTable;
+    if ((size_t)m * m * 4 >= topo.links.size())
+      slotTable.assign(topo.links.size(), -1);
     auto units = [&](double bw) { return (int)std::floor(bw / rate + 1e-9); };
     for (size_t i = 0; i < topo.resources.size(); ++i)
       resCap[i] = units(topo.resources[i].bandwidthGBps);
@@ -46,10 +51,18 @@ public:
           continue;
         arc[(size_t)a * m + b] = l;
         out[a].push_back(b);
-        auto [it, added] = slotOfLink.try_emplace(l, (int)linkCap.size());
-        if (added)
+        int *known = nullptr;
+        if (!slotTable.empty()) {
+          known = &slotTable[l];
+        } else {
+          auto it = slotMap.try_emplace(l, -1).first;
+          known = &it->second;
+        }
+        if (*known < 0) {
+          *known = (int)linkCap.size();
           linkCap.push_back(units(topo.links[l].bandwidthGBps));
-        slot[(size_t)a * m + b] = it->second;
+        }
+        slot[(size_t)a * m + b] = *known;
         if (!topo.links[l].resources.empty())
           hasResources = true;
       }
@@ -512,11 +525,17 @@ RingSet findRings(const Topology &topo, const std::vector<int> &ranks,
   int n = topo.numRanks();
   std::set<double, std::greater<>> rates;
   bool multiNode = false;
+  // Links come in runs of one kind: look a rate up only when it changes.
+  double lastRate = -1;
   for (int a : ranks) {
     multiNode |= topo.nodeOf[a] != topo.nodeOf[ranks[0]];
     for (int b : ranks)
-      if (a != b && best[(size_t)a * n + b] >= 0)
-        rates.insert(topo.effectiveBandwidth(best[(size_t)a * n + b]));
+      if (a != b && best[(size_t)a * n + b] >= 0) {
+        double rate = topo.effectiveBandwidth(best[(size_t)a * n + b]);
+        if (rate != lastRate)
+          rates.insert(rate);
+        lastRate = rate;
+      }
   }
   double bestScore = 0;
   for (double rate : rates) {

@@ -4,31 +4,18 @@
 # Every reader of untrusted input has one: schedule JSON, topology JSON,
 # sketches, NCCL topology dumps, MSCCL XML and the DSL. Any crash, hang,
 # sanitizer report or unlocated error fails the run; the reproducer is left
-# in $FUZZ_BUILD_DIR/fuzz-work/NAME/.
+# in build-san/fuzz-work/NAME/.
 #
-# scripts/bootstrap.sh test runs this after the sanitizer tests.
-# Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_SECONDS per target
-# (default 30), JOBS (default: all cores), CLANG_CC / CLANG_CXX (default
-# clang-19 / clang++-19).
+# scripts/bootstrap.sh test runs this after the sanitizer tests, in the
+# same clang tree (scripts/sanitized-tree.sh: SAN_BUILD_DIR, default
+# build-san). FUZZ_SECONDS per target (default 30).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
+source "$(dirname "$0")/sanitized-tree.sh"
+root=$san_root
+build=$san_build
 seconds=${FUZZ_SECONDS:-30}
-jobs=${JOBS:-$(nproc)}
-cc=${CLANG_CC:-clang-19}
-cxx=${CLANG_CXX:-clang++-19}
-if ! command -v "$cxx" >/dev/null 2>&1; then
-  echo "fuzz.sh: $cxx not found; install clang-19 and libclang-rt-19-dev" >&2
-  exit 1
-fi
+san_build_targets fuzzers
 
-CC=$cc CXX=$cxx cmake -S "$root" -B "$build" -G Ninja \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCCSYNTH_FUZZERS=ON \
-  -DCCSYNTH_SANITIZE=ON >/dev/null
-cmake --build "$build" -j "$jobs" --target fuzzers
-
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
 for corpus in "$root"/test/fuzz/corpus/*/; do
   name=$(basename "$corpus")

@@ -651,7 +651,7 @@ Expected<Topology> Importer::run(const XmlElement &root) {
   };
   // Resource keys: {kind, copy, id}; kinds below.
   enum { kSwitchOut, kSwitchIn, kPciUp, kPciDown, kSys, kNetOut, kNetIn };
-  auto pathResources = [&](int copy, const TreePath &p, std::vector<int> &out) {
+  auto pathResources = [&](int copy, const TreePath &p, auto &out) {
     double bw = std::numeric_limits<double>::infinity();
     for (size_t k = 0; k <= p.hops.size(); ++k) {
       if (k == p.upHops && p.sysFrom >= 0) {
@@ -784,7 +784,8 @@ Expected<Topology> Importer::run(const XmlElement &root) {
                    options.netAlphaUs,
                    std::min(src.outBw, dst.inBw),
                    src.out};
-            l.resources.insert(l.resources.end(), dst.in.begin(), dst.in.end());
+            for (int r : dst.in)
+              l.resources.push_back(r);
             t.links.push_back(std::move(l));
           }
   }

@@ -197,7 +197,8 @@ std::string alphaRangeText() {
 int UsedLinks::slot(const Topology &topo, int link) {
   auto [it, isNew] = slotOf_.try_emplace(link, (int)resources_.size());
   if (isNew) {
-    std::vector<int> res = topo.links[link].resources;
+    const ResourceList &crossed = topo.links[link].resources;
+    std::vector<int> res(crossed.begin(), crossed.end());
     // A link naming one resource twice would count it twice; keep one.
     std::sort(res.begin(), res.end());
     res.erase(std::unique(res.begin(), res.end()), res.end());

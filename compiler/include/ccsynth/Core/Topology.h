@@ -12,7 +12,10 @@
 
 #include "ccsynth/Core/Diagnostic.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -34,6 +37,99 @@ struct Resource {
   double bandwidthGBps = 0;
 };
 
+/// The shared resources one link crosses: a few ids, held inline so that a
+/// machine of millions of links (every GPU pair between 512 nodes) makes no
+/// allocation per link; a list longer than kInline moves to the heap.
+class ResourceList {
+public:
+  static constexpr uint32_t kInline = 4;
+
+  ResourceList() = default;
+  ResourceList(std::initializer_list<int> ids) {
+    for (int r : ids)
+      push_back(r);
+  }
+  ResourceList(const std::vector<int> &ids) {
+    for (int r : ids)
+      push_back(r);
+  }
+  ResourceList(const ResourceList &other) {
+    for (int r : other)
+      push_back(r);
+  }
+  ResourceList(ResourceList &&other) noexcept { take(other); }
+  ResourceList &operator=(const ResourceList &other) {
+    if (this != &other) {
+      size_ = 0;
+      for (int r : other)
+        push_back(r);
+    }
+    return *this;
+  }
+  ResourceList &operator=(ResourceList &&other) noexcept {
+    if (this != &other) {
+      release();
+      take(other);
+    }
+    return *this;
+  }
+  ~ResourceList() { release(); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const int *begin() const { return data(); }
+  const int *end() const { return data() + size_; }
+  int *begin() { return data(); }
+  int *end() { return data() + size_; }
+  int operator[](size_t i) const { return data()[i]; }
+  int &operator[](size_t i) { return data()[i]; }
+  int front() const { return data()[0]; }
+  int back() const { return data()[size_ - 1]; }
+  void push_back(int id) {
+    if (size_ == cap_)
+      grow();
+    data()[size_++] = id;
+  }
+  bool operator==(const ResourceList &other) const {
+    return size_ == other.size_ && std::equal(begin(), end(), other.begin());
+  }
+
+private:
+  bool onHeap() const { return cap_ > kInline; }
+  const int *data() const { return onHeap() ? heap_ : inline_; }
+  int *data() { return onHeap() ? heap_ : inline_; }
+  void grow() {
+    uint32_t bigger = 2 * cap_;
+    int *moved = new int[bigger];
+    std::copy(begin(), end(), moved);
+    release();
+    heap_ = moved;
+    cap_ = bigger;
+  }
+  void release() {
+    if (onHeap())
+      delete[] heap_;
+    cap_ = kInline;
+  }
+  void take(ResourceList &other) {
+    size_ = other.size_;
+    cap_ = other.cap_;
+    if (other.onHeap())
+      heap_ = other.heap_;
+    else
+      std::copy(other.inline_, other.inline_ + other.size_, inline_);
+    other.size_ = 0;
+    other.cap_ = kInline;
+  }
+
+  union {
+    int inline_[kInline];
+    int *heap_;
+  };
+  uint32_t size_ = 0;
+  uint32_t cap_ = kInline;
+};
+
 /// A directed connection from one rank to another.
 struct Link {
   int src = 0;
@@ -43,7 +139,7 @@ struct Link {
   /// Peak bandwidth of this link alone (e.g. 2 NVLinks = 50 GB/s).
   double bandwidthGBps = 0;
   /// Shared resources this link's traffic also consumes.
-  std::vector<int> resources;
+  ResourceList resources;
 
   /// Time for `bytes` alone on this link, in µs: alpha + bytes / bandwidth.
   double timeUs(double bytes) const {

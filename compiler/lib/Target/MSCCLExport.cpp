@@ -148,10 +148,34 @@ FailureOr<msccl::Algo> programToMsccl(ProgramOp prog, StepOrigins *origins) {
           waitedOn.insert({deps[i], deps[i + 1]});
       }
     }
+    // MSCCL stores the threadblock a step waits for as int8_t (ids up to
+    // 127). Where a waited-for threadblock is numbered past that, number
+    // the waited-for ones first (in their order), then the others: a rank
+    // may then have up to 1,024 threadblocks of which 128 are waited for.
+    // Programs within the limit keep their numbering.
+    std::vector<int> newId;
+    if (!waitedOn.empty() && waitedOn.rbegin()->first > msccl::kMaxDepTb) {
+      std::vector<bool> waited(tbs.size(), false);
+      for (const auto &w : waitedOn)
+        if (w.first >= 0 && w.first < (int64_t)tbs.size())
+          waited[w.first] = true;
+      newId.assign(tbs.size(), -1);
+      int next = 0;
+      for (int pass = 0; pass < 2; ++pass)
+        for (size_t t = 0; t < tbs.size(); ++t)
+          if (waited[t] == (pass == 0))
+            newId[t] = next++;
+    }
+    // Threadblock ids are their positions here (`sIndex` relies on it).
+    auto mscclTb = [&](int64_t id) {
+      return !newId.empty() && id >= 0 && id < (int64_t)newId.size()
+                 ? newId[id]
+                 : (int)id;
+    };
     for (size_t t = 0; t < tbs.size(); ++t) {
       ThreadblockOp tbOp = tbs[t];
       msccl::Threadblock tb;
-      tb.id = (int)tbOp.getId();
+      tb.id = mscclTb(tbOp.getId());
       tb.send = (int)tbOp.getSendPeer();
       tb.recv = (int)tbOp.getRecvPeer();
       tb.chan = (int)tbOp.getChannel();
@@ -171,7 +195,7 @@ FailureOr<msccl::Algo> programToMsccl(ProgramOp prog, StepOrigins *origins) {
           msccl::Step nop;
           nop.s = (int)tb.steps.size();
           nop.type = msccl::StepType::Nop;
-          nop.depid = (int)deps[i];
+          nop.depid = mscclTb(deps[i]);
           nop.deps = depIndex(i);
           nop.cnt = 0;
           tb.steps.push_back(nop);
@@ -191,7 +215,7 @@ FailureOr<msccl::Algo> programToMsccl(ProgramOp prog, StepOrigins *origins) {
         }
         st.cnt = (int)step.getChunkCount();
         if (deps.size() >= 2) {
-          st.depid = (int)deps[deps.size() - 2];
+          st.depid = mscclTb(deps[deps.size() - 2]);
           st.deps = depIndex(deps.size() - 2);
         }
         st.hasdep = waitedOn.count({tbOp.getId(), pos}) ? 1 : 0;
@@ -212,6 +236,11 @@ FailureOr<msccl::Algo> programToMsccl(ProgramOp prog, StepOrigins *origins) {
       }
       g.tbs.push_back(std::move(tb));
     }
+    if (!newId.empty())
+      std::sort(g.tbs.begin(), g.tbs.end(),
+                [](const msccl::Threadblock &a, const msccl::Threadblock &b) {
+                  return a.id < b.id;
+                });
     algo.gpus.push_back(std::move(g));
   }
   algo.nchannels = maxChannel + 1;

@@ -10,7 +10,10 @@ timing anything.
   - every transfer of a schedule with "count": 2147483647 (verify);
   - 40,000 unknown keys in a topology, a schedule and a sketch;
   - 100,000 repeated entries of symmetry_offsets in a sketch (synth with a
-    5 s limit must write a schedule).
+    20 s limit must write a schedule: reading them takes well under a
+    second alone, and several seconds in the sanitizer build on a machine
+    running other builds, where a 5 s limit once ran out before the
+    search began).
 """
 import json
 import os
@@ -80,6 +83,6 @@ if os.path.exists("k-keys-out.json"):
 many = dict(sketch, symmetry_offsets=[[2, 4]] * 100000)
 open("k-sym.json", "w").write(json.dumps(many))
 run(0, r"wrote .*k-sym-out.json", "synth", "-t", "ndv2x2", "-k",
-    "k-sym.json", "-c", "allgather", "--time-limit", "5", "-o",
+    "k-sym.json", "-c", "allgather", "--time-limit", "20", "-o",
     "k-sym-out.json")
 print("ok")

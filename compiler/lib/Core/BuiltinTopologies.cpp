@@ -71,7 +71,7 @@ public:
     topo.links.reserve(topo.links.size() + more);
   }
   void addLink(int src, int dst, LinkKind kind, double alpha, double bw,
-               std::vector<int> resources = {}) {
+               ResourceList resources = {}) {
     topo.links.push_back({src, dst, kind, alpha, bw, std::move(resources)});
   }
   void addRanks(int count, int node) {

@@ -525,7 +525,7 @@ RingSet findRings(const Topology &topo, const std::vector<int> &ranks,
   int n = topo.numRanks();
   std::set<double, std::greater<>> rates;
   bool multiNode = false;
-  // Links come in runs of one kind: look a rate up only when it changes.
+  // Links come in runs of one rate: insert a rate only when it changes.
   double lastRate = -1;
   for (int a : ranks) {
     multiNode |= topo.nodeOf[a] != topo.nodeOf[ranks[0]];

@@ -38,21 +38,29 @@ sizes_csv=$(echo "$SIZES" | tr ' ' ',')
 
 # sim_rows INPUT TOPO [simulate flags...]: "size time_us busbw served" per
 # size of $SIZES; served says whether MSCCL selects INPUT (an MSCCL XML) at
-# that size by its minBytes..maxBytes (always 1 for a schedule).
+# that size: by its minBytes..maxBytes, and only where the size is a
+# multiple of nchunksperloop's odd factor (MSCCL needs the buffer to split
+# into whole loops; no power of two is a multiple of 3). Always 1 for a
+# schedule.
 sim_rows() {
-  local input=$1 topo=$2 lo hi
+  local input=$1 topo=$2 lo hi loop
   shift 2
-  # A schedule JSON has neither attribute: no bound.
+  # A schedule JSON has none of these attributes: no bound.
   lo=$(grep -o 'minBytes="[0-9]*"' "$input" | head -1 | tr -dc 0-9 || true)
   hi=$(grep -o 'maxBytes="[0-9]*"' "$input" | head -1 | tr -dc 0-9 || true)
+  loop=$(grep -o 'nchunksperloop="[0-9]*"' "$input" | head -1 | tr -dc 0-9 ||
+    true)
   "$CCSYNTH" simulate "$input" --topo "$topo" --sizes "$sizes_csv" --json \
       "$@" 2> /dev/null |
     python3 -c 'import json,sys
-lo, hi = int(sys.argv[1]), int(sys.argv[2])
+lo, hi, odd = int(sys.argv[1]), int(sys.argv[2]), max(1, int(sys.argv[3]))
+while odd % 2 == 0:
+    odd //= 2
 for r in json.load(sys.stdin)[0]["results"]:
     b = int(r["bytes"])
-    print(b, r["time_us"], r["busbw_gbps"], int(b >= lo and (hi == 0 or b <= hi)))' \
-      "${lo:-0}" "${hi:-0}"
+    print(b, r["time_us"], r["busbw_gbps"],
+          int(b >= lo and (hi == 0 or b <= hi) and b % odd == 0))' \
+      "${lo:-0}" "${hi:-0}" "${loop:-1}"
 }
 
 # step_times FILE TOPO [compile flags...]: sim_rows of the program FILE (a
@@ -73,6 +81,7 @@ dir_times() {
   "$CCSYNTH" compile "$file" --target msccl-dir -o "$OUT/dir" --no-predict \
       > /dev/null 2> "$OUT/dir.log" || return 1
   for x in "$OUT"/dir/msccl-algorithms/*; do
+    [ -e "$x" ] || continue
     sim_rows "$x" "$topo" --level steps | awk '$4 == 1'
   done
 }
@@ -99,6 +108,7 @@ for topo in $TOPOS; do
     # ccsynth: synthesize, compile with no flags.
     : > "$OUT/ccs.txt"
     : > "$OUT/dirt.txt"
+    rm -f "$OUT/dir.ok"
     : > "$OUT/chunk.txt"
     note=""
     if "$CCSYNTH" synth -t "$topo" -c "$coll" --time-limit "$LIMIT" \
@@ -106,7 +116,8 @@ for topo in $TOPOS; do
       if step_times "$OUT/s.json" "$topo" > "$OUT/ccs.txt"; then
         grep -q "writing it instead" "$OUT/compile.log" && note=ring
         sim_rows "$OUT/s.json" "$topo" > "$OUT/chunk.txt"
-        dir_times "$OUT/s.json" "$topo" > "$OUT/dirt.txt" || true
+        dir_times "$OUT/s.json" "$topo" > "$OUT/dirt.txt" &&
+          touch "$OUT/dir.ok" || true
       else
         note="compile failed: $(grep -m1 error "$OUT/compile.log" | cut -c1-60)"
       fi
@@ -116,7 +127,7 @@ for topo in $TOPOS; do
     python3 - "$topo" "$coll" "$OUT/ccs.txt" "$OUT/nccl.txt" \
         "$OUT/chunk.txt" "$note" docs/calibration.md "$OUT/dirt.txt" \
         >> "$rows" <<'PY'
-import sys, re
+import os, sys, re
 topo, coll, ccs, nccl, chunk, note, calib, dirt = sys.argv[1:9]
 def table(path):
     out = {}
@@ -129,6 +140,11 @@ def table(path):
     return out
 c, n, k, d = table(ccs), table(nccl), table(chunk), table(dirt)
 raw = dict(c)
+# Sizes no file of the directory serves run NCCL (when it was written).
+dir_written = os.path.exists(os.path.join(os.path.dirname(dirt), 'dir.ok'))
+for b in n:
+    if dir_written and b not in d:
+        d[b] = n[b]
 # Outside the XML's minBytes..maxBytes MSCCL runs NCCL: that is what runs.
 for b, (t, bw, served) in list(c.items()):
     if not served and b in n:
@@ -149,7 +165,7 @@ for b in sorted(set(c) | set(n)):
     nt, nb, _ = n.get(b, nan3)
     kt, kb, _ = k.get(b, nan3)
     dt, db, _ = d.get(b, nan3)
-    cell = note if served else 'NCCL runs (outside the XML range)'
+    cell = note if served else 'NCCL runs (MSCCL does not select the XML)'
     # step/chunk compares the written program itself with its schedule.
     rb = raw.get(b, nan3)[1]
     print(topo, coll, b, ct, rb, nt, nb, kb, pub.get(b, '-').replace(' ', '_'),

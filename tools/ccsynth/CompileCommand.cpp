@@ -343,23 +343,33 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
   if (t.candidates.empty())
     return kExitOk;
   // The fastest configuration at each size; the schedule's own unless
-  // NCCL's program is more than 2% faster there.
-  std::vector<int> bestAt;
+  // NCCL's program is more than 2% faster there. Where NCCL's program wins
+  // and the schedule serves some other size, no file serves it: MSCCL
+  // leaves it to NCCL, which runs its program natively, tuned per size
+  // (also with the rings an MSCCL file could not be selected for).
+  std::vector<int> bestAt, ncclAt;
+  bool ncclKnown = t.ncclBestUs.size() == req.sizes.size();
   for (size_t k = 0; k < req.sizes.size(); ++k) {
-    int own = -1, any = -1;
+    int own = -1, any = -1, nccl = -1;
     for (int i = 0; i < (int)t.candidates.size(); ++i) {
       const TuneCandidate &cand = t.candidates[i];
       if (any < 0 || cand.timeUs[k] < t.candidates[any].timeUs[k])
         any = i;
-      if (cand.fromSchedule() &&
-          (own < 0 || cand.timeUs[k] < t.candidates[own].timeUs[k]))
-        own = i;
+      int &slot = cand.fromSchedule() ? own : nccl;
+      if (slot < 0 || cand.timeUs[k] < t.candidates[slot].timeUs[k])
+        slot = i;
     }
-    bestAt.push_back(own >= 0 && t.candidates[any].timeUs[k] * 1.02 >=
-                                     t.candidates[own].timeUs[k]
-                         ? own
-                         : any);
+    double rival = t.candidates[any].timeUs[k];
+    if (ncclKnown)
+      rival = std::min(rival, t.ncclBestUs[k]);
+    bool ownWins = own >= 0 && rival * 1.02 >= t.candidates[own].timeUs[k];
+    bestAt.push_back(ownWins ? own : ncclKnown ? -1 : any);
+    ncclAt.push_back(nccl >= 0 ? nccl : any);
   }
+  // Where the schedule serves no size at all, NCCL's program is written
+  // for every size (what compile writes instead of a schedule it beats).
+  if (std::all_of(bestAt.begin(), bestAt.end(), [](int i) { return i < 0; }))
+    bestAt = ncclAt;
   struct Piece {
     long long min, max;
     int cand;
@@ -373,13 +383,28 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
       pieces.back().max = start - 1;
     pieces.push_back({start, hi, bestAt[k]});
   }
+  auto range = [](const Piece &p) {
+    return "[" + formatBytes((double)p.min) + ", " +
+           (p.max > 0 ? formatBytes((double)p.max + 1)
+                      : std::string("no bound")) +
+           ")";
+  };
+  size_t written = 0;
   for (size_t j = 0; j < pieces.size(); ++j) {
+    if (pieces[j].cand < 0) {
+      std::cerr << "ccsynth: note: " << range(pieces[j])
+                << ": no file; NCCL's own program for the collective is "
+                   "faster there at the step level, and MSCCL leaves these "
+                   "sizes to NCCL\n";
+      continue;
+    }
     const TuneCandidate &cand = t.candidates[pieces[j].cand];
     CompileOptions cj = c;
     cj.minBytes = pieces[j].min;
     cj.maxBytes = pieces[j].max;
     cj.instances = cand.instances;
     cj.protocol = cand.protocol;
+    cj.fuse = cand.fuse;
     cj.origin = input;
     bool nccl = !cand.fromSchedule();
     CompileResult r =
@@ -392,15 +417,11 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
                         "does not read back: " +
                             algo.error().message,
                         SourceLoc{input}));
-    std::cerr << "ccsynth: note: ["
-              << formatBytes((double)pieces[j].min) << ", "
-              << (pieces[j].max > 0 ? formatBytes((double)pieces[j].max + 1)
-                                    : std::string("no bound"))
-              << "): " << (nccl ? "NCCL's program for this collective"
-                               : "the schedule")
+    std::cerr << "ccsynth: note: " << range(pieces[j]) << ": "
+              << (nccl ? "NCCL's program for this collective" : "the schedule")
               << ", " << describeCandidate(cand) << "\n";
     msccl::DirEntry e;
-    e.file = msccl::dirFileName((int)j, *algo);
+    e.file = msccl::dirFileName((int)written++, *algo);
     e.source = nccl ? input + " (NCCL's program for its collective)" : input;
     e.algo = algo.take();
     e.text = std::move(*r.output);
@@ -408,9 +429,12 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
     roots.push_back(root);
   }
   std::cerr << "ccsynth: note: tuned per size on " << topo->name
-            << " by the step-level model: " << pieces.size() << " range"
-            << (pieces.size() == 1 ? "" : "s") << " (--split and --protocol "
-               "choose by hand, --no-tune writes one file)\n";
+            << " by the step-level model: " << written << " range"
+            << (written == 1 ? "" : "s") << " written";
+  if (written < pieces.size())
+    std::cerr << ", " << pieces.size() - written << " left to NCCL";
+  std::cerr << " (--split and --protocol choose by hand, --no-tune writes "
+               "one file)\n";
   tuned = true;
   return kExitOk;
 }
@@ -603,8 +627,34 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
         t.best = i;
       }
     }
-    if (served)
+    if (served) {
       t.replacement.reset();
+    } else {
+      // Nowhere faster than NCCL: what is written serves only the longest
+      // run of sizes where it is as fast as NCCL's program tuned per size
+      // (the schedule's own configurations first, then NCCL's program), so
+      // that MSCCL leaves every size where it would be slower to NCCL.
+      for (int pass = 0; pass < 2 && !served; ++pass)
+        for (int i = 0; i < (int)t.candidates.size(); ++i) {
+          if (t.candidates[i].fromSchedule() != (pass == 0))
+            continue;
+          Served sv = servedWhereFaster(t.candidates[i], t, req.sizes,
+                                        /*ties=*/true);
+          if (sv.any &&
+              (!served || sv.count > served->count ||
+               (sv.count == served->count && sv.score > served->score))) {
+            served = sv;
+            t.best = i;
+          }
+        }
+      if (served) {
+        const TuneCandidate &cand = t.candidates[t.best];
+        if (cand.fromSchedule())
+          t.replacement.reset();
+        else
+          t.replacement = t.ncclPrograms[cand.program];
+      }
+    }
   }
   const TuneCandidate &best = t.candidates[t.best];
   std::string sizes;
@@ -613,6 +663,7 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
   CompileOptions chosen = c;
   chosen.instances = best.instances;
   chosen.protocol = best.protocol;
+  chosen.fuse = best.fuse;
   if (served) {
     chosen.minBytes = served->minBytes;
     chosen.maxBytes = served->maxBytes;
@@ -632,6 +683,52 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
             << t.candidates.size() << " configurations that fit; "
             << "--instances and --protocol choose by hand, --no-tune "
                "writes one instance)\n";
+  if (t.replacement) {
+    char ratio[32];
+    // The schedule's best against NCCL's program tuned per size where that
+    // is known, else against the configuration written.
+    double slower = 0;
+    if (t.bestOwn >= 0 && t.ncclBestUs.size() == req.sizes.size()) {
+      double logSum = 0;
+      for (size_t k = 0; k < req.sizes.size(); ++k)
+        logSum += std::log(t.candidates[t.bestOwn].timeUs[k] / t.ncclBestUs[k]);
+      slower = std::exp(logSum / (double)req.sizes.size());
+    } else if (t.bestOwn >= 0) {
+      slower = t.candidates[t.bestOwn].score / best.score;
+    }
+    std::snprintf(ratio, sizeof ratio, "%.2f", slower);
+    const char *what = sched.collective.kind == CollectiveKind::AllToAll
+                           ? "direct sends"
+                           : "ring";
+    // Faster, but at sizes MSCCL never selects it for.
+    if (t.bestOwn >= 0 && slower < 1 && t.candidates[t.bestOwn].oddFactor > 1) {
+      std::cerr << "ccsynth: note: MSCCL selects no lowering of this "
+                   "schedule for power-of-two sizes (its nchunksperloop has "
+                   "the odd factor "
+                << t.candidates[t.bestOwn].oddFactor << "; the best, "
+                << describeCandidate(t.candidates[t.bestOwn]) << ", takes "
+                << ratio
+                << "x the time of NCCL's program at the step level, "
+                   "geometric mean over those sizes): writing NCCL's "
+                << what << " for this collective on " << topo->name
+                << " instead (--no-fallback keeps the schedule)\n";
+      sched = *t.replacement;
+    } else {
+      std::cerr << "ccsynth: note: NCCL's " << what
+                << " for this collective on " << topo->name
+                << " runs faster than every lowering of this schedule at the "
+                   "step level";
+      if (t.bestOwn >= 0)
+        std::cerr << " (the schedule's best, "
+                  << describeCandidate(t.candidates[t.bestOwn]) << ", takes "
+                  << ratio << "x its time, geometric mean over those sizes)";
+      else
+        std::cerr << " (no lowering of the schedule fits)";
+      std::cerr << ": writing it instead (--no-fallback keeps the "
+                   "schedule)\n";
+      sched = *t.replacement;
+    }
+  }
   if (served) {
     char gain[32];
     std::snprintf(gain, sizeof gain, "%.2f", served->score);
@@ -650,41 +747,20 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
                  "NCCL's own at the other sizes); MSCCL leaves the other "
                  "sizes to NCCL (--min-bytes/--max-bytes set the range by "
                  "hand)\n";
-  } else if (narrow && !t.ncclBestUs.empty() && !t.replacement &&
-             std::none_of(t.candidates.begin(), t.candidates.end(),
-                          [&](const TuneCandidate &cand) {
-                            if (!cand.fromSchedule())
-                              return false;
-                            for (size_t k = 0; k < t.ncclBestUs.size(); ++k)
-                              if (cand.timeUs[k] <= t.ncclBestUs[k] * 1.001)
-                                return true;
-                            return false;
-                          }))
+  }
+  if (!served && narrow && !t.ncclBestUs.empty() && !t.replacement &&
+      std::none_of(t.candidates.begin(), t.candidates.end(),
+                   [&](const TuneCandidate &cand) {
+                     if (!cand.fromSchedule())
+                       return false;
+                     for (size_t k = 0; k < t.ncclBestUs.size(); ++k)
+                       if (cand.timeUs[k] <= t.ncclBestUs[k] * 1.001)
+                         return true;
+                     return false;
+                   }))
     std::cerr << "ccsynth: warning: at no size does this program reach "
                  "the speed of NCCL's own program for the collective at the "
                  "step level; MSCCL runs it for every matching call\n";
-  if (t.replacement) {
-    char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%.2f",
-                  t.bestOwn >= 0 ? t.candidates[t.bestOwn].score / best.score
-                                 : 0.0);
-    std::cerr << "ccsynth: note: NCCL's "
-              << (sched.collective.kind == CollectiveKind::AllToAll
-                      ? "direct sends"
-                      : "ring")
-              << " for this collective on " << topo->name
-              << " runs faster than every lowering of this schedule at the "
-                 "step level";
-    if (t.bestOwn >= 0)
-      std::cerr << " (the schedule's best, "
-                << describeCandidate(t.candidates[t.bestOwn]) << ", takes "
-                << ratio << "x its time, geometric mean over those sizes)";
-    else
-      std::cerr << " (no lowering of the schedule fits)";
-    std::cerr << ": writing it instead (--no-fallback keeps the "
-                 "schedule)\n";
-    sched = *t.replacement;
-  }
 }
 
 int runCompile(CompileCliOptions &o) {

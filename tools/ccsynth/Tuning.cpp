@@ -48,26 +48,38 @@ std::vector<int> tuningInstances(const Schedule &schedule) {
 }
 
 Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
-                         const std::vector<double> &sizes) {
+                         const std::vector<double> &sizes, bool ties) {
   Served best;
   // MSCCL selects a program whose loop has an odd factor for none of the
   // power-of-two sizes weighed here.
   if (t.ncclBestUs.size() != sizes.size() || c.oddFactor > 1)
     return best;
+  // Faster: within 0.1%. A tie: within the model's noise, 2% (NCCL's
+  // program is tried at more instance counts than the schedule).
+  double slack = ties ? 1.02 : 1.001;
   double bestScore = 0;
+  size_t bestLen = 0;
   size_t n = sizes.size();
   for (size_t a = 0; a < n; ++a)
     for (size_t b = a; b < n; ++b) {
       bool ok = true;
       double logSum = 0;
       for (size_t k = a; k <= b && ok; ++k) {
-        ok = c.timeUs[k] <= t.ncclBestUs[k] * 1.001;
+        ok = c.timeUs[k] <= t.ncclBestUs[k] * slack;
         logSum += std::log(t.ncclBestUs[k] / c.timeUs[k]);
       }
-      if (!ok || logSum <= bestScore)
+      if (!ok)
+        continue;
+      size_t len = b - a + 1;
+      bool better = ties ? !best.any || len > bestLen ||
+                               (len == bestLen && logSum > bestScore)
+                         : logSum > bestScore;
+      if (!better)
         continue;
       bestScore = logSum;
+      bestLen = len;
       best.any = true;
+      best.count = len;
       best.minBytes = a == 0 ? 0 : (long long)(sizes[a - 1] * 2);
       best.maxBytes = b + 1 == n ? 0 : (long long)(sizes[b] * 2) - 1;
     }
@@ -77,7 +89,8 @@ Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
 
 std::string describeCandidate(const TuneCandidate &c) {
   return std::to_string(c.instances) + " instance" +
-         (c.instances == 1 ? "" : "s") + ", " + c.protocol;
+         (c.instances == 1 ? "" : "s") + ", " + c.protocol +
+         (c.fuse ? "" : ", unfused");
 }
 
 namespace {
@@ -134,14 +147,14 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
   return out;
 }
 
-std::optional<TuneCandidate> timeConfiguration(const Schedule &schedule,
-                                               const Topology &topology,
-                                               CompileOptions c, int instances,
-                                               const std::string &protocol,
-                                               const std::vector<double> &sizes) {
+std::optional<TuneCandidate>
+timeConfiguration(const Schedule &schedule, const Topology &topology,
+                  CompileOptions c, int instances, const std::string &protocol,
+                  bool fuse, const std::vector<double> &sizes) {
   c.target = CompileTarget::MscclXml;
   c.instances = instances;
   c.protocol = protocol;
+  c.fuse = fuse;
   // The input was proven once; candidates are only timed.
   c.verify = false;
   c.checkLinks = false;
@@ -161,6 +174,7 @@ std::optional<TuneCandidate> timeConfiguration(const Schedule &schedule,
     cand.oddFactor /= 2;
   cand.instances = instances;
   cand.protocol = algo->proto;
+  cand.fuse = fuse;
   for (double bytes : sizes) {
     msccl::StepSimOptions so;
     so.bytes = bytes;
@@ -189,34 +203,54 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
            *request.until;
   };
   auto explore = [&](const Schedule &s, int program) {
-    for (const std::string &proto : request.protocols) {
-      int prev = -1;
-      for (int k : request.instances) {
-        if (!fits()) {
-          result.cutShort = true;
-          return;
+    // NCCL's ring is NCCL's own fused hops; the schedule also unfused.
+    std::vector<bool> fusions{base.fuse};
+    if (program < 0 && base.fuse && request.tryUnfused)
+      fusions.push_back(false);
+    for (bool fuse : fusions)
+      for (const std::string &proto : request.protocols) {
+        int prev = -1;
+        for (int k : request.instances) {
+          if (!fits()) {
+            result.cutShort = true;
+            return;
+          }
+          auto began = Clock::now();
+          auto cand = timeConfiguration(s, topology, base, k, proto, fuse,
+                                        request.sizes);
+          longest = std::max(
+              longest,
+              std::chrono::duration<double>(Clock::now() - began).count());
+          // More instances only make a program harder to fit.
+          if (!cand)
+            break;
+          cand->program = program;
+          // Past the instance count that fills the links, more only add
+          // threadblocks and latency: stop once no size gains 1%. NCCL's
+          // program is what the others are measured against: every count
+          // (its time need not fall steadily with instances).
+          bool gains = prev < 0 || program >= 0;
+          for (size_t i = 0; prev >= 0 && i < cand->timeUs.size(); ++i)
+            gains |= cand->timeUs[i] < result.candidates[prev].timeUs[i] * 0.99;
+          // Unfused, a program gains only where fused steps serialize
+          // other steps behind them (irregular routes, not rings): when its
+          // first count is not 10% faster than the fused one at some size,
+          // the other counts are not tried either.
+          bool unfusedHelps = true;
+          if (!fuse && prev < 0)
+            for (const TuneCandidate &f : result.candidates)
+              if (f.fromSchedule() && f.fuse && f.instances == k &&
+                  f.protocol == cand->protocol) {
+                unfusedHelps = false;
+                for (size_t i = 0; i < f.timeUs.size(); ++i)
+                  unfusedHelps |= cand->timeUs[i] < f.timeUs[i] * 0.9;
+              }
+          result.candidates.push_back(std::move(*cand));
+          prev = (int)result.candidates.size() - 1;
+          if (!gains || !unfusedHelps)
+            break;
         }
-        auto began = Clock::now();
-        auto cand = timeConfiguration(s, topology, base, k, proto,
-                                      request.sizes);
-        longest = std::max(
-            longest,
-            std::chrono::duration<double>(Clock::now() - began).count());
-        // More instances only make a program harder to fit.
-        if (!cand)
-          break;
-        cand->program = program;
-        // Past the instance count that fills the links, more only add
-        // threadblocks and latency: stop once no size gains 1%.
-        bool gains = prev < 0;
-        for (size_t i = 0; prev >= 0 && i < cand->timeUs.size(); ++i)
-          gains |= cand->timeUs[i] < result.candidates[prev].timeUs[i] * 0.99;
-        result.candidates.push_back(std::move(*cand));
-        prev = (int)result.candidates.size() - 1;
-        if (!gains)
-          break;
       }
-    }
   };
   explore(schedule, -1);
   size_t own = result.candidates.size();

@@ -27,6 +27,8 @@ struct TuneRequest {
   /// Instance counts and protocols to try (one each when the user chose).
   std::vector<int> instances;
   std::vector<std::string> protocols;
+  /// Also try the schedule's own configurations without fusion.
+  bool tryUnfused = true;
   /// Also try NCCL's ring for the collective on this machine.
   bool fallback = true;
   /// No configuration is started that would not end by this (unset: no
@@ -43,6 +45,11 @@ struct TuneCandidate {
   bool fromSchedule() const { return program < 0; }
   int instances = 1;
   std::string protocol;
+  /// Fused steps (rcs, rrcs, ...). A fused step ties its send and receive
+  /// peers to one threadblock, which then also runs every other step with
+  /// either peer one after another: irregular schedules often run faster
+  /// unfused.
+  bool fuse = true;
   /// Step-level time at each size of the request, in µs.
   std::vector<double> timeUs;
   /// Geometric mean over the sizes of time / the best time at that size.
@@ -104,17 +111,23 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
 /// outside counting as equal); byte bounds at the power of two between a
 /// served size and the next (0: unbounded). None for a program whose
 /// nchunksperloop has an odd factor: MSCCL selects it for no power of two.
+/// With `ties`, a run where the program only matches NCCL (within 2%, the
+/// model's noise) counts too, and among runs the longest wins (then the larger
+/// gain): what a program that is nowhere faster than NCCL should serve, so that
+/// MSCCL leaves every size where it is slower to NCCL.
 struct Served {
   bool any = false;
   long long minBytes = 0, maxBytes = 0;
+  /// How many sizes of the request the run holds.
+  size_t count = 0;
   /// Geometric mean over every size of NCCL's time / the program's, 1
   /// outside the served run.
   double score = 1;
 };
 Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
-                         const std::vector<double> &sizes);
+                         const std::vector<double> &sizes, bool ties = false);
 
-/// "16 instances, Simple".
+/// "16 instances, Simple" (", unfused" without fusion).
 std::string describeCandidate(const TuneCandidate &c);
 
 } // namespace ccsynth::cli

@@ -402,6 +402,9 @@ private:
   /// Verifies and simulates; +inf when the candidate fails verification.
   double measure(Schedule &s, const std::string &method, int k, bool proven,
                  const std::string &smt);
+  /// Adds a verified schedule the chunk level ranks below the best to the
+  /// result's runners-up (see SynthResult::runnersUp).
+  void keepRunnerUp(RunnerUp r);
   /// In a quick first pass only the heuristic plans are evaluated; the
   /// splits it covered skip them later.
   bool heuristicsOnly = false;
@@ -448,6 +451,33 @@ Expected<TaskList> Driver::lower(const RoutingProblem &problem,
   return lowerCopy(problem, plan);
 }
 
+void Driver::keepRunnerUp(RunnerUp r) {
+  if (r.schedule.transfers.size() > kMaxAlternativeTransfers ||
+      !std::isfinite(r.timeUs))
+    return;
+  auto &list = result.runnersUp;
+  // One per chunk split (the fastest), and one per method for the split of
+  // the schedule chosen so far.
+  auto same = [&](const RunnerUp &x) {
+    return x.chunkup == r.chunkup &&
+           (r.chunkup != best.chunkup || x.method == r.method);
+  };
+  auto it = std::find_if(list.begin(), list.end(), same);
+  if (it != list.end()) {
+    if (it->timeUs <= r.timeUs)
+      return;
+    list.erase(it);
+  }
+  auto at = std::find_if(list.begin(), list.end(), [&](const RunnerUp &x) {
+    return x.timeUs > r.timeUs;
+  });
+  if ((size_t)(at - list.begin()) >= kMaxRunnersUp)
+    return;
+  list.insert(at, std::move(r));
+  if (list.size() > kMaxRunnersUp)
+    list.pop_back();
+}
+
 double Driver::measure(Schedule &s, const std::string &method, int k,
                        bool proven, const std::string &smt) {
   if (!canMeasure(s.transfers.size()))
@@ -490,7 +520,12 @@ double Driver::measure(Schedule &s, const std::string &method, int k,
   result.candidates.push_back({method, k, s.numSteps(), t});
   bool better = t < best.timeUs * (1 - 1e-9) ||
                 (proven && !best.proven && t <= best.timeUs * (1 + 1e-9));
-  if (better) {
+  if (!better) {
+    keepRunnerUp({std::move(s), method, k, t, sim->busbwGBps, took});
+  } else {
+    if (std::isfinite(best.timeUs))
+      keepRunnerUp({std::move(best.schedule), best.method, best.chunkup,
+                    best.timeUs, best.busbwGBps, best.measureSeconds});
     // The caller is done with it: a move, not a copy of a schedule whose
     // collective alone can take hundreds of MB.
     best.schedule = std::move(s);
@@ -1285,6 +1320,11 @@ void Driver::preferBaseline() {
     result.allowedBaseline = baselineSchedule;
     return;
   }
+  // The synthesized schedule the baseline replaces may still lower to the
+  // faster program.
+  if (std::isfinite(best.timeUs))
+    keepRunnerUp({std::move(best.schedule), best.method, best.chunkup,
+                  best.timeUs, best.busbwGBps, best.measureSeconds});
   best.schedule = baselineSchedule;
   best.timeUs = baselineUs;
   best.busbwGBps = baselineBusbw;

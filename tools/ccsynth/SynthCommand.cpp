@@ -59,6 +59,9 @@ struct StepLevel {
   /// NCCL's ring was not timed).
   std::vector<double> ownUs, ncclUs;
   bool cutShort = false;
+  /// nchunksperloop of the program without its factors of two: above 1,
+  /// MSCCL selects it for no power-of-two size (NCCL runs those).
+  int oddFactor = 1;
 };
 
 /// Configurations that would end after `until` are not started.
@@ -87,9 +90,11 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
   r.cutShort = t.cutShort;
   r.ownUs.assign(sizes.size(), INFINITY);
   for (const TuneCandidate &c : t.candidates)
-    if (c.fromSchedule())
+    if (c.fromSchedule()) {
+      r.oddFactor = c.oddFactor;
       for (size_t k = 0; k < sizes.size(); ++k)
         r.ownUs[k] = std::min(r.ownUs[k], c.timeUs[k]);
+    }
   if (t.ncclBestUs.size() == sizes.size())
     r.ncclUs = t.ncclBestUs;
   if (!std::isfinite(r.ownUs.front()))
@@ -367,34 +372,106 @@ int runSynth(const SynthCliOptions &o) {
     size_t at = std::find(sizesShown.begin(), sizesShown.end(),
                           so.targetBytes) -
                 sizesShown.begin();
-    if (result->allowedBaseline && steps->absent.empty()) {
-      StepLevel alt = predictSteps(*result->allowedBaseline, model, sizesShown,
-                                   false, until, result->measureSeconds);
-      if (alt.absent.empty() && alt.ownUs[at] * 1.02 < steps->ownUs[at]) {
-        char buf[512];
-        std::snprintf(
-            buf, sizeof buf,
-            "the %s baseline was written: compiled, it is %.3fx as fast as "
-            "the synthesized schedule at %s (step level), which was %.3fx "
-            "as fast as the baseline at the chunk level",
-            result->baselineName.c_str(), steps->ownUs[at] / alt.ownUs[at],
-            formatBytes(so.targetBytes).c_str(),
-            result->baselineUs / result->timeUs);
+    // The chunk level's runners-up (other chunk splits) and the baseline
+    // it ranked at or below the schedule are ranked again by what runs:
+    // the fastest compiled program at the target size is written, when it
+    // beats the chunk level's choice by more than 2% (the model's noise).
+    // At a power-of-two target size a program MSCCL can select for it
+    // (no odd factor in its loop) goes first: MSCCL runs NCCL instead of
+    // the others there.
+    if (steps->absent.empty()) {
+      double target = so.targetBytes;
+      bool pow2 =
+          target >= 1 && std::exp2(std::round(std::log2(target))) == target;
+      auto unusable = [&](const StepLevel &p) {
+        return pow2 && p.oddFactor > 1;
+      };
+      int pick = -1; // index into runnersUp; runnersUp.size(): the baseline
+      StepLevel picked;
+      auto beats = [&](const StepLevel &p, const StepLevel &than,
+                       double margin) {
+        if (unusable(p) != unusable(than))
+          return unusable(than);
+        return p.ownUs[at] * margin < than.ownUs[at];
+      };
+      auto offer = [&](const Schedule &alt, int index) {
+        StepLevel p = predictSteps(alt, model, sizesShown, false, until,
+                                   result->measureSeconds);
+        steps->cutShort |= p.cutShort;
+        if (!p.absent.empty() || !beats(p, *steps, 1.02) ||
+            (pick >= 0 && !beats(p, picked, 1.0)))
+          return;
+        pick = index;
+        picked = std::move(p);
+      };
+      // --exact-chunkup: the split is the user's; only schedules of that
+      // split compete.
+      for (size_t i = 0; i < result->runnersUp.size(); ++i)
+        if (!o.exactChunkup || result->runnersUp[i].chunkup == result->chunkup)
+          offer(result->runnersUp[i].schedule, (int)i);
+      int baselineIndex = (int)result->runnersUp.size();
+      if (result->allowedBaseline && !o.exactChunkup)
+        offer(*result->allowedBaseline, baselineIndex);
+      if (pick >= 0) {
+        char buf[768];
+        double stepGain = steps->ownUs[at] / picked.ownUs[at];
+        // Why: the chosen program is faster, or the chunk level's choice is
+        // one MSCCL never selects for this size.
+        std::string why;
+        if (unusable(*steps) && !unusable(picked)) {
+          char w[256];
+          std::snprintf(w, sizeof w,
+                        " (the chunk level's choice has nchunksperloop with "
+                        "the odd factor %d: MSCCL selects it for no "
+                        "power-of-two size and runs NCCL at %s)",
+                        steps->oddFactor, formatBytes(target).c_str());
+          why = w;
+        }
+        picked.ncclUs = steps->ncclUs;
+        picked.cutShort |= steps->cutShort;
+        *steps = std::move(picked);
+        if (pick == baselineIndex) {
+          std::snprintf(
+              buf, sizeof buf,
+              "the %s baseline was written: compiled, it is %.3fx as fast "
+              "as the synthesized schedule at %s (step level), which was "
+              "%.3fx as fast as the baseline at the chunk level%s",
+              result->baselineName.c_str(), stepGain,
+              formatBytes(so.targetBytes).c_str(),
+              result->baselineUs / result->timeUs, why.c_str());
+          result->schedule = std::move(*result->allowedBaseline);
+          result->method = "the " + result->baselineName +
+                           " baseline (its compiled program is faster than "
+                           "the synthesized schedule's)";
+          result->chunkup = 1;
+          result->timeUs = result->baselineUs;
+          result->busbwGBps = so.targetBytes / result->baselineUs / 1e3 *
+                              sched.collective.busBwFactor();
+          result->isBaseline = true;
+        } else {
+          synth::RunnerUp &r = result->runnersUp[pick];
+          std::snprintf(
+              buf, sizeof buf,
+              "the chunk level's runner-up was written (chunk split %d, "
+              "%s): compiled, it is %.3fx as fast as the chunk level's "
+              "choice (chunk split %d) at %s (step level); at the chunk "
+              "level that choice was %.3fx as fast as it%s",
+              r.chunkup, r.method.c_str(), stepGain, result->chunkup,
+              formatBytes(so.targetBytes).c_str(), r.timeUs / result->timeUs,
+              why.c_str());
+          result->schedule = std::move(r.schedule);
+          result->method = r.method + " (its compiled program ranks first "
+                                      "at the step level)";
+          result->chunkup = r.chunkup;
+          result->timeUs = r.timeUs;
+          result->busbwGBps = r.busbwGBps;
+          result->measureSeconds = r.measureSeconds;
+          result->isBaseline = false;
+        }
         rankedNote = buf;
-        alt.ncclUs = steps->ncclUs;
-        alt.cutShort |= steps->cutShort;
-        *steps = std::move(alt);
-        result->schedule = std::move(*result->allowedBaseline);
         result->allowedBaseline.reset();
-        result->method = "the " + result->baselineName +
-                         " baseline (its compiled program is faster than the "
-                         "synthesized schedule's)";
-        result->chunkup = 1;
-        result->timeUs = result->baselineUs;
-        result->busbwGBps = so.targetBytes / result->baselineUs / 1e3 *
-                            sched.collective.busBwFactor();
+        result->runnersUp.clear();
         result->provenOptimal = false;
-        result->isBaseline = true;
         result->smt.clear();
         recordTopology(sched, o.topo, hashText);
       }

@@ -73,8 +73,23 @@ struct CandidateReport {
   double timeUs = 0;
 };
 
-/// Largest baseline a result carries besides its schedule.
+/// Largest baseline (or runner-up) a result carries besides its schedule.
 inline constexpr size_t kMaxAlternativeTransfers = 20000;
+
+/// How many runners-up a result carries at most.
+inline constexpr size_t kMaxRunnersUp = 3;
+
+/// A verified schedule the chunk level ranks below the chosen one.
+struct RunnerUp {
+  Schedule schedule;
+  std::string method;
+  int chunkup = 1;
+  /// Simulated time and bus bandwidth at the target size (chunk level).
+  double timeUs = 0;
+  double busbwGBps = 0;
+  /// Seconds its verification and simulation took.
+  double measureSeconds = 0;
+};
 
 struct SynthResult {
   /// False when the sketch makes the collective impossible; `infeasibility`
@@ -108,6 +123,12 @@ struct SynthResult {
   /// chunk level ranks it at or below the schedule, but what runs is the
   /// lowered program, so the tool ranks the two again at the step level.
   std::optional<Schedule> allowedBaseline;
+  /// The fastest verified schedule of each other chunk split (or method,
+  /// where the split is the chosen one's), fastest first, up to
+  /// kMaxRunnersUp of up to kMaxAlternativeTransfers transfers each: a
+  /// coarser split may lower to a faster program, so the tool ranks them
+  /// again at the step level.
+  std::vector<RunnerUp> runnersUp;
   /// Seconds one verification and simulation of the chosen schedule took
   /// (what each further size in a summary costs).
   double measureSeconds = 0;

@@ -114,7 +114,8 @@ for topo in $TOPOS; do
     if "$CCSYNTH" synth -t "$topo" -c "$coll" --time-limit "$LIMIT" \
         -o "$OUT/s.json" > "$OUT/synth.log" 2>&1; then
       if step_times "$OUT/s.json" "$topo" > "$OUT/ccs.txt"; then
-        grep -q "writing it instead" "$OUT/compile.log" && note=ring
+        grep -qE "writing it instead|writing NCCL.s" "$OUT/compile.log" &&
+          note=ring
         sim_rows "$OUT/s.json" "$topo" > "$OUT/chunk.txt"
         dir_times "$OUT/s.json" "$topo" > "$OUT/dirt.txt" &&
           touch "$OUT/dir.ok" || true

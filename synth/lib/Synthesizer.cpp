@@ -405,6 +405,9 @@ private:
   /// Adds a verified schedule the chunk level ranks below the best to the
   /// result's runners-up (see SynthResult::runnersUp).
   void keepRunnerUp(RunnerUp r);
+  /// Moves the best schedule so far (if any) to the runners-up, before
+  /// another takes its place.
+  void retireBest();
   /// In a quick first pass only the heuristic plans are evaluated; the
   /// splits it covered skip them later.
   bool heuristicsOnly = false;
@@ -478,6 +481,12 @@ void Driver::keepRunnerUp(RunnerUp r) {
     list.pop_back();
 }
 
+void Driver::retireBest() {
+  if (std::isfinite(best.timeUs))
+    keepRunnerUp({std::move(best.schedule), best.method, best.chunkup,
+                  best.timeUs, best.busbwGBps, best.measureSeconds});
+}
+
 double Driver::measure(Schedule &s, const std::string &method, int k,
                        bool proven, const std::string &smt) {
   if (!canMeasure(s.transfers.size()))
@@ -523,9 +532,7 @@ double Driver::measure(Schedule &s, const std::string &method, int k,
   if (!better) {
     keepRunnerUp({std::move(s), method, k, t, sim->busbwGBps, took});
   } else {
-    if (std::isfinite(best.timeUs))
-      keepRunnerUp({std::move(best.schedule), best.method, best.chunkup,
-                    best.timeUs, best.busbwGBps, best.measureSeconds});
+    retireBest();
     // The caller is done with it: a move, not a copy of a schedule whose
     // collective alone can take hundreds of MB.
     best.schedule = std::move(s);
@@ -1322,9 +1329,7 @@ void Driver::preferBaseline() {
   }
   // The synthesized schedule the baseline replaces may still lower to the
   // faster program.
-  if (std::isfinite(best.timeUs))
-    keepRunnerUp({std::move(best.schedule), best.method, best.chunkup,
-                  best.timeUs, best.busbwGBps, best.measureSeconds});
+  retireBest();
   best.schedule = baselineSchedule;
   best.timeUs = baselineUs;
   best.busbwGBps = baselineBusbw;

@@ -274,6 +274,14 @@ std::vector<std::string> commaList(const std::string &s) {
 int writeMscclDir(CompileCliOptions &o, std::vector<msccl::DirEntry> &entries,
                   const std::vector<int> &roots);
 
+/// "[1K, 2M)" for the sizes minBytes..maxBytes (maxBytes 0: "no bound").
+std::string byteRange(long long minBytes, long long maxBytes) {
+  return "[" + formatBytes((double)minBytes) + ", " +
+         (maxBytes > 0 ? formatBytes((double)maxBytes + 1)
+                       : std::string("no bound")) +
+         ")";
+}
+
 /// The machine a tuned compile times `sched` on (the one it names, or
 /// --predict-topo); a note starting with `notTuned` says why there is none.
 std::optional<Topology> tuningMachine(const Schedule &sched,
@@ -383,16 +391,10 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
       pieces.back().max = start - 1;
     pieces.push_back({start, hi, bestAt[k]});
   }
-  auto range = [](const Piece &p) {
-    return "[" + formatBytes((double)p.min) + ", " +
-           (p.max > 0 ? formatBytes((double)p.max + 1)
-                      : std::string("no bound")) +
-           ")";
-  };
   size_t written = 0;
   for (size_t j = 0; j < pieces.size(); ++j) {
     if (pieces[j].cand < 0) {
-      std::cerr << "ccsynth: note: " << range(pieces[j])
+      std::cerr << "ccsynth: note: " << byteRange(pieces[j].min, pieces[j].max)
                 << ": no file; NCCL's own program for the collective is "
                    "faster there at the step level, and MSCCL leaves these "
                    "sizes to NCCL\n";
@@ -417,7 +419,8 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
                         "does not read back: " +
                             algo.error().message,
                         SourceLoc{input}));
-    std::cerr << "ccsynth: note: " << range(pieces[j]) << ": "
+    std::cerr << "ccsynth: note: " << byteRange(pieces[j].min, pieces[j].max)
+              << ": "
               << (nccl ? "NCCL's program for this collective" : "the schedule")
               << ", " << describeCandidate(cand) << "\n";
     msccl::DirEntry e;
@@ -712,7 +715,6 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
                    "geometric mean over those sizes): writing NCCL's "
                 << what << " for this collective on " << topo->name
                 << " instead (--no-fallback keeps the schedule)\n";
-      sched = *t.replacement;
     } else {
       std::cerr << "ccsynth: note: NCCL's " << what
                 << " for this collective on " << topo->name
@@ -726,8 +728,8 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
         std::cerr << " (no lowering of the schedule fits)";
       std::cerr << ": writing it instead (--no-fallback keeps the "
                    "schedule)\n";
-      sched = *t.replacement;
     }
+    sched = *t.replacement;
   }
   if (served) {
     char gain[32];
@@ -735,11 +737,7 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
     std::cerr << "ccsynth: note: it serves "
               << (served->minBytes == 0 && served->maxBytes == 0
                       ? std::string("every size")
-                      : "[" + formatBytes((double)served->minBytes) + ", " +
-                            (served->maxBytes > 0
-                                 ? formatBytes((double)served->maxBytes + 1)
-                                 : std::string("no bound")) +
-                            ")")
+                      : byteRange(served->minBytes, served->maxBytes))
               << ": where the step-level model has it at least as fast as "
                  "NCCL's own program for the collective, tuned per size ("
               << gain

@@ -58,7 +58,6 @@ Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
   // program is tried at more instance counts than the schedule).
   double slack = ties ? 1.02 : 1.001;
   double bestScore = 0;
-  size_t bestLen = 0;
   size_t n = sizes.size();
   for (size_t a = 0; a < n; ++a)
     for (size_t b = a; b < n; ++b) {
@@ -71,13 +70,12 @@ Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
       if (!ok)
         continue;
       size_t len = b - a + 1;
-      bool better = ties ? !best.any || len > bestLen ||
-                               (len == bestLen && logSum > bestScore)
+      bool better = ties ? !best.any || len > best.count ||
+                               (len == best.count && logSum > bestScore)
                          : logSum > bestScore;
       if (!better)
         continue;
       bestScore = logSum;
-      bestLen = len;
       best.any = true;
       best.count = len;
       best.minBytes = a == 0 ? 0 : (long long)(sizes[a - 1] * 2);
@@ -205,7 +203,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   auto explore = [&](const Schedule &s, int program) {
     // NCCL's ring is NCCL's own fused hops; the schedule also unfused.
     std::vector<bool> fusions{base.fuse};
-    if (program < 0 && base.fuse && request.tryUnfused)
+    if (program < 0 && base.fuse)
       fusions.push_back(false);
     for (bool fuse : fusions)
       for (const std::string &proto : request.protocols) {

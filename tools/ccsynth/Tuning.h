@@ -27,8 +27,6 @@ struct TuneRequest {
   /// Instance counts and protocols to try (one each when the user chose).
   std::vector<int> instances;
   std::vector<std::string> protocols;
-  /// Also try the schedule's own configurations without fusion.
-  bool tryUnfused = true;
   /// Also try NCCL's ring for the collective on this machine.
   bool fallback = true;
   /// No configuration is started that would not end by this (unset: no

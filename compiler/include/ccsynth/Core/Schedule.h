@@ -100,6 +100,23 @@ transferDependencies(const Collective &collective, int scratchChunks, int count,
                      const std::function<const Transfer &(int)> &transferAt,
                      const std::vector<int> &order);
 
+/// The power-of-two chunk factor regridChunks uses for a schedule of chunk
+/// factor `chunkFactor`: the factor itself when it is a power of two, else
+/// at least 8 sub-chunks per chunk, with runs within 4% of an even share.
+int powerOfTwoGrid(int chunkFactor);
+
+/// The same schedule with every chunk cut into a run of sub-chunks of a
+/// built-in collective of chunk factor `factor` (>= the schedule's): chunk k
+/// of each split becomes factor / c sub-chunks, one more for the first
+/// factor % c. Routes, steps, operations and hints stay; counts grow to the
+/// runs' lengths and scratch is laid out anew. MSCCL selects a program only
+/// for calls whose element count is a multiple of its nchunksperloop, so
+/// a schedule whose chunk factor has an odd factor (3 for DGX-1's six
+/// rings) serves power-of-two sizes only on such a grid. Errors for custom
+/// collectives and for schedules that move data between chunks of
+/// different splits (their runs would differ in length).
+Expected<Schedule> regridChunks(const Schedule &s, int factor);
+
 /// Serializes a schedule (one transfer per line, stable key order).
 std::string scheduleToJson(const Schedule &s);
 /// Parses the JSON form; structural errors are located at the field.

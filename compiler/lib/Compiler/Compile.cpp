@@ -323,6 +323,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     p.pipelineParts = o.pipeline;
     p.maxCount = o.maxCount;
     p.fuse = o.fuse;
+    p.fuseForward = o.fuseForward;
     p.sendFirst = !attempts[attempt].conservative;
     p.spreadLocal = !attempts[attempt].conservative;
     p.coalesce = attempts[attempt].coalesce;

@@ -135,11 +135,22 @@ ccl.program @inplace attributes {collective = "allreduce", ranks = 3,
 
 // A ring hop as schedules write it out of place: the message lands in the
 // output, the rank adds its own input there, and forwards the sum. One
-// rrc with i -> o, joined with the forward into one rrcs.
+// rrc with i -> o, joined with the forward into one rrcs. Without
+// forwarding fusions the rrc is made and the send stays its own step (on
+// a threadblock of its own peer).
+// RUN: ccsynth-opt %s --ccl-fuse-steps=forward=false | FileCheck %s --check-prefix=NOFWD
 // CHECK-LABEL: ccl.program @ring_hop
 // CHECK:      ccl.gpu 1 chunks(1, 1, 0) {
 // CHECK-NEXT:   ccl.recv_reduce_copy_send from 0 with i[0] -> o[0] to 2
 // CHECK-NEXT: }
+// NOFWD-LABEL: ccl.program @ring_hop
+// NOFWD:      ccl.gpu 1 chunks(1, 1, 0) {
+// NOFWD-NEXT:   ccl.recv_reduce_copy from 0 with i[0] -> o[0]
+// NOFWD-NEXT:   ccl.send o[0] to 2 {step = 2 : i64}
+// NOFWD-NEXT: }
+// NOFWD-NOT: recv_copy_send
+// NOFWD-NOT: recv_reduce_copy_send
+// NOFWD-NOT: recv_reduce_send
 ccl.program @ring_hop attributes {collective = "allreduce", ranks = 3,
     input_chunks = 1, output_chunks = 1} {
   ccl.gpu 0 chunks(1, 1, 0) { ccl.send i[0] to 1 }

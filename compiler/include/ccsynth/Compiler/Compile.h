@@ -32,6 +32,9 @@ struct CompileOptions {
   bool checkLinks = false;
   /// Fuse receive/send pairs.
   bool fuse = true;
+  /// With `fuse`: also fuse a receive with the send that forwards it (rcs,
+  /// rrs, rrcs); off, only receive-and-reduce steps (rrc) are made.
+  bool fuseForward = true;
   /// When the program does not fit the target's limits as scheduled, join
   /// transfers that move together (ccl-coalesce-transfers) and try again.
   bool coalesce = true;

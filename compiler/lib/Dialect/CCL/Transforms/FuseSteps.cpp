@@ -6,7 +6,10 @@
 //                                       recv_reduce_send when X is dead
 //   recv S (scratch) ... reduce S->Y -> recv_reduce_copy with Y -> Y
 //   recv X ... reduce S->X           -> recv_reduce_copy with S -> X
-// A fused step takes the receive's place. Legality: the forwarded range is
+// A fused step takes the receive's place. With `forward` off only the
+// last two (receive-and-reduce) are made: a forwarding step ties its send
+// peer to its receive peer in one threadblock, which then runs every other
+// step with either peer one after another. Legality: the forwarded range is
 // unchanged in between, the send comes from a later schedule step, and no
 // other send to the same peer lies in between (so the k-th send to a peer
 // stays the k-th and still pairs with the same receive).
@@ -401,6 +404,8 @@ void FuseSteps::fuseRank(GpuOp gpu, const Collective &col) {
     bool fused = false;
     SmallVector<int, 4> hoist;
     rs.forTouchers(xs, (int)p, [&](int j) {
+      if (!forward)
+        return false;
       StepOpInterface o = ops[j];
       auto send = dyn_cast<SendOp>(o.getOperation());
       if (send && send.getStep() > r.getStepKey() && send.getCount() == cnt &&

@@ -22,7 +22,8 @@ void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o) {
     pm.addPass(createCoalesceTransfersPass());
   pm.addPass(createLowerToStepsPass(LowerToStepsPassOptions{o.maxCount}));
   if (o.fuse)
-    pm.addPass(createFuseStepsPass(FuseStepsPassOptions{o.sendFirst}));
+    pm.addPass(
+        createFuseStepsPass(FuseStepsPassOptions{o.sendFirst, o.fuseForward}));
   pm.addPass(createAssignThreadblocksPass(AssignThreadblocksPassOptions{
       o.maxSteps, o.maxTbsPerChannel, o.maxChannels, o.countDepNops,
       o.boundedBuffers, ccsynth::msccl::kConnSlots, o.maxLocalSteps,
@@ -55,6 +56,11 @@ struct DefaultPipelineOptions
       *this, "send-first",
       llvm::cl::desc("ccl-fuse-steps: move sends ahead of receives to fuse"),
       llvm::cl::init(true)};
+  Option<bool> fuseForward{
+      *this, "fuse-forward",
+      llvm::cl::desc("ccl-fuse-steps: fuse forwarding steps (rcs, rrs, rrcs), "
+                     "not only receive-and-reduce"),
+      llvm::cl::init(true)};
   Option<int> maxSteps{*this, "max-steps",
                        llvm::cl::desc("Most steps per threadblock"),
                        llvm::cl::init(64)};
@@ -86,6 +92,7 @@ void registerDefaultPipeline() {
         p.coalesce = o.coalesce;
         p.fuse = o.fuse;
         p.sendFirst = o.sendFirst;
+        p.fuseForward = o.fuseForward;
         p.maxSteps = o.maxSteps;
         p.maxTbsPerChannel = o.maxTbsPerChannel;
         p.maxChannels = o.maxChannels;

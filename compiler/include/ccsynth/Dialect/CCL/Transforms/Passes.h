@@ -37,6 +37,9 @@ struct PipelineOptions {
   bool fuse = true;
   /// Let fusion move sends ahead of receives (ccl-fuse-steps send-first).
   bool sendFirst = true;
+  /// Fuse forwarding steps too, not only receive-and-reduce
+  /// (ccl-fuse-steps forward).
+  bool fuseForward = true;
   /// Local steps of different instances in threadblocks of their own
   /// (ccl-assign-threadblocks spread-local).
   bool spreadLocal = true;

@@ -185,6 +185,10 @@ def FuseStepsPass : Pass<"ccl-fuse-steps", "mlir::ModuleOp"> {
     Option<"sendFirst", "send-first", "bool", /*default=*/"true",
            "Move plain sends ahead of a receive so that it can fuse with "
            "the send that forwards it">,
+    Option<"forward", "forward", "bool", /*default=*/"true",
+           "Fuse a receive with the send that forwards it (rcs, rrs, "
+           "rrcs); without it only receive-and-reduce steps (rrc) are made, "
+           "which tie no send peer to a receive peer">,
   ];
   let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
 }

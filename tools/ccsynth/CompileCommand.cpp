@@ -32,6 +32,7 @@ struct CompileCliOptions {
   std::string minBytes, maxBytes;
   std::string split;
   bool noFuse = false;
+  bool noFuseForward = false;
   bool noCoalesce = false;
   bool noVerify = false;
   bool noPredict = false;
@@ -361,18 +362,23 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
     int own = -1, any = -1, nccl = -1;
     for (int i = 0; i < (int)t.candidates.size(); ++i) {
       const TuneCandidate &cand = t.candidates[i];
+      // A file MSCCL would not select at this size serves nothing there.
+      if (!cand.selectableAt(req.sizes[k]))
+        continue;
       if (any < 0 || cand.timeUs[k] < t.candidates[any].timeUs[k])
         any = i;
       int &slot = cand.fromSchedule() ? own : nccl;
       if (slot < 0 || cand.timeUs[k] < t.candidates[slot].timeUs[k])
         slot = i;
     }
-    double rival = t.candidates[any].timeUs[k];
+    double rival = any >= 0 ? t.candidates[any].timeUs[k] : INFINITY;
     if (ncclKnown)
       rival = std::min(rival, t.ncclBestUs[k]);
     bool ownWins = own >= 0 && rival * 1.02 >= t.candidates[own].timeUs[k];
-    bestAt.push_back(ownWins ? own : ncclKnown ? -1 : any);
-    ncclAt.push_back(nccl >= 0 ? nccl : any);
+    // -1: NCCL's program is faster; -2: MSCCL would select none of the
+    // schedule's programs at this size.
+    bestAt.push_back(ownWins ? own : own < 0 ? -2 : ncclKnown ? -1 : any);
+    ncclAt.push_back(nccl >= 0 ? nccl : any < 0 ? -2 : any);
   }
   // Where the schedule serves no size at all, NCCL's program is written
   // for every size (what compile writes instead of a schedule it beats).
@@ -395,9 +401,14 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
   for (size_t j = 0; j < pieces.size(); ++j) {
     if (pieces[j].cand < 0) {
       std::cerr << "ccsynth: note: " << byteRange(pieces[j].min, pieces[j].max)
-                << ": no file; NCCL's own program for the collective is "
-                   "faster there at the step level, and MSCCL leaves these "
-                   "sizes to NCCL\n";
+                << ": no file; "
+                << (pieces[j].cand == -1
+                        ? "NCCL's own program for the collective is faster "
+                          "there at the step level"
+                        : "MSCCL would select none of the schedule's "
+                          "lowerings there (a call's element count must be "
+                          "a multiple of the program's nchunksperloop)")
+                << ", and MSCCL leaves these sizes to NCCL\n";
       continue;
     }
     const TuneCandidate &cand = t.candidates[pieces[j].cand];
@@ -407,10 +418,10 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
     cj.instances = cand.instances;
     cj.protocol = cand.protocol;
     cj.fuse = cand.fuse;
+    cj.fuseForward = cand.forward;
     cj.origin = input;
     bool nccl = !cand.fromSchedule();
-    CompileResult r =
-        compileSchedule(nccl ? t.ncclPrograms[cand.program] : *sched, cj);
+    CompileResult r = compileSchedule(candidateSchedule(t, cand, *sched), cj);
     if (!r.ok())
       return fail(r.failure.error);
     auto algo = msccl::parseXml(input, *r.output);
@@ -421,7 +432,10 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
                         SourceLoc{input}));
     std::cerr << "ccsynth: note: " << byteRange(pieces[j].min, pieces[j].max)
               << ": "
-              << (nccl ? "NCCL's program for this collective" : "the schedule")
+              << (nccl               ? "NCCL's program for this collective"
+                  : cand.regridded() ? "the schedule on a power-of-two chunk "
+                                       "grid"
+                                     : "the schedule")
               << ", " << describeCandidate(cand) << "\n";
     msccl::DirEntry e;
     e.file = msccl::dirFileName((int)written++, *algo);
@@ -667,11 +681,13 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
   chosen.instances = best.instances;
   chosen.protocol = best.protocol;
   chosen.fuse = best.fuse;
+  chosen.fuseForward = best.forward;
   if (served) {
     chosen.minBytes = served->minBytes;
     chosen.maxBytes = served->maxBytes;
   }
-  const Schedule &source = t.replacement ? *t.replacement : sched;
+  const Schedule &source =
+      t.replacement ? *t.replacement : candidateSchedule(t, best, sched);
   CompileResult r = compileSchedule(source, chosen);
   if (!r.ok()) {
     std::cerr << "ccsynth: note: not tuned: the chosen configuration ("
@@ -686,6 +702,22 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
             << t.candidates.size() << " configurations that fit; "
             << "--instances and --protocol choose by hand, --no-tune "
                "writes one instance)\n";
+  if (!t.replacement && best.regridded() && t.regridded) {
+    int c = sched.collective.chunkFactor,
+        g = t.regridded->collective.chunkFactor;
+    int odd = c;
+    while (odd % 2 == 0)
+      odd /= 2;
+    std::cerr << "ccsynth: note: the schedule's chunk factor " << c
+              << " has the odd factor " << odd
+              << ", so MSCCL would select none of its own lowerings for a "
+                 "power-of-two size: written with each chunk cut into "
+              << g / c << (g % c ? " or " + std::to_string(g / c + 1) : "")
+              << " of " << g
+              << " sub-chunks per split (the same routes and steps; the "
+                 "chunk level below is the re-cut schedule's)\n";
+    sched = *t.regridded;
+  }
   if (t.replacement) {
     char ratio[32];
     // The schedule's best against NCCL's program tuned per size where that
@@ -806,6 +838,7 @@ int runCompile(CompileCliOptions &o) {
   if (!o.cudaArchs.empty())
     o.plugin.cudaArchs = o.cudaArchs;
   c.fuse = !o.noFuse;
+  c.fuseForward = !o.noFuseForward;
   c.coalesce = !o.noCoalesce;
   c.verify = !o.noVerify;
   if (!o.minBytes.empty()) {
@@ -992,6 +1025,11 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "every such call on as many ranks within "
                   "--min-bytes/--max-bytes");
   cmd->add_flag("--no-fuse", opts->noFuse, "Do not fuse steps");
+  cmd->add_flag("--no-fuse-forward", opts->noFuseForward,
+                "Fuse only receive-and-reduce steps (rrc), not a receive "
+                "with the send that forwards it (rcs, rrs, rrcs), which "
+                "ties both peers to one threadblock (the tuned compile "
+                "tries all three fusion choices)");
   cmd->add_flag("--no-tune", opts->noTune,
                 "MSCCL XML: write one instance in the schedule's protocol "
                 "instead of the configuration the step-level model times "

@@ -88,12 +88,22 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
   req.firstEstimateSeconds = 3 * measureSeconds;
   TuneResult t = tuneCompile(sched, model, CompileOptions{}, req);
   r.cutShort = t.cutShort;
+  // At each size the schedule's fastest program MSCCL selects there (its
+  // re-cut on a power-of-two grid where its own chunk factor is odd); only
+  // when none is selectable at any size, the fastest of all, marked by its
+  // loop's odd factor.
   r.ownUs.assign(sizes.size(), INFINITY);
+  bool anySelectable = false;
+  for (const TuneCandidate &c : t.candidates)
+    for (size_t k = 0; k < sizes.size() && c.fromSchedule(); ++k)
+      anySelectable |= c.selectableAt(sizes[k]);
   for (const TuneCandidate &c : t.candidates)
     if (c.fromSchedule()) {
-      r.oddFactor = c.oddFactor;
+      if (!anySelectable)
+        r.oddFactor = c.oddFactor;
       for (size_t k = 0; k < sizes.size(); ++k)
-        r.ownUs[k] = std::min(r.ownUs[k], c.timeUs[k]);
+        if (!anySelectable || c.selectableAt(sizes[k]))
+          r.ownUs[k] = std::min(r.ownUs[k], c.timeUs[k]);
     }
   if (t.ncclBestUs.size() == sizes.size())
     r.ncclUs = t.ncclBestUs;

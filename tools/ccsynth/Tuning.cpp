@@ -50,9 +50,7 @@ std::vector<int> tuningInstances(const Schedule &schedule) {
 Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
                          const std::vector<double> &sizes, bool ties) {
   Served best;
-  // MSCCL selects a program whose loop has an odd factor for none of the
-  // power-of-two sizes weighed here.
-  if (t.ncclBestUs.size() != sizes.size() || c.oddFactor > 1)
+  if (t.ncclBestUs.size() != sizes.size())
     return best;
   // Faster: within 0.1%. A tie: within the model's noise, 2% (NCCL's
   // program is tried at more instance counts than the schedule).
@@ -64,7 +62,10 @@ Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
       bool ok = true;
       double logSum = 0;
       for (size_t k = a; k <= b && ok; ++k) {
-        ok = c.timeUs[k] <= t.ncclBestUs[k] * slack;
+        // MSCCL selects a program whose loop has an odd factor for none
+        // of the power-of-two sizes weighed here, and a long loop for
+        // none below it.
+        ok = c.selectableAt(sizes[k]) && c.timeUs[k] <= t.ncclBestUs[k] * slack;
         logSum += std::log(t.ncclBestUs[k] / c.timeUs[k]);
       }
       if (!ok)
@@ -85,10 +86,21 @@ Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
   return best;
 }
 
+const Schedule &candidateSchedule(const TuneResult &t, const TuneCandidate &c,
+                                  const Schedule &input) {
+  if (c.regridded() && t.regridded)
+    return *t.regridded;
+  if (!c.fromSchedule())
+    return t.ncclPrograms[c.program];
+  return input;
+}
+
 std::string describeCandidate(const TuneCandidate &c) {
   return std::to_string(c.instances) + " instance" +
          (c.instances == 1 ? "" : "s") + ", " + c.protocol +
-         (c.fuse ? "" : ", unfused");
+         (!c.fuse     ? ", unfused"
+          : c.forward ? ""
+                      : ", fused without forwarding");
 }
 
 namespace {
@@ -148,11 +160,12 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
 std::optional<TuneCandidate>
 timeConfiguration(const Schedule &schedule, const Topology &topology,
                   CompileOptions c, int instances, const std::string &protocol,
-                  bool fuse, const std::vector<double> &sizes) {
+                  bool fuse, bool forward, const std::vector<double> &sizes) {
   c.target = CompileTarget::MscclXml;
   c.instances = instances;
   c.protocol = protocol;
   c.fuse = fuse;
+  c.fuseForward = forward;
   // The input was proven once; candidates are only timed.
   c.verify = false;
   c.checkLinks = false;
@@ -167,12 +180,14 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   if (!algo)
     return std::nullopt;
   TuneCandidate cand;
+  cand.nchunksperloop = std::max(1, algo->nchunksperloop);
   cand.oddFactor = algo->nchunksperloop;
   while (cand.oddFactor > 1 && cand.oddFactor % 2 == 0)
     cand.oddFactor /= 2;
   cand.instances = instances;
   cand.protocol = algo->proto;
   cand.fuse = fuse;
+  cand.forward = forward;
   for (double bytes : sizes) {
     msccl::StepSimOptions so;
     so.bytes = bytes;
@@ -201,11 +216,18 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
            *request.until;
   };
   auto explore = [&](const Schedule &s, int program) {
-    // NCCL's ring is NCCL's own fused hops; the schedule also unfused.
-    std::vector<bool> fusions{base.fuse};
-    if (program < 0 && base.fuse)
-      fusions.push_back(false);
-    for (bool fuse : fusions)
+    // NCCL's ring is NCCL's own fused hops; the schedule also unfused and
+    // fused without forwarding steps.
+    struct Fusion {
+      bool fuse, forward;
+    };
+    std::vector<Fusion> fusions{{base.fuse, base.fuseForward}};
+    if (program < 0 && base.fuse) {
+      fusions.push_back({false, true});
+      if (base.fuseForward)
+        fusions.push_back({true, false});
+    }
+    for (auto [fuse, forward] : fusions)
       for (const std::string &proto : request.protocols) {
         int prev = -1;
         for (int k : request.instances) {
@@ -215,7 +237,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
           }
           auto began = Clock::now();
           auto cand = timeConfiguration(s, topology, base, k, proto, fuse,
-                                        request.sizes);
+                                        forward, request.sizes);
           longest = std::max(
               longest,
               std::chrono::duration<double>(Clock::now() - began).count());
@@ -230,15 +252,16 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
           bool gains = prev < 0 || program >= 0;
           for (size_t i = 0; prev >= 0 && i < cand->timeUs.size(); ++i)
             gains |= cand->timeUs[i] < result.candidates[prev].timeUs[i] * 0.99;
-          // Unfused, a program gains only where fused steps serialize
-          // other steps behind them (irregular routes, not rings): when its
-          // first count is not 10% faster than the fused one at some size,
-          // the other counts are not tried either.
+          // Unfused (or without forwarding steps), a program gains only
+          // where fused steps serialize other steps behind them (irregular
+          // routes, not rings): when its first count is not 10% faster
+          // than the fully fused one at some size, the other counts are
+          // not tried either.
           bool unfusedHelps = true;
-          if (!fuse && prev < 0)
+          if ((!fuse || !forward) && prev < 0)
             for (const TuneCandidate &f : result.candidates)
-              if (f.fromSchedule() && f.fuse && f.instances == k &&
-                  f.protocol == cand->protocol) {
+              if (f.program == program && f.fuse && f.forward &&
+                  f.instances == k && f.protocol == cand->protocol) {
                 unfusedHelps = false;
                 for (size_t i = 0; i < f.timeUs.size(); ++i)
                   unfusedHelps |= cand->timeUs[i] < f.timeUs[i] * 0.9;
@@ -251,6 +274,20 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
       }
   };
   explore(schedule, -1);
+  // A chunk factor with an odd factor puts it in nchunksperloop, and MSCCL
+  // then selects none of these lowerings for a power-of-two size: the same
+  // routes on a power-of-two grid of sub-chunks are candidates too.
+  int odd = schedule.collective.chunkFactor;
+  while (odd > 1 && odd % 2 == 0)
+    odd /= 2;
+  if (odd > 1 && !result.candidates.empty()) {
+    auto g =
+        regridChunks(schedule, powerOfTwoGrid(schedule.collective.chunkFactor));
+    if (g) {
+      result.regridded = g.take();
+      explore(*result.regridded, TuneCandidate::kRegridded);
+    }
+  }
   size_t own = result.candidates.size();
   if (request.fallback)
     result.ncclPrograms = ncclShaped(schedule, topology);
@@ -300,12 +337,18 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
     c.score = std::exp(logSum / (double)n);
   }
   // The schedule's own configurations come first, fewer instances first,
-  // so ties keep the schedule and the smaller program.
+  // so ties keep the schedule and the smaller program. A program MSCCL
+  // selects for power-of-two sizes (no odd factor in its loop) goes before
+  // one it does not, whatever their times.
   auto pick = [&](size_t from, size_t to) {
+    bool even = false;
+    for (size_t i = from; i < to; ++i)
+      even |= result.candidates[i].oddFactor == 1;
     int b = -1;
     for (size_t i = from; i < to; ++i)
-      if (b < 0 || result.candidates[i].score <
-                       result.candidates[b].score * (1 - 1e-9))
+      if ((!even || result.candidates[i].oddFactor == 1) &&
+          (b < 0 || result.candidates[i].score <
+                        result.candidates[b].score * (1 - 1e-9)))
         b = (int)i;
     return b;
   };

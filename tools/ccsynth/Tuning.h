@@ -15,6 +15,7 @@
 #include "ccsynth/Core/Topology.h"
 
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,9 +39,12 @@ struct TuneRequest {
 
 struct TuneCandidate {
   /// For NCCL's programs: the index in TuneResult::ncclPrograms; -1 for the
-  /// schedule's own configurations.
+  /// schedule's own configurations, kRegridded for those of
+  /// TuneResult::regridded (the schedule on a power-of-two chunk grid).
   int program = -1;
+  static constexpr int kRegridded = -2;
   bool fromSchedule() const { return program < 0; }
+  bool regridded() const { return program == kRegridded; }
   int instances = 1;
   std::string protocol;
   /// Fused steps (rcs, rrcs, ...). A fused step ties its send and receive
@@ -48,6 +52,10 @@ struct TuneCandidate {
   /// either peer one after another: irregular schedules often run faster
   /// unfused.
   bool fuse = true;
+  /// With `fuse`: forwarding steps (rcs, rrs, rrcs) too; off, only
+  /// receive-and-reduce steps (rrc), which tie no send peer to a receive
+  /// peer.
+  bool forward = true;
   /// Step-level time at each size of the request, in µs.
   std::vector<double> timeUs;
   /// Geometric mean over the sizes of time / the best time at that size.
@@ -55,6 +63,14 @@ struct TuneCandidate {
   /// nchunksperloop without its factors of two (1: every power-of-two
   /// size that is a multiple of the loop runs it).
   int oddFactor = 1;
+  long long nchunksperloop = 1;
+  /// Whether MSCCL selects the program for a call of `bytes` in 4-byte
+  /// elements (nccl-tests' float): the element count must be a multiple of
+  /// nchunksperloop (smaller types only make that easier).
+  bool selectableAt(double bytes) const {
+    return bytes >= 4.0 * (double)nchunksperloop &&
+           std::fmod(bytes, 4.0 * (double)nchunksperloop) == 0;
+  }
 };
 
 struct TuneResult {
@@ -64,6 +80,10 @@ struct TuneResult {
   int best = -1;
   /// Set when the choice is NCCL's ring: the schedule to compile instead.
   std::optional<Schedule> replacement;
+  /// The schedule re-cut on a power-of-two chunk grid (regridChunks), when
+  /// its own chunk factor has an odd factor and the re-cut exists: MSCCL
+  /// selects none of its own lowerings for power-of-two sizes.
+  std::optional<Schedule> regridded;
   /// NCCL's programs for the collective that were candidates (its ring
   /// over all of the machine's rings, and over a power of two of them).
   std::vector<Schedule> ncclPrograms;
@@ -77,6 +97,11 @@ struct TuneResult {
   /// it would have tried.
   bool cutShort = false;
 };
+
+/// The schedule a candidate of `t` compiles: `input` itself, its re-cut
+/// or one of NCCL's programs.
+const Schedule &candidateSchedule(const TuneResult &t, const TuneCandidate &c,
+                                  const Schedule &input);
 
 /// Every configuration is a compile of its own: schedules of more transfers
 /// are not tuned (the search would cost many times the compile it tunes).

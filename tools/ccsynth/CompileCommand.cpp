@@ -397,6 +397,20 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
       pieces.back().max = start - 1;
     pieces.push_back({start, hi, bestAt[k]});
   }
+  // A file whose loop is too long for the first sizes of its range would
+  // leave them to NCCL; the file before it, which serves smaller sizes,
+  // serves them instead (MSCCL selects a file from 4 x its nchunksperloop
+  // bytes up).
+  for (size_t j = 1; j < pieces.size(); ++j) {
+    if (pieces[j].cand < 0 || pieces[j - 1].cand < 0)
+      continue;
+    long long first = 4 * t.candidates[pieces[j].cand].nchunksperloop;
+    if (pieces[j].min < first &&
+        (pieces[j].max <= 0 || first <= pieces[j].max)) {
+      pieces[j].min = first;
+      pieces[j - 1].max = first - 1;
+    }
+  }
   size_t written = 0;
   for (size_t j = 0; j < pieces.size(); ++j) {
     if (pieces[j].cand < 0) {

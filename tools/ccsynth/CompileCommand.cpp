@@ -429,10 +429,7 @@ int tunedMscclDir(CompileCliOptions &o, const CompileOptions &c, long long lo,
     CompileOptions cj = c;
     cj.minBytes = pieces[j].min;
     cj.maxBytes = pieces[j].max;
-    cj.instances = cand.instances;
-    cj.protocol = cand.protocol;
-    cj.fuse = cand.fuse;
-    cj.fuseForward = cand.forward;
+    cand.applyTo(cj);
     cj.origin = input;
     bool nccl = !cand.fromSchedule();
     CompileResult r = compileSchedule(candidateSchedule(t, cand, *sched), cj);
@@ -692,10 +689,7 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
   for (double b : req.sizes)
     sizes += (sizes.empty() ? "" : ", ") + formatBytes(b);
   CompileOptions chosen = c;
-  chosen.instances = best.instances;
-  chosen.protocol = best.protocol;
-  chosen.fuse = best.fuse;
-  chosen.fuseForward = best.forward;
+  best.applyTo(chosen);
   if (served) {
     chosen.minBytes = served->minBytes;
     chosen.maxBytes = served->maxBytes;
@@ -719,11 +713,8 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
   if (!t.replacement && best.regridded() && t.regridded) {
     int c = sched.collective.chunkFactor,
         g = t.regridded->collective.chunkFactor;
-    int odd = c;
-    while (odd % 2 == 0)
-      odd /= 2;
     std::cerr << "ccsynth: note: the schedule's chunk factor " << c
-              << " has the odd factor " << odd
+              << " has the odd factor " << oddPart(c)
               << ", so MSCCL would select none of its own lowerings for a "
                  "power-of-two size: written with each chunk cut into "
               << g / c << (g % c ? " or " + std::to_string(g / c + 1) : "")
@@ -750,11 +741,12 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
                            ? "direct sends"
                            : "ring";
     // Faster, but at sizes MSCCL never selects it for.
-    if (t.bestOwn >= 0 && slower < 1 && t.candidates[t.bestOwn].oddFactor > 1) {
+    if (t.bestOwn >= 0 && slower < 1 &&
+        t.candidates[t.bestOwn].oddFactor() > 1) {
       std::cerr << "ccsynth: note: MSCCL selects no lowering of this "
                    "schedule for power-of-two sizes (its nchunksperloop has "
                    "the odd factor "
-                << t.candidates[t.bestOwn].oddFactor << "; the best, "
+                << t.candidates[t.bestOwn].oddFactor() << "; the best, "
                 << describeCandidate(t.candidates[t.bestOwn]) << ", takes "
                 << ratio
                 << "x the time of NCCL's program at the step level, "

@@ -100,7 +100,7 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
   for (const TuneCandidate &c : t.candidates)
     if (c.fromSchedule()) {
       if (!anySelectable)
-        r.oddFactor = c.oddFactor;
+        r.oddFactor = c.oddFactor();
       for (size_t k = 0; k < sizes.size(); ++k)
         if (!anySelectable || c.selectableAt(sizes[k]))
           r.ownUs[k] = std::min(r.ownUs[k], c.timeUs[k]);

@@ -181,9 +181,6 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
     return std::nullopt;
   TuneCandidate cand;
   cand.nchunksperloop = std::max(1, algo->nchunksperloop);
-  cand.oddFactor = algo->nchunksperloop;
-  while (cand.oddFactor > 1 && cand.oddFactor % 2 == 0)
-    cand.oddFactor /= 2;
   cand.instances = instances;
   cand.protocol = algo->proto;
   cand.fuse = fuse;
@@ -277,13 +274,9 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   // A chunk factor with an odd factor puts it in nchunksperloop, and MSCCL
   // then selects none of these lowerings for a power-of-two size: the same
   // routes on a power-of-two grid of sub-chunks are candidates too.
-  int odd = schedule.collective.chunkFactor;
-  while (odd > 1 && odd % 2 == 0)
-    odd /= 2;
-  if (odd > 1 && !result.candidates.empty()) {
-    auto g =
-        regridChunks(schedule, powerOfTwoGrid(schedule.collective.chunkFactor));
-    if (g) {
+  int grid = powerOfTwoGrid(schedule.collective.chunkFactor);
+  if (grid != schedule.collective.chunkFactor && !result.candidates.empty()) {
+    if (auto g = regridChunks(schedule, grid)) {
       result.regridded = g.take();
       explore(*result.regridded, TuneCandidate::kRegridded);
     }
@@ -310,18 +303,18 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   // size are preferred when there are any (DGX-1's six rings: four of them).
   int ownOdd = 1;
   for (size_t i = 0; i < own; ++i)
-    ownOdd = std::max(ownOdd, result.candidates[i].oddFactor);
+    ownOdd = std::max(ownOdd, result.candidates[i].oddFactor());
   bool evenNccl = false;
   for (size_t i = own; i < result.candidates.size(); ++i)
-    evenNccl |= result.candidates[i].oddFactor == 1;
+    evenNccl |= result.candidates[i].oddFactor() == 1;
   int allowedOdd = evenNccl ? 1 : ownOdd;
-  result.candidates.erase(
-      std::remove_if(result.candidates.begin() + (long)own,
-                     result.candidates.end(),
-                     [&](const TuneCandidate &c) {
-                       return own > 0 && c.oddFactor > allowedOdd;
-                     }),
-      result.candidates.end());
+  result.candidates.erase(std::remove_if(result.candidates.begin() + (long)own,
+                                         result.candidates.end(),
+                                         [&](const TuneCandidate &c) {
+                                           return own > 0 &&
+                                                  c.oddFactor() > allowedOdd;
+                                         }),
+                          result.candidates.end());
   if (result.candidates.empty())
     return result;
 
@@ -343,10 +336,10 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   auto pick = [&](size_t from, size_t to) {
     bool even = false;
     for (size_t i = from; i < to; ++i)
-      even |= result.candidates[i].oddFactor == 1;
+      even |= result.candidates[i].oddFactor() == 1;
     int b = -1;
     for (size_t i = from; i < to; ++i)
-      if ((!even || result.candidates[i].oddFactor == 1) &&
+      if ((!even || result.candidates[i].oddFactor() == 1) &&
           (b < 0 || result.candidates[i].score <
                         result.candidates[b].score * (1 - 1e-9)))
         b = (int)i;

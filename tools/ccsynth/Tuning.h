@@ -60,16 +60,24 @@ struct TuneCandidate {
   std::vector<double> timeUs;
   /// Geometric mean over the sizes of time / the best time at that size.
   double score = 0;
+  long long nchunksperloop = 1;
   /// nchunksperloop without its factors of two (1: every power-of-two
   /// size that is a multiple of the loop runs it).
-  int oddFactor = 1;
-  long long nchunksperloop = 1;
+  int oddFactor() const { return (int)oddPart(nchunksperloop); }
   /// Whether MSCCL selects the program for a call of `bytes` in 4-byte
   /// elements (nccl-tests' float): the element count must be a multiple of
   /// nchunksperloop (smaller types only make that easier).
   bool selectableAt(double bytes) const {
     return bytes >= 4.0 * (double)nchunksperloop &&
            std::fmod(bytes, 4.0 * (double)nchunksperloop) == 0;
+  }
+  /// Sets the configuration this candidate was timed with (instances,
+  /// protocol, fusion) in `c`.
+  void applyTo(CompileOptions &c) const {
+    c.instances = instances;
+    c.protocol = protocol;
+    c.fuse = fuse;
+    c.fuseForward = forward;
   }
 };
 

@@ -127,15 +127,20 @@ Expected<Schedule> regridChunks(const Schedule &s, int factor) {
                      " moves data between chunks of different splits: the "
                      "schedule's chunks cannot be re-cut unevenly");
     }
-  // New scratch layout: each slot as long as the data it holds; slots whose
-  // data never reaches an input or output chunk get the shorter run.
+  // Data that never reaches an input or output chunk gets the shorter run;
+  // then each scratch slot is as long as the data it holds.
+  auto lengthOf = [&](int slot) -> int & {
+    int &l = sets.length[sets.find(slot)];
+    if (!l)
+      l = factor / c;
+    return l;
+  };
   std::vector<std::vector<int>> scratchAt(ranks, std::vector<int>(sc + 1, 0));
   int scratch = 0;
   for (int r = 0; r < ranks; ++r) {
-    for (int j = 0; j < sc; ++j) {
-      int l = sets.length[sets.find((int)(r * perRank + in + out + j))];
-      scratchAt[r][j + 1] = scratchAt[r][j] + (l ? l : factor / c);
-    }
+    for (int j = 0; j < sc; ++j)
+      scratchAt[r][j + 1] =
+          scratchAt[r][j] + lengthOf((int)(r * perRank + in + out + j));
     scratch = std::max(scratch, scratchAt[r][sc]);
   }
   auto moved = [&](ChunkLoc l) {
@@ -154,8 +159,7 @@ Expected<Schedule> regridChunks(const Schedule &s, int factor) {
     for (int i = 0; i < t.count; ++i) {
       ChunkLoc a = t.src;
       a.index += i;
-      int l = sets.length[sets.find(slot(a))];
-      count += l ? l : factor / c;
+      count += lengthOf(slot(a));
     }
     t.src = moved(t.src);
     t.dst = moved(t.dst);

@@ -1,6 +1,8 @@
 //===- MSCCLProgram.cpp - MSCCL runtime rules, matching, deadlock check ---===//
 #include "ccsynth/Target/MSCCLProgram.h"
 
+#include "ccsynth/Core/Schedule.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -122,9 +124,7 @@ SelectionReport describeSelection(const Algo &algo, int root) {
   SelectionReport r;
   long long p = std::max(1, algo.nchunksperloop);
   int m = sizeMultiplier(algo.coll, algo.ngpus);
-  long long odd = p;
-  while (odd % 2 == 0)
-    odd /= 2;
+  long long odd = oddPart(p);
   std::string range =
       algo.maxBytes > 0 ? "between " + exactByteCount(algo.minBytes) + " and " +
                               exactByteCount(algo.maxBytes)

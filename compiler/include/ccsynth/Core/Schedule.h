@@ -100,6 +100,15 @@ transferDependencies(const Collective &collective, int scratchChunks, int count,
                      const std::function<const Transfer &(int)> &transferAt,
                      const std::vector<int> &order);
 
+/// `n` without its factors of two (1 for a power of two): MSCCL selects a
+/// program whose nchunksperloop has an odd part above 1 for no
+/// power-of-two size.
+inline long long oddPart(long long n) {
+  while (n > 1 && n % 2 == 0)
+    n /= 2;
+  return n;
+}
+
 /// The power-of-two chunk factor regridChunks uses for a schedule of chunk
 /// factor `chunkFactor`: the factor itself when it is a power of two, else
 /// at least 8 sub-chunks per chunk, with runs within 4% of an even share.

@@ -1,5 +1,4 @@
-//===- ChunkGrid.cpp - A schedule's chunks re-cut on a power-of-two grid
-//---===//
+//===- ChunkGrid.cpp - Chunks re-cut on a power-of-two grid -------------===//
 //
 // MSCCL cuts a buffer into nchunksperloop equal chunks and selects a program
 // only for calls whose element count is a multiple of that number. A

@@ -33,6 +33,7 @@ struct CompileCliOptions {
   std::string split;
   bool noFuse = false;
   bool noFuseForward = false;
+  int localTbs = 1;
   bool noCoalesce = false;
   bool noVerify = false;
   bool noPredict = false;
@@ -845,6 +846,9 @@ int runCompile(CompileCliOptions &o) {
     o.plugin.cudaArchs = o.cudaArchs;
   c.fuse = !o.noFuse;
   c.fuseForward = !o.noFuseForward;
+  if (o.localTbs < 1)
+    return usage(Error("--local-tbs must be at least 1"));
+  c.localTbs = o.localTbs;
   c.coalesce = !o.noCoalesce;
   c.verify = !o.noVerify;
   if (!o.minBytes.empty()) {
@@ -1036,6 +1040,10 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                 "with the send that forwards it (rcs, rrs, rrcs), which "
                 "ties both peers to one threadblock (the tuned compile "
                 "tries all three fusion choices)");
+  cmd->add_option("--local-tbs", opts->localTbs,
+                  "Most threadblocks per instance for local copies and "
+                  "reductions: those writing different chunks run side by "
+                  "side (default 1)");
   cmd->add_flag("--no-tune", opts->noTune,
                 "MSCCL XML: write one instance in the schedule's protocol "
                 "instead of the configuration the step-level model times "

@@ -326,6 +326,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     p.fuseForward = o.fuseForward;
     p.sendFirst = !attempts[attempt].conservative;
     p.spreadLocal = !attempts[attempt].conservative;
+    p.localTbs = o.localTbs;
     p.coalesce = attempts[attempt].coalesce;
     p.maxSteps = attempts[attempt].steps;
     p.maxTbsPerChannel = o.maxTbsPerChannel;

@@ -125,6 +125,50 @@ TEST_CASE("pipelining changes the lowered program's time", "[stepsim]") {
   CHECK(std::abs(small4 - small1) > 0.01 * small1);
 }
 
+TEST_CASE("reduction chains as trees on threadblocks of their own",
+          "[stepsim]") {
+  // A direct ReduceScatter on 8 H100s: each rank receives seven
+  // contributions into scratch and adds them to its chunk one by one. On
+  // one local threadblock the seven reductions run in a row; as a tree over
+  // eight threadblocks they run three deep, side by side, and the round
+  // trip through the XML still proves the collective.
+  Topology h100 = machine("dgx-h100");
+  auto direct =
+      makeBaseline(BaselineKind::Direct, CollectiveKind::ReduceScatter, h100);
+  REQUIRE(direct.ok());
+  auto lowered = [&](int localTbs) {
+    CompileOptions o;
+    o.instances = 4;
+    o.protocol = "Simple";
+    o.fuse = false;
+    o.localTbs = localTbs;
+    o.checkRoundTrip = true;
+    CompileResult r = compileSchedule(*direct, o);
+    INFO((r.ok() ? std::string() : r.failure.error.format()));
+    REQUIRE(r.ok());
+    auto algo = parseXml("lowered.xml", *r.output);
+    REQUIRE(algo.ok());
+    return algo.take();
+  };
+  Algo chain = lowered(1), tree = lowered(8);
+  auto localOf = [](const Algo &a) {
+    int local = 0, reduces = 0;
+    for (const Threadblock &tb : a.gpus[0].tbs) {
+      local += tb.send < 0 && tb.recv < 0;
+      for (const Step &st : tb.steps)
+        reduces += st.type == StepType::Reduce;
+    }
+    return std::pair{local, reduces};
+  };
+  // The same 4 x 7 reductions per rank, on 4 threadblocks or on more.
+  CHECK(localOf(chain) == std::pair{4, 28});
+  CHECK(localOf(tree).first > 4);
+  CHECK(localOf(tree).second == 28);
+  double one = timeIt(chain, h100, kGiB).timeUs;
+  double spread = timeIt(tree, h100, kGiB).timeUs;
+  CHECK(spread < 0.7 * one);
+}
+
 namespace {
 
 /// Rank 0 sends four one-chunk messages to rank 1 and copies four chunks

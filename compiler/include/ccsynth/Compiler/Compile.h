@@ -35,6 +35,10 @@ struct CompileOptions {
   /// With `fuse`: also fuse a receive with the send that forwards it (rcs,
   /// rrs, rrcs); off, only receive-and-reduce steps (rrc) are made.
   bool fuseForward = true;
+  /// Most peerless threadblocks per instance for local copies and
+  /// reductions: those writing different chunks run side by side
+  /// (ccl-assign-threadblocks local-tbs).
+  int localTbs = 1;
   /// When the program does not fit the target's limits as scheduled, join
   /// transfers that move together (ccl-coalesce-transfers) and try again.
   bool coalesce = true;

@@ -6,8 +6,9 @@
 //    channel, a send peer and a receive peer each belong to one
 //    threadblock; a threadblock has at most one of each, at most `budget`
 //    steps, and a channel at most max-tbs-per-channel threadblocks.
-// 3. Local steps go to peerless threadblocks, one per channel hint (at
-//    most max-local-steps each, when set).
+// 3. Local steps go to peerless threadblocks, up to local-tbs per channel
+//    hint, one per chain of steps writing the same slots (at most
+//    max-local-steps each, when set).
 // With bounded buffers (MSCCL), step 2 also keeps every send of a
 // connection from waiting for room that only a receive of a later time
 // frees (see roomInTime); such a group moves to another channel.
@@ -389,10 +390,17 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
     // Local steps of different channel hints (instances) get threadblocks
     // of their own, on their channel where it has room, so that the copies
     // and reductions of different instances run side by side rather than
-    // one after another in one threadblock.
+    // one after another in one threadblock. Within a hint, steps that write
+    // different slots form up to local-tbs chains (a step joins the chain
+    // that last wrote one of its slots), each on its own threadblock: the
+    // reductions of different chunks then run side by side too.
+    int chains = std::max<int>(1, localTbs);
     for (int r = 0; r < numRanks; ++r) {
       RankState &rs = pl.ranks[r];
-      std::map<int64_t, int> currentOf; // channel hint -> threadblock
+      // (channel hint, chain) -> threadblock
+      std::map<std::pair<int64_t, int>, int> currentOf;
+      std::map<int64_t, std::map<Slot, int>> chainOfSlot;
+      std::map<int64_t, int> nextChain;
       for (int i = 0; i < (int)steps[r].size(); ++i) {
         StepOpInterface s = steps[r][i];
         if (s.sends() || s.receives())
@@ -401,7 +409,22 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
         if (auto h = s->getAttrOfType<IntegerAttr>("ccl.channel");
             h && spreadLocal)
           hint = h.getInt();
-        int &current = currentOf.try_emplace(hint, -1).first->second;
+        int chain = 0;
+        if (chains > 1 && spreadLocal) {
+          std::map<Slot, int> &owner = chainOfSlot[hint];
+          Effects e = effectsOf(s, *col, r);
+          chain = -1;
+          for (Slot w : e.writes)
+            if (auto it = owner.find(w); it != owner.end()) {
+              chain = it->second;
+              break;
+            }
+          if (chain < 0)
+            chain = nextChain[hint]++ % chains;
+          for (Slot w : e.writes)
+            owner[w] = chain;
+        }
+        int &current = currentOf.try_emplace({hint, chain}, -1).first->second;
         if (current < 0 || (int)rs.tbs[current].ops.size() + 1 > localBudget) {
           current = -1;
           if (hint >= 0 && hint < maxChannels &&

@@ -24,10 +24,13 @@ void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o) {
   if (o.fuse)
     pm.addPass(
         createFuseStepsPass(FuseStepsPassOptions{o.sendFirst, o.fuseForward}));
+  // A reduction tree only pays when its reduces can run side by side.
+  if (o.localTbs > 1 && o.spreadLocal)
+    pm.addPass(createBalanceReductionsPass());
   pm.addPass(createAssignThreadblocksPass(AssignThreadblocksPassOptions{
       o.maxSteps, o.maxTbsPerChannel, o.maxChannels, o.countDepNops,
       o.boundedBuffers, ccsynth::msccl::kConnSlots, o.maxLocalSteps,
-      o.spreadLocal}));
+      o.spreadLocal, o.localTbs}));
   CheckDeadlockPassOptions deadlock;
   deadlock.boundedBuffers = o.boundedBuffers;
   pm.addPass(createCheckDeadlockPass(deadlock));
@@ -70,6 +73,11 @@ struct DefaultPipelineOptions
       llvm::cl::init(32)};
   Option<int> maxChannels{*this, "max-channels",
                           llvm::cl::desc("Most channels"), llvm::cl::init(32)};
+  Option<int> localTbs{
+      *this, "local-tbs",
+      llvm::cl::desc("Most threadblocks per instance for local steps; above "
+                     "1 also runs ccl-balance-reductions"),
+      llvm::cl::init(1)};
   Option<bool> boundedBuffers{
       *this, "bounded-buffers",
       llvm::cl::desc("Model MSCCL's bounded connection buffers when "
@@ -81,7 +89,8 @@ struct DefaultPipelineOptions
 void registerDefaultPipeline() {
   PassPipelineRegistration<DefaultPipelineOptions>(
       "ccl-default-pipeline",
-      "Verify, [replicate, pipeline, coalesce,] lower, fuse, assign "
+      "Verify, [replicate, pipeline, coalesce,] lower, fuse, [balance "
+      "reductions,] assign "
       "threadblocks and check a ccl.algorithm for deadlocks",
       [](OpPassManager &pm, const DefaultPipelineOptions &o) {
         PipelineOptions p;
@@ -97,6 +106,7 @@ void registerDefaultPipeline() {
         p.maxTbsPerChannel = o.maxTbsPerChannel;
         p.maxChannels = o.maxChannels;
         p.boundedBuffers = o.boundedBuffers;
+        p.localTbs = o.localTbs;
         buildDefaultPipeline(pm, p);
       });
 }

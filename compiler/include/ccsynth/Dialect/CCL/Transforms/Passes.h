@@ -43,6 +43,11 @@ struct PipelineOptions {
   /// Local steps of different instances in threadblocks of their own
   /// (ccl-assign-threadblocks spread-local).
   bool spreadLocal = true;
+  /// Most peerless threadblocks per instance: local steps writing
+  /// different slots run side by side (ccl-assign-threadblocks local-tbs);
+  /// above 1, chains of reduces become trees first
+  /// (ccl-balance-reductions).
+  int localTbs = 1;
   /// Threadblock/channel limits (ccl-assign-threadblocks).
   int maxSteps = 64;
   int maxTbsPerChannel = 32;
@@ -60,7 +65,8 @@ struct PipelineOptions {
 /// Appends the default pipeline to `pm` (a ModuleOp pass manager):
 ///   ccl-verify-collective, [ccl-instances], [ccl-pipeline-chunks],
 ///   [ccl-verify-collective], [ccl-coalesce-transfers], ccl-lower-to-steps,
-///   [ccl-fuse-steps], ccl-assign-threadblocks, ccl-check-deadlock.
+///   [ccl-fuse-steps], [ccl-balance-reductions], ccl-assign-threadblocks,
+///   ccl-check-deadlock.
 void buildDefaultPipeline(mlir::OpPassManager &pm,
                           const PipelineOptions &options);
 

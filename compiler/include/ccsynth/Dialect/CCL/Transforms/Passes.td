@@ -193,6 +193,33 @@ def FuseStepsPass : Pass<"ccl-fuse-steps", "mlir::ModuleOp"> {
   let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
 }
 
+def BalanceReductionsPass : Pass<"ccl-balance-reductions", "mlir::ModuleOp"> {
+  let summary = "Turn chains of local reduces into one destination into trees";
+  let description = [{
+    Runs on programs whose steps are not yet in threadblocks. Per rank, a
+    chain of at least three `reduce sJ -> D` (the same destination range D,
+    nothing else touching D in between, every source a distinct scratch
+    range that nothing else touches from its reduce to the chain's end and
+    nothing reads afterwards before writing it) becomes a pairwise tree
+    over [D, s1, .., sk]: level by level, element 2m+1 is reduced into
+    element 2m. The same k reduces, ceil(log2(k+1)) deep instead of k; the
+    reduces of a level write different ranges, so that
+    `ccl-assign-threadblocks` with `local-tbs` runs them side by side. The
+    tree takes the place of the chain's last reduce.
+
+    ```mlir
+    ccl.reduce s[0] -> o[0]
+    ccl.reduce s[1] -> o[0]
+    ccl.reduce s[2] -> o[0]
+    // becomes
+    ccl.reduce s[0] -> o[0]
+    ccl.reduce s[2] -> s[1]
+    ccl.reduce s[1] -> o[0]
+    ```
+  }];
+  let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
+}
+
 def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
                                   "mlir::ModuleOp"> {
   let summary = "Group steps into threadblocks and channels within the "
@@ -211,8 +238,10 @@ def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
     in-place aliases included) of every other threadblock of its rank.
     Local copies and reductions go to peerless threadblocks, one per
     channel hint (`spread-local`: the copies of different instances run
-    side by side), consecutive
-    ones sharing a threadblock up to `max-steps` (or `max-local-steps`,
+    side by side; `local-tbs` above 1 also spreads the steps of one hint
+    over that many threadblocks, a step joining the one that last wrote a
+    slot it writes, so reductions of different chunks run side by side),
+    consecutive ones sharing a threadblock up to `max-steps` (or `max-local-steps`,
     when set: 1 gives each its own, which an MSCCL++ plan's threadblock
     packing can then place next to the receive it waits for).
 
@@ -255,6 +284,10 @@ def AssignThreadblocksPass : Pass<"ccl-assign-threadblocks",
     Option<"spreadLocal", "spread-local", "bool", /*default=*/"true",
            "Local steps of different channel hints (instances) get "
            "threadblocks of their own">,
+    Option<"localTbs", "local-tbs", "int", /*default=*/"1",
+           "With spread-local, most peerless threadblocks per channel hint: "
+           "local steps writing different slots form that many chains, "
+           "each on a threadblock of its own">,
   ];
 }
 

@@ -100,7 +100,12 @@ std::string describeCandidate(const TuneCandidate &c) {
          (c.instances == 1 ? "" : "s") + ", " + c.protocol +
          (!c.fuse     ? ", unfused"
           : c.forward ? ""
-                      : ", fused without forwarding");
+                      : ", fused without forwarding") +
+         (c.pipeline > 1 ? ", " + std::to_string(c.pipeline) + " pipeline parts"
+                         : "") +
+         (c.localTbs > 1 ? ", " + std::to_string(c.localTbs) +
+                               " threadblocks for local reductions"
+                         : "");
 }
 
 namespace {
@@ -160,12 +165,15 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
 std::optional<TuneCandidate>
 timeConfiguration(const Schedule &schedule, const Topology &topology,
                   CompileOptions c, int instances, const std::string &protocol,
-                  bool fuse, bool forward, const std::vector<double> &sizes) {
+                  bool fuse, bool forward, int localTbs, int pipeline,
+                  const std::vector<double> &sizes, bool *hasLocal) {
   c.target = CompileTarget::MscclXml;
   c.instances = instances;
   c.protocol = protocol;
   c.fuse = fuse;
   c.fuseForward = forward;
+  c.localTbs = localTbs;
+  c.pipeline = pipeline;
   // The input was proven once; candidates are only timed.
   c.verify = false;
   c.checkLinks = false;
@@ -179,12 +187,26 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   auto algo = msccl::parseXml("<tuned>", *r.output);
   if (!algo)
     return std::nullopt;
+  // MSCCL launches a rank's threadblocks at once and they wait on each
+  // other: all must be resident, one per SM (residentThreadblocks).
+  int resident = residentThreadblocks(topology.name, nullptr);
+  bool local = false;
+  for (const msccl::Gpu &g : algo->gpus) {
+    if (resident > 0 && (int)g.tbs.size() > resident)
+      return std::nullopt;
+    for (const msccl::Threadblock &tb : g.tbs)
+      local |= tb.send < 0 && tb.recv < 0;
+  }
+  if (hasLocal)
+    *hasLocal = local;
   TuneCandidate cand;
   cand.nchunksperloop = std::max(1, algo->nchunksperloop);
   cand.instances = instances;
   cand.protocol = algo->proto;
   cand.fuse = fuse;
   cand.forward = forward;
+  cand.localTbs = localTbs;
+  cand.pipeline = pipeline;
   for (double bytes : sizes) {
     msccl::StepSimOptions so;
     so.bytes = bytes;
@@ -224,51 +246,75 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
       if (base.fuseForward)
         fusions.push_back({true, false});
     }
+    // Local reductions on more threadblocks (reduction chains as trees),
+    // alone and with chunks cut in two (more, shorter trees): for the
+    // schedule's own programs that have local steps. The user's choice of
+    // either stands.
+    struct Local {
+      int tbs, pipeline;
+    };
+    std::vector<Local> localChoices{{base.localTbs, base.pipeline}};
+    if (program < 0 && base.localTbs == 1 && base.pipeline == 1)
+      localChoices = {{1, 1}, {8, 1}, {8, 2}};
     for (auto [fuse, forward] : fusions)
-      for (const std::string &proto : request.protocols) {
-        int prev = -1;
-        for (int k : request.instances) {
-          if (!fits()) {
-            result.cutShort = true;
-            return;
+      for (const std::string &proto : request.protocols)
+        for (auto [localTbs, pipeline] : localChoices) {
+          // LL moves small messages, where local reductions are short.
+          if (proto == "LL" && localTbs != base.localTbs)
+            continue;
+          int prev = -1;
+          bool hasLocal = true;
+          for (int k : request.instances) {
+            if (!fits()) {
+              result.cutShort = true;
+              return;
+            }
+            auto began = Clock::now();
+            auto cand =
+                timeConfiguration(s, topology, base, k, proto, fuse, forward,
+                                  localTbs, pipeline, request.sizes, &hasLocal);
+            longest = std::max(
+                longest,
+                std::chrono::duration<double>(Clock::now() - began).count());
+            // More instances only make a program harder to fit.
+            if (!cand)
+              break;
+            cand->program = program;
+            // Past the instance count that fills the links, more only add
+            // threadblocks and latency: stop once no size gains 1%. NCCL's
+            // program is what the others are measured against: every count
+            // (its time need not fall steadily with instances).
+            bool gains = prev < 0 || program >= 0;
+            for (size_t i = 0; prev >= 0 && i < cand->timeUs.size(); ++i)
+              gains |=
+                  cand->timeUs[i] < result.candidates[prev].timeUs[i] * 0.99;
+            // Unfused (or without forwarding steps), a program gains only
+            // where fused steps serialize other steps behind them
+            // (irregular routes, not rings): when its first count is not
+            // 10% faster than the fully fused one at some size, the other
+            // counts are not tried either. With local reductions spread
+            // over threadblocks, unfused receives feed more of them, which
+            // pays only at higher counts: those are always tried.
+            bool unfusedHelps = true;
+            if ((!fuse || !forward) && prev < 0 && localTbs == 1)
+              for (const TuneCandidate &f : result.candidates)
+                if (f.program == program && f.fuse && f.forward &&
+                    f.instances == k && f.protocol == cand->protocol &&
+                    f.localTbs == localTbs && f.pipeline == pipeline) {
+                  unfusedHelps = false;
+                  for (size_t i = 0; i < f.timeUs.size(); ++i)
+                    unfusedHelps |= cand->timeUs[i] < f.timeUs[i] * 0.9;
+                }
+            result.candidates.push_back(std::move(*cand));
+            prev = (int)result.candidates.size() - 1;
+            if (!gains || !unfusedHelps)
+              break;
           }
-          auto began = Clock::now();
-          auto cand = timeConfiguration(s, topology, base, k, proto, fuse,
-                                        forward, request.sizes);
-          longest = std::max(
-              longest,
-              std::chrono::duration<double>(Clock::now() - began).count());
-          // More instances only make a program harder to fit.
-          if (!cand)
-            break;
-          cand->program = program;
-          // Past the instance count that fills the links, more only add
-          // threadblocks and latency: stop once no size gains 1%. NCCL's
-          // program is what the others are measured against: every count
-          // (its time need not fall steadily with instances).
-          bool gains = prev < 0 || program >= 0;
-          for (size_t i = 0; prev >= 0 && i < cand->timeUs.size(); ++i)
-            gains |= cand->timeUs[i] < result.candidates[prev].timeUs[i] * 0.99;
-          // Unfused (or without forwarding steps), a program gains only
-          // where fused steps serialize other steps behind them (irregular
-          // routes, not rings): when its first count is not 10% faster
-          // than the fully fused one at some size, the other counts are
-          // not tried either.
-          bool unfusedHelps = true;
-          if ((!fuse || !forward) && prev < 0)
-            for (const TuneCandidate &f : result.candidates)
-              if (f.program == program && f.fuse && f.forward &&
-                  f.instances == k && f.protocol == cand->protocol) {
-                unfusedHelps = false;
-                for (size_t i = 0; i < f.timeUs.size(); ++i)
-                  unfusedHelps |= cand->timeUs[i] < f.timeUs[i] * 0.9;
-              }
-          result.candidates.push_back(std::move(*cand));
-          prev = (int)result.candidates.size() - 1;
-          if (!gains || !unfusedHelps)
+          // A program without local steps is the same with more
+          // threadblocks for them.
+          if (!hasLocal)
             break;
         }
-      }
   };
   explore(schedule, -1);
   // A chunk factor with an odd factor puts it in nchunksperloop, and MSCCL

@@ -56,6 +56,11 @@ struct TuneCandidate {
   /// receive-and-reduce steps (rrc), which tie no send peer to a receive
   /// peer.
   bool forward = true;
+  /// Most threadblocks per instance for local copies and reductions (and,
+  /// above 1, reduction chains turned into trees).
+  int localTbs = 1;
+  /// Chunk-pipelining parts (CompileOptions::pipeline).
+  int pipeline = 1;
   /// Step-level time at each size of the request, in µs.
   std::vector<double> timeUs;
   /// Geometric mean over the sizes of time / the best time at that size.
@@ -78,6 +83,8 @@ struct TuneCandidate {
     c.protocol = protocol;
     c.fuse = fuse;
     c.fuseForward = forward;
+    c.localTbs = localTbs;
+    c.pipeline = pipeline;
   }
 };
 

@@ -104,7 +104,7 @@ std::string describeCandidate(const TuneCandidate &c) {
          (c.pipeline > 1 ? ", " + std::to_string(c.pipeline) + " pipeline parts"
                          : "") +
          (c.localTbs > 1 ? ", " + std::to_string(c.localTbs) +
-                               " threadblocks for local reductions"
+                               " threadblocks for local steps"
                          : "");
 }
 
@@ -116,7 +116,7 @@ namespace {
 /// two also the largest power of two of them, which MSCCL can select for
 /// power-of-two sizes), direct sends for AllToAll; none for the others.
 std::vector<Schedule> ncclShaped(const Schedule &schedule,
-                                 const Topology &topology) {
+                                 const Topology &topology, bool inPlace) {
   std::vector<Schedule> out;
   const Collective &col = schedule.collective;
   if (col.numRanks != topology.numRanks())
@@ -138,7 +138,7 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
   if (!baselineSupports(kind, col.kind, topology))
     return out;
   BaselineOptions bo;
-  bo.inPlace = col.inPlace;
+  bo.inPlace = inPlace;
   bo.root = std::max(0, col.root);
   std::vector<int> limits{0};
   if (kind == BaselineKind::Ring) {
@@ -329,9 +329,21 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   }
   size_t own = result.candidates.size();
   if (request.fallback)
-    result.ncclPrograms = ncclShaped(schedule, topology);
+    result.ncclPrograms =
+        ncclShaped(schedule, topology, schedule.collective.inPlace);
   for (size_t p = 0; p < result.ncclPrograms.size(); ++p)
     explore(result.ncclPrograms[p], (int)p);
+  // NCCL runs a collective out of place as fast as in place (its first hop
+  // reads the input, its last writes the output), where the ring programs
+  // here spend a local copy: what NCCL reaches out of place is the faster
+  // of the two. The in-place programs only measure it; an out-of-place
+  // call cannot run them.
+  size_t written = result.candidates.size();
+  if (request.fallback && !schedule.collective.inPlace) {
+    std::vector<Schedule> inPlace = ncclShaped(schedule, topology, true);
+    for (size_t p = 0; p < inPlace.size(); ++p)
+      explore(inPlace[p], (int)(result.ncclPrograms.size() + p));
+  }
   // What NCCL's program reaches at each size, whatever MSCCL would select:
   // NCCL runs it natively.
   if (own < result.candidates.size()) {
@@ -341,6 +353,8 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
         result.ncclBestUs[k] =
             std::min(result.ncclBestUs[k], result.candidates[i].timeUs[k]);
   }
+  result.candidates.erase(result.candidates.begin() + (long)written,
+                          result.candidates.end());
   // MSCCL selects a program only for sizes that are multiples of its
   // nchunksperloop: a candidate whose loop has an odd factor the schedule's
   // own does not have would serve none of the power-of-two sizes the

@@ -103,8 +103,9 @@ struct TuneResult {
   /// over all of the machine's rings, and over a power of two of them).
   std::vector<Schedule> ncclPrograms;
   /// Per size of the request: the fastest of NCCL's program's
-  /// configurations (what NCCL itself reaches there); empty when NCCL's
-  /// program was not a candidate.
+  /// configurations (what NCCL itself reaches there; for an out-of-place
+  /// schedule its in-place program's too, which NCCL matches out of
+  /// place); empty when NCCL's program was not a candidate.
   std::vector<double> ncclBestUs;
   /// Best configuration of the input schedule alone (-1: none compiled).
   int bestOwn = -1;

@@ -70,6 +70,16 @@ Expected<std::vector<double>> parseSizes(const std::string &list) {
   return out;
 }
 
+Expected<long long> parseByteCount(const std::string &flag,
+                                   const std::string &value) {
+  if (value == "0")
+    return 0LL;
+  auto sizes = parseSizes(value);
+  if (!sizes || sizes->size() != 1)
+    return Error(flag + ": expected one byte count like 0, 4096, 1K or 64M");
+  return (long long)sizes->front();
+}
+
 Expected<std::map<std::string, long long>>
 parseDefines(const std::vector<std::string> &defines) {
   std::map<std::string, long long> out;

@@ -52,6 +52,10 @@ int usage(const Error &error);
 /// 1024, as in nccl-tests), each below 2^63. The error names the bad item.
 Expected<std::vector<double>> parseSizes(const std::string &list);
 
+/// One byte count of a flag ("0", "4096", "1K", "64M").
+Expected<long long> parseByteCount(const std::string &flag,
+                                   const std::string &value);
+
 /// Parses `-D name=value` definitions (integer values).
 Expected<std::map<std::string, long long>>
 parseDefines(const std::vector<std::string> &defines);

@@ -50,16 +50,6 @@ struct CompileCliOptions {
   PluginBuildOptions plugin;
 };
 
-Expected<long long> parseByteCount(const std::string &flag,
-                                   const std::string &value) {
-  if (value == "0")
-    return 0LL;
-  auto sizes = parseSizes(value);
-  if (!sizes || sizes->size() != 1)
-    return Error(flag + ": expected one byte count like 0, 4096, 1K or 64M");
-  return (long long)sizes->front();
-}
-
 /// Prints, for a few sizes, the chunk-level prediction of `sched` and the
 /// step-level prediction of the program `xml` that was written for it.
 /// Predictions are notes: a topology that cannot be resolved skips them.

@@ -35,6 +35,10 @@ struct SimulateCliOptions {
   std::string protocol;
   int instances = 1;
   int pipeline = 1;
+  /// What runs the program: msccl-xml (MSCCL's interpreter) or cuda
+  /// (ccsynth's generated code).
+  std::string target = "msccl-xml";
+  std::string tileBytes;
 };
 
 struct Row {
@@ -55,11 +59,27 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
   c.pipeline = o.pipeline;
   c.protocol = o.protocol;
   c.verify = false; // proven just above
+  bool generated = o.target == "cuda";
+  if (generated)
+    c.target = CompileTarget::Cuda;
   if (isMscclXmlInput(input) &&
       (!o.protocol.empty() || o.instances != 1 || o.pipeline != 1))
     return usage(Error("--protocol, --instances and --pipeline lower a "
                        "schedule; an MSCCL XML input is timed as written",
                        SourceLoc{input}));
+  if (isMscclXmlInput(input) && generated)
+    return usage(Error("--target cuda times the program generated from a "
+                       "schedule; an MSCCL XML input runs on MSCCL",
+                       SourceLoc{input}));
+  double tile = 1 << 20;
+  if (!o.tileBytes.empty()) {
+    auto v = parseByteCount("--tile-bytes", o.tileBytes);
+    if (!v)
+      return usage(v.error());
+    if (*v < 16 || *v % 16 != 0)
+      return usage(Error("--tile-bytes must be a positive multiple of 16"));
+    tile = (double)*v;
+  }
   auto algo = stepProgram(input, sched, c);
   if (!algo)
     return fail(algo.error());
@@ -68,6 +88,8 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
     msccl::StepSimOptions so;
     so.bytes = bytes;
     so.busBwFactor = sched.collective.busBwFactor();
+    so.generatedCode = generated;
+    so.tileBytes = tile;
     auto r = msccl::simulateSteps(*algo, topo, so);
     if (!r)
       return fail(r.error());
@@ -100,6 +122,13 @@ int runSimulate(const SimulateCliOptions &o) {
   if (!steps && (!o.protocol.empty() || o.instances != 1 || o.pipeline != 1))
     return usage(Error("--protocol, --instances and --pipeline apply to "
                        "--level steps"));
+  if (o.target != "msccl-xml" && o.target != "cuda")
+    return usage(Error("unknown target '" + o.target +
+                       "' (expected msccl-xml or cuda)"));
+  if (!steps && (o.target != "msccl-xml" || !o.tileBytes.empty()))
+    return usage(Error("--target and --tile-bytes apply to --level steps"));
+  if (o.target != "cuda" && !o.tileBytes.empty())
+    return usage(Error("--tile-bytes applies to --target cuda"));
   if (o.instances < 1 || o.pipeline < 1)
     return usage(Error("--instances and --pipeline must be at least 1"));
   if (steps && !o.timeline.empty())
@@ -188,8 +217,10 @@ int runSimulate(const SimulateCliOptions &o) {
       j["topology"] = topo->name;
       j["collective"] = sched->collective.describe();
       j["level"] = o.level;
-      if (steps)
+      if (steps) {
         j["program"] = program;
+        j["target"] = o.target;
+      }
       for (const Row &r : rows)
         j["results"].push_back(
             {{"bytes", r.bytes},
@@ -206,7 +237,11 @@ int runSimulate(const SimulateCliOptions &o) {
                 topo->name.c_str(), topo->numRanks(), sched->transfers.size(),
                 sched->numSteps());
     if (steps)
-      std::printf("  step level: the lowered program (%s)\n", program.c_str());
+      std::printf("  step level: the lowered program (%s)%s\n", program.c_str(),
+                  o.target == "cuda"
+                      ? ", as ccsynth's generated code runs it (not "
+                        "calibrated on hardware)"
+                      : "");
     std::printf("%10s %12s %12s %12s %12s %8s\n", "size", "time(us)",
                 "algbw(GB/s)", "busbw(GB/s)", "bound(us)", "%bound");
     for (const Row &r : rows)
@@ -293,6 +328,15 @@ void addSimulateCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--pipeline", opts->pipeline,
                   "--level steps: split chunks into this many pipelined "
                   "parts");
+  cmd->add_option("--target", opts->target,
+                  "--level steps: what runs the program: msccl-xml "
+                  "(default; MSCCL's interpreter) or cuda (ccsynth's "
+                  "generated code: passes of --tile-bytes, puts straight "
+                  "into the receiver's memory, no MSCCL buffers or limits; "
+                  "not calibrated on hardware)");
+  cmd->add_option("--tile-bytes", opts->tileBytes,
+                  "--target cuda: bytes per chunk per pass (default 1M, as "
+                  "compile --target cuda)");
   cmd->callback([opts, &ctx] { ctx.exitCode = runSimulate(*opts); });
 }
 

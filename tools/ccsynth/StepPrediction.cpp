@@ -30,6 +30,13 @@ Expected<msccl::Algo> stepProgram(const std::string &path,
     ro.legacyAttributes = true;
     return msccl::parseXml(path, *text, ro);
   }
+  if (options.target == CompileTarget::Cuda) {
+    // The program generated code runs: lowered as for --target cuda (no
+    // bounded buffers, 64 channels), written as XML only to be read back.
+    options.boundedBuffers = false;
+    if (options.maxChannels <= 0)
+      options.maxChannels = 64;
+  }
   options.target = CompileTarget::MscclXml;
   CompileResult compiled = compileSchedule(schedule, options);
   if (!compiled.ok())

@@ -24,7 +24,8 @@ bool isMscclXmlInput(const std::string &path);
 
 /// The step-level program of an input: an MSCCL XML file as written, else
 /// the schedule lowered through the default pipeline to MSCCL XML with
-/// `options` (target forced to msccl-xml).
+/// `options` (target forced to msccl-xml; a cuda target lowers as for
+/// generated code: no bounded buffers, 64 channels).
 Expected<msccl::Algo> stepProgram(const std::string &path,
                                   const Schedule &schedule,
                                   CompileOptions options);

@@ -31,6 +31,13 @@ double tileBytes(const std::string &protocol) {
 
 namespace {
 
+/// Generated code puts a plain receive into output straight into its
+/// destination; every other receive reads its data out of a landing slot.
+bool landsInPlace(const Step &st) {
+  return (st.type == StepType::Recv || st.type == StepType::RecvCopySend) &&
+         st.dstBuf == BufferKind::Output;
+}
+
 bool reducing(StepType t) {
   return t == StepType::RecvReduceSend || t == StepType::RecvReduceCopy ||
          t == StepType::RecvReduceCopySend || t == StepType::Reduce;
@@ -61,15 +68,20 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
     return Error("the program has " + std::to_string(algo.ngpus) +
                  " ranks but topology '" + topo.name + "' has " +
                  std::to_string(topo.numRanks()));
-  if (std::vector<ProgramIssue> issues =
-          o.runtimeRules ? validateAlgo(algo) : std::vector<ProgramIssue>{};
+  const bool gen = o.generatedCode;
+  if (gen && !(o.tileBytes >= 16))
+    return Error("generated code needs a tile of at least 16 bytes");
+  if (std::vector<ProgramIssue> issues = o.runtimeRules && !gen
+                                             ? validateAlgo(algo)
+                                             : std::vector<ProgramIssue>{};
       !issues.empty())
     return Error("the program breaks a rule of the MSCCL runtime: " +
                      issues.front().message,
                  issues.front().loc);
   Matching matching = matchMessages(algo);
-  BufferModel buffers = o.boundedBuffers ? BufferModel::forProtocol(algo.proto)
-                                         : BufferModel::unbounded();
+  BufferModel buffers = o.boundedBuffers && !gen
+                            ? BufferModel::forProtocol(algo.proto)
+                            : BufferModel::unbounded();
   if (std::vector<ProgramIssue> dl = checkDeadlock(algo, matching, buffers);
       !dl.empty())
     return Error("the program cannot run: " + dl.front().message,
@@ -79,7 +91,8 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
       return Error("the merged threadblocks cannot run: " +
                    s.error().message);
 
-  const int p = *proto;
+  // Generated code has no LL lines: it moves data as Simple does.
+  const int p = gen ? 0 : *proto;
   const StepModel &model = topo.stepModel;
   const double protoFraction[3] = {1.0, 120.0 / 128.0, 0.5};
 
@@ -162,7 +175,7 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
 
   // Loop iterations over tiles of each chunk.
   double chunkBytes = o.bytes / std::max(1, algo.nchunksperloop);
-  double tile = tileBytes(algo.proto);
+  double tile = gen ? o.tileBytes : tileBytes(algo.proto);
   long long iterations =
       o.wholeChunks
           ? 1
@@ -226,6 +239,16 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
       if (waits[k] >= 0)
         roomAfter[pairs[k].first] = pairs[waits[k]].second;
     }
+    // Generated code: a put into a landing slot waits for the receiver's
+    // credit, given when it read the slot in the previous pass.
+    if (gen)
+      for (size_t k = msgs.size(); k < pairs.size(); ++k) {
+        const Message *msg = msgs[k % msgs.size()];
+        const Step &rs = tbs[tbOf.at({msg->recv.rank, msg->recv.tb})]
+                             .tb->steps[msg->recv.step];
+        if (!landsInPlace(rs))
+          roomAfter[pairs[k].first] = pairs[k - msgs.size()].second;
+      }
   }
 
   // Edges (at most four into each node, six in a merged threadblock), then
@@ -321,8 +344,14 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
       double tbRate = perUs(reducing(st.type) ? model.tbReduceGBps[p]
                                               : model.tbCopyGBps[p]);
       double rate = sends(st.type) ? std::min(tbRate, t.rate) : tbRate;
-      if (receives(st.type) && sendOf[v] != kNone)
+      // Generated code: a receive waits for the whole put's flag; one that
+      // landed in its destination and forwards nothing costs nothing more.
+      if (gen && receives(st.type) && sendOf[v] != kNone)
+        s = std::max(s, arrival[sendOf[v]]);
+      else if (receives(st.type) && sendOf[v] != kNone)
         s = std::max(s, firstSlice[sendOf[v]]);
+      if (gen && landsInPlace(st) && !sends(st.type))
+        bytes = 0;
       finish = s + bytes / rate;
       if (receives(st.type) && sendOf[v] != kNone)
         finish = std::max(finish, arrival[sendOf[v]]);

@@ -250,6 +250,28 @@ TEST_CASE("bounded connection buffers stall a sender", "[stepsim]") {
         0.01 * llTime);
 }
 
+TEST_CASE("generated code: no MSCCL buffers, no LL", "[stepsim]") {
+  Topology fc = machine("fc:2");
+  double bytes = 16 * kMiB;
+  auto gen = [&](const Algo &a, double tile) {
+    StepSimOptions o;
+    o.bytes = bytes;
+    o.generatedCode = true;
+    o.tileBytes = tile;
+    auto r = simulateSteps(a, fc, o);
+    REQUIRE(r.ok());
+    return r->timeUs;
+  };
+  // The sender MSCCL's bounded buffers stall is not stalled: its puts have
+  // landing places of their own.
+  Algo sendFirst = senderStall(true, "Simple");
+  double stalled = timeIt(sendFirst, fc, bytes).timeUs;
+  CHECK(gen(sendFirst, 2 * kMiB) < stalled / 1.15);
+  double whole = gen(sendFirst, 2 * kMiB);
+  // The protocol of the XML does not matter: generated code has no LL.
+  CHECK(gen(senderStall(true, "LL"), 2 * kMiB) == Approx(whole));
+}
+
 TEST_CASE("a program that deadlocks on bounded buffers is refused",
           "[stepsim]") {
   // Both ranks send three chunks before receiving any (Simple: two fit).

@@ -70,6 +70,19 @@ struct StepSimOptions {
   /// every loop iteration after the previous one, and counts once among
   /// the senders sharing a link.
   const Packing *packing = nullptr;
+  /// Time the program as ccsynth's generated code runs it (runtime.md)
+  /// instead of MSCCL's interpreter: each chunk moves in passes of
+  /// `tileBytes`; a send puts its data straight into the receiver's memory
+  /// and sets a flag once the whole put has landed (no slices, no FIFO); a
+  /// receive waits for that flag, and then costs nothing more when the
+  /// data landed in its destination (a plain receive into output) or a
+  /// local copy or reduction out of its landing slot otherwise; a put into
+  /// a landing slot waits for the receiver's credit from the previous pass.
+  /// No bounded buffers and no MSCCL runtime rules. Costs as for Simple.
+  bool generatedCode = false;
+  /// With generatedCode: bytes per chunk per pass (the compile's
+  /// --tile-bytes; 1 MiB for CUDA).
+  double tileBytes = 1 << 20;
 };
 
 struct StepSimResult {

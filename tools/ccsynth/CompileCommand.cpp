@@ -927,6 +927,23 @@ int runCompile(CompileCliOptions &o) {
       if (!sel.warning.empty())
         std::cerr << "ccsynth: warning: " << sel.warning << "\n";
       std::cerr << "ccsynth: note: " << sel.served << "\n";
+      // MSCCL launches a rank's threadblocks together and they wait on
+      // each other: more than the GPU holds at once can hang the call.
+      std::string machine = !o.predictTopo.empty()
+                                ? o.predictTopo
+                                : (sched ? sched->topology : std::string());
+      int resident = residentThreadblocks(machine, nullptr);
+      size_t most = 0;
+      for (const msccl::Gpu &g : algo->gpus)
+        most = std::max(most, g.tbs.size());
+      if (resident > 0 && (int)most > resident)
+        std::cerr << "ccsynth: warning: a rank runs " << most
+                  << " threadblocks, more than can be resident at once (one "
+                     "per SM, "
+                  << resident << " SMs on " << machine
+                  << "): MSCCL launches them together and they wait on each "
+                     "other, so the call can hang; use fewer --instances "
+                     "(the tuned compile never writes such a program)\n";
     }
   if (c.target == CompileTarget::MscclXml && sched && !o.noPredict)
     printPredictions(*sched, o.output, out, o.predictTopo);

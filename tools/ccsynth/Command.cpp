@@ -80,6 +80,15 @@ Expected<long long> parseByteCount(const std::string &flag,
   return (long long)sizes->front();
 }
 
+Expected<long long> parseTileBytes(const std::string &value) {
+  auto v = parseByteCount("--tile-bytes", value);
+  if (!v)
+    return v.error();
+  if (*v < 16 || *v % 16 != 0)
+    return Error("--tile-bytes must be a positive multiple of 16");
+  return *v;
+}
+
 Expected<std::map<std::string, long long>>
 parseDefines(const std::vector<std::string> &defines) {
   std::map<std::string, long long> out;

@@ -56,6 +56,9 @@ Expected<std::vector<double>> parseSizes(const std::string &list);
 Expected<long long> parseByteCount(const std::string &flag,
                                    const std::string &value);
 
+/// The value of --tile-bytes: a positive multiple of 16 bytes.
+Expected<long long> parseTileBytes(const std::string &value);
+
 /// Parses `-D name=value` definitions (integer values).
 Expected<std::map<std::string, long long>>
 parseDefines(const std::vector<std::string> &defines);

@@ -814,11 +814,9 @@ int runCompile(CompileCliOptions &o) {
   c.tileBytes = plugin && o.plugin.backend == "host" ? 64 << 10 : 1 << 20;
   c.shareRanks = !o.noRankSharing;
   if (!o.tileBytes.empty()) {
-    auto v = parseByteCount("--tile-bytes", o.tileBytes);
+    auto v = parseTileBytes(o.tileBytes);
     if (!v)
       return usage(v.error());
-    if (*v < 16 || *v % 16 != 0)
-      return usage(Error("--tile-bytes must be a positive multiple of 16"));
     c.tileBytes = (unsigned long long)*v;
   }
   if (o.plugin.backend != "host" && o.plugin.backend != "cuda")

@@ -73,11 +73,9 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
                        SourceLoc{input}));
   double tile = 1 << 20;
   if (!o.tileBytes.empty()) {
-    auto v = parseByteCount("--tile-bytes", o.tileBytes);
+    auto v = parseTileBytes(o.tileBytes);
     if (!v)
       return usage(v.error());
-    if (*v < 16 || *v % 16 != 0)
-      return usage(Error("--tile-bytes must be a positive multiple of 16"));
     tile = (double)*v;
   }
   auto algo = stepProgram(input, sched, c);

@@ -40,17 +40,14 @@ struct BalanceReductions
   void balanceRank(GpuOp gpu, const Collective &col);
 
   void runOnOperation() override {
-    for (ProgramOp prog : getOperation().getOps<ProgramOp>()) {
-      if (prog.isAssigned())
-        continue;
-      auto col = prog.buildCollective();
-      if (!col) {
-        prog.emitOpError() << col.error().message;
-        return signalPassFailure();
-      }
-      for (GpuOp gpu : prog.getBody().front().getOps<GpuOp>())
-        balanceRank(gpu, *col);
-    }
+    auto balanced = forEachUnassignedProgram(
+        getOperation(), [&](ProgramOp prog, const Collective &col) {
+          for (GpuOp gpu : prog.getBody().front().getOps<GpuOp>())
+            balanceRank(gpu, col);
+          return success();
+        });
+    if (failed(balanced))
+      signalPassFailure();
   }
 };
 

@@ -61,35 +61,32 @@ struct FuseSteps : public ccsynth::ccl::impl::FuseStepsPassBase<FuseSteps> {
   void join(int a, int b, int rank, std::pair<int64_t, int64_t> pair);
 
   void runOnOperation() override {
-    for (ProgramOp prog : getOperation().getOps<ProgramOp>()) {
-      if (prog.isAssigned())
-        continue;
-      auto col = prog.buildCollective();
-      if (!col) {
-        prog.emitOpError() << col.error().message;
-        return signalPassFailure();
-      }
-      // Fusion relies on the k-th send pairing with the k-th receive.
-      std::vector<std::vector<StepOpInterface>> steps(prog.getRanks());
-      for (GpuOp gpu : prog.getBody().front().getOps<GpuOp>())
-        for (auto s : gpu.getBody().front().getOps<StepOpInterface>())
-          steps[gpu.getRank()].push_back(s);
-      auto paired = pairMessages(steps);
-      if (failed(paired))
-        return signalPassFailure();
-      inMsg.clear();
-      outMsg.clear();
-      parent.assign(paired->size(), 0);
-      pairsOf.assign(paired->size(), {});
-      for (int m = 0; m < (int)paired->size(); ++m) {
-        const PairedMessage &pm = (*paired)[m];
-        parent[m] = m;
-        outMsg[steps[pm.send.rank][pm.send.index]] = m;
-        inMsg[steps[pm.recv.rank][pm.recv.index]] = m;
-      }
-      for (GpuOp gpu : prog.getBody().front().getOps<GpuOp>())
-        fuseRank(gpu, *col);
-    }
+    auto fused = forEachUnassignedProgram(
+        getOperation(), [&](ProgramOp prog, const Collective &col) {
+          // Fusion relies on the k-th send pairing with the k-th receive.
+          std::vector<std::vector<StepOpInterface>> steps(prog.getRanks());
+          for (GpuOp gpu : prog.getBody().front().getOps<GpuOp>())
+            for (auto s : gpu.getBody().front().getOps<StepOpInterface>())
+              steps[gpu.getRank()].push_back(s);
+          auto paired = pairMessages(steps);
+          if (failed(paired))
+            return failure();
+          inMsg.clear();
+          outMsg.clear();
+          parent.assign(paired->size(), 0);
+          pairsOf.assign(paired->size(), {});
+          for (int m = 0; m < (int)paired->size(); ++m) {
+            const PairedMessage &pm = (*paired)[m];
+            parent[m] = m;
+            outMsg[steps[pm.send.rank][pm.send.index]] = m;
+            inMsg[steps[pm.recv.rank][pm.recv.index]] = m;
+          }
+          for (GpuOp gpu : prog.getBody().front().getOps<GpuOp>())
+            fuseRank(gpu, col);
+          return success();
+        });
+    if (failed(fused))
+      signalPassFailure();
   }
 };
 

@@ -151,4 +151,21 @@ pairMessages(const std::vector<std::vector<StepOpInterface>> &steps) {
   return out;
 }
 
+mlir::LogicalResult forEachUnassignedProgram(
+    mlir::ModuleOp module,
+    llvm::function_ref<mlir::LogicalResult(ProgramOp, const Collective &)> fn) {
+  for (ProgramOp prog : module.getOps<ProgramOp>()) {
+    if (prog.isAssigned())
+      continue;
+    auto col = prog.buildCollective();
+    if (!col) {
+      prog.emitOpError() << col.error().message;
+      return mlir::failure();
+    }
+    if (mlir::failed(fn(prog, *col)))
+      return mlir::failure();
+  }
+  return mlir::success();
+}
+
 } // namespace ccsynth::ccl

@@ -33,6 +33,13 @@ refineAlgorithm(AlgorithmOp alg, int64_t factor, llvm::StringRef passName,
                 llvm::StringRef optionName,
                 llvm::function_ref<void(mlir::OpBuilder &, TransferOp)> split);
 
+/// Calls `fn` on every program of `module` whose steps are not yet in
+/// threadblocks, with its collective. Emits an error and fails on a
+/// program whose collective cannot be built, or when `fn` fails.
+mlir::LogicalResult forEachUnassignedProgram(
+    mlir::ModuleOp module,
+    llvm::function_ref<mlir::LogicalResult(ProgramOp, const Collective &)> fn);
+
 /// A chunk slot of one rank after in-place aliasing, packed as
 /// buffer << 32 | index.
 using Slot = int64_t;

@@ -1048,7 +1048,9 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--local-tbs", opts->localTbs,
                   "Most threadblocks per instance for local copies and "
                   "reductions: those writing different chunks run side by "
-                  "side (default 1)");
+                  "side, and above 1 chains of reductions into one chunk "
+                  "become trees (default 1; the tuned compile also tries "
+                  "8, with and without 2 pipeline parts)");
   cmd->add_flag("--no-tune", opts->noTune,
                 "MSCCL XML: write one instance in the schedule's protocol "
                 "instead of the configuration the step-level model times "

@@ -931,10 +931,8 @@ int runCompile(CompileCliOptions &o) {
                                 ? o.predictTopo
                                 : (sched ? sched->topology : std::string());
       int resident = residentThreadblocks(machine, nullptr);
-      size_t most = 0;
-      for (const msccl::Gpu &g : algo->gpus)
-        most = std::max(most, g.tbs.size());
-      if (resident > 0 && (int)most > resident)
+      int most = algo->threadblocksPerRank();
+      if (resident > 0 && most > resident)
         std::cerr << "ccsynth: warning: a rank runs " << most
                   << " threadblocks, more than can be resident at once (one "
                      "per SM, "

@@ -45,11 +45,9 @@ int runDirInfo(const std::string &path) {
             << " (MSCCL_ALGO_DIR=" << dir->algoDir << ")\n";
   for (const msccl::DirEntry &e : dir->entries) {
     const msccl::Algo &a = e.algo;
-    int tbs = 0, maxTbs = 0;
-    for (const msccl::Gpu &g : a.gpus) {
+    int tbs = 0, maxTbs = a.threadblocksPerRank();
+    for (const msccl::Gpu &g : a.gpus)
       tbs += (int)g.tbs.size();
-      maxTbs = std::max(maxTbs, (int)g.tbs.size());
-    }
     std::cout << "\n" << e.file << "\n";
     auto row = [](const char *k, const std::string &v) {
       std::cout << "  " << std::left << std::setw(14) << k << v << "\n";

@@ -45,9 +45,7 @@ Expected<msccl::Algo> stepProgram(const std::string &path,
 }
 
 std::string describeProgram(const msccl::Algo &algo) {
-  size_t tbs = 0;
-  for (const msccl::Gpu &g : algo.gpus)
-    tbs = std::max(tbs, g.tbs.size());
+  int tbs = algo.threadblocksPerRank();
   return algo.proto + ", " + std::to_string(algo.nchannels) + " channel" +
          (algo.nchannels == 1 ? "" : "s") + ", " + std::to_string(tbs) +
          " threadblock" + (tbs == 1 ? "" : "s") + " per rank, " +

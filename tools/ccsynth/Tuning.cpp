@@ -162,18 +162,15 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
   return out;
 }
 
+/// Compiles and times the configuration `cand` holds (its instances,
+/// protocol, fusion, local threadblocks and pipeline parts) at `sizes`;
+/// `hasLocal` says whether the program has peerless threadblocks.
 std::optional<TuneCandidate>
 timeConfiguration(const Schedule &schedule, const Topology &topology,
-                  CompileOptions c, int instances, const std::string &protocol,
-                  bool fuse, bool forward, int localTbs, int pipeline,
+                  CompileOptions c, TuneCandidate cand,
                   const std::vector<double> &sizes, bool *hasLocal) {
   c.target = CompileTarget::MscclXml;
-  c.instances = instances;
-  c.protocol = protocol;
-  c.fuse = fuse;
-  c.fuseForward = forward;
-  c.localTbs = localTbs;
-  c.pipeline = pipeline;
+  cand.applyTo(c);
   // The input was proven once; candidates are only timed.
   c.verify = false;
   c.checkLinks = false;
@@ -190,23 +187,16 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   // MSCCL launches a rank's threadblocks at once and they wait on each
   // other: all must be resident, one per SM (residentThreadblocks).
   int resident = residentThreadblocks(topology.name, nullptr);
-  bool local = false;
-  for (const msccl::Gpu &g : algo->gpus) {
-    if (resident > 0 && (int)g.tbs.size() > resident)
-      return std::nullopt;
-    for (const msccl::Threadblock &tb : g.tbs)
-      local |= tb.send < 0 && tb.recv < 0;
+  if (resident > 0 && algo->threadblocksPerRank() > resident)
+    return std::nullopt;
+  if (hasLocal) {
+    *hasLocal = false;
+    for (const msccl::Gpu &g : algo->gpus)
+      for (const msccl::Threadblock &tb : g.tbs)
+        *hasLocal |= tb.send < 0 && tb.recv < 0;
   }
-  if (hasLocal)
-    *hasLocal = local;
-  TuneCandidate cand;
   cand.nchunksperloop = std::max(1, algo->nchunksperloop);
-  cand.instances = instances;
   cand.protocol = algo->proto;
-  cand.fuse = fuse;
-  cand.forward = forward;
-  cand.localTbs = localTbs;
-  cand.pipeline = pipeline;
   for (double bytes : sizes) {
     msccl::StepSimOptions so;
     so.bytes = bytes;
@@ -270,9 +260,15 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
               return;
             }
             auto began = Clock::now();
-            auto cand =
-                timeConfiguration(s, topology, base, k, proto, fuse, forward,
-                                  localTbs, pipeline, request.sizes, &hasLocal);
+            TuneCandidate config;
+            config.instances = k;
+            config.protocol = proto;
+            config.fuse = fuse;
+            config.forward = forward;
+            config.localTbs = localTbs;
+            config.pipeline = pipeline;
+            auto cand = timeConfiguration(s, topology, base, config,
+                                          request.sizes, &hasLocal);
             longest = std::max(
                 longest,
                 std::chrono::duration<double>(Clock::now() - began).count());

@@ -27,13 +27,6 @@ const char *placement(const Algo &a) {
                                    : "out-of-place";
 }
 
-int numThreadblocks(const Algo &a) {
-  int most = 0;
-  for (const Gpu &g : a.gpus)
-    most = std::max(most, (int)g.tbs.size());
-  return most;
-}
-
 } // namespace
 
 std::string dirFileName(int index, const Algo &algo) {
@@ -144,7 +137,7 @@ std::string dirReadme(const std::vector<DirEntry> &entries) {
          std::to_string(a.ngpus) + " | " + placement(a) + " | " + a.proto +
          " | " + sizeRange(a) + " | " + std::to_string(a.nchunksperloop) +
          " | " + std::to_string(a.nchannels) + " | " +
-         std::to_string(numThreadblocks(a)) + " | " + e.source + " |\n";
+         std::to_string(a.threadblocksPerRank()) + " | " + e.source + " |\n";
   }
   s += "\n";
   for (const DirEntry &e : entries) {

@@ -120,6 +120,13 @@ std::string exactByteCount(long long b) {
   return std::to_string(b) + " " + units[u];
 }
 
+int Algo::threadblocksPerRank() const {
+  int most = 0;
+  for (const Gpu &g : gpus)
+    most = std::max(most, (int)g.tbs.size());
+  return most;
+}
+
 SelectionReport describeSelection(const Algo &algo, int root) {
   SelectionReport r;
   long long p = std::max(1, algo.nchunksperloop);

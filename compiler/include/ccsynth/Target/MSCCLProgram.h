@@ -110,6 +110,8 @@ struct Algo {
 
   /// The gpu element of `rank`, or nullptr.
   const Gpu *gpu(int rank) const;
+  /// The most threadblocks one rank runs.
+  int threadblocksPerRank() const;
 };
 
 /// The collective names MSCCL's `coll` attribute accepts.

@@ -18,10 +18,6 @@
 
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
 
-#include "llvm/ADT/DenseSet.h"
-
-#include <algorithm>
-
 namespace ccsynth::ccl {
 #define GEN_PASS_DEF_BALANCEREDUCTIONSPASS
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h.inc"

@@ -34,6 +34,7 @@ struct CompileCliOptions {
   bool noFuse = false;
   bool noFuseForward = false;
   int localTbs = 1;
+  bool splitPhases = false;
   bool noCoalesce = false;
   bool noVerify = false;
   bool noPredict = false;
@@ -837,6 +838,7 @@ int runCompile(CompileCliOptions &o) {
   if (o.localTbs < 1)
     return usage(Error("--local-tbs must be at least 1"));
   c.localTbs = o.localTbs;
+  c.splitPhases = o.splitPhases;
   c.coalesce = !o.noCoalesce;
   c.verify = !o.noVerify;
   if (!o.minBytes.empty()) {
@@ -1049,6 +1051,12 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "side, and above 1 chains of reductions into one chunk "
                   "become trees (default 1; the tuned compile also tries "
                   "8, with and without 2 pipeline parts)");
+  cmd->add_flag("--split-phases", opts->splitPhases,
+                "A reduction's transfers that spread finished values "
+                "(AllReduce's second half) on channels of their own, so "
+                "that the next loop iteration's reduction runs while this "
+                "one spreads (the tuned compile tries it both ways for "
+                "such schedules)");
   cmd->add_flag("--no-tune", opts->noTune,
                 "MSCCL XML: write one instance in the schedule's protocol "
                 "instead of the configuration the step-level model times "

@@ -105,7 +105,9 @@ std::string describeCandidate(const TuneCandidate &c) {
                          : "") +
          (c.localTbs > 1 ? ", " + std::to_string(c.localTbs) +
                                " threadblocks for local steps"
-                         : "");
+                         : "") +
+         (c.splitPhases ? ", reduction and spreading on separate channels"
+                        : "");
 }
 
 namespace {
@@ -246,71 +248,84 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
     std::vector<Local> localChoices{{base.localTbs, base.pipeline}};
     if (program < 0 && base.localTbs == 1 && base.pipeline == 1)
       localChoices = {{1, 1}, {8, 1}, {8, 2}};
-    for (auto [fuse, forward] : fusions)
-      for (const std::string &proto : request.protocols)
-        for (auto [localTbs, pipeline] : localChoices) {
-          // LL moves small messages, where local reductions are short.
-          if (proto == "LL" && localTbs != base.localTbs)
-            continue;
-          int prev = -1;
-          bool hasLocal = true;
-          for (int k : request.instances) {
-            if (!fits()) {
-              result.cutShort = true;
-              return;
+    // A reduction that spreads its results over the connections that
+    // gathered them: also with the two phases on separate channels
+    // (reductionPhases), where the next loop iteration's reduction need
+    // not wait for this one's spreading.
+    std::vector<bool> splits{base.splitPhases};
+    if (program < 0 && !base.splitPhases &&
+        !reductionPhases(s.collective, s.transfers).empty())
+      splits.push_back(true);
+    for (bool split : splits)
+      for (auto [fuse, forward] : fusions)
+        for (const std::string &proto : request.protocols)
+          for (auto [localTbs, pipeline] : localChoices) {
+            // LL moves small messages, where local reductions are short and
+            // loop iterations few.
+            if (proto == "LL" &&
+                (localTbs != base.localTbs || split != base.splitPhases))
+              continue;
+            int prev = -1;
+            bool hasLocal = true;
+            for (int k : request.instances) {
+              if (!fits()) {
+                result.cutShort = true;
+                return;
+              }
+              auto began = Clock::now();
+              TuneCandidate config;
+              config.instances = k;
+              config.protocol = proto;
+              config.fuse = fuse;
+              config.forward = forward;
+              config.localTbs = localTbs;
+              config.pipeline = pipeline;
+              config.splitPhases = split;
+              auto cand = timeConfiguration(s, topology, base, config,
+                                            request.sizes, &hasLocal);
+              longest = std::max(
+                  longest,
+                  std::chrono::duration<double>(Clock::now() - began).count());
+              // More instances only make a program harder to fit.
+              if (!cand)
+                break;
+              cand->program = program;
+              // Past the instance count that fills the links, more only add
+              // threadblocks and latency: stop once no size gains 1%. NCCL's
+              // program is what the others are measured against: every count
+              // (its time need not fall steadily with instances).
+              bool gains = prev < 0 || program >= 0;
+              for (size_t i = 0; prev >= 0 && i < cand->timeUs.size(); ++i)
+                gains |=
+                    cand->timeUs[i] < result.candidates[prev].timeUs[i] * 0.99;
+              // Unfused (or without forwarding steps), a program gains only
+              // where fused steps serialize other steps behind them
+              // (irregular routes, not rings): when its first count is not
+              // 10% faster than the fully fused one at some size, the other
+              // counts are not tried either. With local reductions spread
+              // over threadblocks, unfused receives feed more of them, which
+              // pays only at higher counts: those are always tried.
+              bool unfusedHelps = true;
+              if ((!fuse || !forward) && prev < 0 && localTbs == 1)
+                for (const TuneCandidate &f : result.candidates)
+                  if (f.program == program && f.fuse && f.forward &&
+                      f.instances == k && f.protocol == cand->protocol &&
+                      f.localTbs == localTbs && f.pipeline == pipeline &&
+                      f.splitPhases == split) {
+                    unfusedHelps = false;
+                    for (size_t i = 0; i < f.timeUs.size(); ++i)
+                      unfusedHelps |= cand->timeUs[i] < f.timeUs[i] * 0.9;
+                  }
+              result.candidates.push_back(std::move(*cand));
+              prev = (int)result.candidates.size() - 1;
+              if (!gains || !unfusedHelps)
+                break;
             }
-            auto began = Clock::now();
-            TuneCandidate config;
-            config.instances = k;
-            config.protocol = proto;
-            config.fuse = fuse;
-            config.forward = forward;
-            config.localTbs = localTbs;
-            config.pipeline = pipeline;
-            auto cand = timeConfiguration(s, topology, base, config,
-                                          request.sizes, &hasLocal);
-            longest = std::max(
-                longest,
-                std::chrono::duration<double>(Clock::now() - began).count());
-            // More instances only make a program harder to fit.
-            if (!cand)
-              break;
-            cand->program = program;
-            // Past the instance count that fills the links, more only add
-            // threadblocks and latency: stop once no size gains 1%. NCCL's
-            // program is what the others are measured against: every count
-            // (its time need not fall steadily with instances).
-            bool gains = prev < 0 || program >= 0;
-            for (size_t i = 0; prev >= 0 && i < cand->timeUs.size(); ++i)
-              gains |=
-                  cand->timeUs[i] < result.candidates[prev].timeUs[i] * 0.99;
-            // Unfused (or without forwarding steps), a program gains only
-            // where fused steps serialize other steps behind them
-            // (irregular routes, not rings): when its first count is not
-            // 10% faster than the fully fused one at some size, the other
-            // counts are not tried either. With local reductions spread
-            // over threadblocks, unfused receives feed more of them, which
-            // pays only at higher counts: those are always tried.
-            bool unfusedHelps = true;
-            if ((!fuse || !forward) && prev < 0 && localTbs == 1)
-              for (const TuneCandidate &f : result.candidates)
-                if (f.program == program && f.fuse && f.forward &&
-                    f.instances == k && f.protocol == cand->protocol &&
-                    f.localTbs == localTbs && f.pipeline == pipeline) {
-                  unfusedHelps = false;
-                  for (size_t i = 0; i < f.timeUs.size(); ++i)
-                    unfusedHelps |= cand->timeUs[i] < f.timeUs[i] * 0.9;
-                }
-            result.candidates.push_back(std::move(*cand));
-            prev = (int)result.candidates.size() - 1;
-            if (!gains || !unfusedHelps)
+            // A program without local steps is the same with more
+            // threadblocks for them.
+            if (!hasLocal)
               break;
           }
-          // A program without local steps is the same with more
-          // threadblocks for them.
-          if (!hasLocal)
-            break;
-        }
   };
   explore(schedule, -1);
   // A chunk factor with an odd factor puts it in nchunksperloop, and MSCCL

@@ -61,6 +61,9 @@ struct TuneCandidate {
   int localTbs = 1;
   /// Chunk-pipelining parts (CompileOptions::pipeline).
   int pipeline = 1;
+  /// A reduction's spreading transfers on channels of their own
+  /// (CompileOptions::splitPhases).
+  bool splitPhases = false;
   /// Step-level time at each size of the request, in µs.
   std::vector<double> timeUs;
   /// Geometric mean over the sizes of time / the best time at that size.
@@ -85,6 +88,7 @@ struct TuneCandidate {
     c.fuseForward = forward;
     c.localTbs = localTbs;
     c.pipeline = pipeline;
+    c.splitPhases = splitPhases;
   }
 };
 

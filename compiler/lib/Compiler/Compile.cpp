@@ -320,6 +320,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     // The input was proven above; re-prove only what the pipeline refines.
     p.verify = o.verify && (o.instances != 1 || o.pipeline != 1);
     p.instances = o.instances;
+    p.splitPhases = o.splitPhases;
     p.pipelineParts = o.pipeline;
     p.maxCount = o.maxCount;
     p.fuse = o.fuse;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <numeric>
 
 namespace ccsynth {
 
@@ -450,6 +452,52 @@ transferDependencies(const Collective &col, int scratchChunks, int count,
     at += len;
   }
   return deps;
+}
+
+std::vector<int> reductionPhases(const Collective &collective,
+                                 const std::vector<Transfer> &transfers) {
+  if (!collective.isReduction() || !collective.hasConditions())
+    return {};
+  size_t finished = 0;
+  for (int s = 0; s < collective.numPostSets(); ++s)
+    finished = std::max(finished, collective.postSet(s).size());
+  // Contributions per chunk, by canonical location; an input chunk that
+  // starts with a value holds one.
+  std::map<ChunkLoc, size_t> held;
+  for (int r = 0; r < collective.numRanks; ++r)
+    for (int i = 0; i < collective.inputChunks; ++i)
+      if (collective.preAt(r, i) >= 0)
+        held[collective.canonical({r, BufferKind::Input, i})] = 1;
+  auto at = [&](ChunkLoc loc, int k) -> size_t & {
+    loc.index += k;
+    return held[collective.canonical(loc)];
+  };
+  std::vector<int> order(transfers.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return transfers[a].step < transfers[b].step;
+  });
+  std::vector<int> phase(transfers.size(), 0);
+  bool seen[2] = {false, false};
+  for (int t : order) {
+    const Transfer &tr = transfers[t];
+    for (int k = 0; k < tr.count; ++k)
+      if (at(tr.src, k) >= finished)
+        phase[t] = 1;
+    // Sources first: a transfer may read and write overlapping chunks.
+    std::vector<size_t> src(tr.count);
+    for (int k = 0; k < tr.count; ++k)
+      src[k] = at(tr.src, k);
+    for (int k = 0; k < tr.count; ++k) {
+      size_t &dst = at(tr.dst, k);
+      dst = tr.op == TransferOp::Reduce ? dst + src[k] : src[k];
+    }
+    if (tr.src.rank != tr.dst.rank)
+      seen[phase[t]] = true;
+  }
+  if (!seen[0] || !seen[1])
+    return {};
+  return phase;
 }
 
 } // namespace ccsynth

@@ -42,6 +42,9 @@ struct CompileOptions {
   /// When the program does not fit the target's limits as scheduled, join
   /// transfers that move together (ccl-coalesce-transfers) and try again.
   bool coalesce = true;
+  /// A reduction's spreading transfers (AllReduce's second half) on
+  /// channels of their own (ccl-split-phases).
+  bool splitPhases = false;
   /// MSCCL instances and chunk-pipelining parts.
   int instances = 1;
   int pipeline = 1;

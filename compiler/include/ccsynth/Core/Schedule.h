@@ -126,6 +126,18 @@ int powerOfTwoGrid(int chunkFactor);
 /// different splits (their runs would differ in length).
 Expected<Schedule> regridChunks(const Schedule &s, int factor);
 
+/// The phase of each transfer of a reduction: 1 when, run in schedule
+/// order (step, then position), its source holds as many contributions as
+/// the largest set an output chunk needs (a finished value being spread,
+/// AllReduce's broadcast half), 0 while values are still being reduced.
+/// Empty when the collective is no reduction or its transfers between
+/// ranks are all of one phase. MSCCL runs a threadblock's steps in order,
+/// every loop iteration after the previous one: the two phases on
+/// separate channels let the reduction of the next iteration start while
+/// the current one is still being spread.
+std::vector<int> reductionPhases(const Collective &collective,
+                                 const std::vector<Transfer> &transfers);
+
 /// Serializes a schedule (one transfer per line, stable key order).
 std::string scheduleToJson(const Schedule &s);
 /// Parses the JSON form; structural errors are located at the field.

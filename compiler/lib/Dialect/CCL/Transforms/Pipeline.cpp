@@ -11,6 +11,8 @@ namespace ccsynth::ccl {
 void buildDefaultPipeline(OpPassManager &pm, const PipelineOptions &o) {
   if (o.verify)
     pm.addPass(createVerifyCollectivePass());
+  if (o.splitPhases)
+    pm.addPass(createSplitPhasesPass());
   if (o.instances != 1)
     pm.addPass(createInstancesPass(InstancesPassOptions{o.instances}));
   if (o.pipelineParts != 1)
@@ -44,6 +46,11 @@ struct DefaultPipelineOptions
   Option<int> instances{*this, "instances",
                         llvm::cl::desc("MSCCL instances (ccl-instances)"),
                         llvm::cl::init(1)};
+  Option<bool> splitPhases{
+      *this, "split-phases",
+      llvm::cl::desc("A reduction's spreading transfers on channels of their "
+                     "own (ccl-split-phases)"),
+      llvm::cl::init(false)};
   Option<int> pipeline{*this, "pipeline",
                        llvm::cl::desc("Parts per chunk (ccl-pipeline-chunks)"),
                        llvm::cl::init(1)};
@@ -89,13 +96,15 @@ struct DefaultPipelineOptions
 void registerDefaultPipeline() {
   PassPipelineRegistration<DefaultPipelineOptions>(
       "ccl-default-pipeline",
-      "Verify, [replicate, pipeline, coalesce,] lower, fuse, [balance "
+      "Verify, [split phases, replicate, pipeline, coalesce,] lower, fuse, "
+      "[balance "
       "reductions,] assign "
       "threadblocks and check a ccl.algorithm for deadlocks",
       [](OpPassManager &pm, const DefaultPipelineOptions &o) {
         PipelineOptions p;
         p.verify = o.verify;
         p.instances = o.instances;
+        p.splitPhases = o.splitPhases;
         p.pipelineParts = o.pipeline;
         p.maxCount = o.maxCount;
         p.coalesce = o.coalesce;

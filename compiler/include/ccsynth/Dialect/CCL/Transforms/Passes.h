@@ -25,6 +25,9 @@ struct PipelineOptions {
   bool verify = true;
   /// MSCCL instances (ccl-instances count).
   int instances = 1;
+  /// A reduction's spreading transfers on channels of their own
+  /// (ccl-split-phases).
+  bool splitPhases = false;
   /// Chunk pipelining parts (ccl-pipeline-chunks parts).
   int pipelineParts = 1;
   /// Join transfers that move together (ccl-coalesce-transfers): fewer,

@@ -68,6 +68,33 @@ def InstancesPass : Pass<"ccl-instances", "mlir::ModuleOp"> {
   ];
 }
 
+def SplitPhasesPass : Pass<"ccl-split-phases", "mlir::ModuleOp"> {
+  let summary = "Put a reduction's two phases on separate channels";
+  let description = [{
+    For an algorithm whose collective reduces (AllReduce): run in schedule
+    order, a transfer whose source already holds a finished value (as many
+    contributions as the largest set an output chunk needs) spreads it;
+    every other transfer still reduces. Spreading transfers get channel
+    hint `2*base + 1`, the others `2*base` (`base`: the transfer's hint, 0
+    when it has none); run before ccl-instances, which multiplies the
+    hints. A threadblock runs its steps in order and every loop iteration
+    after the previous one, so a connection used by both phases ties the
+    next iteration's reduction to the current one's spreading; on separate
+    channels the reduction runs ahead. Algorithms whose transfers between
+    ranks are all of one phase, and collectives without reduction, are
+    left alone.
+
+    ```mlir
+    // AllReduce on 2 ranks, chunk 0 reduced on rank 1 and sent back:
+    ccl.transfer copy 0:i[0] -> 1:s[0] step 0
+    ccl.transfer reduce 1:s[0] -> 1:i[0] step 1
+    ccl.transfer copy 1:i[0] -> 0:i[0] step 2
+    // get hints {channel = 0}, {channel = 0} and {channel = 1}
+    ```
+  }];
+  let dependentDialects = ["::ccsynth::ccl::CCLDialect"];
+}
+
 def PipelineChunksPass : Pass<"ccl-pipeline-chunks", "mlir::ModuleOp"> {
   let summary = "Split chunks into parts that flow through the steps in turn";
   let description = [{

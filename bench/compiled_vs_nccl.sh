@@ -4,11 +4,12 @@
 #
 # For every machine and collective it synthesizes a schedule (`ccsynth synth
 # --time-limit LIMIT`), compiles it with no flags (the tuned compile, which
-# may write NCCL's ring instead and says so) and times the MSCCL XML with
-# `ccsynth simulate --level steps`. In the same run it builds the
+# may write NCCL's program instead and says so) and times the MSCCL XML
+# with `ccsynth simulate --level steps`. In the same run it builds the
 # NCCL-shaped program of that collective on that machine (`ccsynth baseline
-# ring`, `direct` for AllToAll, in place as nccl-tests' quoted figures are)
-# and times it at each size with the best channel count (1..32) and
+# ring`, `direct` for AllToAll, and for AllReduce on several nodes also
+# `tree`, the faster of the two at each size; in place as nccl-tests'
+# quoted figures are) and times it at each size with the best channel count (1..32) and
 # protocol (LL, LL128, Simple) for that size, i.e. NCCL's program as if its
 # tuner chose perfectly. It prints one row per (machine, collective, size):
 # ccsynth's step-level time and busbw, the NCCL-shaped ones, the published
@@ -98,18 +99,23 @@ for topo in $TOPOS; do
     [ "$coll" = alltoall ] && kind=direct
     ip=--inplace
     [ "$coll" = alltoall ] && ip=
-    # NCCL-shaped: the best configuration per size.
+    # NCCL-shaped: the best configuration per size; for AllReduce on
+    # several nodes of its ring and its double binary tree, the faster
+    # (NCCL's tuner picks either there).
+    kinds=$kind
+    case "$coll:$topo" in allreduce:*x[0-9]*) kinds="ring tree" ;; esac
     : > "$OUT/nccl.txt"
-    if "$CCSYNTH" baseline "$kind" -c "$coll" -t "$topo" $ip \
-        -o "$OUT/nccl.json" > /dev/null 2>&1; then
-      cp "$OUT/nccl.json" "$OUT/nccl-$topo-$coll.json"
+    for kind in $kinds; do
+      "$CCSYNTH" baseline "$kind" -c "$coll" -t "$topo" $ip \
+        -o "$OUT/nccl.json" > /dev/null 2>&1 || continue
+      cp "$OUT/nccl.json" "$OUT/nccl-$topo-$coll-$kind.json"
       for proto in LL LL128 Simple; do
         for inst in 1 2 4 8 16 32; do
           step_times "$OUT/nccl.json" "$topo" --instances "$inst" \
             --protocol "$proto" >> "$OUT/nccl.txt" || break
         done
       done
-    fi
+    done
     # ccsynth: synthesize, compile with no flags.
     : > "$OUT/ccs.txt"
     : > "$OUT/dirt.txt"

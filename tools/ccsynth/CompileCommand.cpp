@@ -729,9 +729,10 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
       slower = t.candidates[t.bestOwn].score / best.score;
     }
     std::snprintf(ratio, sizeof ratio, "%.2f", slower);
-    const char *what = sched.collective.kind == CollectiveKind::AllToAll
-                           ? "direct sends"
-                           : "ring";
+    const char *what =
+        sched.collective.kind == CollectiveKind::AllToAll ? "direct sends"
+        : t.replacement->origin == "baseline:tree"        ? "double binary tree"
+                                                          : "ring";
     // Faster, but at sizes MSCCL never selects it for.
     if (t.bestOwn >= 0 && slower < 1 &&
         t.candidates[t.bestOwn].oddFactor() > 1) {
@@ -1063,7 +1064,8 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                 "fastest");
   cmd->add_flag("--no-fallback", opts->noFallback,
                 "MSCCL XML: write the schedule even where NCCL's own ring "
-                "(direct sends for AllToAll) lowered the same way runs "
+                "(direct sends for AllToAll; for AllReduce on several nodes "
+                "its double binary tree too) lowered the same way runs "
                 "faster");
   cmd->add_flag("--no-coalesce", opts->noCoalesce,
                 "Do not join transfers that move together when the program "

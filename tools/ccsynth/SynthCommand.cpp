@@ -58,6 +58,8 @@ struct StepLevel {
   /// Per size: the schedule's best configuration, and NCCL's (empty when
   /// NCCL's ring was not timed).
   std::vector<double> ownUs, ncclUs;
+  /// NCCL's double binary tree was timed too (AllReduce on several nodes).
+  bool ncclTree = false;
   bool cutShort = false;
   /// nchunksperloop of the program without its factors of two: above 1,
   /// MSCCL selects it for no power-of-two size (NCCL runs those).
@@ -107,6 +109,8 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
     }
   if (t.ncclBestUs.size() == sizes.size())
     r.ncclUs = t.ncclBestUs;
+  for (const Schedule &p : t.ncclPrograms)
+    r.ncclTree |= p.origin == "baseline:tree";
   if (!std::isfinite(r.ownUs.front()))
     r.absent = t.cutShort ? "not predicted (the time limit)"
                           : "no lowering of the schedule fits MSCCL's limits";
@@ -121,8 +125,11 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
   }
   bool nccl = !p.ncclUs.empty();
   std::fprintf(
-      out, "  step level (what `ccsynth compile` writes, tuned per size%s)%s:\n",
-      nccl ? "; NCCL's ring tuned the same way" : "",
+      out,
+      "  step level (what `ccsynth compile` writes, tuned per size%s)%s:\n",
+      !nccl        ? ""
+      : p.ncclTree ? "; NCCL's ring and tree tuned the same way, the faster"
+                   : "; NCCL's ring tuned the same way",
       p.cutShort ? ", the time limit cut the tuning short" : "");
   std::fprintf(out, "  %10s %12s %12s", "size", "time(us)", "busbw(GB/s)");
   if (nccl)
@@ -146,9 +153,9 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
   }
   if (!slower.empty())
     std::fprintf(out,
-                 "  at %s NCCL's ring is faster as it runs: the tuned compile "
+                 "  at %s NCCL's %s is faster as it runs: the tuned compile "
                  "lets NCCL's own program serve those sizes\n",
-                 slower.c_str());
+                 slower.c_str(), p.ncclTree ? "ring or tree" : "ring");
 }
 #endif
 

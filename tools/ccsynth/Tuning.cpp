@@ -117,6 +117,8 @@ namespace {
 /// (all of the machine's rings, and where their number is not a power of
 /// two also the largest power of two of them, which MSCCL can select for
 /// power-of-two sizes), direct sends for AllToAll; none for the others.
+/// On several nodes NCCL's tuner also picks its double binary tree for
+/// AllReduce: it is a candidate there too.
 std::vector<Schedule> ncclShaped(const Schedule &schedule,
                                  const Topology &topology, bool inPlace) {
   std::vector<Schedule> out;
@@ -155,11 +157,18 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
     auto s = makeBaseline(kind, col.kind, topology, bo);
     if (!s)
       continue;
-    Schedule sched = s.take();
+    out.push_back(s.take());
+  }
+  if (col.kind == CollectiveKind::AllReduce && topology.numNodes() > 1 &&
+      baselineSupports(BaselineKind::Tree, col.kind, topology)) {
+    bo.maxRings = 0;
+    if (auto s = makeBaseline(BaselineKind::Tree, col.kind, topology, bo))
+      out.push_back(s.take());
+  }
+  for (Schedule &sched : out) {
     sched.topology = schedule.topology;
     sched.topologyHash = schedule.topologyHash;
     sched.topologyHashVersion = schedule.topologyHashVersion;
-    out.push_back(std::move(sched));
   }
   return out;
 }

@@ -6,10 +6,10 @@
 // iteration's reduction behind the current iteration's spreading.
 //
 //===----------------------------------------------------------------------===//
-#include "TransformUtils.h"
-
 #include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Dialect/CCL/IR/CCLOps.h"
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
+#include "ccsynth/Import/ScheduleImport.h"
 
 namespace ccsynth::ccl {
 #define GEN_PASS_DEF_SPLITPHASESPASS
@@ -27,32 +27,18 @@ struct SplitPhases
 
   void runOnOperation() override {
     for (AlgorithmOp alg : getOperation().getOps<AlgorithmOp>()) {
-      auto col = alg.buildCollective();
-      if (!col) {
-        alg.emitOpError() << col.error().message;
+      // The schedule's transfers are the algorithm's, in op order.
+      FailureOr<ccsynth::Schedule> sched = exportSchedule(alg);
+      if (failed(sched))
         return signalPassFailure();
-      }
-      auto ops = llvm::to_vector(alg.getBody().front().getOps<TransferOp>());
-      std::vector<ccsynth::Transfer> transfers;
-      transfers.reserve(ops.size());
-      for (TransferOp t : ops) {
-        ccsynth::Transfer tr;
-        tr.op = t.getKind() == TransferKind::Copy ? ccsynth::TransferOp::Copy
-                                                  : ccsynth::TransferOp::Reduce;
-        tr.src = {(int)t.getSrcRank(), toBufferKind(t.getSrcBuffer()),
-                  (int)t.getSrcIndex()};
-        tr.dst = {(int)t.getDstRank(), toBufferKind(t.getDstBuffer()),
-                  (int)t.getDstIndex()};
-        tr.count = (int)t.getCount();
-        tr.step = (int)t.getStep();
-        transfers.push_back(tr);
-      }
-      std::vector<int> phase = ccsynth::reductionPhases(*col, transfers);
+      std::vector<int> phase =
+          ccsynth::reductionPhases(sched->collective, sched->transfers);
       if (phase.empty())
         continue;
-      for (size_t i = 0; i < ops.size(); ++i) {
-        int64_t base = ops[i].getChannel() ? *ops[i].getChannel() : 0;
-        ops[i].setChannel(2 * base + phase[i]);
+      size_t i = 0;
+      for (TransferOp t : alg.getBody().front().getOps<TransferOp>()) {
+        int64_t base = t.getChannel() ? *t.getChannel() : 0;
+        t.setChannel(2 * base + phase[i++]);
       }
     }
   }

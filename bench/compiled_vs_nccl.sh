@@ -258,10 +258,10 @@ for coll in allreduce allgather; do
   case " $COLLS " in *" $coll "*) ;; *) continue ;; esac
   [ -e "$OUT/keep-dgx-h100-$coll.json" ] || continue
   : > "$OUT/small-nccl.txt"
-  if [ -e "$OUT/nccl-dgx-h100-$coll.json" ]; then
+  if [ -e "$OUT/nccl-dgx-h100-$coll-ring.json" ]; then
     for proto in LL LL128 Simple; do
       for inst in 1 2 4 8 16 32; do
-        step_times "$OUT/nccl-dgx-h100-$coll.json" dgx-h100 \
+        step_times "$OUT/nccl-dgx-h100-$coll-ring.json" dgx-h100 \
           --instances "$inst" --protocol "$proto" >> "$OUT/small-nccl.txt" ||
           break
       done

@@ -729,10 +729,10 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
       slower = t.candidates[t.bestOwn].score / best.score;
     }
     std::snprintf(ratio, sizeof ratio, "%.2f", slower);
-    const char *what =
-        sched.collective.kind == CollectiveKind::AllToAll ? "direct sends"
-        : t.replacement->origin == "baseline:tree"        ? "double binary tree"
-                                                          : "ring";
+    const char *what = sched.collective.kind == CollectiveKind::AllToAll
+                           ? "direct sends"
+                       : isNcclTree(*t.replacement) ? "double binary tree"
+                                                    : "ring";
     // Faster, but at sizes MSCCL never selects it for.
     if (t.bestOwn >= 0 && slower < 1 &&
         t.candidates[t.bestOwn].oddFactor() > 1) {

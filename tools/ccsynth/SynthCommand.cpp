@@ -110,7 +110,7 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
   if (t.ncclBestUs.size() == sizes.size())
     r.ncclUs = t.ncclBestUs;
   for (const Schedule &p : t.ncclPrograms)
-    r.ncclTree |= p.origin == "baseline:tree";
+    r.ncclTree |= isNcclTree(p);
   if (!std::isfinite(r.ownUs.front()))
     r.absent = t.cutShort ? "not predicted (the time limit)"
                           : "no lowering of the schedule fits MSCCL's limits";

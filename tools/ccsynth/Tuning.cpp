@@ -110,6 +110,10 @@ std::string describeCandidate(const TuneCandidate &c) {
                         : "");
 }
 
+bool isNcclTree(const Schedule &program) {
+  return program.origin == "baseline:tree";
+}
+
 namespace {
 
 /// The programs NCCL runs for this collective on a machine of this shape:

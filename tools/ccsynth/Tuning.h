@@ -173,4 +173,9 @@ Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
 /// "16 instances, Simple" (", unfused" without fusion).
 std::string describeCandidate(const TuneCandidate &c);
 
+/// Whether `program`, one of TuneResult::ncclPrograms, is NCCL's double
+/// binary tree (AllReduce on several nodes) rather than its ring or direct
+/// sends.
+bool isNcclTree(const Schedule &program);
+
 } // namespace ccsynth::cli

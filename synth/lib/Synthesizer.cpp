@@ -176,6 +176,17 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
   for (auto it = pool.rbegin(); it != pool.rend(); ++it)
     if (*it < first && ok(*it))
       down.push_back(*it);
+  // At a power-of-two size, a split with an odd factor (3, 6, 12, ...)
+  // gives the program a loop of chunks MSCCL selects for no such size
+  // (it runs NCCL there) and that generated code cannot cut evenly: those
+  // splits come after the others in each direction, tried only when the
+  // power-of-two splits keep helping and the time allows.
+  double target = o.targetBytes;
+  if (target >= 1 && std::exp2(std::round(std::log2(target))) == target) {
+    auto even = [](int k) { return (k & (k - 1)) == 0; };
+    std::stable_partition(up.begin() + 1, up.end(), even);
+    std::stable_partition(down.begin(), down.end(), even);
+  }
   return down.empty() ? std::vector<std::vector<int>>{up}
                       : std::vector<std::vector<int>>{up, down};
 }
@@ -465,6 +476,14 @@ void Driver::keepRunnerUp(RunnerUp r) {
     return x.chunkup == r.chunkup &&
            (r.chunkup != best.chunkup || x.method == r.method);
   };
+  // Methods of one split that tie to the simulator's precision built the
+  // same program (the hierarchical routes name several): one is enough,
+  // leaving the places to other splits.
+  if (std::any_of(list.begin(), list.end(), [&](const RunnerUp &x) {
+        return x.chunkup == r.chunkup &&
+               std::abs(x.timeUs - r.timeUs) <= 1e-9 * r.timeUs;
+      }))
+    return;
   auto it = std::find_if(list.begin(), list.end(), same);
   if (it != list.end()) {
     if (it->timeUs <= r.timeUs)

@@ -111,7 +111,11 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
     r.ncclUs = t.ncclBestUs;
   for (const Schedule &p : t.ncclPrograms)
     r.ncclTree |= isNcclTree(p);
-  if (!std::isfinite(r.ownUs.front()))
+  // A size below one loop of the program (or not a multiple of it) has no
+  // time of its own: MSCCL runs NCCL there. Only when no size has one is
+  // there no prediction.
+  if (std::none_of(r.ownUs.begin(), r.ownUs.end(),
+                   [](double us) { return std::isfinite(us); }))
     r.absent = t.cutShort ? "not predicted (the time limit)"
                           : "no lowering of the schedule fits MSCCL's limits";
   return r;
@@ -140,7 +144,18 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
     return us > 0 ? bytes / us / 1e3 * factor : 0.0;
   };
   std::string slower;
+  std::string unselected;
   for (size_t k = 0; k < sizes.size(); ++k) {
+    if (!std::isfinite(p.ownUs[k])) {
+      std::fprintf(out, "  %10s %12s %12s", formatBytes(sizes[k]).c_str(), "-",
+                   "-");
+      if (nccl && std::isfinite(p.ncclUs[k]))
+        std::fprintf(out, " %12.2f %12.2f %9s", p.ncclUs[k],
+                     busbw(sizes[k], p.ncclUs[k]), "-");
+      std::fprintf(out, "\n");
+      unselected += (unselected.empty() ? "" : ", ") + formatBytes(sizes[k]);
+      continue;
+    }
     std::fprintf(out, "  %10s %12.2f %12.2f", formatBytes(sizes[k]).c_str(),
                  p.ownUs[k], busbw(sizes[k], p.ownUs[k]));
     if (nccl && std::isfinite(p.ncclUs[k])) {
@@ -151,6 +166,12 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
     }
     std::fprintf(out, "\n");
   }
+  if (!unselected.empty())
+    std::fprintf(out,
+                 "  at %s no lowering of the schedule is selected by MSCCL "
+                 "(the size is below or not a multiple of its loop of "
+                 "chunks): NCCL runs there\n",
+                 unselected.c_str());
   if (!slower.empty())
     std::fprintf(out,
                  "  at %s NCCL's %s is faster as it runs: the tuned compile "
@@ -431,7 +452,24 @@ int runSynth(const SynthCliOptions &o) {
         offer(*result->allowedBaseline, baselineIndex);
       if (pick >= 0) {
         char buf[768];
-        double stepGain = steps->ownUs[at] / picked.ownUs[at];
+        // How it compares with the chunk level's choice ("the synthesized
+        // schedule", "the chunk level's choice (chunk split 3)") at the
+        // target size, where MSCCL may select no lowering of that choice.
+        double mainUs = steps->ownUs[at], pickedUs = picked.ownUs[at];
+        auto compared = [&, mainUs, pickedUs](const std::string &what) {
+          char c[320];
+          if (std::isfinite(mainUs))
+            std::snprintf(c, sizeof c,
+                          "it is %.3fx as fast as %s at %s (step level)",
+                          mainUs / pickedUs, what.c_str(),
+                          formatBytes(so.targetBytes).c_str());
+          else
+            std::snprintf(c, sizeof c,
+                          "MSCCL selects it at %s, where it selects no "
+                          "lowering of %s",
+                          formatBytes(so.targetBytes).c_str(), what.c_str());
+          return std::string(c);
+        };
         // Why: the chosen program is faster, or the chunk level's choice is
         // one MSCCL never selects for this size.
         std::string why;
@@ -448,14 +486,12 @@ int runSynth(const SynthCliOptions &o) {
         picked.cutShort |= steps->cutShort;
         *steps = std::move(picked);
         if (pick == baselineIndex) {
-          std::snprintf(
-              buf, sizeof buf,
-              "the %s baseline was written: compiled, it is %.3fx as fast "
-              "as the synthesized schedule at %s (step level), which was "
-              "%.3fx as fast as the baseline at the chunk level%s",
-              result->baselineName.c_str(), stepGain,
-              formatBytes(so.targetBytes).c_str(),
-              result->baselineUs / result->timeUs, why.c_str());
+          std::snprintf(buf, sizeof buf,
+                        "the %s baseline was written: compiled, %s, which was "
+                        "%.3fx as fast as the baseline at the chunk level%s",
+                        result->baselineName.c_str(),
+                        compared("the synthesized schedule").c_str(),
+                        result->baselineUs / result->timeUs, why.c_str());
           result->schedule = std::move(*result->allowedBaseline);
           result->method = "the " + result->baselineName +
                            " baseline (its compiled program is faster than "
@@ -470,12 +506,13 @@ int runSynth(const SynthCliOptions &o) {
           std::snprintf(
               buf, sizeof buf,
               "the chunk level's runner-up was written (chunk split %d, "
-              "%s): compiled, it is %.3fx as fast as the chunk level's "
-              "choice (chunk split %d) at %s (step level); at the chunk "
-              "level that choice was %.3fx as fast as it%s",
-              r.chunkup, r.method.c_str(), stepGain, result->chunkup,
-              formatBytes(so.targetBytes).c_str(), r.timeUs / result->timeUs,
-              why.c_str());
+              "%s): compiled, %s; at the chunk level that choice was %.3fx "
+              "as fast as it%s",
+              r.chunkup, r.method.c_str(),
+              compared("the chunk level's choice (chunk split " +
+                       std::to_string(result->chunkup) + ")")
+                  .c_str(),
+              r.timeUs / result->timeUs, why.c_str());
           result->schedule = std::move(r.schedule);
           result->method = r.method + " (its compiled program ranks first "
                                       "at the step level)";

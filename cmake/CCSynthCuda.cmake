@@ -89,7 +89,7 @@ function(ccsynth_cuda_source name)
   add_custom_command(OUTPUT ${cu}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${CCSYNTH_GPU_SOURCES_DIR}
     COMMAND ccsynth ${arg_UNPARSED_ARGUMENTS} -o ${json}
-    COMMAND ccsynth compile ${json} --target cuda --name ${name} -o ${cu}
+    COMMAND ccsynth compile ${json} --target cuda --no-tune --name ${name} -o ${cu}
     ${mutate}
     BYPRODUCTS ${json}
     DEPENDS ccsynth ${CCSYNTH_SOURCE_DIR}/cmake/DeleteFirstLine.cmake

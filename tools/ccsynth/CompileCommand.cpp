@@ -188,6 +188,9 @@ void compileOutputs(const CompileCliOptions &o, std::vector<PathArg> &files,
 /// the exit code. `root` receives a schedule's root (when given), `loaded`
 /// the schedule (when the input is not .mlir), `packing` how an MSCCL++
 /// plan's threadblocks were merged (when they were).
+void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
+                   Schedule &sched, std::string &out);
+
 int compileOne(const std::string &input, CompileCliOptions &o,
                const CompileOptions &c, std::string &out, int *root = nullptr,
                std::optional<Schedule> *loaded = nullptr,
@@ -231,6 +234,11 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     if (root)
       *root = sched->collective.root;
     result = compileSchedule(*sched, c);
+    // Generated code for GPUs is tuned for the GPU machine the schedule
+    // names (the host backend is not what the step model times).
+    if (result.ok() && c.target == CompileTarget::Cuda &&
+        (o.target == "cuda" || o.plugin.backend == "cuda"))
+      tuneGenerated(o, c, *sched, *result.output);
     if (loaded)
       *loaded = std::move(*sched);
   }
@@ -303,6 +311,155 @@ TuneRequest tuningRequest(const CompileCliOptions &o, const CompileOptions &c,
                       ? std::vector<std::string>{c.protocol}
                       : std::vector<std::string>{"Simple", "LL128", "LL"};
   return req;
+}
+
+/// The tuned compile of generated code (--target cuda, and plugins for the
+/// CUDA backend): when the schedule's machine is known and the user left
+/// --instances open, every configuration (instances, fusion, local
+/// threadblocks, pipeline parts, phases on separate channels) is timed by
+/// the step model's variant for generated code and the best one replaces
+/// `out`. Generated code moves data one way (no LL protocols) and is not
+/// replaced by NCCL's program: a call it does not serve goes to NCCL
+/// through the interposer anyway. `sched` becomes the schedule written.
+void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
+                   Schedule &sched, std::string &out) {
+  if (o.noTune || o.explicitInstances)
+    return;
+  if (sched.transfers.size() > kMaxTunedTransfers) {
+    std::cerr << "ccsynth: note: not tuned: " << sched.transfers.size()
+              << " transfers (tuning compiles every configuration; it stops "
+                 "at "
+              << kMaxTunedTransfers << "); --instances chooses by hand\n";
+    return;
+  }
+  auto topo = tuningMachine(sched, o, "not tuned");
+  if (!topo)
+    return;
+  TuneRequest req = tuningRequest(o, c, sched);
+  req.protocols = {"Simple"};
+  req.fallback = false;
+  req.generatedCode = true;
+  req.tileBytes = (double)c.tileBytes;
+  req.sizes = tuningSizes(c.minBytes, c.maxBytes);
+  TuneResult t = tuneCompile(sched, *topo, c, req);
+  if (t.best < 0) {
+    std::cerr << "ccsynth: note: not tuned: no configuration besides the "
+                 "one written fits the GPU\n";
+    return;
+  }
+  // Generated code is straight-line per threadblock: more instances make
+  // it longer and its nvcc build slower (about a minute per architecture
+  // for 200 KiB; several times longer per KiB past that). Within the
+  // model's noise, 2%, of the fastest, the program with the fewest
+  // instances goes first; then the others, fastest first. The first whose
+  // code fits kGeneratedCodeBudget is written.
+  constexpr size_t kGeneratedCodeBudget = 256 << 10;
+  std::vector<int> order;
+  const TuneCandidate &fastest = t.candidates[t.best];
+  for (int i = 0; i < (int)t.candidates.size(); ++i)
+    if (t.candidates[i].fromSchedule() &&
+        t.candidates[i].oddFactor() <= fastest.oddFactor())
+      order.push_back(i);
+  auto near = [&](int i) {
+    return t.candidates[i].score <= fastest.score * 1.02;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const TuneCandidate &x = t.candidates[a], &y = t.candidates[b];
+    if (near(a) != near(b))
+      return near(a);
+    if (near(a) && x.instances != y.instances)
+      return x.instances < y.instances;
+    return x.score < y.score;
+  });
+  // A configuration with at least as many instances, local threadblocks
+  // and pipeline parts as one over the budget is over it too: not tried.
+  constexpr size_t kMostTries = 8;
+  std::vector<const TuneCandidate *> tooLong;
+  auto dominated = [&](const TuneCandidate &cand) {
+    return std::any_of(
+        tooLong.begin(), tooLong.end(), [&](const TuneCandidate *l) {
+          return cand.instances >= l->instances &&
+                 cand.localTbs >= l->localTbs && cand.pipeline >= l->pipeline;
+        });
+  };
+  std::optional<std::string> written;
+  std::string over; // the faster programs left out for their size
+  size_t tries = 0;
+  for (size_t j = 0; j < order.size() && tries < kMostTries && !written; ++j) {
+    const TuneCandidate &cand = t.candidates[order[j]];
+    if (dominated(cand))
+      continue;
+    ++tries;
+    CompileOptions chosen = c;
+    cand.applyTo(chosen);
+    chosen.protocol = c.protocol;
+    CompileResult r =
+        compileSchedule(candidateSchedule(t, cand, sched), chosen);
+    if (!r.ok())
+      continue;
+    if (r.output->size() > kGeneratedCodeBudget) {
+      tooLong.push_back(&cand);
+      if (over.empty())
+        over = describeCandidate(cand, false) + ", " +
+               std::to_string(r.output->size() >> 10) + " KiB";
+      continue;
+    }
+    t.best = order[j];
+    written = std::move(*r.output);
+  }
+  if (!written) {
+    std::cerr << "ccsynth: note: not tuned: no configuration tried (" << tries
+              << ", fastest first) compiled to code within "
+              << (kGeneratedCodeBudget >> 10) << " KiB"
+              << (over.empty() ? "" : " (the fastest: " + over + ")")
+              << "; --instances chooses by hand\n";
+    return;
+  }
+  out = std::move(*written);
+  const TuneCandidate &best = t.candidates[t.best];
+  // The program as lowered without tuning, for comparison.
+  const TuneCandidate *plain = nullptr;
+  for (const TuneCandidate &cand : t.candidates)
+    if (cand.program == -1 && cand.instances == 1 && cand.fuse == c.fuse &&
+        cand.forward == c.fuseForward && cand.localTbs == c.localTbs &&
+        cand.pipeline == c.pipeline && cand.splitPhases == c.splitPhases)
+      plain = &cand;
+  std::string sizes, times;
+  for (size_t k = 0; k < req.sizes.size(); ++k) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s %.2f us", k ? ", " : "",
+                  formatBytes(req.sizes[k]).c_str(), best.timeUs[k]);
+    times += buf;
+    if (plain && &best != plain) {
+      std::snprintf(buf, sizeof buf, " (%.2fx as fast as without tuning)",
+                    plain->timeUs[k] / best.timeUs[k]);
+      times += buf;
+    }
+  }
+  char tile[32];
+  std::snprintf(tile, sizeof tile, "%s", formatBytes(req.tileBytes).c_str());
+  std::cerr << "ccsynth: note: tuned for generated code on " << topo->name
+            << " by the step-level model: " << describeCandidate(best, false)
+            << " (best of " << t.candidates.size()
+            << " configurations that fit one threadblock per SM; --instances "
+               "chooses by hand, --no-tune writes one instance); predicted "
+               "with "
+            << tile << " tiles: " << times << "\n";
+  if (!over.empty())
+    std::cerr << "ccsynth: note: a faster configuration (" << over
+              << " of code) exceeds the " << (kGeneratedCodeBudget >> 10)
+              << " KiB that nvcc builds in minutes; --instances and the "
+                 "other lowering flags write it by hand\n";
+  if (best.regridded() && t.regridded) {
+    std::cerr << "ccsynth: note: the schedule's chunk factor "
+              << sched.collective.chunkFactor << " has the odd factor "
+              << oddPart(sched.collective.chunkFactor)
+              << ": written on a grid of "
+              << t.regridded->collective.chunkFactor
+              << " sub-chunks per split, so that power-of-two counts are "
+                 "multiples of the program's loop\n";
+    sched = *t.regridded;
+  }
 }
 
 /// `--target msccl-dir` of one schedule without --split or --protocol: the
@@ -1059,9 +1216,10 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                 "one spreads (the tuned compile tries it both ways for "
                 "such schedules)");
   cmd->add_flag("--no-tune", opts->noTune,
-                "MSCCL XML: write one instance in the schedule's protocol "
-                "instead of the configuration the step-level model times "
-                "fastest");
+                "MSCCL XML and generated code for GPUs (--target cuda, "
+                "CUDA plugins): write one instance in the schedule's "
+                "protocol instead of the configuration the step-level model "
+                "times fastest");
   cmd->add_flag("--no-fallback", opts->noFallback,
                 "MSCCL XML: write the schedule even where NCCL's own ring "
                 "(direct sends for AllToAll; for AllReduce on several nodes "

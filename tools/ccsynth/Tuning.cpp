@@ -95,9 +95,10 @@ const Schedule &candidateSchedule(const TuneResult &t, const TuneCandidate &c,
   return input;
 }
 
-std::string describeCandidate(const TuneCandidate &c) {
+std::string describeCandidate(const TuneCandidate &c, bool withProtocol) {
   return std::to_string(c.instances) + " instance" +
-         (c.instances == 1 ? "" : "s") + ", " + c.protocol +
+         (c.instances == 1 ? "" : "s") +
+         (withProtocol ? ", " + c.protocol : std::string()) +
          (!c.fuse     ? ", unfused"
           : c.forward ? ""
                       : ", fused without forwarding") +
@@ -183,9 +184,16 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
 std::optional<TuneCandidate>
 timeConfiguration(const Schedule &schedule, const Topology &topology,
                   CompileOptions c, TuneCandidate cand,
-                  const std::vector<double> &sizes, bool *hasLocal) {
+                  const TuneRequest &request, bool *hasLocal) {
   c.target = CompileTarget::MscclXml;
   cand.applyTo(c);
+  if (request.generatedCode) {
+    // The program generated code runs, as `simulate --level steps --target
+    // cuda` lowers it (StepPrediction.cpp).
+    c.boundedBuffers = false;
+    if (c.maxChannels <= 0)
+      c.maxChannels = 64;
+  }
   // The input was proven once; candidates are only timed.
   c.verify = false;
   c.checkLinks = false;
@@ -212,10 +220,12 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   }
   cand.nchunksperloop = std::max(1, algo->nchunksperloop);
   cand.protocol = algo->proto;
-  for (double bytes : sizes) {
+  for (double bytes : request.sizes) {
     msccl::StepSimOptions so;
     so.bytes = bytes;
     so.busBwFactor = schedule.collective.busBwFactor();
+    so.generatedCode = request.generatedCode;
+    so.tileBytes = request.tileBytes;
     auto t = msccl::simulateSteps(*algo, topology, so);
     if (!t)
       return std::nullopt;
@@ -294,8 +304,8 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
               config.localTbs = localTbs;
               config.pipeline = pipeline;
               config.splitPhases = split;
-              auto cand = timeConfiguration(s, topology, base, config,
-                                            request.sizes, &hasLocal);
+              auto cand = timeConfiguration(s, topology, base, config, request,
+                                            &hasLocal);
               longest = std::max(
                   longest,
                   std::chrono::duration<double>(Clock::now() - began).count());

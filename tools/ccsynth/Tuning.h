@@ -35,6 +35,13 @@ struct TuneRequest {
   /// later one 1.5 times the longest so far.
   std::optional<std::chrono::steady_clock::time_point> until;
   double firstEstimateSeconds = 0;
+  /// Time what generated code runs (compile --target cuda, CUDA plugins)
+  /// instead of MSCCL: lowered as for that target (no bounded connection
+  /// buffers, up to 64 channels) and timed by the step model's variant for
+  /// generated code, with `tileBytes` per pass (puts land in the receiver's
+  /// buffer; no protocol but Simple's data path).
+  bool generatedCode = false;
+  double tileBytes = 1 << 20;
 };
 
 struct TuneCandidate {
@@ -171,7 +178,9 @@ Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
                          const std::vector<double> &sizes, bool ties = false);
 
 /// "16 instances, Simple" (", unfused" without fusion).
-std::string describeCandidate(const TuneCandidate &c);
+/// "4 instances, Simple, fused without forwarding, ..." (without the
+/// protocol for generated code, which has none to choose).
+std::string describeCandidate(const TuneCandidate &c, bool withProtocol = true);
 
 /// Whether `program`, one of TuneResult::ncclPrograms, is NCCL's double
 /// binary tree (AllReduce on several nodes) rather than its ring or direct

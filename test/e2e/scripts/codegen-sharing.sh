@@ -28,7 +28,7 @@ gen() { # NAME TOPO [compile flags]
   shift 2
   "$cc" baseline ring -c allgather -t "$topo" -o "$name.json" >/dev/null ||
     fail "baseline on $topo"
-  "$cc" compile "$name.json" --target cuda "$@" -o "$name.cu" ||
+  "$cc" compile "$name.json" --target cuda --no-tune "$@" -o "$name.cu" ||
     fail "compile $name"
 }
 for n in 8 16 64; do

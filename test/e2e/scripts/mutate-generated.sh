@@ -17,7 +17,7 @@ cc=$1 runner=$2 inc=$3 work=$4 what=$5
 shift 5
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
 "$cc" baseline ring -c allreduce -t dgx1 -o sched.json || exit 2
-"$cc" compile sched.json --target cuda --tile-bytes 4096 -o algo.cpp || exit 2
+"$cc" compile sched.json --target cuda --no-tune --tile-bytes 4096 -o algo.cpp || exit 2
 name=$(sed -n 's/^namespace ccsynth_gen_\([A-Za-z0-9_]*\) {$/\1/p' algo.cpp)
 case $what in
 signal) pattern='x.signal(' ;;

@@ -75,7 +75,7 @@ source)
   ;;
 plugin)
   "$cc" baseline ring -c allgather -t ring:4 -o ag4.json
-  "$cc" compile ag4.json --target plugin --backend cuda --cuda-arch 90 \
+  "$cc" compile ag4.json --target plugin --backend cuda --no-tune --cuda-arch 90 \
     -o libag4.so
   "$cc" plugin info libag4.so | tee info.txt
   grep -q '^CUDA comms entry: version 1 ' info.txt || die "no CUDA comms entry"

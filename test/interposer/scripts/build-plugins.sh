@@ -23,7 +23,7 @@ for n in 2 4 8; do
     -o lib-$n.so
 done
 
-"$cc" compile ring-allreduce-4.json --target cuda --tile-bytes 4096 -o mutant.cpp
+"$cc" compile ring-allreduce-4.json --target cuda --no-tune --tile-bytes 4096 -o mutant.cpp
 name=$(sed -n 's/^namespace ccsynth_gen_\([A-Za-z0-9_]*\) {$/\1/p' mutant.cpp)
 line=$(grep -n -m1 'x.signal(' mutant.cpp | cut -d: -f1)
 [ -n "$name" ] && [ -n "$line" ] || { echo "cannot mutate mutant.cpp" >&2; exit 1; }

@@ -4,6 +4,7 @@
 
 #include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/LowerBound.h"
+#include "ccsynth/Core/Schedule.h"
 #include "ccsynth/Core/Simulator.h"
 #include "ccsynth/Core/Verifier.h"
 #include "ccsynth/Synth/ListScheduler.h"
@@ -181,9 +182,8 @@ std::vector<std::vector<int>> chunkups(const Topology &topo, const Sketch &sk,
   // (it runs NCCL there) and that generated code cannot cut evenly: those
   // splits come after the others in each direction, tried only when the
   // power-of-two splits keep helping and the time allows.
-  double target = o.targetBytes;
-  if (target >= 1 && std::exp2(std::round(std::log2(target))) == target) {
-    auto even = [](int k) { return (k & (k - 1)) == 0; };
+  if (isPowerOfTwoSize(o.targetBytes)) {
+    auto even = [](int k) { return oddPart(k) == 1; };
     std::stable_partition(up.begin() + 1, up.end(), even);
     std::stable_partition(down.begin(), down.end(), even);
   }

@@ -184,13 +184,14 @@ void compileOutputs(const CompileCliOptions &o, std::vector<PathArg> &files,
   (o.target == "msccl-dir" ? dirs : files).push_back({"-o", o.output});
 }
 
+/// The tuned compile of generated code (defined below).
+void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
+                   Schedule &sched, std::string &out);
+
 /// Compiles one input with `c`; on failure prints the error and returns
 /// the exit code. `root` receives a schedule's root (when given), `loaded`
 /// the schedule (when the input is not .mlir), `packing` how an MSCCL++
 /// plan's threadblocks were merged (when they were).
-void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
-                   Schedule &sched, std::string &out);
-
 int compileOne(const std::string &input, CompileCliOptions &o,
                const CompileOptions &c, std::string &out, int *root = nullptr,
                std::optional<Schedule> *loaded = nullptr,
@@ -300,6 +301,22 @@ std::optional<Topology> tuningMachine(const Schedule &sched,
   return std::nullopt;
 }
 
+/// The machine a tuned compile of one output times `sched` on; none (and a
+/// note ending "`byHand` by hand") when the schedule has too many transfers
+/// to tune or names no machine.
+std::optional<Topology> machineToTune(const Schedule &sched,
+                                      const CompileCliOptions &o,
+                                      const char *byHand) {
+  if (sched.transfers.size() > kMaxTunedTransfers) {
+    std::cerr << "ccsynth: note: not tuned: " << sched.transfers.size()
+              << " transfers (tuning compiles every configuration; it stops "
+                 "at "
+              << kMaxTunedTransfers << "); " << byHand << " by hand\n";
+    return std::nullopt;
+  }
+  return tuningMachine(sched, o, "not tuned");
+}
+
 /// The configurations a tuned compile tries: every instance count and
 /// protocol, except those the user fixed with --instances / --protocol.
 TuneRequest tuningRequest(const CompileCliOptions &o, const CompileOptions &c,
@@ -325,14 +342,7 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
                    Schedule &sched, std::string &out) {
   if (o.noTune || o.explicitInstances)
     return;
-  if (sched.transfers.size() > kMaxTunedTransfers) {
-    std::cerr << "ccsynth: note: not tuned: " << sched.transfers.size()
-              << " transfers (tuning compiles every configuration; it stops "
-                 "at "
-              << kMaxTunedTransfers << "); --instances chooses by hand\n";
-    return;
-  }
-  auto topo = tuningMachine(sched, o, "not tuned");
+  auto topo = machineToTune(sched, o, "--instances chooses");
   if (!topo)
     return;
   TuneRequest req = tuningRequest(o, c, sched);
@@ -424,7 +434,7 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
         cand.forward == c.fuseForward && cand.localTbs == c.localTbs &&
         cand.pipeline == c.pipeline && cand.splitPhases == c.splitPhases)
       plain = &cand;
-  std::string sizes, times;
+  std::string times;
   for (size_t k = 0; k < req.sizes.size(); ++k) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "%s%s %.2f us", k ? ", " : "",
@@ -436,15 +446,13 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
       times += buf;
     }
   }
-  char tile[32];
-  std::snprintf(tile, sizeof tile, "%s", formatBytes(req.tileBytes).c_str());
   std::cerr << "ccsynth: note: tuned for generated code on " << topo->name
             << " by the step-level model: " << describeCandidate(best, false)
             << " (best of " << t.candidates.size()
             << " configurations that fit one threadblock per SM; --instances "
                "chooses by hand, --no-tune writes one instance); predicted "
                "with "
-            << tile << " tiles: " << times << "\n";
+            << formatBytes(req.tileBytes) << " tiles: " << times << "\n";
   if (!over.empty())
     std::cerr << "ccsynth: note: a faster configuration (" << over
               << " of code) exceeds the " << (kGeneratedCodeBudget >> 10)
@@ -766,15 +774,7 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
                 Schedule &sched, std::string &out) {
   if (o.noTune || (o.explicitInstances && o.explicitProtocol))
     return;
-  if (sched.transfers.size() > kMaxTunedTransfers) {
-    std::cerr << "ccsynth: note: not tuned: " << sched.transfers.size()
-              << " transfers (tuning compiles every configuration; it stops "
-                 "at "
-              << kMaxTunedTransfers
-              << "); --instances and --protocol choose by hand\n";
-    return;
-  }
-  auto topo = tuningMachine(sched, o, "not tuned");
+  auto topo = machineToTune(sched, o, "--instances and --protocol choose");
   if (!topo)
     return;
   TuneRequest req = tuningRequest(o, c, sched);

@@ -419,8 +419,7 @@ int runSynth(const SynthCliOptions &o) {
     // the others there.
     if (steps->absent.empty()) {
       double target = so.targetBytes;
-      bool pow2 =
-          target >= 1 && std::exp2(std::round(std::log2(target))) == target;
+      bool pow2 = isPowerOfTwoSize(target);
       auto unusable = [&](const StepLevel &p) {
         return pow2 && p.oddFactor > 1;
       };

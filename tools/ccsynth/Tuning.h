@@ -177,7 +177,6 @@ struct Served {
 Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
                          const std::vector<double> &sizes, bool ties = false);
 
-/// "16 instances, Simple" (", unfused" without fusion).
 /// "4 instances, Simple, fused without forwarding, ..." (without the
 /// protocol for generated code, which has none to choose).
 std::string describeCandidate(const TuneCandidate &c, bool withProtocol = true);

@@ -13,6 +13,7 @@
 #include "ccsynth/Core/Collective.h"
 #include "ccsynth/Core/Diagnostic.h"
 
+#include <cmath>
 #include <functional>
 #include <span>
 #include <string>
@@ -107,6 +108,13 @@ inline long long oddPart(long long n) {
   while (n > 1 && n % 2 == 0)
     n /= 2;
   return n;
+}
+
+/// Whether a buffer size is a whole power of two bytes (the sizes
+/// nccl-tests runs), for which a loop with an odd part above 1 is never
+/// selected.
+inline bool isPowerOfTwoSize(double bytes) {
+  return bytes >= 1 && std::exp2(std::round(std::log2(bytes))) == bytes;
 }
 
 /// The power-of-two chunk factor regridChunks uses for a schedule of chunk

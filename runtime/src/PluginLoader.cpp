@@ -64,12 +64,18 @@ std::unique_ptr<Plugin> Plugin::open(const std::string &path,
   // The optional CUDA entry: absent is fine, malformed is not.
   if (void *cuda = ::dlsym(p->handle, CCSYNTH_CUDA_COMMS_ENTRY)) {
     const ccsynthCudaComms *c = reinterpret_cast<ccsynthCudaCommsGetFn>(cuda)();
-    if (!c || c->version != CCSYNTH_CUDA_COMMS_VERSION ||
-        c->struct_size != sizeof(ccsynthCudaComms) || !c->virtual_comm_create ||
-        !c->virtual_comm_error || !c->virtual_comm_destroy) {
+    bool v1 =
+        c && c->version == 1 && c->struct_size == CCSYNTH_CUDA_COMMS_V1_SIZE;
+    bool v2 = c && c->version == 2 &&
+              c->struct_size == sizeof(ccsynthCudaComms) &&
+              c->ipc_comm_create && c->ipc_comm_connect && c->ipc_comm_window &&
+              c->ipc_comm_error && c->ipc_comm_abort && c->ipc_comm_destroy;
+    if (!(v1 || v2) || !c->virtual_comm_create || !c->virtual_comm_error ||
+        !c->virtual_comm_destroy) {
       error = "plugin '" + path + "': " + CCSYNTH_CUDA_COMMS_ENTRY +
               (c ? " has version " + std::to_string(c->version) +
-                       " or a malformed table; this build reads version " +
+                       " or a malformed table; this build reads versions 1 "
+                       "and " +
                        std::to_string(CCSYNTH_CUDA_COMMS_VERSION) +
                        " (rebuild it with this ccsynth)"
                  : std::string(" returned no table"));
@@ -153,10 +159,8 @@ const char *backendName(int backend) {
 
 std::string transportMaskNames(unsigned mask) {
   static const Named kTransports[] = {
-      {0, "host-threads", {}},
-      {1, "host-shm", {}},
-      {2, "cuda-virtual", {}},
-      {3, "nccl-device", {}},
+      {0, "host-threads", {}}, {1, "host-shm", {}}, {2, "cuda-virtual", {}},
+      {3, "nccl-device", {}},  {4, "cuda-ipc", {}},
   };
   return maskNames(kTransports, mask);
 }

@@ -3,8 +3,8 @@
 
 Runs without a GPU. Steps: `ccsynth baseline KIND` (or a given schedule),
 `ccsynth compile --target cuda`, then one nvcc run with -DCCSYNTH_PLUGIN for
-every requested architecture (host code, PTX and ptxas -v together; both
-transports instantiated), and asserts on the result:
+every requested architecture (host code, PTX and ptxas -v together; the
+transports of CCSYNTH_CUDA_TRANSPORTS instantiated), and asserts on the result:
 
   * the PTX has no indirect branch (`brx.idx`) and no call through a
     register (`call ... %r...`);
@@ -49,7 +49,8 @@ INDIRECT_CALL = re.compile(r"^\s*(@%p\d+\s+)?call(\.uni)?\s+(\([^)]*\),\s*)?%", 
 def describe(name):
     """Transport and element type from a mangled kernel name."""
     transport = "nccl" if "NcclTransport" in name else (
-        "virtual" if "VirtualTransport" in name else "?")
+        "virtual" if "VirtualTransport" in name else (
+            "ipc" if "IpcTransport" in name else "?"))
     elem = "?"
     for key, label in (("AnyWord", "any"), ("6__half", "f16"),
                        ("13__nv_bfloat16", "bf16"), ("EfNS0", "f32"),

@@ -97,8 +97,13 @@ int runInfo(const std::string &path) {
               << (plugin->cudaComms()
                       ? "version " +
                             std::to_string(plugin->cudaComms()->version) +
-                            " (virtual-ranks communicator; `ccsynth run "
-                            "--backend cuda` can drive it)"
+                            (plugin->cudaComms()->version >= 2
+                                 ? " (virtual-ranks and CUDA IPC "
+                                   "communicators; `ccsynth run --backend "
+                                   "cuda` and the NCCL-API interposer can "
+                                   "drive it)"
+                                 : " (virtual-ranks communicator; `ccsynth "
+                                   "run --backend cuda` can drive it)")
                       : std::string("absent (built before version 1; "
                                     "`ccsynth run --backend cuda` needs it: "
                                     "rebuild the plugin)"))

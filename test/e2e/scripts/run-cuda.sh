@@ -78,7 +78,7 @@ plugin)
   "$cc" compile ag4.json --target plugin --backend cuda --no-tune --cuda-arch 90 \
     -o libag4.so
   "$cc" plugin info libag4.so | tee info.txt
-  grep -q '^CUDA comms entry: version 1 ' info.txt || die "no CUDA comms entry"
+  grep -q '^CUDA comms entry: version 2 ' info.txt || die "no CUDA comms entry"
   grep -q '^  backend  *cuda$' info.txt || die "not a CUDA plugin"
   grep -q '^  transports .*cuda-virtual' info.txt || die "no virtual ranks"
   expect_run plugin libag4.so --backend cuda --count 4099

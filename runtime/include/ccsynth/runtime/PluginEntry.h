@@ -23,9 +23,7 @@
 #include "ccsynth/runtime/CudaLaunch.cuh"
 #define CCSYNTH_BACKEND_LAUNCH(A) ::ccsynth::rt::cudaLaunch<A>
 #define CCSYNTH_BACKEND ccsynthBackendCuda
-#define CCSYNTH_TRANSPORTS                                                     \
-  (ccsynthTransportCudaVirtual |                                               \
-   (CCSYNTH_WITH_NCCL ? ccsynthTransportNcclDevice : 0))
+#define CCSYNTH_TRANSPORTS (CCSYNTH_CUDA_TRANSPORTS)
 #define CCSYNTH_CAPTURE_SAFE 1
 #else
 #include "ccsynth/runtime/HostLaunch.h"

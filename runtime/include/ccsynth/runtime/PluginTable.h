@@ -7,8 +7,9 @@
 //   CCSYNTH_PLUGIN_TABLE(ccsynthAlgorithm_ring_allgather)
 //
 // Built by nvcc, the table also exports CCSYNTH_CUDA_COMMS_ENTRY: the
-// virtual-ranks communicator of CudaTransport.h behind plain C pointers, for
-// loaders that do not link the CUDA runtime (`ccsynth run --backend cuda`).
+// virtual-ranks and CUDA IPC communicators of CudaTransport.h behind plain
+// C pointers, for loaders that do not link the CUDA runtime (`ccsynth run
+// --backend cuda`, the NCCL-API interposer).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -55,16 +56,70 @@ inline void pluginVirtualCommDestroy(void *comm) {
   cudaVirtualCommDestroy(asVirtualComm(comm));
 }
 
+inline ccsynthResult pluginIpcCommCreate(int32_t device, int32_t rank,
+                                         int32_t ranks, uint32_t flagWords,
+                                         uint64_t dataBytes, void **comm,
+                                         void *handle, ccsynthError *err) {
+  if (!comm)
+    return cudaReport(err, ccsynthInvalidArgument, CudaStatus::BadComm, rank,
+                      nullptr, 0, "no place for the comm");
+  *comm = nullptr;
+  CudaIpcComm *c = nullptr;
+  ccsynthResult r = cudaIpcCommCreate(device, rank, ranks, flagWords, dataBytes,
+                                      &c, handle, err);
+  if (r == ccsynthSuccess)
+    *comm = c;
+  return r;
+}
+
+inline ccsynthResult pluginIpcCommConnect(void *comm, const void *handles,
+                                          ccsynthError *err) {
+  return cudaIpcCommConnect(asIpcComm(comm), handles, err);
+}
+
+inline ccsynthResult pluginIpcCommWindow(void *comm, void **data,
+                                         uint64_t *bytes) {
+  CudaIpcComm *c = asIpcComm(comm);
+  if (!c || !data || !bytes)
+    return ccsynthInvalidArgument;
+  *data = c->data();
+  *bytes = c->dataBytes;
+  return ccsynthSuccess;
+}
+
+inline ccsynthResult pluginIpcCommError(void *comm, ccsynthError *err) {
+  CudaIpcComm *c = asIpcComm(comm);
+  if (!c)
+    return cudaReport(err, ccsynthInvalidArgument, CudaStatus::BadComm, -1,
+                      nullptr, 0, "comm is not a CudaIpcComm");
+  return cudaCommError(c, err);
+}
+
+inline ccsynthResult pluginIpcCommAbort(void *comm) {
+  return cudaIpcCommAbort(asIpcComm(comm));
+}
+
+inline void pluginIpcCommDestroy(void *comm) {
+  cudaIpcCommDestroy(asIpcComm(comm));
+}
+
 } // namespace ccsynth::rt
 
 #define CCSYNTH_PLUGIN_BACKEND_ENTRIES                                         \
   extern "C" __attribute__((visibility("default"))) const ccsynthCudaComms *   \
   ccsynthPluginCudaComms(void) {                                               \
     static const ccsynthCudaComms comms = {                                    \
-        CCSYNTH_CUDA_COMMS_VERSION, sizeof(ccsynthCudaComms),                  \
+        CCSYNTH_CUDA_COMMS_VERSION,                                            \
+        sizeof(ccsynthCudaComms),                                              \
         &::ccsynth::rt::pluginVirtualCommCreate,                               \
         &::ccsynth::rt::pluginVirtualCommError,                                \
-        &::ccsynth::rt::pluginVirtualCommDestroy};                             \
+        &::ccsynth::rt::pluginVirtualCommDestroy,                              \
+        &::ccsynth::rt::pluginIpcCommCreate,                                   \
+        &::ccsynth::rt::pluginIpcCommConnect,                                  \
+        &::ccsynth::rt::pluginIpcCommWindow,                                   \
+        &::ccsynth::rt::pluginIpcCommError,                                    \
+        &::ccsynth::rt::pluginIpcCommAbort,                                    \
+        &::ccsynth::rt::pluginIpcCommDestroy};                                 \
     return &comms;                                                             \
   }
 #else

@@ -68,8 +68,10 @@ typedef enum {
   ccsynthTransportHostThreads = 1, /* ranks as threads of one process */
   ccsynthTransportHostShm = 2,     /* ranks as processes, shared memory */
   ccsynthTransportCudaVirtual =
-      4,                         /* all ranks in one launch (one GPU or P2P) */
-  ccsynthTransportNcclDevice = 8 /* NCCL 2.28 device API: LSA + GIN */
+      4,                          /* all ranks in one launch (one GPU or P2P) */
+  ccsynthTransportNcclDevice = 8, /* NCCL 2.28 device API: LSA + GIN */
+  ccsynthTransportCudaIpc = 16    /* one process per rank, peers' windows
+                                     mapped with CUDA IPC (one node) */
 } ccsynthTransportKind;
 
 /* What a failed launch reports: the first wait that timed out (or the
@@ -143,12 +145,12 @@ typedef struct {
 
 typedef const ccsynthPlugin *(*ccsynthPluginGetFn)(void);
 
-/* Optional, CUDA-backend plugins only: the communicator of the
- * virtual-ranks transport, so that a loader that links no CUDA library
- * (`ccsynth run --backend cuda` loads the CUDA runtime with dlopen) can
- * create the `comm` of ccsynthTransportCudaVirtual launches. Exported as
- * its own symbol with its own version, so plugins built before it still
- * load (they only lack this entry); loaders refuse other versions.
+/* Optional, CUDA-backend plugins only: the communicators of the CUDA
+ * transports behind plain C pointers, so that a loader that links no CUDA
+ * library (`ccsynth run --backend cuda`, the NCCL-API interposer) can
+ * create the `comm` of a launch. Exported as its own symbol with its own
+ * version, so plugins built before it still load (they only lack this
+ * entry); loaders read version 1 (the virtual-ranks entries only) and 2.
  *
  * virtual_comm_create: makes `device` current on the calling thread and
  *   creates a comm for `ranks` ranks (all blocks of one launch) and
@@ -156,19 +158,56 @@ typedef const ccsynthPlugin *(*ccsynthPluginGetFn)(void);
  * virtual_comm_error: after the launch's stream is idle, ccsynthSuccess or
  *   the first failed wait (ccsynthTimeout with rank, threadblock and step
  *   in `error`); ccsynthInvalidArgument for a comm it did not create.
- * virtual_comm_destroy: frees the comm; its launches must have finished. */
-#define CCSYNTH_CUDA_COMMS_VERSION 1
+ * virtual_comm_destroy: frees the comm; its launches must have finished.
+ *
+ * Version 2, the CUDA IPC transport (ccsynthTransportCudaIpc: one process
+ * per rank, on one or several GPUs of a node):
+ * ipc_comm_create: makes `device` current and allocates this rank's window
+ *   (flags, then `data_bytes` for receive buffers and scratch) in device
+ *   memory; writes its CCSYNTH_IPC_HANDLE_BYTES-byte IPC handle to
+ *   `handle` for the caller to hand to every other rank.
+ * ipc_comm_connect: opens the other ranks' handles (`handles`: every
+ *   rank's, in rank order) and maps their windows. Collective in effect:
+ *   launches need every rank connected.
+ * ipc_comm_window: this rank's data area (where recvbuff and scratch of
+ *   a launch must lie, at the same offsets on every rank).
+ * ipc_comm_error: ccsynthSuccess or the first failed wait this rank saw;
+ *   readable at any time (the record is host-mapped), final once the
+ *   launches' streams are idle.
+ * ipc_comm_abort: raises the comm's abort word: waiting kernels of this
+ *   rank end within a poll and report the abort.
+ * ipc_comm_destroy: waits for the comm's last launch (its waits are
+ *   bounded by their timeout), unmaps the peers, frees the window. */
+#define CCSYNTH_CUDA_COMMS_VERSION 2
 #define CCSYNTH_CUDA_COMMS_ENTRY "ccsynthPluginCudaComms"
+#define CCSYNTH_IPC_HANDLE_BYTES 64
 
 typedef struct {
   uint32_t version;     /* CCSYNTH_CUDA_COMMS_VERSION */
-  uint32_t struct_size; /* sizeof(ccsynthCudaComms) */
+  uint32_t struct_size; /* sizeof(ccsynthCudaComms) (version 1: up to and
+                           including virtual_comm_destroy) */
   ccsynthResult (*virtual_comm_create)(int32_t device, int32_t ranks,
                                        uint32_t flag_words, void **comm,
                                        ccsynthError *error);
   ccsynthResult (*virtual_comm_error)(void *comm, ccsynthError *error);
   void (*virtual_comm_destroy)(void *comm);
+  /* version 2 */
+  ccsynthResult (*ipc_comm_create)(int32_t device, int32_t rank, int32_t ranks,
+                                   uint32_t flag_words, uint64_t data_bytes,
+                                   void **comm, void *handle,
+                                   ccsynthError *error);
+  ccsynthResult (*ipc_comm_connect)(void *comm, const void *handles,
+                                    ccsynthError *error);
+  ccsynthResult (*ipc_comm_window)(void *comm, void **data,
+                                   uint64_t *data_bytes);
+  ccsynthResult (*ipc_comm_error)(void *comm, ccsynthError *error);
+  ccsynthResult (*ipc_comm_abort)(void *comm);
+  void (*ipc_comm_destroy)(void *comm);
 } ccsynthCudaComms;
+
+/* Size of a version-1 table. */
+#define CCSYNTH_CUDA_COMMS_V1_SIZE                                             \
+  (offsetof(ccsynthCudaComms, virtual_comm_destroy) + sizeof(void (*)(void *)))
 
 typedef const ccsynthCudaComms *(*ccsynthCudaCommsGetFn)(void);
 

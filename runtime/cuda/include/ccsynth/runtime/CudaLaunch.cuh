@@ -32,6 +32,13 @@
 #ifndef CCSYNTH_OP_MASK
 #define CCSYNTH_OP_MASK 0xfu
 #endif
+/// The transports whose kernels a build instantiates (ccsynthTransportKind
+/// bits): each is one kernel per dtype and operator.
+#ifndef CCSYNTH_CUDA_TRANSPORTS
+#define CCSYNTH_CUDA_TRANSPORTS                                                \
+  (ccsynthTransportCudaVirtual | ccsynthTransportCudaIpc |                     \
+   (CCSYNTH_WITH_NCCL ? ccsynthTransportNcclDevice : 0))
+#endif
 
 namespace ccsynth::rt {
 
@@ -59,6 +66,8 @@ template <class A> struct CudaLaunchPlan {
   unsigned grid = 0;
   cudaStream_t stream = nullptr;
   typename VirtualTransport<A>::Params virt{};
+  typename IpcTransport<A>::Params ipc{};
+  CudaIpcComm *ipcComm = nullptr; ///< records its last launch
 #if CCSYNTH_WITH_NCCL
   NcclParams nccl{};
 #endif
@@ -112,14 +121,38 @@ ccsynthResult cudaLaunchKernel(const CudaLaunchPlan<A> &plan,
 
 template <class A, class T, class Op>
 ccsynthResult cudaRun(const CudaLaunchPlan<A> &plan, ccsynthError *err) {
-  if (plan.transport == ccsynthTransportCudaVirtual)
-    return cudaLaunchKernel<A, T, Op, VirtualTransport<A>>(plan, plan.virt,
-                                                           err);
+  constexpr unsigned kBuilt = CCSYNTH_CUDA_TRANSPORTS;
+  if constexpr ((kBuilt & ccsynthTransportCudaVirtual) != 0)
+    if (plan.transport == ccsynthTransportCudaVirtual)
+      return cudaLaunchKernel<A, T, Op, VirtualTransport<A>>(plan, plan.virt,
+                                                             err);
+  if constexpr ((kBuilt & ccsynthTransportCudaIpc) != 0)
+    if (plan.transport == ccsynthTransportCudaIpc) {
+      ccsynthResult r =
+          cudaLaunchKernel<A, T, Op, IpcTransport<A>>(plan, plan.ipc, err);
+      if (r == ccsynthSuccess && plan.ipcComm) {
+        // What destroying the comm waits for. Under graph capture the
+        // record is a node of the graph: nothing to wait for then.
+        cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(plan.stream, &st) == cudaSuccess &&
+            st == cudaStreamCaptureStatusNone &&
+            cudaEventRecord(plan.ipcComm->lastLaunch, plan.stream) ==
+                cudaSuccess)
+          plan.ipcComm->launched = true;
+      }
+      return r;
+    }
 #if CCSYNTH_WITH_NCCL
-  return cudaLaunchKernel<A, T, Op, NcclTransport<A>>(plan, plan.nccl, err);
-#else
-  return ccsynthUnsupported;
+  if constexpr ((kBuilt & ccsynthTransportNcclDevice) != 0)
+    if (plan.transport == ccsynthTransportNcclDevice)
+      return cudaLaunchKernel<A, T, Op, NcclTransport<A>>(plan, plan.nccl,
+                                                          err);
 #endif
+  return cudaReport(err, ccsynthUnsupported, CudaStatus::BadComm, plan.rank,
+                    nullptr, 0,
+                    "%s: transport %d is not built into this plugin (built: "
+                    "mask %u)",
+                    A::shape.name, plan.transport, kBuilt);
 }
 
 template <class A, class T>
@@ -347,6 +380,73 @@ ccsynthResult planNccl(const ccsynthLaunchArgs *a, std::size_t n,
 }
 #endif
 
+/// One rank of a CUDA IPC launch: recvbuff and scratch must lie in the
+/// comm's data area (at the same offsets on every rank: peers put there);
+/// sendbuff may be anywhere on this rank's device (only this rank reads
+/// it).
+template <class A>
+ccsynthResult planIpc(const ccsynthLaunchArgs *a, std::size_t n,
+                      long inBlockOffset, CudaLaunchPlan<A> &plan) {
+  const Shape &s = A::shape;
+  ccsynthError *err = a->error;
+  CudaIpcComm *c = asIpcComm(a->comm);
+  if (!c)
+    return cudaReport(err, ccsynthInvalidArgument, CudaStatus::BadComm, a->rank,
+                      nullptr, 0, "%s: comm is not a CudaIpcComm", s.name);
+  if (c->ranks != s.ranks || c->rank != a->rank ||
+      c->flagWords < std::uint32_t(flagWords(s)) || !c->connected)
+    return cudaReport(err, ccsynthInvalidArgument, CudaStatus::BadComm, a->rank,
+                      nullptr, 0,
+                      "%s: the comm is rank %d of %d with %u flag words%s; "
+                      "the call is rank %d of %d needing %d",
+                      s.name, c->rank, c->ranks, c->flagWords,
+                      c->connected ? "" : ", not connected", a->rank, s.ranks,
+                      flagWords(s));
+  if (reinterpret_cast<volatile CudaFailureRecord *>(c->failureHost)->failed)
+    return previousFailure(*c->failureHost, a->rank, err);
+  if (n == 0)
+    return ccsynthSuccess; // every rank has the same count: none launches
+  std::size_t es = std::size_t(dtypeSize(a->dtype));
+  std::size_t blockBytes = n * es;
+  char *data = c->data();
+  auto inside = [&](const void *p, std::size_t bytes) {
+    const char *q = static_cast<const char *>(p);
+    return q >= data && bytes <= c->dataBytes &&
+           std::size_t(q - data) <= c->dataBytes - bytes;
+  };
+  std::size_t scratchNeed = scratchBytes(s, A::tileBytes);
+  if (!inside(a->recvbuff, blockBytes * s.outBlocks) ||
+      (scratchNeed > 0 && !inside(a->scratch, scratchNeed)))
+    return cudaReport(err, ccsynthInvalidArgument, CudaStatus::OutsideWindow,
+                      a->rank, nullptr, 0,
+                      "%s: recvbuff and scratch must lie in the IPC comm's "
+                      "data area [%p, +%zu) at the same offsets on every rank",
+                      s.name, static_cast<const void *>(data), c->dataBytes);
+  auto &q = plan.ipc;
+  q.in = static_cast<const char *>(a->sendbuff);
+  q.out = static_cast<char *>(a->recvbuff);
+  q.scratch = static_cast<char *>(a->scratch);
+  q.outOffset = std::size_t(q.out - data);
+  q.scratchOffset = scratchNeed > 0 ? std::size_t(q.scratch - data) : 0;
+  q.count = n;
+  q.elemSize = std::uint32_t(es);
+  q.inBlockOffset = int(inBlockOffset);
+  q.rank = a->rank;
+  q.failure = c->failureDev;
+  q.flagWords = c->flagWords;
+  q.timeoutNs = timeoutNsOf(a->timeout_seconds);
+  q.headerBytes = c->headerBytes;
+  for (int r = 0; r < s.ranks; ++r) {
+    q.window[r] = c->peerBase[r];
+    q.header[r] = reinterpret_cast<std::uint64_t *>(c->peerBase[r]);
+  }
+  int tbs = A::threadblocks[a->rank];
+  plan.grid = unsigned(tbs > 0 ? tbs : 1);
+  plan.stream = static_cast<cudaStream_t>(a->stream);
+  plan.ipcComm = c;
+  return ccsynthSuccess;
+}
+
 /// The plugin entry of algorithm A on the CUDA backend.
 template <class A> ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a) {
   const Shape &s = A::shape;
@@ -366,6 +466,10 @@ template <class A> ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a) {
     r = planVirtual<A>(a, n, plan, complete);
     if (r != ccsynthSuccess || !complete)
       return r;
+  } else if (a->transport == ccsynthTransportCudaIpc) {
+    r = planIpc<A>(a, n, off, plan);
+    if (r != ccsynthSuccess)
+      return r;
 #if CCSYNTH_WITH_NCCL
   } else if (a->transport == ccsynthTransportNcclDevice) {
     r = planNccl<A>(a, n, off, plan);
@@ -375,8 +479,8 @@ template <class A> ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a) {
   } else {
     return cudaReport(a->error, ccsynthUnsupported, CudaStatus::BadComm,
                       a->rank, nullptr, 0,
-                      "%s: the CUDA backend runs on the virtual-ranks or "
-                      "NCCL device transport (got transport %d)",
+                      "%s: the CUDA backend runs on the virtual-ranks, CUDA "
+                      "IPC or NCCL device transport (got transport %d)",
                       s.name, a->transport);
   }
   if (n == 0)

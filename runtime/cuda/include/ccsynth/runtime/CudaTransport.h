@@ -1,13 +1,17 @@
 //===- CudaTransport.h - Communicators of the CUDA backend ----------------===//
 //
-// The host side of the two CUDA transports, and what an application needs
-// to create them: `ccsynthLaunchArgs::comm` points to one of the structs
-// below (transport ccsynthTransportCudaVirtual or ccsynthTransportNcclDevice).
+// The host side of the three CUDA transports, and what an application
+// needs to create them: `ccsynthLaunchArgs::comm` points to one of the
+// structs below (transport ccsynthTransportCudaVirtual, ...CudaIpc or
+// ...NcclDevice).
 //
 //  - CudaVirtualComm: all ranks of an algorithm run as blocks of one kernel
 //    (one GPU, or GPUs with peer access in one process). Each rank's launch
 //    call posts its buffers; the call that completes the group launches the
 //    kernel on its stream (the others return ccsynthSuccess at once).
+//  - CudaIpcComm: one process per rank on one node (ranks on GPUs with
+//    peer access, or several ranks sharing a GPU); each launches its own
+//    rank's blocks; peers' windows mapped with CUDA IPC.
 //  - CudaNcclComm (NCCL 2.28 device API): one process per GPU, each
 //    launching only its own rank's blocks; buffers and scratch live in one
 //    symmetric window at the same offsets on every rank.
@@ -327,6 +331,178 @@ inline ccsynthResult cudaCommError(const CudaVirtualComm *c,
   if (!c || !c->failureHost)
     return ccsynthInvalidArgument;
   return cudaFailureMessage(*c->failureHost, -1, err);
+}
+
+/// Most ranks of one CUDA IPC comm (kernel argument size: two pointers per
+/// rank).
+inline constexpr int kMaxIpcRanks = 64;
+
+/// One rank of a CUDA IPC launch (one process per rank, one node). Its
+/// window is one device allocation exported with cudaIpcGetMemHandle:
+/// kHeaderWords then flagWords flags (rounded up to a page), then
+/// `dataBytes` for receive buffers and scratch. Peers map it with
+/// cudaIpcOpenMemHandle; launches put into peers' data areas at the offsets
+/// of their own (the same on every rank) and raise flags in peers' headers.
+/// Create with cudaIpcCommCreate, hand the handle to every rank, then
+/// cudaIpcCommConnect with all of them.
+struct CudaIpcComm {
+  static constexpr std::uint32_t kMagic = 0x63636970; // "ccip"
+  std::uint32_t magic = kMagic;
+  std::uint32_t structSize = sizeof(CudaIpcComm);
+  int rank = 0, ranks = 0, device = 0;
+  std::uint32_t flagWords = 0;
+  bool connected = false;
+  char *base = nullptr;        ///< this rank's window
+  std::size_t headerBytes = 0; ///< offset of the data area
+  std::size_t dataBytes = 0;
+  char *peerBase[kMaxIpcRanks] = {}; ///< every rank's window, mapped here
+  CudaFailureRecord *failureHost = nullptr;
+  CudaFailureRecord *failureDev = nullptr;
+  cudaEvent_t lastLaunch = nullptr; ///< recorded after each launch
+  bool launched = false;            ///< lastLaunch was recorded
+  char *data() const { return base + headerBytes; }
+};
+
+inline CudaIpcComm *asIpcComm(void *comm) {
+  auto *c = static_cast<CudaIpcComm *>(comm);
+  return c && c->magic == CudaIpcComm::kMagic &&
+                 c->structSize == sizeof(CudaIpcComm)
+             ? c
+             : nullptr;
+}
+
+/// Frees what cudaIpcCommCreate/Connect made; waits for the last launch.
+inline void cudaIpcCommDestroy(CudaIpcComm *c) {
+  if (!c)
+    return;
+  if (c->launched)
+    cudaEventSynchronize(c->lastLaunch); // bounded: every wait has a deadline
+  for (int r = 0; r < c->ranks; ++r)
+    if (c->peerBase[r] && c->peerBase[r] != c->base)
+      cudaIpcCloseMemHandle(c->peerBase[r]);
+  if (c->lastLaunch)
+    cudaEventDestroy(c->lastLaunch);
+  if (c->base)
+    cudaFree(c->base);
+  if (c->failureHost)
+    cudaFreeHost(c->failureHost);
+  delete c;
+}
+
+/// Allocates this rank's window on `device` (-1: the current one) and
+/// writes its IPC handle (CCSYNTH_IPC_HANDLE_BYTES bytes) to `handle`.
+inline ccsynthResult cudaIpcCommCreate(int device, int rank, int ranks,
+                                       std::uint32_t flagWords,
+                                       std::uint64_t dataBytes,
+                                       CudaIpcComm **out, void *handle,
+                                       ccsynthError *err) {
+  static_assert(sizeof(cudaIpcMemHandle_t) == CCSYNTH_IPC_HANDLE_BYTES);
+  if (!out || !handle || ranks < 1 || ranks > kMaxIpcRanks || rank < 0 ||
+      rank >= ranks)
+    return cudaReport(err, ccsynthInvalidArgument, CudaStatus::BadComm, rank,
+                      nullptr, 0,
+                      "rank %d of %d ranks (1 to %d supported), or no place "
+                      "for the comm or its handle",
+                      rank, ranks, kMaxIpcRanks);
+  *out = nullptr;
+  CudaIpcComm *c = new (std::nothrow) CudaIpcComm;
+  if (!c)
+    return cudaReport(err, ccsynthSystemError, CudaStatus::BadComm, rank,
+                      nullptr, 0, "out of host memory");
+  c->rank = rank;
+  c->ranks = ranks;
+  c->flagWords = flagWords;
+  ccsynthResult r = [&]() -> ccsynthResult {
+    if (device >= 0)
+      CCSYNTH_CUDA_CHECK(err, rank, cudaSetDevice(device));
+    CCSYNTH_CUDA_CHECK(err, rank, cudaGetDevice(&c->device));
+    std::size_t header =
+        (kHeaderWords + std::size_t(flagWords)) * sizeof(std::uint64_t);
+    c->headerBytes = (header + 4095) / 4096 * 4096;
+    c->dataBytes = std::size_t((dataBytes + 255) / 256 * 256);
+    CCSYNTH_CUDA_CHECK(err, rank,
+                       cudaMalloc(reinterpret_cast<void **>(&c->base),
+                                  c->headerBytes + c->dataBytes));
+    CCSYNTH_CUDA_CHECK(err, rank, cudaMemset(c->base, 0, c->headerBytes));
+    std::uint64_t first = 1; // epochs start at 1: zeroed flags are "never"
+    CCSYNTH_CUDA_CHECK(err, rank,
+                       cudaMemcpy(c->base + kHdrEpoch * sizeof(std::uint64_t),
+                                  &first, sizeof first,
+                                  cudaMemcpyHostToDevice));
+    CCSYNTH_CUDA_CHECK(
+        err, rank,
+        cudaEventCreateWithFlags(&c->lastLaunch, cudaEventDisableTiming));
+    cudaIpcMemHandle_t h;
+    CCSYNTH_CUDA_CHECK(err, rank, cudaIpcGetMemHandle(&h, c->base));
+    std::memcpy(handle, &h, sizeof h);
+    return cudaFailureAlloc(c->failureHost, c->failureDev, err);
+  }();
+  if (r != ccsynthSuccess) {
+    cudaIpcCommDestroy(c);
+    return r;
+  }
+  c->peerBase[rank] = c->base;
+  *out = c;
+  return ccsynthSuccess;
+}
+
+/// Maps every other rank's window from `handles` (ranks x
+/// CCSYNTH_IPC_HANDLE_BYTES, in rank order).
+inline ccsynthResult cudaIpcCommConnect(CudaIpcComm *c, const void *handles,
+                                        ccsynthError *err) {
+  if (!c || !handles)
+    return cudaReport(err, ccsynthInvalidArgument, CudaStatus::BadComm, -1,
+                      nullptr, 0, "comm is not a CudaIpcComm, or no handles");
+  if (c->connected)
+    return ccsynthSuccess;
+  CCSYNTH_CUDA_CHECK(err, c->rank, cudaSetDevice(c->device));
+  for (int r = 0; r < c->ranks; ++r) {
+    if (r == c->rank)
+      continue;
+    cudaIpcMemHandle_t h;
+    std::memcpy(&h,
+                static_cast<const char *>(handles) +
+                    std::size_t(r) * CCSYNTH_IPC_HANDLE_BYTES,
+                sizeof h);
+    void *p = nullptr;
+    cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess)
+      return cudaReport(err, ccsynthSystemError, CudaStatus::PeerUnreachable,
+                        c->rank, __FILE__, __LINE__,
+                        "cannot map rank %d's window: %s (ranks on other "
+                        "nodes, GPUs without peer access, or ranks of one "
+                        "process)",
+                        r, cudaGetErrorString(e));
+    c->peerBase[r] = static_cast<char *>(p);
+  }
+  c->connected = true;
+  return ccsynthSuccess;
+}
+
+/// Raises this rank's abort word (from the host, on a stream of its own):
+/// its waiting kernels end at their next poll.
+inline ccsynthResult cudaIpcCommAbort(CudaIpcComm *c) {
+  if (!c)
+    return ccsynthInvalidArgument;
+  std::uint64_t by = std::uint64_t(c->rank) + 1;
+  cudaStream_t s = nullptr;
+  if (cudaSetDevice(c->device) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+    return ccsynthSystemError;
+  cudaError_t e = cudaMemcpyAsync(c->base + kHdrAbort * sizeof(std::uint64_t),
+                                  &by, sizeof by, cudaMemcpyHostToDevice, s);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(s);
+  cudaStreamDestroy(s);
+  return e == cudaSuccess ? ccsynthSuccess : ccsynthSystemError;
+}
+
+/// ccsynthSuccess, or the first failed wait this rank saw (its own
+/// timeout, or an abort a peer raised).
+inline ccsynthResult cudaCommError(const CudaIpcComm *c, ccsynthError *err) {
+  if (!c || !c->failureHost)
+    return ccsynthInvalidArgument;
+  return cudaFailureMessage(*c->failureHost, c->rank, err);
 }
 
 #if CCSYNTH_WITH_NCCL

@@ -15,6 +15,9 @@
 // VirtualTransport<A>: every rank of A in one launch, rank = blockIdx.x /
 // maxTbs; buffers from kernel arguments, flags in one device array.
 //
+// IpcTransport<A>: this rank's blocks only, one process per rank on one
+// node; peers' windows mapped with CUDA IPC, reached with plain stores.
+//
 // NcclTransport<A> (NCCL 2.28 device API): this rank's blocks only. Peers in
 // the NVLink (LSA) team are reached with plain stores through
 // ncclGetLsaPointer; with CCSYNTH_NCCL_GIN, peers across the network get
@@ -67,8 +70,10 @@ struct WaitSite {
   std::uint64_t base;      ///< epoch << 32 (subtracted from reported values)
   std::uint64_t epoch;
   void *abortWindow; ///< NCCL: the flag window, to abort NVLink peers too
-  int abortPeers;    ///< NCCL: LSA team size; 0 otherwise
+  int abortPeers;    ///< NCCL: LSA team size; IPC: ranks; 0 otherwise
   int rank, tb;
+  /// IPC: every rank's header (kernel parameters), to abort them too.
+  std::uint64_t *const *abortHeaders;
 };
 
 /// This block's WaitSite: written once by thread 0 (the only thread that
@@ -97,6 +102,9 @@ static __device__ __noinline__ void waitFailed(int step, int kind, int what,
                 expected, seen, site.epoch);
   std::uint64_t by = std::uint64_t(site.rank) + 1;
   storeRelaxedSys(site.header + kHdrAbort, by);
+  if (site.abortHeaders)
+    for (int r = 0; r < site.abortPeers; ++r)
+      storeRelaxedSys(site.abortHeaders[r] + kHdrAbort, by);
 #if CCSYNTH_WITH_NCCL
   auto win = static_cast<ncclWindow_t>(site.abortWindow);
   for (int l = 0; l < site.abortPeers; ++l)
@@ -223,10 +231,105 @@ public:
   CCSYNTH_DEV WaitSite site() const {
     return WaitSite{p.state, p.failure, timeoutNs, epochBase(epoch),
                     epoch,   nullptr,   0,         rank,
-                    tb};
+                    tb,      nullptr};
   }
   CCSYNTH_DEV std::uint64_t *header() const { return p.state; }
   CCSYNTH_DEV void finish() { finishLaunch(p.state, epoch, gridDim.x); }
+
+private:
+  const Params &p;
+};
+
+// --- one process per rank, peers mapped with CUDA IPC
+// -------------------------------------------------------
+
+template <int N> struct IpcParams {
+  const char *in; ///< anywhere in this rank's memory: read only here
+  char *out;      ///< in this rank's data area, at outOffset
+  char *scratch;  ///< in this rank's data area, at scratchOffset
+  std::size_t outOffset, scratchOffset;
+  std::size_t count;
+  std::uint32_t elemSize;
+  int inBlockOffset;
+  int rank;
+  CudaFailureRecord *failure;
+  std::uint32_t flagWords;
+  std::uint64_t timeoutNs;
+  std::size_t headerBytes; ///< offset of the data area in a window
+  char *window[N];         ///< every rank's window, mapped here
+  std::uint64_t *header[N]; ///< the same, as header words
+};
+
+/// This rank's blocks only; every peer is reached with plain stores into
+/// its window (NVLink or PCIe peer access, or the same GPU). Peers enter
+/// the launch as with the NCCL transport: a rank writes into a peer only
+/// after the peer announced this epoch.
+template <class A> class IpcTransport {
+public:
+  static constexpr int kRanks = A::shape.ranks;
+  using Params = IpcParams<kRanks>;
+
+  CCSYNTH_DEV explicit IpcTransport(const Params &p) : p(p) {
+    rank = p.rank;
+    tb = int(blockIdx.x);
+    in = p.in;
+    out = p.out;
+    scratch = p.scratch;
+    inBlockOffset = p.inBlockOffset;
+    count = p.count;
+    elemSize = p.elemSize;
+    std::uint64_t *own = pickIndex(p.header, rank);
+    flags = own + kHeaderWords;
+    epoch = loadAcquireGpu(own + kHdrEpoch);
+    timeoutNs = p.timeoutNs;
+  }
+
+  int rank, tb;
+  const char *in;
+  char *out, *scratch;
+  long inBlockOffset;
+  std::size_t count;
+  std::uint32_t elemSize;
+  std::uint64_t *flags;
+  std::uint64_t epoch;
+  std::uint64_t timeoutNs;
+
+  static constexpr bool kAllInLaunch = false;
+  static constexpr bool kGin = false;
+  /// Threadblock 0 announces that this rank entered the launch.
+  CCSYNTH_DEV void announce() {
+    if (tb == 0 && threadIdx.x == 0)
+      storeReleaseSys(header() + kHdrEntered, epoch);
+  }
+  CCSYNTH_DEV bool waitsForOwnEntry() const { return false; }
+  CCSYNTH_DEV bool isLsa(int) const { return true; }
+  CCSYNTH_DEV const std::uint64_t *peerEnteredWord(int peer) const {
+    return pickIndex(p.header, peer) + kHdrEntered;
+  }
+  CCSYNTH_DEV void peerBuffers(int peer, char *&peerOut,
+                               char *&peerScratch) const {
+    char *data = pickIndex(p.window, peer) + p.headerBytes;
+    peerOut = data + p.outOffset;
+    peerScratch = data + p.scratchOffset;
+  }
+  template <class S>
+  CCSYNTH_DEV void put(int, char *dst, const char *src, std::size_t bytes) {
+    blockCopy<S>(dst, src, bytes);
+  }
+  /// Thread 0, after the block's stores: release at system scope (the
+  /// peer is another process, possibly on another GPU).
+  CCSYNTH_DEV void signalPeer(int peer, int index, std::uint64_t value) {
+    storeReleaseSys(pickIndex(p.header, peer) + kHeaderWords + index, value);
+  }
+  CCSYNTH_DEV WaitSite site() const {
+    return WaitSite{header(), p.failure, timeoutNs, epochBase(epoch),
+                    epoch,    nullptr,   kRanks,    rank,
+                    tb,       p.header};
+  }
+  CCSYNTH_DEV std::uint64_t *header() const {
+    return pickIndex(p.header, rank);
+  }
+  CCSYNTH_DEV void finish() { finishLaunch(header(), epoch, gridDim.x); }
 
 private:
   const Params &p;
@@ -415,7 +518,8 @@ public:
     return WaitSite{
         p.header,          p.failure, timeoutNs,
         epochBase(epoch),  epoch,     static_cast<void *>(p.flagWindow),
-        p.devComm.lsaSize, rank,      tb};
+        p.devComm.lsaSize, rank,      tb,
+        nullptr};
   }
   CCSYNTH_DEV std::uint64_t *header() const { return p.header; }
   CCSYNTH_DEV void finish() { finishLaunch(p.header, epoch, gridDim.x); }

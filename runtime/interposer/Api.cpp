@@ -155,7 +155,7 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!fn)
     return ncclInternalError;
   if (!ForwardScope::active())
-    onCommRelease(comm);
+    onCommRelease(comm, /*abort=*/false);
   ForwardScope scope;
   return fn(comm);
 }
@@ -166,7 +166,7 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!fn)
     return ncclInternalError;
   if (!ForwardScope::active())
-    onCommRelease(comm);
+    onCommRelease(comm, /*abort=*/true);
   ForwardScope scope;
   return fn(comm);
 }

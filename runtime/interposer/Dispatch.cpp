@@ -1,24 +1,29 @@
 //===- Dispatch.cpp - Which collective runs a plugin, and running it ------===//
 //
-// The decision for a call depends only on what every rank of a
-// communicator shares: the collective, the rank count, count, dtype, op,
-// root, the plugins loaded (the same CCSYNTH_PLUGINS on every rank, checked
-// when the ranks join the window) and the state of the communicator's
-// window. Rank-local facts (whether the call is in place, buffer
-// addresses) never decide: buffers are staged through the window, so an
-// algorithm of either placement serves both. Two facts are local but
-// uniform in any working job: CUDA graph capture and whether buffers are
-// device memory (host plugins never run on device buffers).
+// The decision itself is Decide.h's: a function of what every rank of a
+// communicator shares. This file gathers those facts, keeps each
+// communicator's windows (set up collectively at the first call that needs
+// them) and runs the chosen plugin:
+//  - host buffers, host plugin: staged through the communicator's POSIX
+//    shared-memory window, synchronously;
+//  - device buffers, CUDA plugin: the CUDA IPC transport, asynchronously on
+//    the caller's stream; the output is staged through this rank's device
+//    window (peers put into it), the input read in place when the
+//    algorithm is out of place. A CUDA graph capture records the same
+//    work (capture-safe plugins only).
 //
 // Environment (read once per process):
 //   CCSYNTH_PLUGINS       plugin paths and config files, ':'-separated
 //   CCSYNTH_TIMEOUT       seconds one wait of a plugin launch may take (30)
-//   CCSYNTH_WINDOW_BYTES  staging bytes per rank and buffer (16 MiB)
+//   CCSYNTH_WINDOW_BYTES  host staging bytes per rank and buffer (16 MiB)
+//   CCSYNTH_DEVICE_WINDOW_BYTES  device output staging per rank (64 MiB)
 //   CCSYNTH_DEBUG=1       log each decision once per (communicator,
 //                         collective, size class) with its reason
 //
 //===----------------------------------------------------------------------===//
 #include "Interposer.h"
+
+#include "Decide.h"
 
 #include "ccsynth/runtime/HostTypes.h"
 #include "ccsynth/runtime/PluginLoader.h"
@@ -27,11 +32,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -53,14 +60,17 @@ namespace rt = ccsynth::rt;
 struct Algo {
   const ccsynthAlgorithm *desc;
   std::string plugin;
+  const rt::Plugin *owner;
 };
 
 struct Config {
   std::vector<std::unique_ptr<rt::Plugin>> plugins;
   std::vector<Algo> algos;
+  std::vector<AlgoFacts> facts; ///< the same, as Decide.h reads them
   bool debug = false;
   double timeout = 30;
   std::uint64_t windowBytes = 16ull << 20;
+  std::uint64_t deviceWindowBytes = 64ull << 20;
 };
 
 void warn(const std::string &msg) {
@@ -109,8 +119,11 @@ void addPlugin(Config &c, const std::string &path) {
     warn("ignoring plugin: " + error + "; its collectives go to NCCL");
     return;
   }
-  for (const ccsynthAlgorithm &a : *p)
-    c.algos.push_back({&a, path});
+  const ccsynthCudaComms *comms = p->cudaComms();
+  for (const ccsynthAlgorithm &a : *p) {
+    c.algos.push_back({&a, path, p.get()});
+    c.facts.push_back({&a, path, comms && comms->version >= 2});
+  }
   c.plugins.push_back(std::move(p));
 }
 
@@ -137,6 +150,15 @@ Config &config() {
       else
         warn(std::string("CCSYNTH_WINDOW_BYTES='") + w +
              "' is not a byte count >= 64; using 16 MiB");
+    }
+    if (const char *w = std::getenv("CCSYNTH_DEVICE_WINDOW_BYTES")) {
+      char *end = nullptr;
+      unsigned long long v = std::strtoull(w, &end, 10);
+      if (end && !*end && v >= 256)
+        c->deviceWindowBytes = v;
+      else
+        warn(std::string("CCSYNTH_DEVICE_WINDOW_BYTES='") + w +
+             "' is not a byte count >= 256; using 64 MiB");
     }
     const char *list = std::getenv("CCSYNTH_PLUGINS");
     std::string entries = list ? list : "";
@@ -169,52 +191,86 @@ Config &config() {
 
 // --- CUDA, only when the application loaded it -----------------------------
 
+/// The few driver calls the interposer makes itself, looked up in the
+/// driver the application already loaded (libcuda.so.1 is in every process
+/// that uses CUDA, whichever runtime it linked): buffer kinds, graph
+/// capture and the staging copies on the caller's stream. Looked up again
+/// at each call until found, so a process that starts CUDA after its first
+/// NCCL call still gets it.
 struct Cuda {
-  using IsCapturing = int (*)(cudaStream_t, int *);
-  using PointerAttributes = int (*)(void *, const void *);
-  IsCapturing isCapturing = nullptr;
-  PointerAttributes pointerAttributes = nullptr;
+  using PointerGetAttribute = int (*)(void *, int, unsigned long long);
+  using StreamIsCapturing = int (*)(void *, int *);
+  using MemcpyDtoDAsync = int (*)(unsigned long long, unsigned long long,
+                                  std::size_t, void *);
+  PointerGetAttribute pointerGetAttribute = nullptr;
+  StreamIsCapturing streamIsCapturing = nullptr;
+  MemcpyDtoDAsync memcpyDtoDAsync = nullptr;
+  bool ok() const {
+    return pointerGetAttribute && streamIsCapturing && memcpyDtoDAsync;
+  }
 };
 
 const Cuda &cuda() {
-  static Cuda c = [] {
-    Cuda c;
-    for (const char *name :
-         {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
-      // Only a runtime the application already has: loading one here would
-      // pull CUDA into a process that does not use it.
-      void *h = ::dlopen(name, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
-      if (!h)
-        continue;
-      c.isCapturing = reinterpret_cast<Cuda::IsCapturing>(
-          ::dlsym(h, "cudaStreamIsCapturing"));
-      c.pointerAttributes = reinterpret_cast<Cuda::PointerAttributes>(
-          ::dlsym(h, "cudaPointerGetAttributes"));
-      break;
-    }
+  static std::mutex m;
+  static Cuda c;
+  std::lock_guard<std::mutex> lock(m);
+  if (c.ok())
     return c;
-  }();
+  // Only a driver the application already has: loading one here would
+  // pull CUDA into a process that does not use it.
+  void *h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+  if (!h)
+    return c;
+  c.pointerGetAttribute = reinterpret_cast<Cuda::PointerGetAttribute>(
+      ::dlsym(h, "cuPointerGetAttribute"));
+  c.streamIsCapturing = reinterpret_cast<Cuda::StreamIsCapturing>(
+      ::dlsym(h, "cuStreamIsCapturing"));
+  c.memcpyDtoDAsync = reinterpret_cast<Cuda::MemcpyDtoDAsync>(
+      ::dlsym(h, "cuMemcpyDtoDAsync_v2"));
   return c;
 }
 
 bool capturing(cudaStream_t s) {
   const Cuda &c = cuda();
-  int status = 0; // cudaStreamCaptureStatusNone
-  return c.isCapturing && c.isCapturing(s, &status) == 0 && status != 0;
+  int status = 0; // CU_STREAM_CAPTURE_STATUS_NONE
+  return c.streamIsCapturing && c.streamIsCapturing(s, &status) == 0 &&
+         status != 0;
 }
+
+// cuPointerGetAttribute: CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2) is
+// CU_MEMORYTYPE_DEVICE (2) for device and managed memory; host memory the
+// driver does not know fails the call. DEVICE_ORDINAL is attribute 9.
+constexpr int kAttrMemoryType = 2, kMemoryDevice = 2, kAttrDeviceOrdinal = 9;
 
 bool deviceMemory(const void *p) {
   const Cuda &c = cuda();
-  if (!c.pointerAttributes || !p)
+  if (!c.pointerGetAttribute || !p)
     return false;
-  // cudaPointerAttributes starts with `enum cudaMemoryType type`; 2 is
-  // device memory, 3 managed (host-accessible).
-  alignas(16) unsigned char attrs[64] = {};
-  if (c.pointerAttributes(attrs, p) != 0)
-    return false;
-  int type;
-  std::memcpy(&type, attrs, sizeof type);
-  return type == 2;
+  unsigned type = 0;
+  return c.pointerGetAttribute(&type, kAttrMemoryType,
+                               reinterpret_cast<unsigned long long>(p)) == 0 &&
+         type == kMemoryDevice;
+}
+
+int deviceOf(const void *p) {
+  const Cuda &c = cuda();
+  int ordinal = -1;
+  if (!c.pointerGetAttribute ||
+      c.pointerGetAttribute(&ordinal, kAttrDeviceOrdinal,
+                            reinterpret_cast<unsigned long long>(p)) != 0)
+    return -1;
+  return ordinal;
+}
+
+bool copyAsync(void *dst, const void *src, std::size_t bytes,
+               cudaStream_t stream) {
+  if (bytes == 0 || dst == src)
+    return true;
+  const Cuda &c = cuda();
+  return c.memcpyDtoDAsync &&
+         c.memcpyDtoDAsync(reinterpret_cast<unsigned long long>(dst),
+                           reinterpret_cast<unsigned long long>(src), bytes,
+                           stream) == 0;
 }
 
 // --- communicators ---------------------------------------------------------
@@ -231,6 +287,18 @@ std::uint64_t fnv(const void *data, std::size_t n,
 
 enum class Readiness { Unknown, Ready, Unusable };
 
+/// One plugin's CUDA IPC comm on one communicator.
+struct IpcState {
+  CommFacts::Device state = CommFacts::Device::NotYet;
+  std::string unusable;
+  const ccsynthCudaComms *comms = nullptr;
+  void *comm = nullptr;
+  char *data = nullptr;        ///< this rank's data area
+  std::uint64_t staging = 0;   ///< output staging at data
+  std::uint64_t scratchAt = 0; ///< scratch at data + scratchAt
+  bool failedReported = false;
+};
+
 struct CommState {
   std::string key; ///< the same on every rank of the communicator
   int nranks = -1, rank = -1;
@@ -243,6 +311,7 @@ struct CommState {
   // Window layout, per rank: input staging, output staging, scratch.
   std::uint64_t staging = 0, scratch = 0, joinToken = 0;
   std::uint32_t flagWords = 0;
+  std::map<const rt::Plugin *, IpcState> ipc;
   ncclResult_t error = ncclSuccess;
   std::set<std::tuple<std::string, int, bool>> logged;
 };
@@ -265,7 +334,7 @@ std::uint64_t roundUp(std::uint64_t v, std::uint64_t a) {
 }
 
 /// The host algorithms for `n` ranks.
-std::vector<const Algo *> algosFor(int n) {
+std::vector<const Algo *> hostAlgosFor(int n) {
   std::vector<const Algo *> v;
   for (const Algo &a : config().algos)
     if (a.desc->ranks == n && a.desc->backend == ccsynthBackendHost &&
@@ -274,13 +343,13 @@ std::vector<const Algo *> algosFor(int n) {
   return v;
 }
 
-/// Attaches the communicator's window, sized for the algorithms of its
-/// rank count, and announces this rank. Idempotent.
+/// Attaches the communicator's shm window, sized for the host algorithms
+/// of its rank count, and announces this rank. Idempotent.
 void ensureWindow(CommState &s) {
   if (s.windowTried)
     return;
   s.windowTried = true;
-  auto algos = algosFor(s.nranks);
+  auto algos = hostAlgosFor(s.nranks);
   if (algos.empty())
     return;
   std::uint64_t maxBytes = 0, scratch = 0;
@@ -377,14 +446,224 @@ bool resolve(CommState &s, ncclComm_t comm) {
   return true;
 }
 
-// --- the decision ----------------------------------------------------------
+// --- the CUDA IPC window of one plugin --------------------------------------
 
-struct Decision {
-  const Algo *algo = nullptr;
-  std::string reason;
+/// Per-rank record of the IPC handshake in its shm window.
+struct IpcSlot {
+  unsigned char handle[CCSYNTH_IPC_HANDLE_BYTES];
+  std::uint64_t created;   ///< 1: window allocated, 2: failed
+  std::uint64_t connected; ///< 1: every peer mapped, 2: failed
 };
 
-int unitsOf(const char *collective, int n, bool in) {
+/// Waits until `word` of every rank's slot is non-zero; false (and `why`)
+/// at the deadline.
+bool waitAll(rt::CommHeader *h, int n, std::size_t offset,
+             std::chrono::steady_clock::time_point deadline, std::string &why) {
+  for (int r = 0; r < n; ++r) {
+    auto *w = reinterpret_cast<std::uint64_t *>(rt::commData(h, r) + offset);
+    while (rt::loadAcquire(*w) == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        why = "rank " + std::to_string(r) +
+              " never reached the CUDA IPC handshake (ranks on several "
+              "nodes, or without the same CCSYNTH_PLUGINS)";
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  return true;
+}
+
+/// Sets up `plugin`'s IPC window on this communicator, with every rank
+/// (they all decide to at the same call). Every rank learns every other's
+/// outcome, so the window is usable on all ranks or on none.
+void setupIpc(CommState &s, IpcState &st, const rt::Plugin &plugin,
+              int device) {
+  auto fail = [&](const std::string &why) {
+    st.state = CommFacts::Device::Unusable;
+    st.unusable = why;
+    warn("communicator " + s.key.substr(0, 16) + ": CUDA IPC window of " +
+         plugin.path() + " unusable: " + why +
+         "; its device collectives go to NCCL");
+    if (st.comm)
+      st.comms->ipc_comm_destroy(st.comm);
+    st.comm = nullptr;
+  };
+  st.comms = plugin.cudaComms();
+  std::uint64_t maxBytes = 0, scratch = 0;
+  std::uint32_t flags = 1;
+  std::uint64_t token = fnv(&s.nranks, sizeof s.nranks);
+  for (const ccsynthAlgorithm &a : plugin) {
+    if (a.ranks != s.nranks || a.backend != ccsynthBackendCuda)
+      continue;
+    maxBytes =
+        std::max<std::uint64_t>(maxBytes, a.max_bytes ? a.max_bytes : ~0ull);
+    scratch = std::max(scratch, a.scratch_bytes);
+    flags = std::max(flags, a.flag_words);
+    token = fnv(a.ir_hash, std::strlen(a.ir_hash), token);
+  }
+  st.staging = roundUp(std::min(maxBytes, config().deviceWindowBytes), 256);
+  st.scratchAt = st.staging;
+  token = fnv(&st.staging, sizeof st.staging, token) | 1;
+  char name[80];
+  std::snprintf(
+      name, sizeof name, "/ccsynth-ipc-%016llx-%016llx-%d",
+      (unsigned long long)fnv(s.key.data(), s.key.size()),
+      (unsigned long long)fnv(plugin.path().data(), plugin.path().size()),
+      s.nranks);
+  std::string error;
+  auto win = rt::ShmWindow::attach(name, s.nranks, 1, sizeof(IpcSlot),
+                                   config().timeout, error);
+  if (!win)
+    return fail(error);
+  rt::CommHeader *h = win->comm();
+  auto *mine = reinterpret_cast<IpcSlot *>(rt::commData(h, s.rank));
+  ccsynthError err{};
+  ccsynthResult r = st.comms->ipc_comm_create(
+      device, s.rank, s.nranks, flags, st.staging + roundUp(scratch, 256),
+      &st.comm, mine->handle, &err);
+  std::string localWhy;
+  if (r != ccsynthSuccess) {
+    st.comm = nullptr;
+    localWhy = std::string("allocating the window: ") + err.message;
+  }
+  rt::storeRelease(mine->created, std::uint64_t(r == ccsynthSuccess ? 1 : 2));
+  rt::storeRelease(rt::commSlot(h, s.rank).joined, token);
+  auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(config().timeout));
+  std::string why;
+  if (!waitAll(h, s.nranks, offsetof(IpcSlot, created), deadline, why))
+    return fail(why);
+  win->unlink(); // every rank has it mapped
+  std::vector<unsigned char> handles(std::size_t(s.nranks) *
+                                     CCSYNTH_IPC_HANDLE_BYTES);
+  for (int q = 0; q < s.nranks; ++q) {
+    auto *slot = reinterpret_cast<IpcSlot *>(rt::commData(h, q));
+    if (rt::loadAcquire(rt::commSlot(h, q).joined) != token)
+      return fail("rank " + std::to_string(q) +
+                  " loaded other plugins (CCSYNTH_PLUGINS or "
+                  "CCSYNTH_DEVICE_WINDOW_BYTES differs)");
+    if (rt::loadAcquire(slot->created) != 1)
+      return fail(q == s.rank ? localWhy
+                              : "rank " + std::to_string(q) +
+                                    " could not allocate its window");
+    std::memcpy(&handles[std::size_t(q) * CCSYNTH_IPC_HANDLE_BYTES],
+                slot->handle, CCSYNTH_IPC_HANDLE_BYTES);
+  }
+  r = st.comms->ipc_comm_connect(st.comm, handles.data(), &err);
+  if (r != ccsynthSuccess)
+    localWhy = std::string("mapping the peers' windows: ") + err.message;
+  rt::storeRelease(mine->connected, std::uint64_t(r == ccsynthSuccess ? 1 : 2));
+  if (!waitAll(h, s.nranks, offsetof(IpcSlot, connected), deadline, why))
+    return fail(why);
+  for (int q = 0; q < s.nranks; ++q)
+    if (rt::loadAcquire(
+            reinterpret_cast<IpcSlot *>(rt::commData(h, q))->connected) != 1)
+      return fail(q == s.rank ? localWhy
+                              : "rank " + std::to_string(q) +
+                                    " could not map every peer's window");
+  void *data = nullptr;
+  std::uint64_t bytes = 0;
+  if (st.comms->ipc_comm_window(st.comm, &data, &bytes) != ccsynthSuccess)
+    return fail("the plugin reports no window");
+  st.data = static_cast<char *>(data);
+  st.state = CommFacts::Device::Ready;
+}
+
+/// The communicator's facts for the IPC window of `a`'s plugin.
+CommFacts factsFor(CommState &s, const Algo &a) {
+  CommFacts f;
+  f.hostStaging = s.staging;
+  f.hostWindowUsable = s.ready != Readiness::Unusable && s.window;
+  f.hostUnusable = s.window || s.ready == Readiness::Unusable
+                       ? s.unusable
+                       : "no host plugin algorithm for " +
+                             std::to_string(s.nranks) + " ranks";
+  auto it = s.ipc.find(a.owner);
+  if (it != s.ipc.end()) {
+    f.device = it->second.state;
+    f.deviceUnusable = it->second.unusable;
+  }
+  f.deviceStaging = config().deviceWindowBytes;
+  if (it != s.ipc.end() && it->second.state == CommFacts::Device::Ready)
+    f.deviceStaging = it->second.staging;
+  return f;
+}
+
+/// A failed wait of an earlier asynchronous launch becomes the
+/// communicator's error (once).
+void pollIpcErrors(CommState &s) {
+  for (auto &[plugin, st] : s.ipc) {
+    if (!st.comm || st.failedReported)
+      continue;
+    ccsynthError err{};
+    if (st.comms->ipc_comm_error(st.comm, &err) == ccsynthSuccess)
+      continue;
+    st.failedReported = true;
+    if (s.error == ncclSuccess)
+      s.error = ncclSystemError;
+    warn("communicator " + s.key.substr(0, 16) + " rank " +
+         std::to_string(s.rank) + ": a CUDA plugin launch failed: " +
+         err.message + "; the communicator's async error is ncclSystemError");
+  }
+}
+
+// --- the decision ----------------------------------------------------------
+
+CallFacts factsOf(const Call &c, const CommState &s) {
+  CallFacts f;
+  f.collective = c.collective;
+  f.nranks = s.nranks;
+  f.count = c.count;
+  f.dtype = int(c.dtype);
+  f.op = int(c.op);
+  f.root = c.root;
+  bool ds = deviceMemory(c.send), dr = deviceMemory(c.recv);
+  // Rooted collectives leave one buffer unused on some ranks (NCCL
+  // ignores it): the other decides.
+  bool noSend = c.send == nullptr, noRecv = c.recv == nullptr;
+  bool device = noSend ? dr : noRecv ? ds : ds && dr;
+  bool host = noSend ? !dr : noRecv ? !ds : !ds && !dr;
+  f.memory = device ? Memory::Device : host ? Memory::Host : Memory::Mixed;
+  f.capturing = f.memory == Memory::Device && capturing(c.stream);
+  f.rank = s.rank;
+  f.send = c.send;
+  f.recv = c.recv;
+  return f;
+}
+
+void logDecision(CommState &s, const Call &c, const Decision &d,
+                 const std::string &how) {
+  if (!config().debug)
+    return;
+  int es = c.dtype >= 0 && c.dtype < ncclFloat8e4m3
+               ? rt::dtypeSize(int(c.dtype))
+               : 1;
+  std::uint64_t bytes = std::uint64_t(c.count) * es;
+  int sizeClass = 0;
+  while (sizeClass < 63 && (1ull << (sizeClass + 1)) <= bytes)
+    ++sizeClass;
+  if (!s.logged.insert({c.collective, sizeClass, d.algo >= 0}).second)
+    return;
+  std::fprintf(stderr,
+               "ccsynth-nccl: comm %.16s rank %d/%d: %s count %zu (%s, size "
+               "class 2^%d B) -> %s: %s%s%s\n",
+               s.key.c_str(), s.rank, s.nranks, c.ncclName, c.count,
+               c.dtype >= 0 && c.dtype < ncclFloat8e4m3
+                   ? rt::dtypeName(int(c.dtype))
+                   : "?",
+               sizeClass,
+               d.algo < 0 ? "NCCL"
+               : d.cuda   ? "ccsynth (CUDA IPC)"
+                          : "ccsynth",
+               d.reason.c_str(), how.empty() ? "" : "; ", how.c_str());
+}
+
+// --- launching -------------------------------------------------------------
+
+int unitsOfCall(const char *collective, int n, bool in) {
   std::string c = collective;
   if (c == "allgather" || c == "gather")
     return in ? 1 : n;
@@ -395,106 +674,47 @@ int unitsOf(const char *collective, int n, bool in) {
   return 1;
 }
 
-Decision decide(const Call &c, CommState &s) {
-  Decision d;
-  if (c.dtype < 0 || c.dtype >= ncclFloat8e4m3) {
-    d.reason = "data type " + std::to_string(int(c.dtype)) +
-               " has no ccsynth equivalent";
-    return d;
+/// Records a failed launch as the communicator's error and returns it.
+ncclResult_t launchFailed(const Call &c, CommState &s,
+                          const ccsynthAlgorithm &g, ccsynthResult r,
+                          const ccsynthError &err) {
+  // A plugin that times out or loses a peer is a system error (the job
+  // must abort the communicator); a refusal after a match is ours.
+  ncclResult_t code =
+      (r == ccsynthTimeout || r == ccsynthAborted || r == ccsynthSystemError)
+          ? ncclSystemError
+          : ncclInternalError;
+  if (s.error == ncclSuccess) {
+    s.error = code;
+    char msg[768];
+    std::snprintf(msg, sizeof msg,
+                  "%s on communicator %.16s rank %d: plugin algorithm %s "
+                  "failed: %s; returning %s",
+                  c.ncclName, s.key.c_str(), s.rank, g.name, err.message,
+                  code == ncclSystemError ? "ncclSystemError"
+                                          : "ncclInternalError");
+    warn(msg);
   }
-  int es = rt::dtypeSize(int(c.dtype));
-  std::uint64_t larger = std::uint64_t(c.count) * es *
-                         std::max(unitsOf(c.collective, s.nranks, true),
-                                  unitsOf(c.collective, s.nranks, false));
-  std::string closest;
-  for (const Algo *a : algosFor(s.nranks)) {
-    const ccsynthAlgorithm &g = *a->desc;
-    std::string why;
-    if (c.collective != std::string(g.collective))
-      continue;
-    bool reduces = g.op_mask != 0;
-    if (!(g.dtype_mask & (1u << int(c.dtype))))
-      why = std::string("dtype ") + rt::dtypeName(int(c.dtype)) +
-            " not built in (" + rt::dtypeMaskNames(g.dtype_mask) + ")";
-    else if (reduces && (int(c.op) < 0 || int(c.op) >= ccsynthNumOps ||
-                         !(g.op_mask & (1u << int(c.op)))))
-      why = "op " + std::to_string(int(c.op)) + " not built in (" +
-            rt::opMaskNames(g.op_mask) + ")";
-    else if (c.root >= 0 && c.root != g.root)
-      why = "root " + std::to_string(c.root) + ", the algorithm's is " +
-            std::to_string(g.root);
-    else if (larger < g.min_bytes || (g.max_bytes && larger > g.max_bytes))
-      why = std::to_string(larger) + " bytes outside its range [" +
-            std::to_string(g.min_bytes) + ", " +
-            (g.max_bytes ? std::to_string(g.max_bytes) : "inf") + "]";
-    else if (larger > s.staging)
-      why = std::to_string(larger) + " bytes exceed the staging window (" +
-            std::to_string(s.staging) + ", CCSYNTH_WINDOW_BYTES)";
-    else if (g.count_multiple > 1 && c.count % g.count_multiple != 0)
-      why = "count not a multiple of " + std::to_string(g.count_multiple);
-    else if (capturing(c.stream) && !g.capture_safe)
-      why = "the stream is being captured into a CUDA graph and the "
-            "algorithm is not capture-safe";
-    else if (deviceMemory(c.send) || deviceMemory(c.recv))
-      why = "device buffers: host-backend plugins run on host memory only";
-    if (why.empty()) {
-      d.algo = a;
-      d.reason = "plugin " + a->plugin + " algorithm " + g.name;
-      return d;
-    }
-    if (closest.empty())
-      closest = std::string(g.name) + ": " + why;
-  }
-  d.reason = closest.empty()
-                 ? std::string("no host plugin algorithm for ") + c.collective +
-                       " on " + std::to_string(s.nranks) + " ranks"
-                 : closest;
-  return d;
+  return code;
 }
 
-void logDecision(CommState &s, const Call &c, const Decision &d) {
-  if (!config().debug)
-    return;
-  int es = c.dtype >= 0 && c.dtype < ncclFloat8e4m3
-               ? rt::dtypeSize(int(c.dtype))
-               : 1;
-  std::uint64_t bytes = std::uint64_t(c.count) * es;
-  int sizeClass = 0;
-  while (sizeClass < 63 && (1ull << (sizeClass + 1)) <= bytes)
-    ++sizeClass;
-  if (!s.logged.insert({c.collective, sizeClass, d.algo != nullptr}).second)
-    return;
-  std::fprintf(stderr,
-               "ccsynth-nccl: comm %.16s rank %d/%d: %s count %zu (%s, size "
-               "class 2^%d B) -> %s: %s\n",
-               s.key.c_str(), s.rank, s.nranks, c.ncclName, c.count,
-               c.dtype >= 0 && c.dtype < ncclFloat8e4m3
-                   ? rt::dtypeName(int(c.dtype))
-                   : "?",
-               sizeClass, d.algo ? "ccsynth" : "NCCL", d.reason.c_str());
-}
-
-// --- launching -------------------------------------------------------------
-
-ncclResult_t launch(const Call &c, CommState &s, const Algo &a) {
+ncclResult_t launchHost(const Call &c, CommState &s, const Algo &a) {
   const ccsynthAlgorithm &g = *a.desc;
   int n = s.nranks, me = s.rank;
   std::size_t es = rt::dtypeSize(int(c.dtype));
   std::uint64_t unit = std::uint64_t(c.count) * es;
-  std::uint64_t inBytes = unit * unitsOf(c.collective, n, true);
-  std::uint64_t outBytes = unit * unitsOf(c.collective, n, false);
+  std::uint64_t inBytes = unit * unitsOfCall(c.collective, n, true);
+  std::uint64_t outBytes = unit * unitsOfCall(c.collective, n, false);
   std::string coll = c.collective;
-  bool rooted = c.root >= 0;
   bool sends = !((coll == "broadcast" || coll == "scatter") && me != c.root);
   bool receives = !((coll == "reduce" || coll == "gather") && me != c.root);
-  (void)rooted;
 
   rt::CommHeader *h = s.window->comm();
   char *data = rt::commData(h, me);
   char *inArea = data, *outArea = data + s.staging;
   char *send, *recv;
-  int inU = unitsOf(c.collective, n, true),
-      outU = unitsOf(c.collective, n, false);
+  int inU = unitsOfCall(c.collective, n, true),
+      outU = unitsOfCall(c.collective, n, false);
   if (!g.inplace) {
     send = inArea;
     recv = outArea;
@@ -532,33 +752,109 @@ ncclResult_t launch(const Call &c, CommState &s, const Algo &a) {
       std::memcpy(c.recv, recv, outBytes);
     return ncclSuccess;
   }
-  // A plugin that times out or loses a peer is a system error (the job
-  // must abort the communicator); a refusal after a match is ours.
-  ncclResult_t code =
-      (r == ccsynthTimeout || r == ccsynthAborted || r == ccsynthSystemError)
-          ? ncclSystemError
-          : ncclInternalError;
-  if (s.error == ncclSuccess) {
-    s.error = code;
-    char msg[768];
-    std::snprintf(msg, sizeof msg,
-                  "%s on communicator %.16s rank %d: plugin algorithm %s "
-                  "failed: %s; returning %s",
-                  c.ncclName, s.key.c_str(), me, g.name, err.message,
-                  code == ncclSystemError ? "ncclSystemError"
-                                          : "ncclInternalError");
-    warn(msg);
+  return launchFailed(c, s, g, r, err);
+}
+
+/// The CUDA IPC path: queued on the caller's stream, returns at once.
+/// Peers put into this rank's output, so the output is staged at the
+/// start of the device window (the same offset on every rank) and copied
+/// to the user's buffer after the kernel, on the same stream. An
+/// out-of-place algorithm reads the user's input where it is; an in-place
+/// one finds it in the staged output, copied there first.
+ncclResult_t launchCuda(const Call &c, CommState &s, const Algo &a) {
+  const ccsynthAlgorithm &g = *a.desc;
+  IpcState &st = s.ipc[a.owner];
+  int n = s.nranks, me = s.rank;
+  std::size_t es = rt::dtypeSize(int(c.dtype));
+  std::uint64_t unit = std::uint64_t(c.count) * es;
+  int inU = unitsOfCall(c.collective, n, true),
+      outU = unitsOfCall(c.collective, n, false);
+  std::string coll = c.collective;
+  bool sends = !((coll == "broadcast" || coll == "scatter") && me != c.root);
+  bool receives = !((coll == "reduce" || coll == "gather") && me != c.root);
+  char *recv = st.data;
+  const void *send = c.send;
+  ccsynthError err{};
+  if (g.inplace) {
+    // Decide() admits in-place algorithms whose output is the whole
+    // buffer (allreduce, allgather, ...): the input sits inside it.
+    char *in = recv + (outU > inU ? std::uint64_t(me) * unit : 0);
+    if (sends && !copyAsync(in, c.send, unit * inU, c.stream)) {
+      std::snprintf(err.message, sizeof err.message,
+                    "staging the input on the stream failed");
+      return launchFailed(c, s, g, ccsynthSystemError, err);
+    }
+    send = in;
   }
-  return code;
+  ccsynthLaunchArgs args{};
+  args.struct_size = sizeof args;
+  args.rank = me;
+  args.sendbuff = send;
+  args.recvbuff = recv;
+  args.count = c.count;
+  args.dtype = int(c.dtype);
+  args.op = g.op_mask ? int(c.op) : 0;
+  args.scratch = g.scratch_bytes ? st.data + st.scratchAt : nullptr;
+  args.scratch_bytes = g.scratch_bytes;
+  args.transport = ccsynthTransportCudaIpc;
+  args.comm = st.comm;
+  args.stream = c.stream;
+  args.timeout_seconds = config().timeout;
+  args.error = &err;
+  ccsynthResult r = g.launch(&args);
+  if (r != ccsynthSuccess)
+    return launchFailed(c, s, g, r, err);
+  if (receives && !copyAsync(c.recv, recv, unit * outU, c.stream)) {
+    std::snprintf(err.message, sizeof err.message,
+                  "copying the output to the user's buffer on the stream "
+                  "failed");
+    return launchFailed(c, s, g, ccsynthSystemError, err);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t launch(const Call &c, CommState &s, const Algo &a, bool cuda) {
+  return cuda ? launchCuda(c, s, a) : launchHost(c, s, a);
 }
 
 struct Deferred {
   Call call;
   std::shared_ptr<CommState> state;
   const Algo *algo;
+  bool cuda;
 };
 thread_local int groupDepth = 0;
 thread_local std::vector<Deferred> deferred;
+
+/// The decision for `c` on `s`, setting up what it needs (collectively):
+/// the host window's readiness, or a plugin's device window.
+Decision decideAndPrepare(const Call &c, CommState &s, std::string &how) {
+  Config &cfg = config();
+  CallFacts f = factsOf(c, s);
+  auto commOf = [&](std::size_t i) { return factsFor(s, cfg.algos[i]); };
+  Decision d = decideEach(f, cfg.facts, commOf);
+  if (d.algo < 0)
+    return d;
+  const Algo &a = cfg.algos[std::size_t(d.algo)];
+  if (!d.cuda) {
+    if (!windowReady(s)) {
+      d.algo = -1;
+      d.reason = "window unusable: " + s.unusable;
+    }
+    return d;
+  }
+  IpcState &st = s.ipc[a.owner];
+  if (st.state == CommFacts::Device::NotYet) {
+    setupIpc(s, st, *a.owner, deviceOf(c.recv ? c.recv : c.send));
+    // Decide again: the window's size is known now (or it is unusable),
+    // the same on every rank.
+    d = decideEach(f, cfg.facts, commOf);
+    if (d.algo < 0 || !d.cuda)
+      return d;
+  }
+  how = placement(*cfg.algos[std::size_t(d.algo)].desc).describe();
+  return d;
+}
 
 } // namespace
 
@@ -572,11 +868,17 @@ ncclResult_t dispatch(const Call &c, bool &forwarded) {
   std::shared_ptr<CommState> s = stateOf(c.comm);
   if (!s)
     return ncclSuccess; // e.g. ncclCommInitAll: not ours to keep
+  if (s->resolved)
+    pollIpcErrors(*s);
   if (s->error != ncclSuccess) {
     // The communicator failed in a plugin launch: NCCL's rule, it must be
-    // aborted; later plugin launches on it fail as well.
-    Decision d = s->resolved ? decide(c, *s) : Decision{};
-    if (d.algo) {
+    // aborted; later plugin launches on it fail as well. Nothing is set
+    // up any more: only the first decision's outcome is asked for.
+    std::string how;
+    CallFacts f = factsOf(c, *s);
+    auto commOf = [&](std::size_t i) { return factsFor(*s, cfg.algos[i]); };
+    Decision d = s->resolved ? decideEach(f, cfg.facts, commOf) : Decision{};
+    if (d.algo >= 0) {
       forwarded = false;
       return s->error;
     }
@@ -585,28 +887,18 @@ ncclResult_t dispatch(const Call &c, bool &forwarded) {
   if (!resolve(*s, c.comm))
     return ncclSuccess;
   ensureWindow(*s);
-  Decision d;
-  if (!s->window && s->ready != Readiness::Unusable) {
-    d.reason =
-        "no host plugin algorithm for " + std::to_string(s->nranks) + " ranks";
-  } else if (s->ready == Readiness::Unusable) {
-    d.reason = "window unusable: " + s->unusable;
-  } else {
-    d = decide(c, *s);
-    if (d.algo && !windowReady(*s)) {
-      d.algo = nullptr;
-      d.reason = "window unusable: " + s->unusable;
-    }
-  }
-  logDecision(*s, c, d);
-  if (!d.algo)
+  std::string how;
+  Decision d = decideAndPrepare(c, *s, how);
+  logDecision(*s, c, d, how);
+  if (d.algo < 0)
     return ncclSuccess;
   forwarded = false;
+  const Algo &a = cfg.algos[std::size_t(d.algo)];
   if (groupDepth > 0) {
-    deferred.push_back({c, s, d.algo});
+    deferred.push_back({c, s, &a, d.cuda});
     return ncclSuccess;
   }
-  return launch(c, *s, *d.algo);
+  return launch(c, *s, a, d.cuda);
 }
 
 void onCommInit(ncclComm_t comm, int nranks, int rank, const void *id,
@@ -649,7 +941,7 @@ void onCommSplit(ncclComm_t parent, ncclComm_t child, int color) {
   states()[child] = s;
 }
 
-void onCommRelease(ncclComm_t comm) {
+void onCommRelease(ncclComm_t comm, bool abort) {
   std::shared_ptr<CommState> s;
   {
     std::lock_guard<std::mutex> lock(stateMutex);
@@ -661,18 +953,37 @@ void onCommRelease(ncclComm_t comm) {
   }
   // Launches still deferred in an open group hold their own reference.
   s->window.reset(); // unmaps; removes the name if no one else did
+  for (auto &[plugin, st] : s->ipc) {
+    if (!st.comm)
+      continue;
+    if (abort)
+      st.comms->ipc_comm_abort(st.comm);
+    st.comms->ipc_comm_destroy(st.comm); // waits for the last launch
+    st.comm = nullptr;
+    st.state = CommFacts::Device::Unusable;
+    st.unusable = "the communicator was released";
+  }
 }
 
 void onCommRevoke(ncclComm_t comm) {
   if (std::shared_ptr<CommState> s = stateOf(comm)) {
     s->ready = Readiness::Unusable;
     s->unusable = "the communicator was revoked";
+    for (auto &[plugin, st] : s->ipc) {
+      if (st.comm)
+        st.comms->ipc_comm_abort(st.comm);
+      st.state = CommFacts::Device::Unusable;
+      st.unusable = "the communicator was revoked";
+    }
   }
 }
 
 ncclResult_t commError(ncclComm_t comm) {
   std::shared_ptr<CommState> s = stateOf(comm);
-  return s ? s->error : ncclSuccess;
+  if (!s)
+    return ncclSuccess;
+  pollIpcErrors(*s);
+  return s->error;
 }
 
 void onGroupStart() { ++groupDepth; }
@@ -686,13 +997,14 @@ ncclResult_t onGroupEnd(ncclResult_t r) {
   run.swap(deferred);
   ncclResult_t result = r;
   for (Deferred &d : run) {
-    if (!d.state->window) {
+    bool gone = d.cuda ? !d.state->ipc[d.algo->owner].comm : !d.state->window;
+    if (gone) {
       result = ncclInvalidUsage; // destroyed inside the group
       continue;
     }
     ncclResult_t lr = d.state->error != ncclSuccess
                           ? d.state->error
-                          : launch(d.call, *d.state, *d.algo);
+                          : launch(d.call, *d.state, *d.algo, d.cuda);
     if (lr != ncclSuccess &&
         (result == ncclSuccess || result == ncclInProgress))
       result = lr;

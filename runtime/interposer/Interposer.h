@@ -3,8 +3,10 @@
 // libccsynth_nccl.so exports the NCCL 2.28 API. Every call goes to the real
 // library (loaded once, RTLD_DEEPBIND | RTLD_LOCAL) except collectives that
 // a loaded plugin algorithm covers on a communicator whose ranks share a
-// host: those run the plugin over the communicator's shared-memory window.
-// See docs/runtime.md, "The NCCL-API interposer".
+// host: on host buffers those run a host plugin over the communicator's
+// shared-memory window; on device buffers a CUDA plugin over the CUDA IPC
+// transport, on the caller's stream. See docs/runtime.md, "The NCCL-API
+// interposer".
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -62,8 +64,11 @@ ncclResult_t dispatch(const Call &call, bool &forwarded);
 void onCommInit(ncclComm_t comm, int nranks, int rank, const void *id,
                 std::size_t idBytes);
 void onCommSplit(ncclComm_t parent, ncclComm_t child, int color);
-/// Before the real destroy/abort: releases the window.
-void onCommRelease(ncclComm_t comm);
+/// Before the real destroy/abort: releases the windows. `abort` first
+/// raises the device windows' abort words, so that kernels still waiting
+/// end at their next poll; destroy waits for the last launch (bounded by
+/// the waits' timeout).
+void onCommRelease(ncclComm_t comm, bool abort);
 void onCommRevoke(ncclComm_t comm);
 /// The interposer's own error on `comm` (a failed plugin launch), or
 /// ncclSuccess.

@@ -43,9 +43,16 @@
 #        watchdog  10  the chain without its first signal must end with the
 #                      watchdog's report (rank, threadblock, step), not hang
 #        bench     30  ccsynth-cuda-bench: 1 KiB to 64 MiB per rank
-#      in all 410 s (under 7 minutes), then one summary table.
+#        ipc       45  the CUDA IPC transport, 8 ranks as processes (under
+#                      MPS): AllGather and AllReduce at 64 MiB and 1 GiB,
+#                      GB/s against cudaMemcpy D2D of the same bytes
+#        torch     60  PyTorch DDP (world size 1) with and without the
+#                      NCCL-API interposer preloaded: identical losses
+#      in all 515 s (under 9 minutes), then one summary table. ctest -L gpu
+#      includes gpu:ipc-ranks (the IPC transport's results, int32 bit for
+#      bit) and its limit is 120 s.
 # --out DIR (default gpu-check-out/, git-ignored) receives summary.md, env.txt
-# and the raw logs (build, tests, runner, watchdog, bench): seven files.
+# and the raw logs (build, tests, runner, watchdog, bench, ipc, torch).
 # Exit: 0 when every part passed (or there is no GPU), 1 when one failed,
 # 2 on bad usage or a missing prepared folder.
 set -uo pipefail
@@ -189,6 +196,13 @@ cfg=(-DCMAKE_BUILD_TYPE=Release -DCCSYNTH_RUNTIME_ONLY=ON
   "-DCCSYNTH_PREPARED_DIR=$prepared")
 [[ -n $arch ]] && cfg+=("-DCMAKE_CUDA_ARCHITECTURES=$arch"
   "-DCCSYNTH_CUDA_RUN_ARCHS=$arch")
+# The interposer needs nccl.h: PyTorch's NCCL wheel has one when the CUDA
+# toolkit does not.
+if [[ ! -f /usr/local/cuda/include/nccl.h && -z ${NCCL_HOME:-} ]]; then
+  wheel=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' \
+    2>/dev/null || true)
+  [[ -n $wheel && -f $wheel/include/nccl.h ]] && export NCCL_HOME=$wheel
+fi
 t0=$SECONDS
 if ((gpu)); then
   targets=()
@@ -253,7 +267,7 @@ cuda=$(sed -n 's/.*release \([0-9.]*\).*/\1/p' "$out/env.txt" | head -1)
 
 # Tests: the real ctest entries of the runtime-only build.
 : >"$out/tests.log"
-part tests 90 "$out/tests.log" ctest --test-dir "$gpubuild" -L gpu \
+part tests 120 "$out/tests.log" ctest --test-dir "$gpubuild" -L gpu \
   --output-on-failure
 status[tests]=$?
 tests_line=$(grep -E 'tests passed|tests failed' "$out/tests.log" | tail -1)
@@ -327,7 +341,22 @@ fi
 part bench 30 "$out/bench.log" "$gpubuild/bench/ccsynth-cuda-bench" 20
 status[bench]=$?
 
-for p in tests chain watchdog bench; do
+# The CUDA IPC transport: ranks as processes, figures at 64 MiB and 1 GiB.
+: >"$out/ipc.log"
+part ipc 45 "$out/ipc.log" "$root/test/gpu/ipc-ranks.sh" \
+  "$gpubuild/test/gpu/ccsynth-gpu-ipc-ranks" bench "$out/ipc-work"
+status[ipc]=$?
+
+# PyTorch as the client of the interposer (skipped, 77, without PyTorch).
+: >"$out/torch.log"
+part torch 60 "$out/torch.log" "$root/test/gpu/torch-check.sh" \
+  "$gpubuild/runtime/interposer/libccsynth_nccl.so" "$out/torch" \
+  "$plugins"/libh100_ring_allreduce.so "$plugins"/libh100_ring_allgather.so
+status[torch]=$?
+torch_line=$(grep -m1 'torch-check:' "$out/torch.log" | cut -c1-160)
+((status[torch] == 77)) && status[torch]=0
+
+for p in tests chain watchdog bench ipc torch; do
   ((status[$p] == 0)) || failed=1
 done
 res() { ((status[$1] == 0)) && echo ok || echo "FAILED (exit ${status[$1]})"; }
@@ -346,6 +375,8 @@ res() { ((status[$1] == 0)) && echo ok || echo "FAILED (exit ${status[$1]})"; }
   echo "| chain | $chain_line | ${took[chain]} (10) |"
   echo "| watchdog | $wd_line | ${took[watchdog]} (10) |"
   echo "| ccsynth-cuda-bench | $(res bench) (bench.log) | ${took[bench]} (30) |"
+  echo "| CUDA IPC, 8 processes | $(res ipc) (table below) | ${took[ipc]} (45) |"
+  echo "| PyTorch + interposer | $(res torch): ${torch_line:-no result} | ${took[torch]} (60) |"
   echo
   echo "8 virtual ranks on one GPU, fp32 sum; size = the larger buffer of a"
   echo "rank (nccl-tests); memcpy = time / time of one cudaMemcpy D2D of all"
@@ -355,6 +386,12 @@ res() { ((status[$1] == 0)) && echo ok || echo "FAILED (exit ${status[$1]})"; }
   echo "| algorithm | size | time/iter (us) | algbw (GB/s) | time / memcpy | check |"
   echo "| --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
+  echo
+  echo "CUDA IPC transport, 8 ranks as processes ($(grep -m1 -o 'MPS daemon started\|no MPS here\|failed: ranks sharing' "$out/ipc.log" || echo "?")):"
+  echo
+  echo '```'
+  sed -n '/^collective/,/^allreduce *1024M/p' "$out/ipc.log"
+  echo '```'
   echo
   echo "total $((SECONDS - start)) s; logs in $out"
 } >"$out/summary.md"

@@ -8,8 +8,6 @@
 
 namespace ccsynth::interposer {
 
-namespace {
-
 int unitsOf(const std::string &c, int n, bool in) {
   if (c == "allgather" || c == "gather")
     return in ? 1 : n;
@@ -19,8 +17,6 @@ int unitsOf(const std::string &c, int n, bool in) {
     return n;
   return 1;
 }
-
-} // namespace
 
 std::uint64_t largerBufferBytes(const CallFacts &c) {
   int es =

@@ -76,6 +76,10 @@ struct Decision {
   std::string reason; ///< why (which plugin, or why NCCL)
 };
 
+/// Blocks of `count` elements in the input (`in`) or output buffer of a
+/// rank for `collective` on `n` ranks (allgather: 1 in, n out).
+int unitsOf(const std::string &collective, int n, bool in);
+
 /// Bytes of the larger buffer of the call (allgather: its output, count x
 /// ranks elements; reducescatter: its input; others: count elements).
 std::uint64_t largerBufferBytes(const CallFacts &c);

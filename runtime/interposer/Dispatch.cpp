@@ -127,6 +127,22 @@ void addPlugin(Config &c, const std::string &path) {
   c.plugins.push_back(std::move(p));
 }
 
+/// A byte count of at least `least` from the environment variable `name`
+/// into `bytes`; left as it is (with a warning) when malformed.
+void readBytes(const char *name, unsigned long long least, const char *fallback,
+               std::uint64_t &bytes) {
+  const char *w = std::getenv(name);
+  if (!w)
+    return;
+  char *end = nullptr;
+  unsigned long long v = std::strtoull(w, &end, 10);
+  if (end && end != w && !*end && v >= least)
+    bytes = v;
+  else
+    warn(std::string(name) + "='" + w + "' is not a byte count >= " +
+         std::to_string(least) + "; using " + fallback);
+}
+
 Config &config() {
   static Config *c = [] {
     auto *c = new Config; // plugins stay loaded until exit
@@ -142,24 +158,9 @@ Config &config() {
              "' is not a number of seconds above 0 and at most 86400; "
              "using 30");
     }
-    if (const char *w = std::getenv("CCSYNTH_WINDOW_BYTES")) {
-      char *end = nullptr;
-      unsigned long long v = std::strtoull(w, &end, 10);
-      if (end && !*end && v >= 64)
-        c->windowBytes = v;
-      else
-        warn(std::string("CCSYNTH_WINDOW_BYTES='") + w +
-             "' is not a byte count >= 64; using 16 MiB");
-    }
-    if (const char *w = std::getenv("CCSYNTH_DEVICE_WINDOW_BYTES")) {
-      char *end = nullptr;
-      unsigned long long v = std::strtoull(w, &end, 10);
-      if (end && !*end && v >= 256)
-        c->deviceWindowBytes = v;
-      else
-        warn(std::string("CCSYNTH_DEVICE_WINDOW_BYTES='") + w +
-             "' is not a byte count >= 256; using 64 MiB");
-    }
+    readBytes("CCSYNTH_WINDOW_BYTES", 64, "16 MiB", c->windowBytes);
+    readBytes("CCSYNTH_DEVICE_WINDOW_BYTES", 256, "64 MiB",
+              c->deviceWindowBytes);
     const char *list = std::getenv("CCSYNTH_PLUGINS");
     std::string entries = list ? list : "";
     std::size_t at = 0;
@@ -627,7 +628,7 @@ CallFacts factsOf(const Call &c, const CommState &s) {
   bool device = noSend ? dr : noRecv ? ds : ds && dr;
   bool host = noSend ? !dr : noRecv ? !ds : !ds && !dr;
   f.memory = device ? Memory::Device : host ? Memory::Host : Memory::Mixed;
-  f.capturing = f.memory == Memory::Device && capturing(c.stream);
+  f.capturing = capturing(c.stream);
   f.rank = s.rank;
   f.send = c.send;
   f.recv = c.recv;
@@ -663,17 +664,6 @@ void logDecision(CommState &s, const Call &c, const Decision &d,
 
 // --- launching -------------------------------------------------------------
 
-int unitsOfCall(const char *collective, int n, bool in) {
-  std::string c = collective;
-  if (c == "allgather" || c == "gather")
-    return in ? 1 : n;
-  if (c == "reducescatter" || c == "scatter")
-    return in ? n : 1;
-  if (c == "alltoall")
-    return n;
-  return 1;
-}
-
 /// Records a failed launch as the communicator's error and returns it.
 ncclResult_t launchFailed(const Call &c, CommState &s,
                           const ccsynthAlgorithm &g, ccsynthResult r,
@@ -703,8 +693,8 @@ ncclResult_t launchHost(const Call &c, CommState &s, const Algo &a) {
   int n = s.nranks, me = s.rank;
   std::size_t es = rt::dtypeSize(int(c.dtype));
   std::uint64_t unit = std::uint64_t(c.count) * es;
-  std::uint64_t inBytes = unit * unitsOfCall(c.collective, n, true);
-  std::uint64_t outBytes = unit * unitsOfCall(c.collective, n, false);
+  std::uint64_t inBytes = unit * unitsOf(c.collective, n, true);
+  std::uint64_t outBytes = unit * unitsOf(c.collective, n, false);
   std::string coll = c.collective;
   bool sends = !((coll == "broadcast" || coll == "scatter") && me != c.root);
   bool receives = !((coll == "reduce" || coll == "gather") && me != c.root);
@@ -713,8 +703,8 @@ ncclResult_t launchHost(const Call &c, CommState &s, const Algo &a) {
   char *data = rt::commData(h, me);
   char *inArea = data, *outArea = data + s.staging;
   char *send, *recv;
-  int inU = unitsOfCall(c.collective, n, true),
-      outU = unitsOfCall(c.collective, n, false);
+  int inU = unitsOf(c.collective, n, true),
+      outU = unitsOf(c.collective, n, false);
   if (!g.inplace) {
     send = inArea;
     recv = outArea;
@@ -767,8 +757,8 @@ ncclResult_t launchCuda(const Call &c, CommState &s, const Algo &a) {
   int n = s.nranks, me = s.rank;
   std::size_t es = rt::dtypeSize(int(c.dtype));
   std::uint64_t unit = std::uint64_t(c.count) * es;
-  int inU = unitsOfCall(c.collective, n, true),
-      outU = unitsOfCall(c.collective, n, false);
+  int inU = unitsOf(c.collective, n, true),
+      outU = unitsOf(c.collective, n, false);
   std::string coll = c.collective;
   bool sends = !((coll == "broadcast" || coll == "scatter") && me != c.root);
   bool receives = !((coll == "reduce" || coll == "gather") && me != c.root);

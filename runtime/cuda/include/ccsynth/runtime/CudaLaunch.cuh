@@ -228,6 +228,13 @@ inline std::uint64_t timeoutNsOf(double seconds) {
   return ns >= 1.8e19 ? ~0ull : std::uint64_t(ns);
 }
 
+/// Whether [p, p + bytes) lies in the window [base, base + size).
+inline bool insideWindow(const void *p, std::size_t bytes, const char *base,
+                         std::size_t size) {
+  const char *q = static_cast<const char *>(p);
+  return q >= base && bytes <= size && std::size_t(q - base) <= size - bytes;
+}
+
 inline ccsynthResult previousFailure(const CudaFailureRecord &rec, int rank,
                                      ccsynthError *err) {
   cudaFailureMessage(rec, rank, err);
@@ -338,9 +345,7 @@ ccsynthResult planNccl(const ccsynthLaunchArgs *a, std::size_t n,
   std::size_t es = std::size_t(dtypeSize(a->dtype));
   std::size_t blockBytes = n * es;
   auto inside = [&](const void *p, std::size_t bytes) {
-    const char *q = static_cast<const char *>(p);
-    return q >= c->dataBase && bytes <= c->dataBytes &&
-           std::size_t(q - c->dataBase) <= c->dataBytes - bytes;
+    return insideWindow(p, bytes, c->dataBase, c->dataBytes);
   };
   bool needsSend = !((s.coll == Coll::Broadcast || s.coll == Coll::Scatter) &&
                      a->rank != s.root);
@@ -410,9 +415,7 @@ ccsynthResult planIpc(const ccsynthLaunchArgs *a, std::size_t n,
   std::size_t blockBytes = n * es;
   char *data = c->data();
   auto inside = [&](const void *p, std::size_t bytes) {
-    const char *q = static_cast<const char *>(p);
-    return q >= data && bytes <= c->dataBytes &&
-           std::size_t(q - data) <= c->dataBytes - bytes;
+    return insideWindow(p, bytes, data, c->dataBytes);
   };
   std::size_t scratchNeed = scratchBytes(s, A::tileBytes);
   if (!inside(a->recvbuff, blockBytes * s.outBlocks) ||

@@ -157,6 +157,37 @@ CCSYNTH_DEV void finishLaunch(std::uint64_t *header, std::uint64_t epoch,
   }
 }
 
+/// What a transport tells CudaContext about this rank's part of a launch.
+struct LaunchView {
+  int rank, tb;
+  const char *in;
+  char *out, *scratch;
+  long inBlockOffset;
+  std::size_t count;
+  std::uint32_t elemSize;
+  std::uint64_t *flags;
+  std::uint64_t epoch;
+  std::uint64_t timeoutNs;
+
+protected:
+  /// From a parameter block of one rank (the NCCL and IPC transports name
+  /// these fields alike); `header` is this rank's header words.
+  template <class P>
+  CCSYNTH_DEV void takeRank(const P &p, int r, std::uint64_t *header) {
+    rank = r;
+    tb = int(blockIdx.x);
+    in = p.in;
+    out = p.out;
+    scratch = p.scratch;
+    inBlockOffset = p.inBlockOffset;
+    count = p.count;
+    elemSize = p.elemSize;
+    flags = header + kHeaderWords;
+    epoch = loadAcquireGpu(header + kHdrEpoch);
+    timeoutNs = p.timeoutNs;
+  }
+};
+
 // --- all ranks in one launch
 // ---------------------------------------------------
 
@@ -173,7 +204,7 @@ template <int N> struct VirtualParams {
   std::uint64_t timeoutNs;
 };
 
-template <class A> class VirtualTransport {
+template <class A> class VirtualTransport : public LaunchView {
 public:
   static constexpr int kRanks = A::shape.ranks;
   using Params = VirtualParams<kRanks>;
@@ -191,16 +222,6 @@ public:
     epoch = loadAcquireGpu(p.state + kHdrEpoch);
     timeoutNs = p.timeoutNs;
   }
-
-  int rank, tb;
-  const char *in;
-  char *out, *scratch;
-  long inBlockOffset;
-  std::size_t count;
-  std::uint32_t elemSize;
-  std::uint64_t *flags;
-  std::uint64_t epoch;
-  std::uint64_t timeoutNs;
 
   /// All ranks run in this launch: they entered it, and every peer's flag
   /// is a plain word (no GIN signal).
@@ -264,35 +285,14 @@ template <int N> struct IpcParams {
 /// its window (NVLink or PCIe peer access, or the same GPU). Peers enter
 /// the launch as with the NCCL transport: a rank writes into a peer only
 /// after the peer announced this epoch.
-template <class A> class IpcTransport {
+template <class A> class IpcTransport : public LaunchView {
 public:
   static constexpr int kRanks = A::shape.ranks;
   using Params = IpcParams<kRanks>;
 
   CCSYNTH_DEV explicit IpcTransport(const Params &p) : p(p) {
-    rank = p.rank;
-    tb = int(blockIdx.x);
-    in = p.in;
-    out = p.out;
-    scratch = p.scratch;
-    inBlockOffset = p.inBlockOffset;
-    count = p.count;
-    elemSize = p.elemSize;
-    std::uint64_t *own = pickIndex(p.header, rank);
-    flags = own + kHeaderWords;
-    epoch = loadAcquireGpu(own + kHdrEpoch);
-    timeoutNs = p.timeoutNs;
+    takeRank(p, p.rank, pickIndex(p.header, p.rank));
   }
-
-  int rank, tb;
-  const char *in;
-  char *out, *scratch;
-  long inBlockOffset;
-  std::size_t count;
-  std::uint32_t elemSize;
-  std::uint64_t *flags;
-  std::uint64_t epoch;
-  std::uint64_t timeoutNs;
 
   static constexpr bool kAllInLaunch = false;
   static constexpr bool kGin = false;
@@ -358,34 +358,14 @@ struct NcclParams {
   int gin; ///< GIN resources were created (CCSYNTH_NCCL_GIN builds)
 };
 
-template <class A> class NcclTransport {
+template <class A> class NcclTransport : public LaunchView {
 public:
   using Params = NcclParams;
   static constexpr int kSignals = A::shape.dataFlags + A::shape.creditFlags;
 
   CCSYNTH_DEV explicit NcclTransport(const Params &p) : p(p) {
-    rank = p.devComm.rank;
-    tb = int(blockIdx.x);
-    in = p.in;
-    out = p.out;
-    scratch = p.scratch;
-    inBlockOffset = p.inBlockOffset;
-    count = p.count;
-    elemSize = p.elemSize;
-    flags = p.header + kHeaderWords;
-    epoch = loadAcquireGpu(p.header + kHdrEpoch);
-    timeoutNs = p.timeoutNs;
+    takeRank(p, p.devComm.rank, p.header);
   }
-
-  int rank, tb;
-  const char *in;
-  char *out, *scratch;
-  long inBlockOffset;
-  std::size_t count;
-  std::uint32_t elemSize;
-  std::uint64_t *flags;
-  std::uint64_t epoch;
-  std::uint64_t timeoutNs;
 
   /// Threadblock 0 announces that this rank entered the launch (its
   /// previous launch is over, its buffers are this launch's). With GIN it

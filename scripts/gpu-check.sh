@@ -32,10 +32,12 @@
 #      prepare step and the runtime-only build cannot rot);
 #   4. with a GPU, each part under its own timeout (seconds):
 #        build    150  the runtime-only build, nvcc included
-#        tests     90  ctest -L gpu: gpu:virtual-ranks (8 virtual ranks,
-#                      AG/RS/AR/A2A, fp32 and bf16, the watchdog) and
+#        tests    120  ctest -L gpu: gpu:virtual-ranks (8 virtual ranks,
+#                      AG/RS/AR/A2A, fp32 and bf16, the watchdog),
 #                      gpu:run-cuda (ccsynth-run on the ring/direct plugins)
-#        runner   120  ccsynth-run --backend cuda --compare-memcpy on the
+#                      and gpu:ipc-ranks (8 ranks as processes over the CUDA
+#                      IPC transport, int32 results bit for bit)
+#        runner    90  ccsynth-run --backend cuda --compare-memcpy on the
 #                      ring and synthesized AllGather and AllReduce at 1M,
 #                      64M and 1G: GB/s, and time against cudaMemcpy D2D of
 #                      the same bytes in the same run
@@ -46,11 +48,11 @@
 #        ipc       45  the CUDA IPC transport, 8 ranks as processes (under
 #                      MPS): AllGather and AllReduce at 64 MiB and 1 GiB,
 #                      GB/s against cudaMemcpy D2D of the same bytes
-#        torch     60  PyTorch DDP (world size 1) with and without the
-#                      NCCL-API interposer preloaded: identical losses
-#      in all 515 s (under 9 minutes), then one summary table. ctest -L gpu
-#      includes gpu:ipc-ranks (the IPC transport's results, int32 bit for
-#      bit) and its limit is 120 s.
+#        torch     90  PyTorch DDP: world size 1 on PyTorch's NCCL with and
+#                      without the NCCL-API interposer (identical losses);
+#                      world size 8 on one GPU on the libnccl test double,
+#                      alone and behind the interposer's CUDA plugins
+#      in all 545 s (about 9 minutes), then one summary table.
 # --out DIR (default gpu-check-out/, git-ignored) receives summary.md, env.txt
 # and the raw logs (build, tests, runner, watchdog, bench, ipc, torch).
 # Exit: 0 when every part passed (or there is no GPU), 1 when one failed,
@@ -275,13 +277,13 @@ tests_line=$(grep -E 'tests passed|tests failed' "$out/tests.log" | tail -1)
 # The runner on ring and synthesized AllGather and AllReduce.
 : >"$out/runner.log"
 rows=()
-runner_deadline=$((SECONDS + 120))
+runner_deadline=$((SECONDS + 90))
 for algo in h100_ring_allgather h100_synth_allgather h100_ring_allreduce \
   h100_synth_allreduce; do
   for size in 1M 64M 1G; do
     left=$((runner_deadline - SECONDS))
     if ((left < 5)); then
-      rows+=("| $algo | $size | not run: the runner's 120 s were spent | | | |")
+      rows+=("| $algo | $size | not run: the runner's 90 s were spent | | | |")
       failed=1
       continue
     fi
@@ -349,11 +351,11 @@ status[ipc]=$?
 
 # PyTorch as the client of the interposer (skipped, 77, without PyTorch).
 : >"$out/torch.log"
-part torch 60 "$out/torch.log" "$root/test/gpu/torch-check.sh" \
-  "$gpubuild/runtime/interposer/libccsynth_nccl.so" "$out/torch" \
+part torch 90 "$out/torch.log" "$root/test/gpu/torch-check.sh" \
+  "$gpubuild/runtime/interposer/libccsynth_nccl.so" \
+  "$gpubuild/test/interposer/fake/libnccl.so.2" "$out/torch" \
   "$plugins"/libh100_ring_allreduce.so "$plugins"/libh100_ring_allgather.so
 status[torch]=$?
-torch_line=$(grep -m1 'torch-check:' "$out/torch.log" | cut -c1-160)
 ((status[torch] == 77)) && status[torch]=0
 
 for p in tests chain watchdog bench ipc torch; do
@@ -370,13 +372,13 @@ res() { ((status[$1] == 0)) && echo ok || echo "FAILED (exit ${status[$1]})"; }
   echo "| part | result | seconds (limit) |"
   echo "| --- | --- | --- |"
   echo "| runtime-only build | ok | $t_build (150) |"
-  echo "| ctest -L gpu | $(res tests): ${tests_line:-no summary} | ${took[tests]} (90) |"
-  echo "| runner | $( ((failed)) && echo "see rows" || echo ok) | ${took[runner]:-0} (120) |"
+  echo "| ctest -L gpu | $(res tests): ${tests_line:-no summary} | ${took[tests]} (120) |"
+  echo "| runner | $( ((failed)) && echo "see rows" || echo ok) | ${took[runner]:-0} (90) |"
   echo "| chain | $chain_line | ${took[chain]} (10) |"
   echo "| watchdog | $wd_line | ${took[watchdog]} (10) |"
   echo "| ccsynth-cuda-bench | $(res bench) (bench.log) | ${took[bench]} (30) |"
   echo "| CUDA IPC, 8 processes | $(res ipc) (table below) | ${took[ipc]} (45) |"
-  echo "| PyTorch + interposer | $(res torch): ${torch_line:-no result} | ${took[torch]} (60) |"
+  echo "| PyTorch + interposer | $(res torch): $(grep 'torch-check:' "$out/torch.log" | cut -c14-150 | paste -sd ';' -) | ${took[torch]} (90) |"
   echo
   echo "8 virtual ranks on one GPU, fp32 sum; size = the larger buffer of a"
   echo "rank (nccl-tests); memcpy = time / time of one cudaMemcpy D2D of all"

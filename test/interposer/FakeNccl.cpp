@@ -15,6 +15,11 @@
 // Every wait has a deadline (CCSYNTH_FAKE_NCCL_TIMEOUT seconds, default
 // 60); on expiry the call returns ncclSystemError.
 //
+// Device buffers work too, when the process has the CUDA driver loaded (a
+// PyTorch job whose ranks share one GPU, which real NCCL refuses): the
+// call synchronizes its stream, copies device input to the slot and the
+// output back to the device, synchronously. Slow, and correct.
+//
 // Every call is recorded, one line each, in the file named by
 // CCSYNTH_FAKE_NCCL_LOG (when set): the function, its arguments that
 // matter for the test, and the communicator as name/rank.
@@ -33,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <mutex>
 #include <random>
@@ -306,6 +312,67 @@ void divide(ncclDataType_t t, void *buf, std::size_t n, int by) {
   }
 }
 
+// --- device buffers, through the driver the process already loaded ----
+struct Driver {
+  using PointerGetAttribute = int (*)(void *, int, unsigned long long);
+  using StreamSynchronize = int (*)(void *);
+  using MemcpyDtoH = int (*)(void *, unsigned long long, std::size_t);
+  using MemcpyHtoD = int (*)(unsigned long long, const void *, std::size_t);
+  PointerGetAttribute attr = nullptr;
+  StreamSynchronize sync = nullptr;
+  MemcpyDtoH dtoh = nullptr;
+  MemcpyHtoD htod = nullptr;
+};
+
+const Driver &driver() {
+  static std::mutex m;
+  static Driver d;
+  std::lock_guard<std::mutex> lock(m);
+  if (d.attr && d.sync && d.dtoh && d.htod)
+    return d;
+  void *h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+  if (!h)
+    return d;
+  d.attr = reinterpret_cast<Driver::PointerGetAttribute>(
+      ::dlsym(h, "cuPointerGetAttribute"));
+  d.sync = reinterpret_cast<Driver::StreamSynchronize>(
+      ::dlsym(h, "cuStreamSynchronize"));
+  d.dtoh = reinterpret_cast<Driver::MemcpyDtoH>(::dlsym(h, "cuMemcpyDtoH_v2"));
+  d.htod = reinterpret_cast<Driver::MemcpyHtoD>(::dlsym(h, "cuMemcpyHtoD_v2"));
+  return d;
+}
+
+/// Device (or managed) memory, by CU_POINTER_ATTRIBUTE_MEMORY_TYPE.
+bool onDevice(const void *p) {
+  const Driver &d = driver();
+  unsigned type = 0;
+  return p && d.attr &&
+         d.attr(&type, 2, reinterpret_cast<unsigned long long>(p)) == 0 &&
+         type == 2;
+}
+
+/// Copies `bytes` from `src` (device when `dev`) to host `dst`.
+bool fetch(void *dst, const void *src, std::size_t bytes, bool dev) {
+  if (!dev) {
+    std::memcpy(dst, src, bytes);
+    return true;
+  }
+  return driver().dtoh(dst, reinterpret_cast<unsigned long long>(src), bytes) ==
+         0;
+}
+/// Copies host `src` to `dst` (device when `dev`).
+bool store(void *dst, const void *src, std::size_t bytes, bool dev) {
+  if (!dev) {
+    std::memcpy(dst, src, bytes);
+    return true;
+  }
+  return driver().htod(reinterpret_cast<unsigned long long>(dst), src, bytes) ==
+         0;
+}
+
+/// The stream of the collective being served (set by the API wrappers).
+thread_local void *callStream = nullptr;
+
 enum class Kind {
   AllReduce,
   AllGather,
@@ -349,11 +416,18 @@ ncclResult_t collective(Kind kind, const void *send, void *recv,
                     "%zu bytes exceed the double's slot of %llu (set "
                     "CCSYNTH_FAKE_NCCL_SLOT_BYTES)",
                     inBytes, (unsigned long long)c->slot);
-  if (sends && inBytes)
-    std::memcpy(c->slotOf(c->rank), send, inBytes);
+  bool devIn = onDevice(send), devOut = onDevice(recv);
+  if ((devIn || devOut) && driver().sync(callStream) != 0)
+    return failWith(ncclUnhandledCudaError, "synchronizing the stream failed");
+  if (sends && inBytes && !fetch(c->slotOf(c->rank), send, inBytes, devIn))
+    return failWith(ncclUnhandledCudaError, "copying the input failed");
   if (ncclResult_t r = barrier(c); r != ncclSuccess)
     return r;
-  char *out = static_cast<char *>(recv);
+  std::size_t outBytes = block;
+  if (kind == Kind::AllGather || kind == Kind::Gather || kind == Kind::AllToAll)
+    outBytes = block * n;
+  std::vector<char> staged(devOut ? outBytes : 0);
+  char *out = devOut ? staged.data() : static_cast<char *>(recv);
   bool ok = true;
   switch (kind) {
   case Kind::AllReduce:
@@ -393,6 +467,10 @@ ncclResult_t collective(Kind kind, const void *send, void *recv,
       std::memcpy(out + r * block, c->slotOf(r) + c->rank * block, block);
     break;
   }
+  bool writes =
+      !((kind == Kind::Reduce || kind == Kind::Gather) && c->rank != root);
+  if (devOut && writes && ok && !store(recv, out, outBytes, true))
+    return failWith(ncclUnhandledCudaError, "copying the output failed");
   ncclResult_t r = barrier(c);
   if (!ok)
     return failWith(ncclInvalidArgument, "reduction operator %d not supported",
@@ -407,6 +485,7 @@ struct P2p {
   std::size_t bytes;
   int peer;
   ncclComm_t comm;
+  void *stream;
 };
 thread_local int groupDepth = 0;
 thread_local std::vector<P2p> pending;
@@ -424,7 +503,11 @@ ncclResult_t doSend(const P2p &op) {
   if (!waitUntil([&] { return loadA(ack) >= mine; }))
     return failWith(ncclSystemError, "%s rank %d: send to %d timed out",
                     c->name.c_str(), c->rank, op.peer);
-  std::memcpy(c->mailbox(c->rank, op.peer), op.buf, op.bytes);
+  bool dev = onDevice(op.buf);
+  if (dev && driver().sync(op.stream) != 0)
+    return failWith(ncclUnhandledCudaError, "synchronizing the stream failed");
+  if (!fetch(c->mailbox(c->rank, op.peer), op.buf, op.bytes, dev))
+    return failWith(ncclUnhandledCudaError, "copying the send buffer failed");
   storeR(seq, mine + 1);
   return ncclSuccess;
 }
@@ -436,7 +519,9 @@ ncclResult_t doRecv(const P2p &op) {
   if (!waitUntil([&] { return loadA(seq) > done; }))
     return failWith(ncclSystemError, "%s rank %d: receive from %d timed out",
                     c->name.c_str(), c->rank, op.peer);
-  std::memcpy(op.buf, c->mailbox(op.peer, c->rank), op.bytes);
+  if (!store(op.buf, c->mailbox(op.peer, c->rank), op.bytes, onDevice(op.buf)))
+    return failWith(ncclUnhandledCudaError, "copying into the receive buffer "
+                                            "failed");
   storeR(ack, done + 1);
   return ncclSuccess;
 }
@@ -745,7 +830,8 @@ FAKE_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 FAKE_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff,
                                     size_t count, ncclDataType_t datatype,
                                     ncclRedOp_t op, ncclComm_t comm,
-                                    cudaStream_t) {
+                                    cudaStream_t stream) {
+  callStream = stream;
   record("ncclAllReduce count=%zu dtype=%d op=%d inplace=%d comm=%s/%d/%d",
          count, int(datatype), int(op), sendbuff == recvbuff, COMM_ARGS);
   return collective(Kind::AllReduce, sendbuff, recvbuff, count, datatype, op, 0,
@@ -754,7 +840,8 @@ FAKE_API ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff,
 
 FAKE_API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
                                     size_t sendcount, ncclDataType_t datatype,
-                                    ncclComm_t comm, cudaStream_t) {
+                                    ncclComm_t comm, cudaStream_t stream) {
+  callStream = stream;
   record("ncclAllGather count=%zu dtype=%d comm=%s/%d/%d", sendcount,
          int(datatype), COMM_ARGS);
   return collective(Kind::AllGather, sendbuff, recvbuff, sendcount, datatype,
@@ -764,7 +851,8 @@ FAKE_API ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
 FAKE_API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff,
                                         size_t recvcount,
                                         ncclDataType_t datatype, ncclRedOp_t op,
-                                        ncclComm_t comm, cudaStream_t) {
+                                        ncclComm_t comm, cudaStream_t stream) {
+  callStream = stream;
   record("ncclReduceScatter count=%zu dtype=%d op=%d comm=%s/%d/%d", recvcount,
          int(datatype), int(op), COMM_ARGS);
   return collective(Kind::ReduceScatter, sendbuff, recvbuff, recvcount,
@@ -773,7 +861,9 @@ FAKE_API ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff,
 
 FAKE_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff,
                                     size_t count, ncclDataType_t datatype,
-                                    int root, ncclComm_t comm, cudaStream_t) {
+                                    int root, ncclComm_t comm,
+                                    cudaStream_t stream) {
+  callStream = stream;
   record("ncclBroadcast count=%zu dtype=%d root=%d comm=%s/%d/%d", count,
          int(datatype), root, COMM_ARGS);
   return collective(Kind::Broadcast, sendbuff, recvbuff, count, datatype,
@@ -782,7 +872,8 @@ FAKE_API ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff,
 
 FAKE_API ncclResult_t ncclBcast(void *buff, size_t count,
                                 ncclDataType_t datatype, int root,
-                                ncclComm_t comm, cudaStream_t) {
+                                ncclComm_t comm, cudaStream_t stream) {
+  callStream = stream;
   record("ncclBcast count=%zu dtype=%d root=%d comm=%s/%d/%d", count,
          int(datatype), root, COMM_ARGS);
   return collective(Kind::Broadcast, buff, buff, count, datatype, ncclSum, root,
@@ -792,7 +883,8 @@ FAKE_API ncclResult_t ncclBcast(void *buff, size_t count,
 FAKE_API ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff,
                                  size_t count, ncclDataType_t datatype,
                                  ncclRedOp_t op, int root, ncclComm_t comm,
-                                 cudaStream_t) {
+                                 cudaStream_t stream) {
+  callStream = stream;
   record("ncclReduce count=%zu dtype=%d op=%d root=%d comm=%s/%d/%d", count,
          int(datatype), int(op), root, COMM_ARGS);
   return collective(Kind::Reduce, sendbuff, recvbuff, count, datatype, op, root,
@@ -801,7 +893,8 @@ FAKE_API ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff,
 
 FAKE_API ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff,
                                    size_t count, ncclDataType_t datatype,
-                                   ncclComm_t comm, cudaStream_t) {
+                                   ncclComm_t comm, cudaStream_t stream) {
+  callStream = stream;
   record("ncclAlltoAll count=%zu dtype=%d comm=%s/%d/%d", count, int(datatype),
          COMM_ARGS);
   return collective(Kind::AllToAll, sendbuff, recvbuff, count, datatype,
@@ -810,7 +903,9 @@ FAKE_API ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff,
 
 FAKE_API ncclResult_t ncclGather(const void *sendbuff, void *recvbuff,
                                  size_t count, ncclDataType_t datatype,
-                                 int root, ncclComm_t comm, cudaStream_t) {
+                                 int root, ncclComm_t comm,
+                                 cudaStream_t stream) {
+  callStream = stream;
   record("ncclGather count=%zu dtype=%d root=%d comm=%s/%d/%d", count,
          int(datatype), root, COMM_ARGS);
   return collective(Kind::Gather, sendbuff, recvbuff, count, datatype, ncclSum,
@@ -819,7 +914,9 @@ FAKE_API ncclResult_t ncclGather(const void *sendbuff, void *recvbuff,
 
 FAKE_API ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff,
                                   size_t count, ncclDataType_t datatype,
-                                  int root, ncclComm_t comm, cudaStream_t) {
+                                  int root, ncclComm_t comm,
+                                  cudaStream_t stream) {
+  callStream = stream;
   record("ncclScatter count=%zu dtype=%d root=%d comm=%s/%d/%d", count,
          int(datatype), root, COMM_ARGS);
   return collective(Kind::Scatter, sendbuff, recvbuff, count, datatype, ncclSum,
@@ -828,24 +925,27 @@ FAKE_API ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff,
 
 FAKE_API ncclResult_t ncclSend(const void *sendbuff, size_t count,
                                ncclDataType_t datatype, int peer,
-                               ncclComm_t comm, cudaStream_t) {
+                               ncclComm_t comm, cudaStream_t stream) {
+  callStream = stream;
   record("ncclSend count=%zu dtype=%d peer=%d comm=%s/%d/%d", count,
          int(datatype), peer, COMM_ARGS);
   if (!comm || peer < 0 || peer >= comm->nranks || !typeSize(datatype))
     return ncclInvalidArgument;
   pending.push_back({true, const_cast<void *>(sendbuff),
-                     count * typeSize(datatype), peer, comm});
+                     count * typeSize(datatype), peer, comm, stream});
   return groupDepth > 0 ? ncclSuccess : runPending();
 }
 
 FAKE_API ncclResult_t ncclRecv(void *recvbuff, size_t count,
                                ncclDataType_t datatype, int peer,
-                               ncclComm_t comm, cudaStream_t) {
+                               ncclComm_t comm, cudaStream_t stream) {
+  callStream = stream;
   record("ncclRecv count=%zu dtype=%d peer=%d comm=%s/%d/%d", count,
          int(datatype), peer, COMM_ARGS);
   if (!comm || peer < 0 || peer >= comm->nranks || !typeSize(datatype))
     return ncclInvalidArgument;
-  pending.push_back({false, recvbuff, count * typeSize(datatype), peer, comm});
+  pending.push_back(
+      {false, recvbuff, count * typeSize(datatype), peer, comm, stream});
   return groupDepth > 0 ? ncclSuccess : runPending();
 }
 

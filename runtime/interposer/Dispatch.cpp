@@ -31,6 +31,7 @@
 #include "ccsynth/runtime/ShmWindow.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -312,8 +313,12 @@ struct CommState {
   // Window layout, per rank: input staging, output staging, scratch.
   std::uint64_t staging = 0, scratch = 0, joinToken = 0;
   std::uint32_t flagWords = 0;
+  /// One CUDA IPC window per plugin. Insertions and the error poll take
+  /// `ipcMutex`: the application may ask for the async error from another
+  /// thread (PyTorch's watchdog does) while a call sets a window up.
   std::map<const rt::Plugin *, IpcState> ipc;
-  ncclResult_t error = ncclSuccess;
+  std::mutex ipcMutex;
+  std::atomic<ncclResult_t> error{ncclSuccess};
   std::set<std::tuple<std::string, int, bool>> logged;
 };
 
@@ -328,6 +333,13 @@ std::shared_ptr<CommState> stateOf(ncclComm_t comm) {
   std::lock_guard<std::mutex> lock(stateMutex);
   auto it = states().find(comm);
   return it == states().end() ? nullptr : it->second;
+}
+
+/// The IPC state of `plugin` on `s`, made on first use (map references
+/// stay valid).
+IpcState &ipcOf(CommState &s, const rt::Plugin *plugin) {
+  std::lock_guard<std::mutex> lock(s.ipcMutex);
+  return s.ipc[plugin];
 }
 
 std::uint64_t roundUp(std::uint64_t v, std::uint64_t a) {
@@ -570,6 +582,7 @@ void setupIpc(CommState &s, IpcState &st, const rt::Plugin &plugin,
   if (st.comms->ipc_comm_window(st.comm, &data, &bytes) != ccsynthSuccess)
     return fail("the plugin reports no window");
   st.data = static_cast<char *>(data);
+  std::lock_guard<std::mutex> lock(s.ipcMutex); // the error poll reads it
   st.state = CommFacts::Device::Ready;
 }
 
@@ -582,6 +595,7 @@ CommFacts factsFor(CommState &s, const Algo &a) {
                        ? s.unusable
                        : "no host plugin algorithm for " +
                              std::to_string(s.nranks) + " ranks";
+  std::lock_guard<std::mutex> lock(s.ipcMutex);
   auto it = s.ipc.find(a.owner);
   if (it != s.ipc.end()) {
     f.device = it->second.state;
@@ -596,15 +610,16 @@ CommFacts factsFor(CommState &s, const Algo &a) {
 /// A failed wait of an earlier asynchronous launch becomes the
 /// communicator's error (once).
 void pollIpcErrors(CommState &s) {
+  std::lock_guard<std::mutex> lock(s.ipcMutex);
   for (auto &[plugin, st] : s.ipc) {
-    if (!st.comm || st.failedReported)
+    if (st.state != CommFacts::Device::Ready || st.failedReported)
       continue;
     ccsynthError err{};
     if (st.comms->ipc_comm_error(st.comm, &err) == ccsynthSuccess)
       continue;
     st.failedReported = true;
-    if (s.error == ncclSuccess)
-      s.error = ncclSystemError;
+    ncclResult_t none = ncclSuccess;
+    s.error.compare_exchange_strong(none, ncclSystemError);
     warn("communicator " + s.key.substr(0, 16) + " rank " +
          std::to_string(s.rank) + ": a CUDA plugin launch failed: " +
          err.message + "; the communicator's async error is ncclSystemError");
@@ -674,8 +689,8 @@ ncclResult_t launchFailed(const Call &c, CommState &s,
       (r == ccsynthTimeout || r == ccsynthAborted || r == ccsynthSystemError)
           ? ncclSystemError
           : ncclInternalError;
-  if (s.error == ncclSuccess) {
-    s.error = code;
+  ncclResult_t none = ncclSuccess;
+  if (s.error.compare_exchange_strong(none, code)) {
     char msg[768];
     std::snprintf(msg, sizeof msg,
                   "%s on communicator %.16s rank %d: plugin algorithm %s "
@@ -753,7 +768,7 @@ ncclResult_t launchHost(const Call &c, CommState &s, const Algo &a) {
 /// one finds it in the staged output, copied there first.
 ncclResult_t launchCuda(const Call &c, CommState &s, const Algo &a) {
   const ccsynthAlgorithm &g = *a.desc;
-  IpcState &st = s.ipc[a.owner];
+  IpcState &st = ipcOf(s, a.owner);
   int n = s.nranks, me = s.rank;
   std::size_t es = rt::dtypeSize(int(c.dtype));
   std::uint64_t unit = std::uint64_t(c.count) * es;
@@ -833,14 +848,18 @@ Decision decideAndPrepare(const Call &c, CommState &s, std::string &how) {
     }
     return d;
   }
-  IpcState &st = s.ipc[a.owner];
-  if (st.state == CommFacts::Device::NotYet) {
-    setupIpc(s, st, *a.owner, deviceOf(c.recv ? c.recv : c.send));
-    // Decide again: the window's size is known now (or it is unusable),
-    // the same on every rank.
+  // Each round sets one plugin's window up (or finds it unusable) and
+  // decides again, the same way on every rank: its size is known now, or
+  // the next plugin may serve the call.
+  for (const Algo *chosen = &a;;) {
+    IpcState &st = ipcOf(s, chosen->owner);
+    if (st.state != CommFacts::Device::NotYet)
+      break;
+    setupIpc(s, st, *chosen->owner, deviceOf(c.recv ? c.recv : c.send));
     d = decideEach(f, cfg.facts, commOf);
     if (d.algo < 0 || !d.cuda)
       return d;
+    chosen = &cfg.algos[std::size_t(d.algo)];
   }
   how = placement(*cfg.algos[std::size_t(d.algo)].desc).describe();
   return d;
@@ -864,7 +883,6 @@ ncclResult_t dispatch(const Call &c, bool &forwarded) {
     // The communicator failed in a plugin launch: NCCL's rule, it must be
     // aborted; later plugin launches on it fail as well. Nothing is set
     // up any more: only the first decision's outcome is asked for.
-    std::string how;
     CallFacts f = factsOf(c, *s);
     auto commOf = [&](std::size_t i) { return factsFor(*s, cfg.algos[i]); };
     Decision d = s->resolved ? decideEach(f, cfg.facts, commOf) : Decision{};
@@ -943,6 +961,7 @@ void onCommRelease(ncclComm_t comm, bool abort) {
   }
   // Launches still deferred in an open group hold their own reference.
   s->window.reset(); // unmaps; removes the name if no one else did
+  std::lock_guard<std::mutex> lock(s->ipcMutex);
   for (auto &[plugin, st] : s->ipc) {
     if (!st.comm)
       continue;
@@ -959,6 +978,7 @@ void onCommRevoke(ncclComm_t comm) {
   if (std::shared_ptr<CommState> s = stateOf(comm)) {
     s->ready = Readiness::Unusable;
     s->unusable = "the communicator was revoked";
+    std::lock_guard<std::mutex> lock(s->ipcMutex);
     for (auto &[plugin, st] : s->ipc) {
       if (st.comm)
         st.comms->ipc_comm_abort(st.comm);
@@ -987,13 +1007,15 @@ ncclResult_t onGroupEnd(ncclResult_t r) {
   run.swap(deferred);
   ncclResult_t result = r;
   for (Deferred &d : run) {
-    bool gone = d.cuda ? !d.state->ipc[d.algo->owner].comm : !d.state->window;
+    bool gone =
+        d.cuda ? !ipcOf(*d.state, d.algo->owner).comm : !d.state->window;
     if (gone) {
       result = ncclInvalidUsage; // destroyed inside the group
       continue;
     }
-    ncclResult_t lr = d.state->error != ncclSuccess
-                          ? d.state->error
+    ncclResult_t failed = d.state->error;
+    ncclResult_t lr = failed != ncclSuccess
+                          ? failed
                           : launch(d.call, *d.state, *d.algo, d.cuda);
     if (lr != ncclSuccess &&
         (result == ncclSuccess || result == ncclInProgress))

@@ -703,6 +703,40 @@ ncclResult_t launchFailed(const Call &c, CommState &s,
   return code;
 }
 
+/// Whether this rank contributes input (broadcast and scatter: the root
+/// only) and receives output (reduce and gather: the root only).
+bool sendsOn(const Call &c, int me) {
+  std::string coll = c.collective;
+  return !((coll == "broadcast" || coll == "scatter") && me != c.root);
+}
+bool receivesOn(const Call &c, int me) {
+  std::string coll = c.collective;
+  return !((coll == "reduce" || coll == "gather") && me != c.root);
+}
+
+/// The launch arguments of `c` on this rank, with staged buffers.
+ccsynthLaunchArgs launchArgs(const Call &c, const CommState &s,
+                             const ccsynthAlgorithm &g, const void *send,
+                             void *recv, void *scratch, int transport,
+                             void *comm, ccsynthError &err) {
+  ccsynthLaunchArgs args{};
+  args.struct_size = sizeof args;
+  args.rank = s.rank;
+  args.sendbuff = send;
+  args.recvbuff = recv;
+  args.count = c.count;
+  args.dtype = int(c.dtype);
+  args.op = g.op_mask ? int(c.op) : 0;
+  args.scratch = g.scratch_bytes ? scratch : nullptr;
+  args.scratch_bytes = g.scratch_bytes;
+  args.transport = transport;
+  args.comm = comm;
+  args.stream = c.stream;
+  args.timeout_seconds = config().timeout;
+  args.error = &err;
+  return args;
+}
+
 ncclResult_t launchHost(const Call &c, CommState &s, const Algo &a) {
   const ccsynthAlgorithm &g = *a.desc;
   int n = s.nranks, me = s.rank;
@@ -710,9 +744,7 @@ ncclResult_t launchHost(const Call &c, CommState &s, const Algo &a) {
   std::uint64_t unit = std::uint64_t(c.count) * es;
   std::uint64_t inBytes = unit * unitsOf(c.collective, n, true);
   std::uint64_t outBytes = unit * unitsOf(c.collective, n, false);
-  std::string coll = c.collective;
-  bool sends = !((coll == "broadcast" || coll == "scatter") && me != c.root);
-  bool receives = !((coll == "reduce" || coll == "gather") && me != c.root);
+  bool sends = sendsOn(c, me), receives = receivesOn(c, me);
 
   rt::CommHeader *h = s.window->comm();
   char *data = rt::commData(h, me);
@@ -736,21 +768,8 @@ ncclResult_t launchHost(const Call &c, CommState &s, const Algo &a) {
     std::memcpy(send, c.send, inBytes);
 
   ccsynthError err{};
-  ccsynthLaunchArgs args{};
-  args.struct_size = sizeof args;
-  args.rank = me;
-  args.sendbuff = send;
-  args.recvbuff = recv;
-  args.count = c.count;
-  args.dtype = int(c.dtype);
-  args.op = g.op_mask ? int(c.op) : 0;
-  args.scratch = g.scratch_bytes ? data + 2 * s.staging : nullptr;
-  args.scratch_bytes = g.scratch_bytes;
-  args.transport = ccsynthTransportHostShm;
-  args.comm = h;
-  args.stream = c.stream;
-  args.timeout_seconds = config().timeout;
-  args.error = &err;
+  ccsynthLaunchArgs args = launchArgs(c, s, g, send, recv, data + 2 * s.staging,
+                                      ccsynthTransportHostShm, h, err);
   ccsynthResult r = g.launch(&args);
   if (r == ccsynthSuccess) {
     if (receives && outBytes)
@@ -774,9 +793,7 @@ ncclResult_t launchCuda(const Call &c, CommState &s, const Algo &a) {
   std::uint64_t unit = std::uint64_t(c.count) * es;
   int inU = unitsOf(c.collective, n, true),
       outU = unitsOf(c.collective, n, false);
-  std::string coll = c.collective;
-  bool sends = !((coll == "broadcast" || coll == "scatter") && me != c.root);
-  bool receives = !((coll == "reduce" || coll == "gather") && me != c.root);
+  bool sends = sendsOn(c, me), receives = receivesOn(c, me);
   char *recv = st.data;
   const void *send = c.send;
   ccsynthError err{};
@@ -791,21 +808,9 @@ ncclResult_t launchCuda(const Call &c, CommState &s, const Algo &a) {
     }
     send = in;
   }
-  ccsynthLaunchArgs args{};
-  args.struct_size = sizeof args;
-  args.rank = me;
-  args.sendbuff = send;
-  args.recvbuff = recv;
-  args.count = c.count;
-  args.dtype = int(c.dtype);
-  args.op = g.op_mask ? int(c.op) : 0;
-  args.scratch = g.scratch_bytes ? st.data + st.scratchAt : nullptr;
-  args.scratch_bytes = g.scratch_bytes;
-  args.transport = ccsynthTransportCudaIpc;
-  args.comm = st.comm;
-  args.stream = c.stream;
-  args.timeout_seconds = config().timeout;
-  args.error = &err;
+  ccsynthLaunchArgs args =
+      launchArgs(c, s, g, send, recv, st.data + st.scratchAt,
+                 ccsynthTransportCudaIpc, st.comm, err);
   ccsynthResult r = g.launch(&args);
   if (r != ccsynthSuccess)
     return launchFailed(c, s, g, r, err);

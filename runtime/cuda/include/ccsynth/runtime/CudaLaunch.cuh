@@ -228,6 +228,24 @@ inline std::uint64_t timeoutNsOf(double seconds) {
   return ns >= 1.8e19 ? ~0ull : std::uint64_t(ns);
 }
 
+/// The fields of a per-rank parameter block (NCCL and IPC transports name
+/// them alike) from a launch whose recvbuff and scratch lie in the window
+/// starting at `base`.
+template <class P>
+void takeLaunch(P &q, const ccsynthLaunchArgs *a, const char *base,
+                std::size_t scratchNeed, std::size_t n, std::size_t es,
+                long inBlockOffset) {
+  q.in = static_cast<const char *>(a->sendbuff);
+  q.out = static_cast<char *>(a->recvbuff);
+  q.scratch = static_cast<char *>(a->scratch);
+  q.outOffset = std::size_t(q.out - base);
+  q.scratchOffset = scratchNeed > 0 ? std::size_t(q.scratch - base) : 0;
+  q.count = n;
+  q.elemSize = std::uint32_t(es);
+  q.inBlockOffset = int(inBlockOffset);
+  q.timeoutNs = timeoutNsOf(a->timeout_seconds);
+}
+
 /// Whether [p, p + bytes) lies in the window [base, base + size).
 inline bool insideWindow(const void *p, std::size_t bytes, const char *base,
                          std::size_t size) {
@@ -365,18 +383,10 @@ ccsynthResult planNccl(const ccsynthLaunchArgs *a, std::size_t n,
   q.dataWindow = c->dataWindow;
   q.flagWindow = c->flagWindow;
   q.dataBase = c->dataBase;
-  q.in = static_cast<const char *>(a->sendbuff);
-  q.out = static_cast<char *>(a->recvbuff);
-  q.scratch = static_cast<char *>(a->scratch);
-  q.outOffset = std::size_t(q.out - c->dataBase);
-  q.scratchOffset = scratchNeed > 0 ? std::size_t(q.scratch - c->dataBase) : 0;
-  q.count = n;
-  q.elemSize = std::uint32_t(es);
-  q.inBlockOffset = int(inBlockOffset);
+  takeLaunch(q, a, c->dataBase, scratchNeed, n, es, inBlockOffset);
   q.header = c->flags;
   q.failure = c->failureDev;
   q.flagWords = c->flagWords;
-  q.timeoutNs = timeoutNsOf(a->timeout_seconds);
   q.gin = c->gin ? 1 : 0;
   int tbs = A::threadblocks[a->rank];
   plan.grid = unsigned(tbs > 0 ? tbs : 1);
@@ -426,18 +436,10 @@ ccsynthResult planIpc(const ccsynthLaunchArgs *a, std::size_t n,
                       "data area [%p, +%zu) at the same offsets on every rank",
                       s.name, static_cast<const void *>(data), c->dataBytes);
   auto &q = plan.ipc;
-  q.in = static_cast<const char *>(a->sendbuff);
-  q.out = static_cast<char *>(a->recvbuff);
-  q.scratch = static_cast<char *>(a->scratch);
-  q.outOffset = std::size_t(q.out - data);
-  q.scratchOffset = scratchNeed > 0 ? std::size_t(q.scratch - data) : 0;
-  q.count = n;
-  q.elemSize = std::uint32_t(es);
-  q.inBlockOffset = int(inBlockOffset);
+  takeLaunch(q, a, data, scratchNeed, n, es, inBlockOffset);
   q.rank = a->rank;
   q.failure = c->failureDev;
   q.flagWords = c->flagWords;
-  q.timeoutNs = timeoutNsOf(a->timeout_seconds);
   q.headerBytes = c->headerBytes;
   for (int r = 0; r < s.ranks; ++r) {
     q.window[r] = c->peerBase[r];

@@ -127,21 +127,8 @@ ccsynthResult cudaRun(const CudaLaunchPlan<A> &plan, ccsynthError *err) {
       return cudaLaunchKernel<A, T, Op, VirtualTransport<A>>(plan, plan.virt,
                                                              err);
   if constexpr ((kBuilt & ccsynthTransportCudaIpc) != 0)
-    if (plan.transport == ccsynthTransportCudaIpc) {
-      ccsynthResult r =
-          cudaLaunchKernel<A, T, Op, IpcTransport<A>>(plan, plan.ipc, err);
-      if (r == ccsynthSuccess && plan.ipcComm) {
-        // What destroying the comm waits for. Under graph capture the
-        // record is a node of the graph: nothing to wait for then.
-        cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-        if (cudaStreamIsCapturing(plan.stream, &st) == cudaSuccess &&
-            st == cudaStreamCaptureStatusNone &&
-            cudaEventRecord(plan.ipcComm->lastLaunch, plan.stream) ==
-                cudaSuccess)
-          plan.ipcComm->launched = true;
-      }
-      return r;
-    }
+    if (plan.transport == ccsynthTransportCudaIpc)
+      return cudaLaunchKernel<A, T, Op, IpcTransport<A>>(plan, plan.ipc, err);
 #if CCSYNTH_WITH_NCCL
   if constexpr ((kBuilt & ccsynthTransportNcclDevice) != 0)
     if (plan.transport == ccsynthTransportNcclDevice)
@@ -441,10 +428,8 @@ ccsynthResult planIpc(const ccsynthLaunchArgs *a, std::size_t n,
   q.failure = c->failureDev;
   q.flagWords = c->flagWords;
   q.headerBytes = c->headerBytes;
-  for (int r = 0; r < s.ranks; ++r) {
+  for (int r = 0; r < s.ranks; ++r)
     q.window[r] = c->peerBase[r];
-    q.header[r] = reinterpret_cast<std::uint64_t *>(c->peerBase[r]);
-  }
   int tbs = A::threadblocks[a->rank];
   plan.grid = unsigned(tbs > 0 ? tbs : 1);
   plan.stream = static_cast<cudaStream_t>(a->stream);
@@ -490,7 +475,17 @@ template <class A> ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a) {
   }
   if (n == 0)
     return ccsynthSuccess;
-  return cudaRunType<A>(plan, a->dtype, a->op, a->error);
+  r = cudaRunType<A>(plan, a->dtype, a->op, a->error);
+  if (r == ccsynthSuccess && plan.ipcComm) {
+    // What destroying the IPC comm waits for. Under graph capture the
+    // record would be a node of the graph: nothing to wait for then.
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(plan.stream, &st) == cudaSuccess &&
+        st == cudaStreamCaptureStatusNone &&
+        cudaEventRecord(plan.ipcComm->lastLaunch, plan.stream) == cudaSuccess)
+      plan.ipcComm->launched = true;
+  }
+  return r;
 }
 
 } // namespace ccsynth::rt

@@ -72,8 +72,9 @@ struct WaitSite {
   void *abortWindow; ///< NCCL: the flag window, to abort NVLink peers too
   int abortPeers;    ///< NCCL: LSA team size; IPC: ranks; 0 otherwise
   int rank, tb;
-  /// IPC: every rank's header (kernel parameters), to abort them too.
-  std::uint64_t *const *abortHeaders;
+  /// IPC: every rank's window (kernel parameters; the header words are at
+  /// its start), to abort them too.
+  char *const *abortWindows;
 };
 
 /// This block's WaitSite: written once by thread 0 (the only thread that
@@ -102,9 +103,11 @@ static __device__ __noinline__ void waitFailed(int step, int kind, int what,
                 expected, seen, site.epoch);
   std::uint64_t by = std::uint64_t(site.rank) + 1;
   storeRelaxedSys(site.header + kHdrAbort, by);
-  if (site.abortHeaders)
+  if (site.abortWindows)
     for (int r = 0; r < site.abortPeers; ++r)
-      storeRelaxedSys(site.abortHeaders[r] + kHdrAbort, by);
+      storeRelaxedSys(
+          reinterpret_cast<std::uint64_t *>(site.abortWindows[r]) + kHdrAbort,
+          by);
 #if CCSYNTH_WITH_NCCL
   auto win = static_cast<ncclWindow_t>(site.abortWindow);
   for (int l = 0; l < site.abortPeers; ++l)
@@ -277,8 +280,7 @@ template <int N> struct IpcParams {
   std::uint32_t flagWords;
   std::uint64_t timeoutNs;
   std::size_t headerBytes; ///< offset of the data area in a window
-  char *window[N];         ///< every rank's window, mapped here
-  std::uint64_t *header[N]; ///< the same, as header words
+  char *window[N]; ///< every rank's window, mapped here; header words first
 };
 
 /// This rank's blocks only; every peer is reached with plain stores into
@@ -291,7 +293,7 @@ public:
   using Params = IpcParams<kRanks>;
 
   CCSYNTH_DEV explicit IpcTransport(const Params &p) : p(p) {
-    takeRank(p, p.rank, pickIndex(p.header, p.rank));
+    takeRank(p, p.rank, headerOf(p.rank));
   }
 
   static constexpr bool kAllInLaunch = false;
@@ -304,7 +306,7 @@ public:
   CCSYNTH_DEV bool waitsForOwnEntry() const { return false; }
   CCSYNTH_DEV bool isLsa(int) const { return true; }
   CCSYNTH_DEV const std::uint64_t *peerEnteredWord(int peer) const {
-    return pickIndex(p.header, peer) + kHdrEntered;
+    return headerOf(peer) + kHdrEntered;
   }
   CCSYNTH_DEV void peerBuffers(int peer, char *&peerOut,
                                char *&peerScratch) const {
@@ -319,20 +321,23 @@ public:
   /// Thread 0, after the block's stores: release at system scope (the
   /// peer is another process, possibly on another GPU).
   CCSYNTH_DEV void signalPeer(int peer, int index, std::uint64_t value) {
-    storeReleaseSys(pickIndex(p.header, peer) + kHeaderWords + index, value);
+    storeReleaseSys(headerOf(peer) + kHeaderWords + index, value);
   }
   CCSYNTH_DEV WaitSite site() const {
     return WaitSite{header(), p.failure, timeoutNs, epochBase(epoch),
                     epoch,    nullptr,   kRanks,    rank,
-                    tb,       p.header};
+                    tb,       p.window};
   }
-  CCSYNTH_DEV std::uint64_t *header() const {
-    return pickIndex(p.header, rank);
-  }
+  CCSYNTH_DEV std::uint64_t *header() const { return headerOf(rank); }
   CCSYNTH_DEV void finish() { finishLaunch(header(), epoch, gridDim.x); }
 
 private:
   const Params &p;
+
+  /// Rank r's header words: the start of its window.
+  CCSYNTH_DEV std::uint64_t *headerOf(int r) const {
+    return reinterpret_cast<std::uint64_t *>(pickIndex(p.window, r));
+  }
 };
 
 // --- NCCL 2.28 device API

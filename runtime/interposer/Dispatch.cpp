@@ -296,8 +296,7 @@ struct IpcState {
   const ccsynthCudaComms *comms = nullptr;
   void *comm = nullptr;
   char *data = nullptr;        ///< this rank's data area
-  std::uint64_t staging = 0;   ///< output staging at data
-  std::uint64_t scratchAt = 0; ///< scratch at data + scratchAt
+  std::uint64_t staging = 0;   ///< output staging at data, scratch after it
   bool failedReported = false;
 };
 
@@ -516,7 +515,6 @@ void setupIpc(CommState &s, IpcState &st, const rt::Plugin &plugin,
     token = fnv(a.ir_hash, std::strlen(a.ir_hash), token);
   }
   st.staging = roundUp(std::min(maxBytes, config().deviceWindowBytes), 256);
-  st.scratchAt = st.staging;
   token = fnv(&st.staging, sizeof st.staging, token) | 1;
   char name[80];
   std::snprintf(
@@ -586,8 +584,8 @@ void setupIpc(CommState &s, IpcState &st, const rt::Plugin &plugin,
   st.state = CommFacts::Device::Ready;
 }
 
-/// The communicator's facts for the IPC window of `a`'s plugin.
-CommFacts factsFor(CommState &s, const Algo &a) {
+/// The communicator's facts, with its host window's part.
+CommFacts hostFacts(const CommState &s) {
   CommFacts f;
   f.hostStaging = s.staging;
   f.hostWindowUsable = s.ready != Readiness::Unusable && s.window;
@@ -595,6 +593,11 @@ CommFacts factsFor(CommState &s, const Algo &a) {
                        ? s.unusable
                        : "no host plugin algorithm for " +
                              std::to_string(s.nranks) + " ranks";
+  return f;
+}
+
+/// `host` with the part of the IPC window of `a`'s plugin.
+CommFacts factsFor(CommState &s, CommFacts f, const Algo &a) {
   std::lock_guard<std::mutex> lock(s.ipcMutex);
   auto it = s.ipc.find(a.owner);
   if (it != s.ipc.end()) {
@@ -808,9 +811,8 @@ ncclResult_t launchCuda(const Call &c, CommState &s, const Algo &a) {
     }
     send = in;
   }
-  ccsynthLaunchArgs args =
-      launchArgs(c, s, g, send, recv, st.data + st.scratchAt,
-                 ccsynthTransportCudaIpc, st.comm, err);
+  ccsynthLaunchArgs args = launchArgs(c, s, g, send, recv, st.data + st.staging,
+                                      ccsynthTransportCudaIpc, st.comm, err);
   ccsynthResult r = g.launch(&args);
   if (r != ccsynthSuccess)
     return launchFailed(c, s, g, r, err);
@@ -836,13 +838,21 @@ struct Deferred {
 thread_local int groupDepth = 0;
 thread_local std::vector<Deferred> deferred;
 
+/// The decision for `c` on `s` as things stand (nothing is set up).
+Decision decideNow(const CallFacts &f, CommState &s) {
+  Config &cfg = config();
+  CommFacts host = hostFacts(s);
+  return decideEach(f, cfg.facts, [&](std::size_t i) {
+    return factsFor(s, host, cfg.algos[i]);
+  });
+}
+
 /// The decision for `c` on `s`, setting up what it needs (collectively):
 /// the host window's readiness, or a plugin's device window.
 Decision decideAndPrepare(const Call &c, CommState &s, std::string &how) {
   Config &cfg = config();
   CallFacts f = factsOf(c, s);
-  auto commOf = [&](std::size_t i) { return factsFor(s, cfg.algos[i]); };
-  Decision d = decideEach(f, cfg.facts, commOf);
+  Decision d = decideNow(f, s);
   if (d.algo < 0)
     return d;
   const Algo &a = cfg.algos[std::size_t(d.algo)];
@@ -861,7 +871,7 @@ Decision decideAndPrepare(const Call &c, CommState &s, std::string &how) {
     if (st.state != CommFacts::Device::NotYet)
       break;
     setupIpc(s, st, *chosen->owner, deviceOf(c.recv ? c.recv : c.send));
-    d = decideEach(f, cfg.facts, commOf);
+    d = decideNow(f, s);
     if (d.algo < 0 || !d.cuda)
       return d;
     chosen = &cfg.algos[std::size_t(d.algo)];
@@ -888,9 +898,7 @@ ncclResult_t dispatch(const Call &c, bool &forwarded) {
     // The communicator failed in a plugin launch: NCCL's rule, it must be
     // aborted; later plugin launches on it fail as well. Nothing is set
     // up any more: only the first decision's outcome is asked for.
-    CallFacts f = factsOf(c, *s);
-    auto commOf = [&](std::size_t i) { return factsFor(*s, cfg.algos[i]); };
-    Decision d = s->resolved ? decideEach(f, cfg.facts, commOf) : Decision{};
+    Decision d = s->resolved ? decideNow(factsOf(c, *s), *s) : Decision{};
     if (d.algo >= 0) {
       forwarded = false;
       return s->error;

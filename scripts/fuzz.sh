@@ -8,7 +8,8 @@
 #
 # scripts/bootstrap.sh test runs this after the sanitizer tests, in the
 # same clang tree (scripts/sanitized-tree.sh: SAN_BUILD_DIR, default
-# build-san). FUZZ_SECONDS per target (default 30).
+# build-san). FUZZ_SECONDS per target (default 30), FUZZ_JOBS targets at
+# once (default: all cores).
 set -euo pipefail
 source "$(dirname "$0")/sanitized-tree.sh"
 root=$san_root
@@ -16,33 +17,52 @@ build=$san_build
 seconds=${FUZZ_SECONDS:-30}
 san_build_targets fuzzers
 
-status=0
-for corpus in "$root"/test/fuzz/corpus/*/; do
-  name=$(basename "$corpus")
-  bin=$build/test/fuzz/$name
+jobs=${FUZZ_JOBS:-$(nproc)}
+((jobs >= 1)) || jobs=1
+
+# One target: prints its report when it ends; fails on any finding.
+fuzz_one() { # name corpus
+  local name=$1 corpus=$2
+  local bin=$build/test/fuzz/$name
   if [[ ! -x $bin ]]; then
     echo "fuzz.sh: $name was not built" >&2
-    status=1
-    continue
+    return 1
   fi
   # New inputs go to a scratch corpus, never into the checked-in one.
-  work=$build/fuzz-work/$name
+  local work=$build/fuzz-work/$name
   rm -rf "$work" && mkdir -p "$work/corpus"
-  dict=()
+  local dict=()
   case $name in
     dsl-fuzzer) dict=(-dict="$root/test/fuzz/dsl.dict") ;;
     *json*|sketch-fuzzer|taccl-profile-fuzzer) dict=(-dict="$root/test/fuzz/json.dict") ;;
     *xml*|nccl-*) dict=(-dict="$root/test/fuzz/xml.dict") ;;
   esac
-  echo "== $name: ${seconds}s"
   if ! (cd "$work" && "$bin" "${dict[@]}" -max_total_time="$seconds" \
           -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
           corpus "$corpus" > log.txt 2>&1); then
-    echo "fuzz.sh: $name FAILED; see $work/log.txt and $work/crash-*" >&2
-    tail -40 "$work/log.txt" >&2
-    status=1
-  else
-    grep -E "^stat::number_of_executed_units|^Done" "$work/log.txt" || true
+    { echo "fuzz.sh: $name FAILED; see $work/log.txt and $work/crash-*"
+      tail -40 "$work/log.txt"; } >&2
+    return 1
   fi
+  echo "== $name: ${seconds}s"
+  grep -E "^stat::number_of_executed_units|^Done" "$work/log.txt" || true
+}
+
+# Targets run side by side, up to FUZZ_JOBS (default: all cores) at once;
+# each gets its full FUZZ_SECONDS.
+echo "== fuzzing: ${seconds}s per target, $jobs at once"
+status=0
+running=0
+for corpus in "$root"/test/fuzz/corpus/*/; do
+  if ((running >= jobs)); then
+    wait -n || status=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$(basename "$corpus")" "$corpus" &
+  running=$((running + 1))
+done
+while ((running > 0)); do
+  wait -n || status=1
+  running=$((running - 1))
 done
 exit $status

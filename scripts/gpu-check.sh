@@ -45,6 +45,8 @@
 #        watchdog  10  the chain without its first signal must end with the
 #                      watchdog's report (rank, threadblock, step), not hang
 #        bench     30  ccsynth-cuda-bench: 1 KiB to 64 MiB per rank
+#        knobs     15  ccsynth-tb-copy-bench: one threadblock's copy and
+#                      reduce, raw and with each kernel knob choice
 #        ipc       45  the CUDA IPC transport, 8 ranks as processes (under
 #                      MPS): AllGather and AllReduce at 64 MiB and 1 GiB,
 #                      GB/s against cudaMemcpy D2D of the same bytes
@@ -52,9 +54,10 @@
 #                      without the NCCL-API interposer (identical losses);
 #                      world size 8 on one GPU on the libnccl test double,
 #                      alone and behind the interposer's CUDA plugins
-#      in all 545 s (about 9 minutes), then one summary table.
+#      in all 560 s (about 9 minutes), then one summary table.
 # --out DIR (default gpu-check-out/, git-ignored) receives summary.md, env.txt
-# and the raw logs (build, tests, runner, watchdog, bench, ipc, torch).
+# and the raw logs (build, tests, runner, watchdog, bench, knobs, ipc,
+# torch).
 # Exit: 0 when every part passed (or there is no GPU), 1 when one failed,
 # 2 on bad usage or a missing prepared folder.
 set -uo pipefail
@@ -343,6 +346,12 @@ fi
 part bench 30 "$out/bench.log" "$gpubuild/bench/ccsynth-cuda-bench" 20
 status[bench]=$?
 
+# One threadblock's copy and reduce: raw loops, then the runtime's loops
+# with each kernel knob choice beside the step model's in-flight rule.
+: >"$out/knobs.log"
+part knobs 15 "$out/knobs.log" "$gpubuild/bench/ccsynth-tb-copy-bench"
+status[knobs]=$?
+
 # The CUDA IPC transport: ranks as processes, figures at 64 MiB and 1 GiB.
 : >"$out/ipc.log"
 part ipc 45 "$out/ipc.log" "$root/test/gpu/ipc-ranks.sh" \
@@ -358,7 +367,7 @@ part torch 90 "$out/torch.log" "$root/test/gpu/torch-check.sh" \
 status[torch]=$?
 ((status[torch] == 77)) && status[torch]=0
 
-for p in tests chain watchdog bench ipc torch; do
+for p in tests chain watchdog bench knobs ipc torch; do
   ((status[$p] == 0)) || failed=1
 done
 res() { ((status[$1] == 0)) && echo ok || echo "FAILED (exit ${status[$1]})"; }
@@ -377,6 +386,7 @@ res() { ((status[$1] == 0)) && echo ok || echo "FAILED (exit ${status[$1]})"; }
   echo "| chain | $chain_line | ${took[chain]} (10) |"
   echo "| watchdog | $wd_line | ${took[watchdog]} (10) |"
   echo "| ccsynth-cuda-bench | $(res bench) (bench.log) | ${took[bench]} (30) |"
+  echo "| threadblock copy, kernel knobs | $(res knobs) (table below) | ${took[knobs]} (15) |"
   echo "| CUDA IPC, 8 processes | $(res ipc) (table below) | ${took[ipc]} (45) |"
   echo "| PyTorch + interposer | $(res torch): $(grep 'torch-check:' "$out/torch.log" | cut -c14-150 | paste -sd ';' -) | ${took[torch]} (90) |"
   echo
@@ -388,6 +398,12 @@ res() { ((status[$1] == 0)) && echo ok || echo "FAILED (exit ${status[$1]})"; }
   echo "| algorithm | size | time/iter (us) | algbw (GB/s) | time / memcpy | check |"
   echo "| --- | --- | --- | --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
+  echo
+  echo "One threadblock (ccsynth-tb-copy-bench):"
+  echo
+  echo '```'
+  cat "$out/knobs.log"
+  echo '```'
   echo
   echo "CUDA IPC transport, 8 ranks as processes ($(grep -m1 -o 'MPS daemon started\|no MPS here\|failed: ranks sharing' "$out/ipc.log" || echo "?")):"
   echo

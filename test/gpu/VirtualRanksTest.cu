@@ -213,6 +213,7 @@ struct HangAlgo {
                                   "none"};
   static constexpr unsigned long long tileBytes = 1024;
   static constexpr int threadblocks[2] = {1, 1};
+  static constexpr KernelKnobs kernelKnobs[1] = {{80, 256, 8}};
   template <class X> static CCSYNTH_INLINE bool run(X &x, int rank, int tb) {
     (void)tb;
     if (rank == 0)

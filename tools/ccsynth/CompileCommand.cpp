@@ -14,6 +14,7 @@
 #include "ccsynth/Target/MSCCLXml.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -48,6 +49,10 @@ struct CompileCliOptions {
   bool noRankSharing = false;
   std::string dtypes = "all", ops = "all";
   std::vector<std::string> cudaArchs;
+  /// --cuda-threads / --cuda-loads (0: chosen by the tuned compile, else
+  /// the architecture's default).
+  int cudaThreads = 0;
+  int cudaLoads = 0;
   PluginBuildOptions plugin;
 };
 
@@ -351,6 +356,25 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
   req.generatedCode = true;
   req.tileBytes = (double)c.tileBytes;
   req.sizes = tuningSizes(c.minBytes, c.maxBytes);
+  // The knob entry that runs on the machine's GPU (the last at or below
+  // its architecture): each configuration is timed with every choice the
+  // kernels compile to (within the user's --cuda-threads/--cuda-loads).
+  int gpuArch = topo->stepModel.smArch;
+  int knobEntry = -1;
+  for (int i = 0; i < (int)c.kernelKnobs.size(); ++i)
+    if (c.kernelKnobs[i].arch <= gpuArch &&
+        (knobEntry < 0 ||
+         c.kernelKnobs[i].arch > c.kernelKnobs[knobEntry].arch))
+      knobEntry = i;
+  if (knobEntry >= 0) {
+    int arch = c.kernelKnobs[knobEntry].arch;
+    for (codegen::KernelKnob k : codegen::kernelKnobCandidates(arch))
+      if ((!o.cudaThreads || k.threads == o.cudaThreads) &&
+          (!o.cudaLoads || k.loads == o.cudaLoads))
+        req.knobs.push_back(k);
+    if (req.knobs.empty())
+      req.knobs.push_back(c.kernelKnobs[knobEntry]);
+  }
   TuneResult t = tuneCompile(sched, *topo, c, req);
   if (t.best < 0) {
     std::cerr << "ccsynth: note: not tuned: no configuration besides the "
@@ -403,6 +427,8 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
     CompileOptions chosen = c;
     cand.applyTo(chosen);
     chosen.protocol = c.protocol;
+    if (knobEntry >= 0 && cand.knob.arch > 0)
+      chosen.kernelKnobs[knobEntry] = cand.knob;
     CompileResult r =
         compileSchedule(candidateSchedule(t, cand, sched), chosen);
     if (!r.ok())
@@ -453,6 +479,26 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
                "chooses by hand, --no-tune writes one instance); predicted "
                "with "
             << formatBytes(req.tileBytes) << " tiles: " << times << "\n";
+  if (best.knob.arch > 0) {
+    // The other knob choices of the same program, for comparison.
+    std::string others;
+    for (const codegen::KernelKnob &k : req.knobs)
+      if (!(k == best.knob)) {
+        double scale = codegen::kernelKnobScale(k, topo->stepModel);
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%s%d loads: %.0f%%",
+                      others.empty() ? "" : ", ", k.loads, 100 * scale);
+        others += buf;
+      }
+    std::cerr << "ccsynth: note: CUDA kernels for " << topo->name
+              << "'s GPUs: " << codegen::describeKernelKnob(best.knob)
+              << " in flight per thread ("
+              << (int)(16 * best.knob.threads * best.knob.loads) << " B per "
+              << "threadblock; the model's per-threadblock throughput needs "
+              << (int)topo->stepModel.tbInFlightBytes << " B"
+              << (others.empty() ? "" : "; with " + others + " of it") << ")"
+              << "; --cuda-threads/--cuda-loads choose by hand\n";
+  }
   if (!over.empty())
     std::cerr << "ccsynth: note: a faster configuration (" << over
               << " of code) exceeds the " << (kGeneratedCodeBudget >> 10)
@@ -991,6 +1037,34 @@ int runCompile(CompileCliOptions &o) {
   o.plugin.opMask = *ops;
   if (!o.cudaArchs.empty())
     o.plugin.cudaArchs = o.cudaArchs;
+  // Kernel knobs: one entry per architecture built (the user's threads and
+  // loads, else the architecture's default; the tuned compile replaces the
+  // entry that runs on the machine's GPU).
+  c.kernelKnobs.clear();
+  for (const std::string &arch : o.plugin.cudaArchs) {
+    size_t digits = 0;
+    while (digits < arch.size() && std::isdigit((unsigned char)arch[digits]))
+      ++digits;
+    if (digits == 0 || digits > 4)
+      return usage(Error("--cuda-arch '" + arch +
+                         "' is not an SM architecture (e.g. 80 or 90)"));
+    codegen::KernelKnob k =
+        codegen::defaultKernelKnob(std::stoi(arch.substr(0, digits)));
+    if (o.cudaThreads)
+      k.threads = o.cudaThreads;
+    if (o.cudaLoads)
+      k.loads = o.cudaLoads;
+    if (!codegen::validKernelKnob(k))
+      return usage(Error("--cuda-threads must be a multiple of 32 from 32 to "
+                         "1024 and --cuda-loads 1, 2, 4, 8 or 16 (got " +
+                         std::to_string(k.threads) + " threads, " +
+                         std::to_string(k.loads) + " loads)"));
+    bool dup = false;
+    for (const codegen::KernelKnob &e : c.kernelKnobs)
+      dup |= e.arch == k.arch;
+    if (!dup)
+      c.kernelKnobs.push_back(k);
+  }
   c.fuse = !o.noFuse;
   c.fuseForward = !o.noFuseForward;
   if (o.localTbs < 1)
@@ -1152,7 +1226,19 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                 "Generated code: one function per (rank, threadblock) even "
                 "where symmetric ranks could share one (for comparison)");
   cmd->add_option("--cuda-arch", opts->cudaArchs,
-                  "--backend cuda: SM architectures (default 80 and 90)");
+                  "--backend cuda and --target cuda: SM architectures "
+                  "(default 80 and 90); generated code carries kernel knobs "
+                  "for each");
+  cmd->add_option("--cuda-threads", opts->cudaThreads,
+                  "Generated CUDA kernels: threads per block, a multiple of "
+                  "32 (default: the tuned compile's choice for the "
+                  "machine's GPU, else 256; the kernels need about 235 "
+                  "registers per thread, so more than 256 spill)");
+  cmd->add_option("--cuda-loads", opts->cudaLoads,
+                  "Generated CUDA kernels: 16-byte loads each thread keeps "
+                  "in flight, 1, 2, 4, 8 or 16 (default: the tuned "
+                  "compile's choice for the machine's GPU, else 8, as "
+                  "NCCL's copy loops unroll from sm_80 on)");
   cmd->add_option("--cxx", opts->plugin.cxx,
                   "--backend host: the C++ compiler (default $CXX or c++)");
   cmd->add_option("--nvcc", opts->plugin.nvcc,

@@ -60,7 +60,9 @@ std::string summarize(const Topology &t) {
   os << "  step model (Simple/LL128/LL): launch " << three(m.launchUs)
      << " us, step " << three(m.stepUs) << " us, threadblock copy "
      << three(m.tbCopyGBps) << " GB/s, reduce " << three(m.tbReduceGBps)
-     << " GB/s, link efficiency " << fmt(m.linkEfficiency) << "\n";
+     << " GB/s, link efficiency " << fmt(m.linkEfficiency) << ", GPUs sm_"
+     << m.smArch << " (a threadblock needs " << fmt(m.tbInFlightBytes)
+     << " B in flight)\n";
   if (t.numRanks() <= 16) {
     os << "  bandwidth matrix (GB/s, best link src->dst):\n      ";
     for (int d = 0; d < t.numRanks(); ++d)

@@ -13,6 +13,7 @@
 #include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Core/Schedule.h"
 #include "ccsynth/Core/Topology.h"
+#include "ccsynth/Target/KernelKnobs.h"
 
 #include <chrono>
 #include <cmath>
@@ -42,6 +43,10 @@ struct TuneRequest {
   /// buffer; no protocol but Simple's data path).
   bool generatedCode = false;
   double tileBytes = 1 << 20;
+  /// With generatedCode: the kernel knobs (threads, loads in flight) for
+  /// the machine's GPU to time each configuration with; the fastest is
+  /// kept with it (empty: the model's per-threadblock figures as they are).
+  std::vector<codegen::KernelKnob> knobs;
 };
 
 struct TuneCandidate {
@@ -71,6 +76,9 @@ struct TuneCandidate {
   /// A reduction's spreading transfers on channels of their own
   /// (CompileOptions::splitPhases).
   bool splitPhases = false;
+  /// Generated code: the kernel knobs this configuration was timed with
+  /// (the fastest of TuneRequest::knobs; arch 0 when none were given).
+  codegen::KernelKnob knob;
   /// Step-level time at each size of the request, in µs.
   std::vector<double> timeUs;
   /// Geometric mean over the sizes of time / the best time at that size.

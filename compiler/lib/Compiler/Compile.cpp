@@ -421,7 +421,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       break;
     }
     case CompileTarget::Cuda:
-      exported = ccl::exportGeneratedCode(*work, os, {o.tileBytes, o.origin, o.shareRanks});
+      exported = ccl::exportGeneratedCode(
+          *work, os, {o.tileBytes, o.origin, o.shareRanks, o.kernelKnobs});
       break;
     }
     if (succeeded(exported)) {

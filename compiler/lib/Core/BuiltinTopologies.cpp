@@ -55,6 +55,7 @@ StepModel gpuStepModel(int generation) {
     m.tbReduceGBps[i] = perProto[i] * kReduceOverCopy;
   }
   m.linkEfficiency = eff;
+  m.smArch = generation;
   return m;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -76,7 +77,8 @@ Status readStepModel(const JsonReader &rd, StepModel &m) {
     return s;
   if (Status s =
           rd.onlyKeys(p, {"launch_us", "step_us", "threadblock_copy_gbps",
-                          "threadblock_reduce_gbps", "link_efficiency"});
+                          "threadblock_reduce_gbps", "link_efficiency",
+                          "sm_arch", "threadblock_in_flight_bytes"});
       !s)
     return s;
   struct Field {
@@ -102,6 +104,27 @@ Status readStepModel(const JsonReader &rd, StepModel &m) {
       return rd.error(fp, "link_efficiency " + formatFigure(*v) +
                               " is out of range: it must be from 0.001 to 1");
     m.linkEfficiency = *v;
+  }
+  if (rd.has(p, "sm_arch")) {
+    std::string fp = p + "/sm_arch";
+    auto v = rd.number(fp);
+    if (!v)
+      return v.error();
+    if (!(*v >= 30 && *v <= 1000) || *v != std::floor(*v))
+      return rd.error(fp, "sm_arch " + formatFigure(*v) +
+                              " is not an SM architecture (an integer such "
+                              "as 80 or 90)");
+    m.smArch = (int)*v;
+  }
+  if (rd.has(p, "threadblock_in_flight_bytes")) {
+    std::string fp = p + "/threadblock_in_flight_bytes";
+    auto v = rd.number(fp);
+    if (!v)
+      return v.error();
+    if (!(*v >= 16 && *v <= 1e9))
+      return rd.error(fp, "threadblock_in_flight_bytes " + formatFigure(*v) +
+                              " is out of range: it must be from 16 to 1e9");
+    m.tbInFlightBytes = *v;
   }
   return {};
 }
@@ -338,6 +361,8 @@ void writeTopologyJson(const Topology &t, bool withStepModel, Emit &&emit) {
     sm["threadblock_copy_gbps"] = perProto(m.tbCopyGBps);
     sm["threadblock_reduce_gbps"] = perProto(m.tbReduceGBps);
     sm["link_efficiency"] = m.linkEfficiency;
+    sm["sm_arch"] = m.smArch;
+    sm["threadblock_in_flight_bytes"] = m.tbInFlightBytes;
     emit(",\n  \"step_model\": " + sm.dump());
   }
   emit("\n}\n");

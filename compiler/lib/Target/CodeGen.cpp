@@ -862,6 +862,14 @@ Expected<GeneratedCode> Generator::run() {
     os << (r ? ", " : "") << tbs;
   }
   os << "};\n"
+     << "  /// CUDA kernels: threads per block and 16-byte loads in flight per "
+        "thread,\n  /// per SM architecture (Generated.h's knobsFor).\n"
+     << "  static constexpr KernelKnobs kernelKnobs[" << in.kernelKnobs.size()
+     << "] = {";
+  for (size_t i = 0; i < in.kernelKnobs.size(); ++i)
+    os << (i ? ", " : "") << "{" << in.kernelKnobs[i].arch << ", "
+       << in.kernelKnobs[i].threads << ", " << in.kernelKnobs[i].loads << "}";
+  os << "};\n"
      << "  template <class X> static CCSYNTH_INLINE bool run(X &x, int rank, "
         "int tb);\n"
      << "};\n"
@@ -914,7 +922,26 @@ Expected<GeneratedCode> generateCode(const CodeGenInput &input) {
     return Error("the program has " + std::to_string(input.algo->ngpus) +
                  " ranks but its collective " +
                  std::to_string(input.collective->numRanks));
-  Generator gen(input, *shape);
+  // One knob entry per architecture, ascending (the runtime's knobsFor
+  // takes the last entry at or below the code's architecture).
+  CodeGenInput in = input;
+  if (in.kernelKnobs.empty())
+    in.kernelKnobs = {defaultKernelKnob(80), defaultKernelKnob(90)};
+  std::sort(
+      in.kernelKnobs.begin(), in.kernelKnobs.end(),
+      [](const KernelKnob &a, const KernelKnob &b) { return a.arch < b.arch; });
+  for (size_t i = 0; i < in.kernelKnobs.size(); ++i) {
+    const KernelKnob &k = in.kernelKnobs[i];
+    if (!validKernelKnob(k))
+      return Error("kernel knobs for sm_" + std::to_string(k.arch) + " (" +
+                   std::to_string(k.threads) + " threads, " +
+                   std::to_string(k.loads) +
+                   " loads in flight) are not built: threads must be a "
+                   "multiple of 32 up to 1024, loads 1, 2, 4, 8 or 16");
+    if (i > 0 && in.kernelKnobs[i - 1].arch == k.arch)
+      return Error("two kernel knob entries for sm_" + std::to_string(k.arch));
+  }
+  Generator gen(in, *shape);
   return gen.run();
 }
 

@@ -50,6 +50,7 @@ LogicalResult exportGeneratedCode(Operation *op, llvm::raw_ostream &os,
     in.origin = prog->getOrigin()->str();
   in.tileBytes = options.tileBytes;
   in.shareRanks = options.shareRanks;
+  in.kernelKnobs = options.kernelKnobs;
   std::string text;
   llvm::raw_string_ostream ts(text);
   prog->print(ts);

@@ -71,6 +71,9 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
   const bool gen = o.generatedCode;
   if (gen && !(o.tileBytes >= 16))
     return Error("generated code needs a tile of at least 16 bytes");
+  if (!(o.tbScale > 0 && o.tbScale <= 1))
+    return Error("the threadblock throughput scale must be in (0, 1]");
+  const double tbScale = o.tbScale;
   if (std::vector<ProgramIssue> issues = o.runtimeRules && !gen
                                              ? validateAlgo(algo)
                                              : std::vector<ProgramIssue>{};
@@ -342,7 +345,8 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
     } else {
       double bytes = perIter * std::max(1, st.cnt);
       double tbRate = perUs(reducing(st.type) ? model.tbReduceGBps[p]
-                                              : model.tbCopyGBps[p]);
+                                              : model.tbCopyGBps[p]) *
+                      (gen ? tbScale : 1.0);
       double rate = sends(st.type) ? std::min(tbRate, t.rate) : tbRate;
       // Generated code: a receive waits for the whole put's flag; one that
       // landed in its destination and forwards nothing costs nothing more.

@@ -13,6 +13,8 @@
 #include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/Json.h"
 #include "ccsynth/DSL/Frontend.h"
+#include "ccsynth/Target/CodeGen.h"
+#include "ccsynth/Target/KernelKnobs.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
 #include "Programs.h"
@@ -272,6 +274,77 @@ TEST_CASE("generated code: no MSCCL buffers, no LL", "[stepsim]") {
   CHECK(gen(senderStall(true, "LL"), 2 * kMiB) == Approx(whole));
 }
 
+TEST_CASE("generated code: kernel knobs scale a threadblock's throughput",
+          "[stepsim][knobs]") {
+  using namespace ccsynth::codegen;
+  Topology h100 = machine("dgx-h100");
+  CHECK(h100.stepModel.smArch == 90);
+  CHECK(machine("dgx-a100").stepModel.smArch == 80);
+  // Little's law: bytes in flight over what the model's figures need.
+  const StepModel &m = h100.stepModel;
+  CHECK(kernelKnobScale({90, 256, 8}, m) == 1);
+  CHECK(kernelKnobScale({90, 256, 4}, m) == Approx(16384 / m.tbInFlightBytes));
+  CHECK(kernelKnobScale({90, 256, 2}, m) ==
+        Approx(kernelKnobScale({90, 256, 4}, m) / 2));
+  CHECK(kernelKnobScale({90, 512, 4}, m) == 1);
+  CHECK(validKernelKnob(defaultKernelKnob(80)));
+  CHECK(!validKernelKnob({90, 100, 8}));
+  CHECK(!validKernelKnob({90, 256, 3}));
+  CHECK(!validKernelKnob({90, 2048, 1}));
+  for (const KernelKnob &k : kernelKnobCandidates(90))
+    CHECK(validKernelKnob(k));
+
+  // A ring on one H100 node, as generated code runs it: fewer bytes in
+  // flight than the model needs slow the large size down, not the small.
+  auto ring = makeBaseline(BaselineKind::Ring, CollectiveKind::AllGather, h100,
+                           BaselineOptions{});
+  REQUIRE(ring.ok());
+  Algo a = lower(*ring, 1, "Simple");
+  auto gen = [&](double bytes, double scale) {
+    StepSimOptions o;
+    o.bytes = bytes;
+    o.generatedCode = true;
+    o.tbScale = scale;
+    auto r = simulateSteps(a, h100, o);
+    REQUIRE(r.ok());
+    return r->timeUs;
+  };
+  double full = gen(1 << 30, 1), half = gen(1 << 30, 0.5);
+  CHECK(half > full * 1.5);
+  CHECK(gen(1024, 0.5) < gen(1024, 1) * 1.05);
+  StepSimOptions bad;
+  bad.generatedCode = true;
+  bad.tbScale = 0;
+  CHECK(!simulateSteps(a, h100, bad).ok());
+}
+
+TEST_CASE("generated code lists its kernel knobs per architecture",
+          "[codegen][knobs]") {
+  using namespace ccsynth::codegen;
+  Topology t = machine("ring:4");
+  auto ring = makeBaseline(BaselineKind::Ring, CollectiveKind::AllGather, t,
+                           BaselineOptions{});
+  REQUIRE(ring.ok());
+  CompileOptions o;
+  o.target = CompileTarget::Cuda;
+  o.kernelKnobs = {{90, 128, 2}, {80, 256, 4}};
+  CompileResult r = compileSchedule(*ring, o);
+  INFO((r.ok() ? std::string() : r.failure.error.format()));
+  REQUIRE(r.ok());
+  // Sorted by architecture, as the runtime's knobsFor expects.
+  CHECK(r.output->find("kernelKnobs[2] = {{80, 256, 4}, {90, 128, 2}};") !=
+        std::string::npos);
+  o.kernelKnobs = {};
+  r = compileSchedule(*ring, o);
+  REQUIRE(r.ok());
+  CHECK(r.output->find("kernelKnobs[2] = {{80, 256, 8}, {90, 256, 8}};") !=
+        std::string::npos);
+  o.kernelKnobs = {{90, 256, 3}};
+  CHECK(!compileSchedule(*ring, o).ok());
+  o.kernelKnobs = {{90, 256, 8}, {90, 256, 4}};
+  CHECK(!compileSchedule(*ring, o).ok());
+}
+
 TEST_CASE("a program that deadlocks on bounded buffers is refused",
           "[stepsim]") {
   // Both ranks send three chunks before receiving any (Simple: two fit).
@@ -363,6 +436,32 @@ TEST_CASE("step_model in topology JSON", "[stepsim][formats]") {
   auto neg = parseTopologyJson(*negDoc);
   REQUIRE(!neg.ok());
   CHECK(neg.error().message.find("us") != std::string::npos);
+
+  // The GPU's architecture and the bytes a threadblock keeps in flight
+  // round-trip; a fractional architecture is refused with its location.
+  std::string gpu = text.substr(0, sm) +
+                    "\"step_model\": {\"sm_arch\": 90, "
+                    "\"threadblock_in_flight_bytes\": 40000}\n}\n";
+  auto gpuDoc = JsonDocument::parse("t.json", gpu);
+  REQUIRE(gpuDoc.ok());
+  auto withGpu = parseTopologyJson(*gpuDoc);
+  REQUIRE(withGpu.ok());
+  CHECK(withGpu->stepModel.smArch == 90);
+  CHECK(withGpu->stepModel.tbInFlightBytes == 40000);
+  auto again = JsonDocument::parse("t.json", topologyToJson(*withGpu));
+  REQUIRE(again.ok());
+  auto reparsed = parseTopologyJson(*again);
+  REQUIRE(reparsed.ok());
+  CHECK(reparsed->stepModel.smArch == 90);
+  CHECK(reparsed->stepModel.tbInFlightBytes == 40000);
+  std::string frac =
+      text.substr(0, sm) + "\"step_model\": {\"sm_arch\": 85.5}\n}\n";
+  auto fracDoc = JsonDocument::parse("t.json", frac);
+  REQUIRE(fracDoc.ok());
+  auto fracTopo = parseTopologyJson(*fracDoc);
+  REQUIRE(!fracTopo.ok());
+  CHECK(fracTopo.error().message.find("sm_arch") != std::string::npos);
+  CHECK(fracTopo.error().loc.line > 0);
 }
 
 namespace {

@@ -10,6 +10,7 @@
 
 #include "ccsynth/Core/Diagnostic.h"
 #include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Target/KernelKnobs.h"
 #include "ccsynth/Target/MSCCLPPPacking.h"
 
 #include <optional>
@@ -87,6 +88,9 @@ struct CompileOptions {
   std::string origin;
   /// Generated code: symmetric ranks share one function.
   bool shareRanks = true;
+  /// Generated code: CUDA kernel knobs per SM architecture (empty: the
+  /// defaults for sm_80 and sm_90).
+  std::vector<codegen::KernelKnob> kernelKnobs;
 };
 
 /// Threadblocks of 1024 threads that the GPU of a built-in topology

@@ -168,6 +168,14 @@ struct StepModel {
   /// Fraction of a link's line rate that carries data (packet headers,
   /// flow control).
   double linkEfficiency = 0.8;
+  /// SM architecture of the machine's GPUs (70 V100, 80 A100, 90 H100):
+  /// which kernel knobs of generated code run there.
+  int smArch = 80;
+  /// Bytes a threadblock keeps in flight (threads x loads per thread x 16)
+  /// to move at the figures above; generated code whose kernel keeps fewer
+  /// moves proportionally less (Little's law: one H100 threadblock's loads
+  /// take 417 ns and saturate at 48.5 GB/s, 20.2 KB in flight).
+  double tbInFlightBytes = 20200;
 };
 
 /// "Simple" -> 0, "LL128" -> 1, "LL" -> 2; nullopt otherwise.

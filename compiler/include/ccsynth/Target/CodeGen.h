@@ -15,12 +15,14 @@
 
 #include "ccsynth/Core/Collective.h"
 #include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Target/KernelKnobs.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace ccsynth::codegen {
 
@@ -47,6 +49,9 @@ struct CodeGenInput {
   /// Threadblocks of different ranks whose code differs only in integers
   /// that are expressions of the rank share one function.
   bool shareRanks = true;
+  /// CUDA kernel knobs, one per SM architecture (empty: the defaults for
+  /// sm_80 and sm_90); sorted and checked by generateCode.
+  std::vector<KernelKnob> kernelKnobs;
 };
 
 /// Statistics of the generated code (also in its header comment).

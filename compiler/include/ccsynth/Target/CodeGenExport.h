@@ -24,6 +24,8 @@ struct CodeGenExportOptions {
   /// Symmetric ranks share one rank-parameterized function (false: one
   /// function per rank and threadblock, for comparison).
   bool shareRanks = true;
+  /// CUDA kernel knobs per SM architecture (empty: the defaults).
+  std::vector<codegen::KernelKnob> kernelKnobs;
 };
 
 /// Writes the generated source of the program in `op`; `stats` (optional)

@@ -83,6 +83,10 @@ struct StepSimOptions {
   /// With generatedCode: bytes per chunk per pass (the compile's
   /// --tile-bytes; 1 MiB for CUDA).
   double tileBytes = 1 << 20;
+  /// With generatedCode: the fraction of the model's per-threadblock copy
+  /// and reduce throughput the kernel reaches with its threads and loads in
+  /// flight (codegen::kernelKnobScale); 1 for NCCL's and MSCCL's kernels.
+  double tbScale = 1;
 };
 
 struct StepSimResult {

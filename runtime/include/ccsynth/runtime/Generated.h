@@ -108,6 +108,35 @@ struct Shape {
   const char *irHash;
 };
 
+/// How a CUDA kernel moves data on one SM architecture: threads per block
+/// and 16-byte loads each thread keeps in flight in copy and reduce loops.
+/// A generated algorithm lists one entry per architecture it was generated
+/// for (`kernelKnobs`, ascending `arch`); the host backend ignores them.
+struct KernelKnobs {
+  int arch;    ///< SM architecture, e.g. 90; the entry serves up to the next
+  int threads; ///< a multiple of 32, at most 1024
+  int loads;   ///< 1, 2, 4, 8 or 16
+};
+
+/// The entry of `table` for code compiled for `arch`: the last whose arch
+/// is at most `arch`, the first when every entry is above it.
+template <int N>
+CCSYNTH_HD constexpr KernelKnobs knobsFor(const KernelKnobs (&table)[N],
+                                          int arch) {
+  KernelKnobs k = table[0];
+  for (int i = 1; i < N; ++i)
+    if (table[i].arch <= arch)
+      k = table[i];
+  return k;
+}
+
+/// Whether a knob entry is one the CUDA runtime builds.
+CCSYNTH_HD constexpr bool validKnobs(const KernelKnobs &k) {
+  return k.threads >= 32 && k.threads <= 1024 && k.threads % 32 == 0 &&
+         (k.loads == 1 || k.loads == 2 || k.loads == 4 || k.loads == 8 ||
+          k.loads == 16);
+}
+
 /// Flag words of one rank: data flags, credit flags, per-threadblock
 /// progress, the staging flag.
 CCSYNTH_HD constexpr int flagWords(const Shape &s) {

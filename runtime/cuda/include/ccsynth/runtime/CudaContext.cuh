@@ -91,26 +91,26 @@ CCSYNTH_DEV char *sliceAddress(const BlockLayout &l, int b, int blk, int pos,
 
 /// n chunk slices of pass p from (sb, sblk, spos) to (db, dblk, dpos): in
 /// this rank's buffers, or in a peer's output/landing when peerOut is set.
-template <class S>
+template <class K, class S>
 __device__ __noinline__ void copySlices(int p, int sb, int sblk, int spos,
                                         int db, int dblk, int dpos, int n,
                                         char *peerOut, char *peerScratch) {
   const BlockLayout &l = blockLayout();
   std::size_t len = l.geom.sliceLen(p) * l.es;
   for (int c = 0; c < n; ++c)
-    blockCopy<S>(sliceAddress(l, db, dblk, dpos + c, p, peerOut, peerScratch),
+    blockCopy<K, S>(sliceAddress(l, db, dblk, dpos + c, p, peerOut, peerScratch),
                  sliceAddress(l, sb, sblk, spos + c, p, nullptr, nullptr), len);
 }
 
 /// d = a op b for n chunk slices of pass p in this rank's buffers.
-template <class Op, class S>
+template <class K, class Op, class S>
 __device__ __noinline__ void reduceSlices(int p, int ab, int ablk, int apos,
                                           int bb, int bblk, int bpos, int db,
                                           int dblk, int dpos, int n) {
   const BlockLayout &l = blockLayout();
   std::size_t len = l.geom.sliceLen(p);
   for (int c = 0; c < n; ++c)
-    blockReduce<Op, S>(sliceAddress(l, db, dblk, dpos + c, p, nullptr, nullptr),
+    blockReduce<K, Op, S>(sliceAddress(l, db, dblk, dpos + c, p, nullptr, nullptr),
                        sliceAddress(l, ab, ablk, apos + c, p, nullptr, nullptr),
                        sliceAddress(l, bb, bblk, bpos + c, p, nullptr, nullptr),
                        len);
@@ -127,6 +127,8 @@ template <class A, class T, class Op, class Tr> class CudaContext {
   /// scalar access; reducing ones on their element type.
   static constexpr bool kAnyWord = std::is_same_v<T, AnyWord>;
   using S = std::conditional_t<kAnyWord, unsigned char, T>;
+  /// Threads and loads in flight of this architecture's kernel.
+  using K = KnobsOf<A>;
   static constexpr std::uint64_t kStepsPerPass = kShape.maxSteps + 1;
   // progressValue/progressEnd of Generated.h, without binding A::shape.
   CCSYNTH_DEV static std::uint64_t progressAt(int p, int step) {
@@ -203,7 +205,7 @@ public:
   // --- data movement -------------------------------------------------------
   CCSYNTH_DEV void copy(int sb, int sblk, int spos, int db, int dblk, int dpos,
                         int n) {
-    copySlices<S>(pass, sb, sblk, spos, db, dblk, dpos, n, nullptr, nullptr);
+    copySlices<K, S>(pass, sb, sblk, spos, db, dblk, dpos, n, nullptr, nullptr);
     __syncthreads(); // the next step may read what this one wrote
   }
   CCSYNTH_DEV void reduce(int sb, int sblk, int spos, int db, int dblk,
@@ -213,7 +215,7 @@ public:
   CCSYNTH_DEV void reduce3(int ab, int ablk, int apos, int bb, int bblk,
                            int bpos, int db, int dblk, int dpos, int n) {
     static_assert(!kAnyWord || !kShape.reduces, "reductions need a type");
-    reduceSlices<Op, S>(pass, ab, ablk, apos, bb, bblk, bpos, db, dblk, dpos,
+    reduceSlices<K, Op, S>(pass, ab, ablk, apos, bb, bblk, bpos, db, dblk, dpos,
                         n);
     __syncthreads();
   }
@@ -232,7 +234,7 @@ public:
     }
 #endif
     (void)peer;
-    copySlices<S>(pass, sb, sblk, spos, db, dblk, dpos, n, peerOut,
+    copySlices<K, S>(pass, sb, sblk, spos, db, dblk, dpos, n, peerOut,
                   peerScratch);
   }
 
@@ -280,7 +282,7 @@ public:
                                      std::size_t(b) * geom.blockChunks * es);
       std::size_t have = geom.remainder * scale;
       for (std::size_t i = threadIdx.x; i < geom.blockChunks * scale;
-           i += kCudaThreads)
+           i += K::threads)
         dst[i] = i < have ? src[i] : S();
     }
   }
@@ -302,7 +304,7 @@ public:
       const S *src = reinterpret_cast<const S *>(
           geom.stageOut + std::size_t(b) * geom.blockChunks * es);
       for (std::size_t i = threadIdx.x; i < geom.remainder * scale;
-           i += kCudaThreads)
+           i += K::threads)
         dst[i] = src[i];
     }
   }

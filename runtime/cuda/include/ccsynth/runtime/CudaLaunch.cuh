@@ -44,9 +44,11 @@ namespace ccsynth::rt {
 
 template <class A> ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a);
 
-/// One kernel per (algorithm, element type, operator, transport).
+/// One kernel per (algorithm, element type, operator, transport), with the
+/// threads per block of the architecture it is compiled for (A's
+/// kernelKnobs); one block per SM.
 template <class A, class T, class Op, class Tr>
-__global__ void __launch_bounds__(kCudaThreads, 1)
+__global__ void __launch_bounds__(KnobsOf<A>::threads, 1)
     ccsynthKernel(const __grid_constant__ typename Tr::Params p) {
   Tr tr(p);
   tr.announce();
@@ -73,18 +75,40 @@ template <class A> struct CudaLaunchPlan {
 #endif
 };
 
-/// Blocks of `kernel` the current device can hold at once.
-inline ccsynthResult residentBlocks(const void *kernel, int rank,
-                                    ccsynthError *err, long &blocks) {
+/// How a kernel runs on one device: the threads per block its code was
+/// built for and how many of its blocks the device holds at once.
+struct KernelFit {
+  int threads = 0;
+  long resident = 0;
+};
+
+/// The threads per block of A's `kernel` as loaded on the current device
+/// (the knob entry of the architecture its code was compiled for: the PTX
+/// version, also when the driver compiled that PTX for a newer GPU) and
+/// how many such blocks the device holds at once.
+template <class A>
+ccsynthResult kernelFit(const void *kernel, int rank, ccsynthError *err,
+                        KernelFit &fit) {
   int dev = 0, sms = 0, perSm = 0;
   CCSYNTH_CUDA_CHECK(err, rank, cudaGetDevice(&dev));
+  cudaFuncAttributes attr{};
+  CCSYNTH_CUDA_CHECK(err, rank, cudaFuncGetAttributes(&attr, kernel));
+  KernelKnobs k = knobsFor(A::kernelKnobs, attr.ptxVersion);
+  if (attr.maxThreadsPerBlock < k.threads)
+    return cudaReport(err, ccsynthUnsupported, CudaStatus::NotCoResident,
+                      rank, __FILE__, __LINE__,
+                      "%s: its sm_%d kernel was built for %d threads per "
+                      "block; device %d runs it with at most %d",
+                      A::shape.name, attr.ptxVersion, k.threads, dev,
+                      attr.maxThreadsPerBlock);
   CCSYNTH_CUDA_CHECK(
       err, rank,
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   CCSYNTH_CUDA_CHECK(err, rank,
                      cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                         &perSm, kernel, kCudaThreads, 0));
-  blocks = long(sms) * perSm;
+                         &perSm, kernel, k.threads, 0));
+  fit.threads = k.threads;
+  fit.resident = long(sms) * perSm;
   return ccsynthSuccess;
 }
 
@@ -94,27 +118,34 @@ ccsynthResult cudaLaunchKernel(const CudaLaunchPlan<A> &plan,
                                ccsynthError *err) {
   const void *kernel =
       reinterpret_cast<const void *>(&ccsynthKernel<A, T, Op, Tr>);
-  // Residency depends on the kernel and the device only: ask once per
-  // device (more than 64 devices are asked every time).
-  static std::atomic<long> cached[64];
+  // The fit depends on the kernel and the device only: asked once per
+  // device (more than 64 devices are asked every time). Threads and
+  // residency are packed in one word so that readers see both or neither.
+  static std::atomic<unsigned long long> cached[64];
   int dev = 0;
   CCSYNTH_CUDA_CHECK(err, plan.rank, cudaGetDevice(&dev));
-  long resident = dev >= 0 && dev < 64 ? cached[dev].load() : 0;
-  if (resident == 0) {
-    ccsynthResult r = residentBlocks(kernel, plan.rank, err, resident);
+  unsigned long long word = dev >= 0 && dev < 64 ? cached[dev].load() : 0;
+  KernelFit fit;
+  if (word == 0) {
+    ccsynthResult r = kernelFit<A>(kernel, plan.rank, err, fit);
     if (r != ccsynthSuccess)
       return r;
     if (dev >= 0 && dev < 64)
-      cached[dev].store(resident);
+      cached[dev].store((unsigned long long)fit.resident << 16 |
+                        (unsigned long long)fit.threads);
+  } else {
+    fit.threads = int(word & 0xffff);
+    fit.resident = long(word >> 16);
   }
-  if (long(plan.grid) > resident)
+  if (long(plan.grid) > fit.resident)
     return cudaReport(err, ccsynthUnsupported, CudaStatus::NotCoResident,
                       plan.rank, __FILE__, __LINE__,
                       "%s needs %u threadblocks of %d threads resident at "
                       "once; device %d holds %ld",
-                      A::shape.name, plan.grid, kCudaThreads, dev, resident);
+                      A::shape.name, plan.grid, fit.threads, dev,
+                      fit.resident);
   ccsynthKernel<A, T, Op, Tr>
-      <<<plan.grid, kCudaThreads, 0, plan.stream>>>(params);
+      <<<plan.grid, unsigned(fit.threads), 0, plan.stream>>>(params);
   CCSYNTH_CUDA_CHECK(err, plan.rank, cudaGetLastError());
   return ccsynthSuccess;
 }

@@ -14,6 +14,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ccsynth/runtime/Generated.h"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -24,10 +26,29 @@
 
 namespace ccsynth::rt {
 
-/// Threads of every block of a ccsynth kernel.
-inline constexpr int kCudaThreads = 256;
-/// 16-byte vectors each thread keeps in flight per loop iteration.
-inline constexpr int kCudaUnroll = 4;
+/// The SM architecture device code is being compiled for (90 for sm_90);
+/// 0 in the host pass.
+#ifdef __CUDA_ARCH__
+#define CCSYNTH_DEVICE_ARCH (__CUDA_ARCH__ / 10)
+#else
+#define CCSYNTH_DEVICE_ARCH 0
+#endif
+
+/// Threads per block and 16-byte loads in flight per thread, as types (the
+/// data loops' bounds are compile-time constants).
+template <int Threads, int Loads> struct Knobs {
+  static_assert(validKnobs(KernelKnobs{0, Threads, Loads}),
+                "threads must be a multiple of 32 up to 1024, loads 1, 2, "
+                "4, 8 or 16");
+  static constexpr int threads = Threads;
+  static constexpr int loads = Loads;
+};
+
+/// The knobs of algorithm A's kernels for the architecture this device
+/// code is compiled for (Generated.h's knobsFor over A::kernelKnobs).
+template <class A>
+using KnobsOf = Knobs<knobsFor(A::kernelKnobs, CCSYNTH_DEVICE_ARCH).threads,
+                      knobsFor(A::kernelKnobs, CCSYNTH_DEVICE_ARCH).loads>;
 
 // --- element operators ------------------------------------------------------
 
@@ -112,53 +133,57 @@ CCSYNTH_DEV std::size_t vectorHead(std::uintptr_t a, std::uintptr_t b,
   return head < bytes ? head : bytes;
 }
 
-/// Copies `bytes` (a multiple of sizeof(T)), by all threads of the block;
-/// T is the access width of the unaligned head and the tail.
-template <class T>
+/// Copies `bytes` (a multiple of sizeof(T)), by all K::threads threads of
+/// the block, each with K::loads 16-byte loads in flight; T is the access
+/// width of the unaligned head and the tail.
+template <class K, class T>
 CCSYNTH_DEV void blockCopy(char *dst, const char *src, std::size_t bytes) {
+  constexpr int kThreads = K::threads, kLoads = K::loads;
   const int tid = threadIdx.x;
   std::size_t head = vectorHead(std::uintptr_t(dst), std::uintptr_t(src),
                                 std::uintptr_t(src), bytes);
   std::size_t headElems = head / sizeof(T);
-  for (std::size_t i = tid; i < headElems; i += kCudaThreads)
+  for (std::size_t i = tid; i < headElems; i += kThreads)
     reinterpret_cast<T *>(dst)[i] = reinterpret_cast<const T *>(src)[i];
   std::size_t nvec = (bytes - head) / 16;
   const uint4 *s = reinterpret_cast<const uint4 *>(src + head);
   uint4 *d = reinterpret_cast<uint4 *>(dst + head);
   for (std::size_t base = tid; base < nvec;
-       base += std::size_t(kCudaThreads) * kCudaUnroll) {
-    uint4 v[kCudaUnroll];
+       base += std::size_t(kThreads) * kLoads) {
+    uint4 v[kLoads];
 #pragma unroll
-    for (int u = 0; u < kCudaUnroll; ++u) {
-      std::size_t i = base + std::size_t(u) * kCudaThreads;
+    for (int u = 0; u < kLoads; ++u) {
+      std::size_t i = base + std::size_t(u) * kThreads;
       if (i < nvec)
         v[u] = loadVec(s + i);
     }
 #pragma unroll
-    for (int u = 0; u < kCudaUnroll; ++u) {
-      std::size_t i = base + std::size_t(u) * kCudaThreads;
+    for (int u = 0; u < kLoads; ++u) {
+      std::size_t i = base + std::size_t(u) * kThreads;
       if (i < nvec)
         d[i] = v[u];
     }
   }
   std::size_t done = head + nvec * 16;
   std::size_t tail = (bytes - done) / sizeof(T);
-  for (std::size_t i = tid; i < tail; i += kCudaThreads)
+  for (std::size_t i = tid; i < tail; i += kThreads)
     reinterpret_cast<T *>(dst + done)[i] =
         reinterpret_cast<const T *>(src + done)[i];
 }
 
-/// dst[i] = a[i] op b[i] for n elements, by all threads of the block (dst
-/// may alias a or b element for element).
-template <class Op, class T>
+/// dst[i] = a[i] op b[i] for n elements, by all K::threads threads of the
+/// block with K::loads vectors of each source in flight (dst may alias a or
+/// b element for element).
+template <class K, class Op, class T>
 CCSYNTH_DEV void blockReduce(char *dst, const char *a, const char *b,
                              std::size_t n) {
+  constexpr int kThreads = K::threads, kLoads = K::loads;
   const int tid = threadIdx.x;
   std::size_t bytes = n * sizeof(T);
   std::size_t head = vectorHead(std::uintptr_t(dst), std::uintptr_t(a),
                                 std::uintptr_t(b), bytes);
   std::size_t headElems = head / sizeof(T);
-  for (std::size_t i = tid; i < headElems; i += kCudaThreads)
+  for (std::size_t i = tid; i < headElems; i += kThreads)
     reinterpret_cast<T *>(dst)[i] = devCombine<Op>(
         reinterpret_cast<const T *>(a)[i], reinterpret_cast<const T *>(b)[i]);
   std::size_t nvec = (bytes - head) / 16;
@@ -166,26 +191,26 @@ CCSYNTH_DEV void blockReduce(char *dst, const char *a, const char *b,
   const uint4 *vb = reinterpret_cast<const uint4 *>(b + head);
   uint4 *d = reinterpret_cast<uint4 *>(dst + head);
   for (std::size_t base = tid; base < nvec;
-       base += std::size_t(kCudaThreads) * kCudaUnroll) {
-    uint4 x[kCudaUnroll], y[kCudaUnroll];
+       base += std::size_t(kThreads) * kLoads) {
+    uint4 x[kLoads], y[kLoads];
 #pragma unroll
-    for (int u = 0; u < kCudaUnroll; ++u) {
-      std::size_t i = base + std::size_t(u) * kCudaThreads;
+    for (int u = 0; u < kLoads; ++u) {
+      std::size_t i = base + std::size_t(u) * kThreads;
       if (i < nvec) {
         x[u] = loadVec(va + i);
         y[u] = loadVec(vb + i);
       }
     }
 #pragma unroll
-    for (int u = 0; u < kCudaUnroll; ++u) {
-      std::size_t i = base + std::size_t(u) * kCudaThreads;
+    for (int u = 0; u < kLoads; ++u) {
+      std::size_t i = base + std::size_t(u) * kThreads;
       if (i < nvec)
         d[i] = devCombine16<Op, T>(x[u], y[u]);
     }
   }
   std::size_t done = head + nvec * 16;
   std::size_t tail = (bytes - done) / sizeof(T);
-  for (std::size_t i = tid; i < tail; i += kCudaThreads)
+  for (std::size_t i = tid; i < tail; i += kThreads)
     reinterpret_cast<T *>(dst + done)[i] =
         devCombine<Op>(reinterpret_cast<const T *>(a + done)[i],
                        reinterpret_cast<const T *>(b + done)[i]);

@@ -243,7 +243,7 @@ public:
   }
   template <class S>
   CCSYNTH_DEV void put(int, char *dst, const char *src, std::size_t bytes) {
-    blockCopy<S>(dst, src, bytes);
+    blockCopy<KnobsOf<A>, S>(dst, src, bytes);
   }
   /// Thread 0, after the block's stores: release at system scope (peers
   /// may be other GPUs of this process).
@@ -316,7 +316,7 @@ public:
   }
   template <class S>
   CCSYNTH_DEV void put(int, char *dst, const char *src, std::size_t bytes) {
-    blockCopy<S>(dst, src, bytes);
+    blockCopy<KnobsOf<A>, S>(dst, src, bytes);
   }
   /// Thread 0, after the block's stores: release at system scope (the
   /// peer is another process, possibly on another GPU).
@@ -483,7 +483,7 @@ public:
       return;
     }
 #endif
-    blockCopy<S>(dst, src, bytes);
+    blockCopy<KnobsOf<A>, S>(dst, src, bytes);
   }
   CCSYNTH_DEV void signalPeer(int peer, int index, std::uint64_t value) {
     if (isLsa(peer)) {

@@ -49,10 +49,10 @@ int residentThreadblocks(const std::string &topology, std::string *reason) {
     const char *name;
   };
   static const Gpu gpus[] = {
-      {"dgx-h100", 132, "H100 SXM"}, {"ndv5", 132, "H100 SXM"},
-      {"dgx-a100", 108, "A100"},     {"ndv4", 108, "A100"},
-      {"dgx2", 80, "V100"},          {"dgx1", 80, "V100"},
-      {"ndv2", 80, "V100"}};
+      {"dgx-b200", 148, "B200"}, {"dgx-h100", 132, "H100 SXM"},
+      {"ndv5", 132, "H100 SXM"}, {"dgx-a100", 108, "A100"},
+      {"ndv4", 108, "A100"},     {"dgx2", 80, "V100"},
+      {"dgx1", 80, "V100"},      {"ndv2", 80, "V100"}};
   for (const Gpu &g : gpus)
     if (topology.rfind(g.prefix, 0) == 0) {
       if (reason)

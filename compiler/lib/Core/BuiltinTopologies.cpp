@@ -23,6 +23,10 @@ constexpr double kIbAlphaUs = 1.7;
 /// One NVLink2/3/4 link carries 25 GB/s per direction (V100, A100 and H100
 /// whitepapers: 300 / 600 / 900 GB/s bidirectional over 6 / 12 / 18 links).
 constexpr double kNvlinkLaneGBps = 25.0;
+/// One NVLink5 link carries 50 GB/s per direction (Blackwell: 1.8 TB/s
+/// bidirectional over 18 links per GPU, DGX B200 datasheet and GB200 NVL72
+/// product page).
+constexpr double kNvlink5LaneGBps = 50.0;
 
 /// Step-model figures per GPU generation (docs/calibration.md gives the
 /// derivations). NCCL's tuning model (src/graph/tuning.cc) supplies the
@@ -43,6 +47,13 @@ StepModel gpuStepModel(int generation) {
   double simple = 24.0, ll128 = 20.0, eff = 20.0 / kNvlinkLaneGBps;
   if (generation == 70) {
     simple = 26.5;
+  } else if (generation == 100) {
+    // Blackwell (NCCL's tuning constants after 2.28: perChMaxTreeBws N1
+    // 70.0, perChMaxRingLL128Bws 40.0; SM100_NVLINK_BW 40.1 GB/s per
+    // 50 GB/s NVLink5 link).
+    simple = 70.0;
+    ll128 = 40.0;
+    eff = 40.1 / kNvlink5LaneGBps;
   } else if (generation == 90) {
     simple = 38.7;
     ll128 = 36.7;
@@ -231,6 +242,35 @@ Topology dgxH100(int nodes, const std::string &base) {
   return t;
 }
 
+Topology dgxB200(int nodes) {
+  // DGX B200: 8x B200, 2 NVSwitch chips, 18 NVLink5 per GPU = 900 GB/s per
+  // direction (1.8 TB/s bidirectional); 8x 400 Gb/s ConnectX-7, one per
+  // GPU (DGX B200 datasheet).
+  std::vector<int> nic{0, 1, 2, 3, 4, 5, 6, 7};
+  Topology t =
+      switched("dgx-b200", nodes, 8, 18 * kNvlink5LaneGBps, nic, 50.0,
+               "NVIDIA DGX B200: 8x B200 on NVSwitch (900 GB/s per GPU per "
+               "direction), 8x 400 Gb/s IB per node");
+  t.stepModel = gpuStepModel(100);
+  return t;
+}
+
+Topology gb200Nvl72(int racks) {
+  // GB200 NVL72: 72 Blackwell GPUs in one NVLink domain (18 NVLink switch
+  // chips in 9 switch trays), 18 NVLink5 per GPU = 900 GB/s per direction;
+  // one 400 Gb/s ConnectX-7 per GPU for the scale-out network (GB200 NVL72
+  // product page and reference architecture). A "node" is one rack.
+  std::vector<int> nic(72);
+  for (int i = 0; i < 72; ++i)
+    nic[i] = i;
+  Topology t = switched(
+      "gb200-nvl72", racks, 72, 18 * kNvlink5LaneGBps, nic, 50.0,
+      "NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink domain (900 GB/s "
+      "per GPU per direction), 72x 400 Gb/s IB per rack");
+  t.stepModel = gpuStepModel(100);
+  return t;
+}
+
 // Generic shapes: every link is one 25 GB/s NVLink-class link.
 Topology ring(int n) {
   Builder b("ring:" + std::to_string(n));
@@ -319,6 +359,9 @@ std::vector<BuiltinInfo> builtinTopologies() {
                        "alias ndv4"},
       {"dgx-h100[xN]", "NVIDIA DGX H100, 8x H100 on NVSwitch (+8 NICs/node); "
                        "alias ndv5"},
+      {"dgx-b200[xN]", "NVIDIA DGX B200, 8x B200 on NVSwitch (+8 NICs/node)"},
+      {"gb200-nvl72[xN]", "NVIDIA GB200 NVL72, 72 Blackwell GPUs in one NVLink "
+                          "domain per rack (+72 NICs/rack)"},
       {"ring:N", "bidirectional ring of N ranks"},
       {"fc:N", "N ranks, fully connected"},
       {"torus2d:AxB", "A x B two-dimensional torus"},
@@ -327,7 +370,8 @@ std::vector<BuiltinInfo> builtinTopologies() {
 
 Expected<Topology> makeBuiltinTopology(const std::string &name) {
   static const std::regex machine(
-      "^(dgx1|ndv2|dgx2|dgx-a100|ndv4|dgx-h100|ndv5)(?:x([0-9]+))?$");
+      "^(dgx1|ndv2|dgx2|dgx-a100|ndv4|dgx-h100|ndv5|dgx-b200|gb200-nvl72)"
+      "(?:x([0-9]+))?$");
   constexpr int kMaxRanks = 4096;
   std::smatch m;
   if (std::regex_match(name, m, machine)) {
@@ -335,6 +379,15 @@ Expected<Topology> makeBuiltinTopology(const std::string &name) {
     if (m[2].matched && !parseCount(m[2].str(), nodes, 1, 512))
       return Error("node count in '" + name + "' must be between 1 and 512");
     std::string base = m[1].str();
+    if (base == "gb200-nvl72") {
+      if (nodes * 72 > kMaxRanks)
+        return Error("'" + name + "': at most " +
+                     std::to_string(kMaxRanks / 72) + " racks (" +
+                     std::to_string(kMaxRanks) + " ranks)");
+      return gb200Nvl72(nodes);
+    }
+    if (base == "dgx-b200")
+      return dgxB200(nodes);
     if (base == "dgx1" || base == "ndv2")
       return dgx1(nodes, base == "ndv2");
     if (base == "dgx2")

@@ -198,9 +198,9 @@ TEST_CASE("ring search falls back to a routed ring", "[baselines][rings]") {
 
 TEST_CASE("every supported baseline verifies on every test topology",
           "[baselines]") {
-  const char *topologies[] = {"ring:4",   "fc:4",       "torus2d:2x3",
-                              "dgx1",     "ndv2x2",     "dgx2",
-                              "dgx-a100", "dgx-a100x2", "dgx-h100x2"};
+  const char *topologies[] = {
+      "ring:4", "fc:4",     "torus2d:2x3", "dgx1",       "ndv2x2",
+      "dgx2",   "dgx-a100", "dgx-a100x2",  "dgx-h100x2", "dgx-b200x2"};
   int built = 0;
   for (const char *name : topologies) {
     Topology topo = builtin(name);
@@ -222,9 +222,9 @@ TEST_CASE("every supported baseline verifies on every test topology",
         }
       }
   }
-  // 9 topologies x (6 ring + 3 tree + 8 direct) + 3 multi-node x 4
+  // 10 topologies x (6 ring + 3 tree + 8 direct) + 4 multi-node x 4
   // hierarchical, each out of and in place.
-  CHECK(built == 2 * (9 * 17 + 3 * 4));
+  CHECK(built == 2 * (10 * 17 + 4 * 4));
 }
 
 TEST_CASE("baselines build quickly on 64 ranks", "[baselines]") {

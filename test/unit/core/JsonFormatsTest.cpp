@@ -122,9 +122,9 @@ TEST_CASE("malformed schedules get located errors", "[json][schedule]") {
 
 TEST_CASE("built-in topologies validate and round-trip through JSON",
           "[topology]") {
-  for (const char *name :
-       {"dgx1", "ndv2x2", "dgx2x2", "dgx-a100x2", "dgx-h100x2", "ndv4",
-        "ring:5", "fc:3", "torus2d:2x3", "torus2d:4x4"}) {
+  for (const char *name : {"dgx1", "ndv2x2", "dgx2x2", "dgx-a100x2",
+                           "dgx-h100x2", "ndv4", "dgx-b200x2", "gb200-nvl72",
+                           "ring:5", "fc:3", "torus2d:2x3", "torus2d:4x4"}) {
     INFO(name);
     auto t = makeBuiltinTopology(name);
     REQUIRE(t.ok());
@@ -162,11 +162,37 @@ TEST_CASE("built-in topologies have the documented shape", "[topology]") {
   CHECK(ndv2->links[*ndv2->bestLink(7, 12)].resources[0] == nic);
 }
 
+TEST_CASE("Blackwell machines: NVLink5 ports, one NVLink domain per rack",
+          "[topology]") {
+  auto b = makeBuiltinTopology("dgx-b200x2");
+  REQUIRE(b.ok());
+  CHECK(b->numRanks() == 16);
+  CHECK(b->stepModel.smArch == 100);
+  // 18 NVLink5 links of 50 GB/s per direction through the NVSwitch.
+  CHECK(b->links[*b->bestLink(0, 1)].bandwidthGBps == Approx(900));
+  auto nvl = makeBuiltinTopology("gb200-nvl72");
+  REQUIRE(nvl.ok());
+  CHECK(nvl->numRanks() == 72);
+  CHECK(nvl->numNodes() == 1);
+  CHECK(nvl->links[*nvl->bestLink(0, 71)].bandwidthGBps == Approx(900));
+  auto two = makeBuiltinTopology("gb200-nvl72x2");
+  REQUIRE(two.ok());
+  CHECK(two->numNodes() == 2);
+  CHECK(two->sameNode(0, 71));
+  CHECK_FALSE(two->sameNode(71, 72));
+}
+
 TEST_CASE("unknown topology names list the valid ones", "[topology]") {
-  auto t = makeBuiltinTopology("dgx-b200");
+  auto t = makeBuiltinTopology("dgx-b300");
   REQUIRE_FALSE(t.ok());
-  CHECK_THAT(t.error().format(), Catch::Contains("unknown topology 'dgx-b200'"));
+  CHECK_THAT(t.error().format(),
+             Catch::Contains("unknown topology 'dgx-b300'"));
   CHECK_THAT(t.error().format(), Catch::Contains("dgx-h100[xN]"));
+  CHECK_THAT(t.error().format(), Catch::Contains("gb200-nvl72[xN]"));
+  // 57 racks would be 4104 ranks.
+  auto big = makeBuiltinTopology("gb200-nvl72x57");
+  REQUIRE_FALSE(big.ok());
+  CHECK_THAT(big.error().message, Catch::Contains("at most 56 racks"));
   CHECK_FALSE(makeBuiltinTopology("ring:1").ok());
   CHECK_FALSE(makeBuiltinTopology("torus2d:3").ok());
   CHECK_FALSE(makeBuiltinTopology("dgx1x0").ok());

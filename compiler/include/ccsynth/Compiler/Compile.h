@@ -95,8 +95,8 @@ struct CompileOptions {
 
 /// Threadblocks of 1024 threads that the GPU of a built-in topology
 /// (dgx1/ndv2/dgx2: V100, 80 SMs; dgx-a100/ndv4: A100, 108; dgx-h100/ndv5:
-/// H100 SXM, 132) keeps resident at once, with what that is; 0 when the
-/// GPU is unknown.
+/// H100 SXM, 132; dgx-b200: B200, 148) keeps resident at once, with what
+/// that is; 0 when the GPU is unknown (gb200-nvl72 among them).
 int residentThreadblocks(const std::string &topology, std::string *reason);
 
 /// Why a compilation failed.

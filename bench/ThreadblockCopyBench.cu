@@ -128,8 +128,8 @@ int main() {
                   cp4, rd, cp / memcpyGBps);
       if (blocks == 1) {
         // Little's law: bytes in flight / latency, up to the best copy.
-        perLoadNs = perLoadNs > 0 ? perLoadNs
-                                  : threads * 16.0 / (cp * 1e9) * 1e9;
+        if (perLoadNs == 0)
+          perLoadNs = threads * 16.0 / cp; // bytes / (GB/s) = ns
         saturated = cp4 > saturated ? cp4 : saturated;
       }
     }
@@ -142,8 +142,8 @@ int main() {
   std::printf("\nruntime blockCopy/blockReduce, 1 block (model: %.0f ns per "
               "load, saturating at %.1f GB/s)\n",
               perLoadNs, saturated);
-  std::printf("%8s %8s %10s %12s %12s %12s\n", "threads", "loads",
-              "in flight", "copy GB/s", "reduce GB/s", "model GB/s");
+  std::printf("%8s %8s %10s %12s %12s %12s\n", "threads", "loads", "in flight",
+              "copy GB/s", "reduce GB/s", "model GB/s");
   auto row = [&](auto knobs) {
     using K = decltype(knobs);
     double cp = knobTimed([&] {

@@ -356,16 +356,11 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
   req.generatedCode = true;
   req.tileBytes = (double)c.tileBytes;
   req.sizes = tuningSizes(c.minBytes, c.maxBytes);
-  // The knob entry that runs on the machine's GPU (the last at or below
-  // its architecture): each configuration is timed with every choice the
-  // kernels compile to (within the user's --cuda-threads/--cuda-loads).
-  int gpuArch = topo->stepModel.smArch;
-  int knobEntry = -1;
-  for (int i = 0; i < (int)c.kernelKnobs.size(); ++i)
-    if (c.kernelKnobs[i].arch <= gpuArch &&
-        (knobEntry < 0 ||
-         c.kernelKnobs[i].arch > c.kernelKnobs[knobEntry].arch))
-      knobEntry = i;
+  // The knob entry that runs on the machine's GPU: each configuration is
+  // timed with every choice the kernels compile to (within the user's
+  // --cuda-threads/--cuda-loads).
+  int knobEntry =
+      codegen::kernelKnobEntry(c.kernelKnobs, topo->stepModel.smArch);
   if (knobEntry >= 0) {
     int arch = c.kernelKnobs[knobEntry].arch;
     for (codegen::KernelKnob k : codegen::kernelKnobCandidates(arch))
@@ -483,7 +478,7 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
     // The other knob choices of the same program, for comparison.
     std::string others;
     for (const codegen::KernelKnob &k : req.knobs)
-      if (!(k == best.knob)) {
+      if (k != best.knob) {
         double scale = codegen::kernelKnobScale(k, topo->stepModel);
         char buf[96];
         std::snprintf(buf, sizeof buf, "%s%d loads: %.0f%%",

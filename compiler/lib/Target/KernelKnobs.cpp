@@ -11,6 +11,15 @@ bool validKernelKnob(const KernelKnob &k) {
           k.loads == 16);
 }
 
+int kernelKnobEntry(const std::vector<KernelKnob> &table, int arch) {
+  int entry = -1;
+  for (int i = 0; i < (int)table.size(); ++i)
+    if (table[i].arch <= arch &&
+        (entry < 0 || table[i].arch > table[entry].arch))
+      entry = i;
+  return entry;
+}
+
 std::vector<KernelKnob> kernelKnobCandidates(int arch) {
   return {{arch, 256, 2}, {arch, 256, 4}, {arch, 256, 8}};
 }

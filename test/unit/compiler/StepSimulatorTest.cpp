@@ -293,6 +293,12 @@ TEST_CASE("generated code: kernel knobs scale a threadblock's throughput",
   CHECK(!validKernelKnob({90, 2048, 1}));
   for (const KernelKnob &k : kernelKnobCandidates(90))
     CHECK(validKernelKnob(k));
+  // The entry code for an architecture runs with: the largest at or below.
+  std::vector<KernelKnob> table{{80, 256, 4}, {90, 256, 8}};
+  CHECK(kernelKnobEntry(table, 90) == 1);
+  CHECK(kernelKnobEntry(table, 100) == 1);
+  CHECK(kernelKnobEntry(table, 86) == 0);
+  CHECK(kernelKnobEntry(table, 70) == -1);
 
   // A ring on one H100 node, as generated code runs it: fewer bytes in
   // flight than the model needs slow the large size down, not the small.

@@ -31,6 +31,11 @@ struct KernelKnob {
 /// up to 16.
 bool validKernelKnob(const KernelKnob &k);
 
+/// The index in `table` of the entry that code for `arch` runs with: the
+/// one with the largest architecture at most `arch` (the rule of
+/// Generated.h's knobsFor); -1 when every entry is above it.
+int kernelKnobEntry(const std::vector<KernelKnob> &table, int arch);
+
 /// The choices the generated kernels compile to without spilling on
 /// `arch` (every (rank, threadblock) is straight-line code that keeps
 /// about 235 registers live, so one block per SM of 256 threads; 512

@@ -98,8 +98,9 @@ __device__ __noinline__ void copySlices(int p, int sb, int sblk, int spos,
   const BlockLayout &l = blockLayout();
   std::size_t len = l.geom.sliceLen(p) * l.es;
   for (int c = 0; c < n; ++c)
-    blockCopy<K, S>(sliceAddress(l, db, dblk, dpos + c, p, peerOut, peerScratch),
-                 sliceAddress(l, sb, sblk, spos + c, p, nullptr, nullptr), len);
+    blockCopy<K, S>(
+        sliceAddress(l, db, dblk, dpos + c, p, peerOut, peerScratch),
+        sliceAddress(l, sb, sblk, spos + c, p, nullptr, nullptr), len);
 }
 
 /// d = a op b for n chunk slices of pass p in this rank's buffers.
@@ -110,10 +111,10 @@ __device__ __noinline__ void reduceSlices(int p, int ab, int ablk, int apos,
   const BlockLayout &l = blockLayout();
   std::size_t len = l.geom.sliceLen(p);
   for (int c = 0; c < n; ++c)
-    blockReduce<K, Op, S>(sliceAddress(l, db, dblk, dpos + c, p, nullptr, nullptr),
-                       sliceAddress(l, ab, ablk, apos + c, p, nullptr, nullptr),
-                       sliceAddress(l, bb, bblk, bpos + c, p, nullptr, nullptr),
-                       len);
+    blockReduce<K, Op, S>(
+        sliceAddress(l, db, dblk, dpos + c, p, nullptr, nullptr),
+        sliceAddress(l, ab, ablk, apos + c, p, nullptr, nullptr),
+        sliceAddress(l, bb, bblk, bpos + c, p, nullptr, nullptr), len);
 }
 
 template <class A, class T, class Op, class Tr> class CudaContext {
@@ -216,7 +217,7 @@ public:
                            int bpos, int db, int dblk, int dpos, int n) {
     static_assert(!kAnyWord || !kShape.reduces, "reductions need a type");
     reduceSlices<K, Op, S>(pass, ab, ablk, apos, bb, bblk, bpos, db, dblk, dpos,
-                        n);
+                           n);
     __syncthreads();
   }
   /// Writes n chunk slices into the connected peer's buffer.
@@ -235,7 +236,7 @@ public:
 #endif
     (void)peer;
     copySlices<K, S>(pass, sb, sblk, spos, db, dblk, dpos, n, peerOut,
-                  peerScratch);
+                     peerScratch);
   }
 
   // --- flags ---------------------------------------------------------------

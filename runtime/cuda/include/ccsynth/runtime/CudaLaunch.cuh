@@ -95,8 +95,8 @@ ccsynthResult kernelFit(const void *kernel, int rank, ccsynthError *err,
   CCSYNTH_CUDA_CHECK(err, rank, cudaFuncGetAttributes(&attr, kernel));
   KernelKnobs k = knobsFor(A::kernelKnobs, attr.ptxVersion);
   if (attr.maxThreadsPerBlock < k.threads)
-    return cudaReport(err, ccsynthUnsupported, CudaStatus::NotCoResident,
-                      rank, __FILE__, __LINE__,
+    return cudaReport(err, ccsynthUnsupported, CudaStatus::NotCoResident, rank,
+                      __FILE__, __LINE__,
                       "%s: its sm_%d kernel was built for %d threads per "
                       "block; device %d runs it with at most %d",
                       A::shape.name, attr.ptxVersion, k.threads, dev,
@@ -142,8 +142,7 @@ ccsynthResult cudaLaunchKernel(const CudaLaunchPlan<A> &plan,
                       plan.rank, __FILE__, __LINE__,
                       "%s needs %u threadblocks of %d threads resident at "
                       "once; device %d holds %ld",
-                      A::shape.name, plan.grid, fit.threads, dev,
-                      fit.resident);
+                      A::shape.name, plan.grid, fit.threads, dev, fit.resident);
   ccsynthKernel<A, T, Op, Tr>
       <<<plan.grid, unsigned(fit.threads), 0, plan.stream>>>(params);
   CCSYNTH_CUDA_CHECK(err, plan.rank, cudaGetLastError());

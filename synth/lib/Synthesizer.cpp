@@ -1144,6 +1144,10 @@ double baselineTransfersEstimate(BaselineKind kind, CollectiveKind c,
   }
   case BaselineKind::Tree:
     break;
+  case BaselineKind::Nvls:
+    // Not among the synthesizer's fallbacks: its switch transfers do not
+    // lower to the step programs yet.
+    return 2.0 * n * n;
   }
   return 32.0 * n;
 }

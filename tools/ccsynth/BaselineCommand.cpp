@@ -24,8 +24,9 @@ struct BaselineCliOptions {
 int runBaseline(const BaselineCliOptions &o) {
   auto kind = parseBaselineKind(o.kind);
   if (!kind)
-    return usage(Error("unknown baseline '" + o.kind +
-                       "' (expected ring, tree, direct or hierarchical)"));
+    return usage(
+        Error("unknown baseline '" + o.kind +
+              "' (expected ring, tree, direct, hierarchical or nvls)"));
   auto coll = parseCollectiveKind(o.collective);
   if (!coll || *coll == CollectiveKind::Custom)
     return usage(Error("unknown collective '" + o.collective +
@@ -70,15 +71,21 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
   auto opts = std::make_shared<BaselineCliOptions>();
   CLI::App *cmd = app.add_subcommand(
       "baseline", "Write a verified reference schedule (ring, tree, direct, "
-                  "hierarchical).");
+                  "hierarchical, nvls).");
   cmd->footer(
       "Kinds: ring (NCCL-style, as many edge-disjoint rings as the topology "
       "has; alltoall relays every chunk along the ring), tree (double binary "
       "tree for allreduce; binary tree for "
       "broadcast/reduce), direct (all-pairs), hierarchical (intra-node then "
-      "inter-node; multi-node topologies only). Where ranks are not adjacent "
+      "inter-node; multi-node topologies only), nvls (NCCL's NVLink SHARP "
+      "algorithm for allreduce, reducescatter and allgather: each rank "
+      "reduces its slice in the NVSwitch and multicasts the result; needs "
+      "one NVLS switch joining every rank, as on dgx-h100, dgx-b200 and "
+      "gb200-nvl72; its schedules are verified and simulated at the chunk "
+      "level, and do not compile yet). Where ranks are not adjacent "
       "the chunks are forwarded along the shortest route.");
-  cmd->add_option("KIND", opts->kind, "ring | tree | direct | hierarchical")
+  cmd->add_option("KIND", opts->kind,
+                  "ring | tree | direct | hierarchical | nvls")
       ->required();
   cmd->add_option("-c,--collective", opts->collective,
                   "allgather, reducescatter, allreduce, broadcast, reduce, "

@@ -53,6 +53,26 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
                       const Schedule &sched, const Topology &topo,
                       const std::vector<double> &sizes, std::vector<Row> &rows,
                       std::string &program) {
+  if (sched.usesSwitches()) {
+    if (!o.protocol.empty() || o.instances != 1 || o.pipeline != 1 ||
+        o.target != "msccl-xml" || !o.tileBytes.empty())
+      return usage(Error("--protocol, --instances, --pipeline, --target and "
+                         "--tile-bytes lower a schedule to a step program; "
+                         "one with switch transfers is timed with NCCL's "
+                         "NVLS runtime model instead",
+                         SourceLoc{input}));
+    program = "NCCL's NVLS runtime model: the chunk simulation at the step "
+              "model's data rates plus one Simple launch";
+    for (double bytes : sizes) {
+      SimOptions so;
+      so.bytes = bytes;
+      auto r = simulateInNetworkRuntime(sched, topo, so);
+      if (!r)
+        return fail(r.error());
+      rows.push_back({bytes, *r, lowerBound(sched.collective, topo, bytes)});
+    }
+    return kExitOk;
+  }
 #ifdef CCSYNTH_HAVE_MLIR
   CompileOptions c;
   c.instances = o.instances;
@@ -235,7 +255,10 @@ int runSimulate(const SimulateCliOptions &o) {
                 topo->name.c_str(), topo->numRanks(), sched->transfers.size(),
                 sched->numSteps());
     if (steps)
-      std::printf("  step level: the lowered program (%s)%s\n", program.c_str(),
+      std::printf(sched->usesSwitches() ? "  step level: %s%s\n"
+                                        : "  step level: the lowered "
+                                          "program (%s)%s\n",
+                  program.c_str(),
                   o.target == "cuda"
                       ? ", as ccsynth's generated code runs it (not "
                         "calibrated on hardware)"

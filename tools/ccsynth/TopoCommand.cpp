@@ -53,6 +53,28 @@ std::string summarize(const Topology &t) {
     for (auto &[bw, count] : res)
       os << "    " << count << " x " << fmt(bw) << " GB/s\n";
   }
+  if (!t.switches.empty()) {
+    os << "  in-network switches: " << t.switches.size() << "\n";
+    // Per switch, unless many alike (one per node): the first, then a
+    // count of the others.
+    size_t shown = t.switches.size() > 4 ? 1 : t.switches.size();
+    for (size_t i = 0; i < shown; ++i) {
+      const InNetworkSwitch &sw = t.switches[i];
+      double lo = sw.ports.front().bandwidthGBps, hi = lo;
+      for (const SwitchPort &p : sw.ports) {
+        lo = std::min(lo, p.bandwidthGBps);
+        hi = std::max(hi, p.bandwidthGBps);
+      }
+      os << "    " << sw.name << ": " << toString(sw.kind) << ", "
+         << sw.ports.size() << " ports of "
+         << (lo == hi ? fmt(lo) : fmt(lo) + "-" + fmt(hi))
+         << " GB/s, reduces and multicasts at " << fmt(sw.efficiency)
+         << " of a port's two directions, latency " << fmt(sw.alphaUs)
+         << " us\n";
+    }
+    if (shown < t.switches.size())
+      os << "    ... and " << t.switches.size() - shown << " more like it\n";
+  }
   const StepModel &m = t.stepModel;
   auto three = [&](const double *v) {
     return fmt(v[0]) + "/" + fmt(v[1]) + "/" + fmt(v[2]);

@@ -32,7 +32,12 @@ int runVerify(const VerifyCliOptions &o) {
     return rc;
   std::cout << o.input << ": OK: " << sched->collective.describe() << ", "
             << r.transfers << " transfers in " << r.steps << " steps"
-            << (topo ? ", every transfer on a link of " + topo->name : "")
+            << (!topo ? ""
+                : sched->usesSwitches()
+                    ? ", every transfer on a link or a "
+                      "switch port of " +
+                          topo->name
+                    : ", every transfer on a link of " + topo->name)
             << "\n";
   return kExitOk;
 }

@@ -464,6 +464,13 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
 
 CompileResult compileSchedule(const Schedule &schedule,
                               const CompileOptions &options) {
+  if (Status s =
+          pointToPointOnly(schedule, "the ccl dialect does not express them");
+      !s) {
+    CompileResult refused;
+    refused.failure.error = s.error();
+    return refused;
+  }
   MLIRContext ctx;
   ctx.loadDialect<ccl::CCLDialect>();
   ctx.printOpOnDiagnostic(false);

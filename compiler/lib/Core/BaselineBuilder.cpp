@@ -144,6 +144,62 @@ void ScheduleBuilder::emit(ChunkLoc src, ChunkLoc dst, TransferOp op,
   sched.transfers.push_back(t);
 }
 
+void ScheduleBuilder::emitGroup(
+    int sw, TransferOp op,
+    const std::vector<std::pair<ChunkLoc, ChunkLoc>> &members, int count) {
+  if (members.empty() || pastDeadline())
+    return;
+  if (sched.transfers.size() + members.size() > kMaxTransfers) {
+    failure = Error("the schedule would need more than " +
+                    std::to_string(kMaxTransfers) + " transfers on '" +
+                    topo.name + "'; use a smaller pipeline depth");
+    return;
+  }
+  // Every member reads before any writes: the step follows the state
+  // before the operation.
+  int step = 0;
+  for (const auto &[src, dst] : members)
+    for (int k = 0; k < count; ++k) {
+      const SlotState &s = slot({src.rank, src.buffer, src.index + k});
+      const SlotState &d = slot({dst.rank, dst.buffer, dst.index + k});
+      step = std::max({step, s.lastWrite + 1, d.lastWrite + 1, d.lastRead + 1});
+    }
+  for (const auto &[src, dst] : members)
+    for (int k = 0; k < count; ++k) {
+      SlotState &s = slot({src.rank, src.buffer, src.index + k});
+      s.lastRead = std::max(s.lastRead, step);
+    }
+  for (const auto &[src, dst] : members) {
+    for (int k = 0; k < count; ++k)
+      slot({dst.rank, dst.buffer, dst.index + k}).lastWrite = step;
+    Transfer t;
+    t.src = src;
+    t.dst = dst;
+    t.count = count;
+    t.op = op;
+    t.step = step;
+    t.sw = sw;
+    t.channel = currentChannel;
+    sched.transfers.push_back(t);
+  }
+}
+
+void ScheduleBuilder::switchReduce(int sw, const std::vector<ChunkLoc> &srcs,
+                                   ChunkLoc dst, int count) {
+  std::vector<std::pair<ChunkLoc, ChunkLoc>> members;
+  for (ChunkLoc src : srcs)
+    members.push_back({src, dst});
+  emitGroup(sw, TransferOp::SwitchReduce, members, count);
+}
+
+void ScheduleBuilder::multicast(int sw, ChunkLoc src,
+                                const std::vector<ChunkLoc> &dsts, int count) {
+  std::vector<std::pair<ChunkLoc, ChunkLoc>> members;
+  for (ChunkLoc dst : dsts)
+    members.push_back({src, dst});
+  emitGroup(sw, TransferOp::Multicast, members, count);
+}
+
 std::vector<int> ScheduleBuilder::route(int src, int dst) {
   int n = numRanks();
   if (prevFrom.empty())

@@ -74,6 +74,15 @@ public:
     send(src, dst, TransferOp::Reduce, count);
   }
 
+  /// One operation through switch `sw`: a SwitchReduce of every source
+  /// into `ends[0]` (then `srcs` lists the sources), or a Multicast of
+  /// `srcs[0]` to every destination in `ends`. All its members get one
+  /// step, the earliest that keeps every one of them in order.
+  void switchReduce(int sw, const std::vector<ChunkLoc> &srcs, ChunkLoc dst,
+                    int count = 1);
+  void multicast(int sw, ChunkLoc src, const std::vector<ChunkLoc> &dsts,
+                 int count = 1);
+
   /// Names the schedule, verifies it against the topology and returns it;
   /// an unreachable pair or a failed verification is an Error.
   Expected<Schedule> finish(std::string name, std::string origin);
@@ -103,6 +112,10 @@ private:
   std::vector<int> route(int src, int dst);
   /// One hop: a transfer between the same or adjacent ranks.
   void emit(ChunkLoc src, ChunkLoc dst, TransferOp op, int count);
+  /// The members (source, destination) of one switch operation.
+  void emitGroup(int sw, TransferOp op,
+                 const std::vector<std::pair<ChunkLoc, ChunkLoc>> &members,
+                 int count);
 };
 
 /// Slot of the chunk at a path position.
@@ -164,6 +177,11 @@ Expected<Schedule> makeDirectBaseline(CollectiveKind kind, const Topology &topo,
 Expected<Schedule> makeHierarchicalBaseline(CollectiveKind kind,
                                             const Topology &topo,
                                             const BaselineOptions &options);
+Expected<Schedule> makeNvlsBaseline(CollectiveKind kind, const Topology &topo,
+                                    const BaselineOptions &options);
+
+/// The NVLS switch joining every rank of `topo`, or -1.
+int nvlsSwitchOf(const Topology &topo);
 
 /// "ring-allreduce".
 std::string baselineName(BaselineKind kind, CollectiveKind collective);

@@ -22,6 +22,7 @@ constexpr KindName kKinds[] = {
     {BaselineKind::Tree, "tree"},
     {BaselineKind::Direct, "direct"},
     {BaselineKind::Hierarchical, "hierarchical"},
+    {BaselineKind::Nvls, "nvls"},
 };
 
 /// Largest pipelining depth accepted: beyond it schedules get huge without
@@ -57,6 +58,8 @@ std::vector<CollectiveKind> familyCollectives(BaselineKind kind) {
             C::Reduce,    C::Gather,        C::Scatter,   C::AllToAll};
   case BaselineKind::Hierarchical:
     return {C::AllGather, C::ReduceScatter, C::AllReduce, C::AllToAll};
+  case BaselineKind::Nvls:
+    return {C::AllGather, C::ReduceScatter, C::AllReduce};
   }
   return {};
 }
@@ -95,6 +98,8 @@ bool baselineSupports(BaselineKind kind, CollectiveKind collective,
   if (kind == BaselineKind::Hierarchical &&
       (topology.numNodes() < 2 || !uniformNodes(topology)))
     return false;
+  if (kind == BaselineKind::Nvls && baseline::nvlsSwitchOf(topology) < 0)
+    return false;
   for (CollectiveKind c : familyCollectives(kind))
     if (c == collective)
       return true;
@@ -118,6 +123,17 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
   if (kind == BaselineKind::Hierarchical && !uniformNodes(topology))
     return Error(what + " needs the same number of ranks in every node of '" +
                  topology.name + "'");
+  if (kind == BaselineKind::Nvls && baseline::nvlsSwitchOf(topology) < 0)
+    return Error(what +
+                     " needs an NVLS switch (NVLink SHARP) joining every "
+                     "rank; '" +
+                     topology.name + "' has none",
+                 {},
+                 topology.numNodes() > 1
+                     ? "NVLS-tree, NCCL's NVLS across nodes, is not built "
+                       "yet"
+                     : "NVLS needs Hopper or Blackwell GPUs on an NVSwitch "
+                       "(dgx-h100, dgx-b200, gb200-nvl72)");
   if (!baselineSupports(kind, collective, topology))
     return Error(what + " does not implement " + toString(collective), {},
                  "it implements: " + joinNames(familyCollectives(kind)));
@@ -138,6 +154,8 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
     return baseline::makeDirectBaseline(collective, topology, options);
   case BaselineKind::Hierarchical:
     return baseline::makeHierarchicalBaseline(collective, topology, options);
+  case BaselineKind::Nvls:
+    return baseline::makeNvlsBaseline(collective, topology, options);
   }
   return Error(what + " is unknown");
 }

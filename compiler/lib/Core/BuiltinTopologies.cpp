@@ -108,9 +108,30 @@ void addNvlinkMesh(Builder &b, int base, const std::vector<std::vector<int>> &la
                   lanes[i][j] * kNvlinkLaneGBps);
 }
 
+/// NVLink SHARP of a generation's NVSwitch: what an operation through the
+/// switch costs. NCCL's tuning (src/graph/tuning.cc, master after 2.28.9)
+/// charges an NVLS AllReduce 25 us of NVLink hardware latency
+/// (hwLatencies[NVLINK][NVLS][Simple]); that AllReduce is two operations
+/// in a row per chunk, a reduction and a multicast, so one costs half.
+/// `efficiency` is the share of a port's two directions that reductions
+/// and multicasts reach together, fitted to published nccl-tests NVLS
+/// AllReduce busbw at large sizes (docs/calibration.md, "In-network
+/// reduction"): 8 x H100 480.16 GB/s at 8 GB, 8 x B200 844.35 GB/s at
+/// 32 GB (../shared/published-nccl-figures.md rows 2 and 45). NCCL's own
+/// tuning derates NVLS by 0.85 on Hopper and 0.74 on Blackwell
+/// (nvlsEfficiency) over a different traffic count.
+struct NvlsSpec {
+  double efficiency = 0;
+  double alphaUs = 12.5;
+};
+constexpr NvlsSpec kHopperNvls{0.754};
+constexpr NvlsSpec kBlackwellNvls{0.676};
+
 /// NVSwitch inside a node: each GPU has one egress and one ingress port of
-/// `portGBps`; every GPU pair is a link through both ports.
-void addNvswitch(Builder &b, int node, int base, int gpus, double portGBps) {
+/// `portGBps`; every GPU pair is a link through both ports. With `nvls`,
+/// the switch also reduces and multicasts through the same ports.
+void addNvswitch(Builder &b, int node, int base, int gpus, double portGBps,
+                 const NvlsSpec *nvls = nullptr) {
   std::vector<int> out(gpus), in(gpus);
   for (int i = 0; i < gpus; ++i) {
     out[i] = b.addResource(rankName(node, i) + ".nvswitch.out", portGBps);
@@ -121,6 +142,18 @@ void addNvswitch(Builder &b, int node, int base, int gpus, double portGBps) {
       if (i != j)
         b.addLink(base + i, base + j, LinkKind::NVLink, kNvlinkAlphaUs,
                   portGBps, {out[i], in[j]});
+  if (!nvls)
+    return;
+  InNetworkSwitch sw;
+  sw.name = "n";
+  sw.name += std::to_string(node);
+  sw.name += ".nvls";
+  sw.kind = SwitchKind::NVLS;
+  sw.alphaUs = nvls->alphaUs;
+  sw.efficiency = nvls->efficiency;
+  for (int i = 0; i < gpus; ++i)
+    sw.ports.push_back({base + i, portGBps, out[i], in[i]});
+  b.topo.switches.push_back(std::move(sw));
 }
 
 /// NICs shared by groups of GPUs; any GPU reaches any GPU of another node
@@ -134,7 +167,10 @@ void addNics(Builder &b, int nodes, int gpus, const std::vector<int> &nicOf,
   std::vector<std::vector<int>> out(nodes), in(nodes);
   for (int node = 0; node < nodes; ++node)
     for (int k = 0; k < nics; ++k) {
-      std::string nm = "n" + std::to_string(node) + ".nic" + std::to_string(k);
+      std::string nm = "n";
+      nm += std::to_string(node);
+      nm += ".nic";
+      nm += std::to_string(k);
       out[node].push_back(b.addResource(nm + ".out", nicGBps));
       in[node].push_back(b.addResource(nm + ".in", nicGBps));
     }
@@ -189,11 +225,12 @@ Topology dgx1(int nodes, bool ndv2) {
 
 Topology switched(const std::string &base, int nodes, int gpus, double portGBps,
                   const std::vector<int> &nicOf, double nicGBps,
-                  const std::string &description) {
+                  const std::string &description,
+                  const NvlsSpec *nvls = nullptr) {
   Builder b(base + (nodes > 1 ? "x" + std::to_string(nodes) : ""));
   for (int n = 0; n < nodes; ++n) {
     b.addRanks(gpus, n);
-    addNvswitch(b, n, n * gpus, gpus, portGBps);
+    addNvswitch(b, n, n * gpus, gpus, portGBps, nvls);
   }
   if (nodes > 1)
     addNics(b, nodes, gpus, nicOf, nicGBps);
@@ -237,7 +274,8 @@ Topology dgxH100(int nodes, const std::string &base) {
   Topology t =
       switched(base, nodes, 8, 18 * kNvlinkLaneGBps, nic, 50.0,
                "NVIDIA DGX H100 / Azure NDv5: 8x H100 on NVSwitch (450 GB/s "
-               "per GPU per direction), 8x 400 Gb/s IB per node");
+               "per GPU per direction), 8x 400 Gb/s IB per node",
+               &kHopperNvls);
   t.stepModel = gpuStepModel(90);
   return t;
 }
@@ -250,7 +288,8 @@ Topology dgxB200(int nodes) {
   Topology t =
       switched("dgx-b200", nodes, 8, 18 * kNvlink5LaneGBps, nic, 50.0,
                "NVIDIA DGX B200: 8x B200 on NVSwitch (900 GB/s per GPU per "
-               "direction), 8x 400 Gb/s IB per node");
+               "direction), 8x 400 Gb/s IB per node",
+               &kBlackwellNvls);
   t.stepModel = gpuStepModel(100);
   return t;
 }
@@ -266,7 +305,8 @@ Topology gb200Nvl72(int racks) {
   Topology t = switched(
       "gb200-nvl72", racks, 72, 18 * kNvlink5LaneGBps, nic, 50.0,
       "NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink domain (900 GB/s "
-      "per GPU per direction), 72x 400 Gb/s IB per rack");
+      "per GPU per direction), 72x 400 Gb/s IB per rack",
+      &kBlackwellNvls);
   t.stepModel = gpuStepModel(100);
   return t;
 }

@@ -113,6 +113,10 @@ private:
   LowerBound best;
   double bestTime = -1;
 
+  /// The source side of the cut being considered (null for a quotient):
+  /// switches with ports on both sides add what they can carry across.
+  const std::vector<char> *cutSide = nullptr;
+
   // Scratch for capacity covers.
   std::vector<uint32_t> resStamp, linkStamp, firstStamp, lastStamp;
   uint32_t stamp = 0;
@@ -273,6 +277,36 @@ double BoundComputer::capacity(const std::vector<int> &links) {
     for (int l : resLinks[r])
       linkStamp[l] = mark;
   }
+  // Switches joining both sides carry data across too: at most their
+  // efficiency times the smaller side's ports, through the ports' own
+  // resources where the crossing links already count them (first and last)
+  // and on top of them where not.
+  if (cutSide)
+    for (const InNetworkSwitch &sw : topo.switches) {
+      double from = 0, to = 0, upExtra = 0, downExtra = 0;
+      for (const SwitchPort &p : sw.ports) {
+        if ((*cutSide)[p.rank]) {
+          from += p.bandwidthGBps;
+          if (p.up < 0 || firstStamp[p.up] != mark)
+            upExtra += p.bandwidthGBps;
+          if (p.up >= 0)
+            firstStamp[p.up] = mark;
+        } else {
+          to += p.bandwidthGBps;
+          if (p.down < 0 || lastStamp[p.down] != mark)
+            downExtra += p.bandwidthGBps;
+          if (p.down >= 0)
+            lastStamp[p.down] = mark;
+        }
+      }
+      if (from <= 0 || to <= 0)
+        continue;
+      double through = std::min(from, to) * sw.efficiency;
+      own += through;
+      greedy += through;
+      first += std::min(upExtra, through);
+      last += std::min(downExtra, through);
+    }
   return std::min({own, first, last, greedy});
 }
 
@@ -366,6 +400,7 @@ void BoundComputer::singleGroupCuts(const std::vector<int> &groupOf,
     for (int r = 0; r < n; ++r)
       size += (inS[r] = groupOf[r] == g);
     std::string name = noun + " " + std::to_string(g);
+    cutSide = &inS;
     if (outOf[g] > 0) {
       crossingLinks(inS, size, crossing);
       consider(outOf[g], crossing,
@@ -378,6 +413,7 @@ void BoundComputer::singleGroupCuts(const std::vector<int> &groupOf,
       consider(into[g], crossing,
                [&] { return "the other " + noun + "s -> " + name; });
     }
+    cutSide = nullptr;
   }
 }
 
@@ -412,6 +448,7 @@ void BoundComputer::subsetCuts(const std::vector<int> &groupOf, int numGroups,
     for (int r = 0; r < n; ++r)
       size += (inS[r] = (s >> groupOf[r]) & 1);
     crossingLinks(inS, size, crossing);
+    cutSide = &inS;
     consider(chunks, crossing, [&] {
       std::vector<int> sSide, tSide;
       for (int g = 0; g < numGroups; ++g)
@@ -419,6 +456,7 @@ void BoundComputer::subsetCuts(const std::vector<int> &groupOf, int numGroups,
       return noun + "s " + formatRankSet(sSide) + " -> " + noun + "s " +
              formatRankSet(tSide);
     });
+    cutSide = nullptr;
   }
 }
 
@@ -427,6 +465,13 @@ void BoundComputer::quotientTraffic(const std::vector<int> &groupOf,
   // All or nothing: a quotient's capacity needs every link between groups.
   if (timeUp())
     return;
+  // The count assumes every transfer between groups takes a link: a switch
+  // joining two groups reduces k contributions, or delivers k copies, in
+  // one operation, so no such count holds there.
+  for (const InNetworkSwitch &sw : topo.switches)
+    for (const SwitchPort &p : sw.ports)
+      if (groupOf[p.rank] != groupOf[sw.ports.front().rank])
+        return;
   double chunks = 0;
   std::vector<int> og, dg;
   for (const Demand &d : demands) {

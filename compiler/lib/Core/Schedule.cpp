@@ -7,11 +7,22 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 namespace ccsynth {
 
 const char *toString(TransferOp op) {
-  return op == TransferOp::Copy ? "copy" : "reduce";
+  switch (op) {
+  case TransferOp::Copy:
+    return "copy";
+  case TransferOp::Reduce:
+    return "reduce";
+  case TransferOp::SwitchReduce:
+    return "switch-reduce";
+  case TransferOp::Multicast:
+    return "multicast";
+  }
+  return "?";
 }
 
 int Schedule::numSteps() const {
@@ -19,6 +30,47 @@ int Schedule::numSteps() const {
   for (const Transfer &t : transfers)
     steps = std::max(steps, t.step + 1);
   return steps;
+}
+
+bool Schedule::usesSwitches() const {
+  return std::any_of(transfers.begin(), transfers.end(),
+                     [](const Transfer &t) { return isSwitchOp(t.op); });
+}
+
+Status pointToPointOnly(const Schedule &s, const std::string &consumer) {
+  for (size_t t = 0; t < s.transfers.size(); ++t) {
+    const Transfer &tr = s.transfers[t];
+    if (!isSwitchOp(tr.op))
+      continue;
+    return Error("transfer #" + std::to_string(t) + " is a " + toString(tr.op) +
+                     " through switch " + std::to_string(tr.sw) + ", and " +
+                     consumer +
+                     ": in-network transfers are verified and simulated "
+                     "(`simulate`, both levels) but do not lower yet",
+                 t < s.transferLocs.size() ? s.transferLocs[t] : SourceLoc{});
+  }
+  return Status::success();
+}
+
+std::vector<std::vector<int>>
+switchGroups(const std::vector<Transfer> &transfers) {
+  // Key: (step, switch, op, the shared end: the destination of a
+  // reduction, the source of a multicast).
+  using Key = std::tuple<int, int, int, int, int, int>;
+  std::map<Key, int> groupOf;
+  std::vector<std::vector<int>> groups;
+  for (int t = 0; t < (int)transfers.size(); ++t) {
+    const Transfer &tr = transfers[t];
+    if (!isSwitchOp(tr.op))
+      continue;
+    const ChunkLoc &end = tr.op == TransferOp::SwitchReduce ? tr.dst : tr.src;
+    Key key{tr.step, tr.sw, (int)tr.op, end.rank, (int)end.buffer, end.index};
+    auto [it, fresh] = groupOf.try_emplace(key, (int)groups.size());
+    if (fresh)
+      groups.emplace_back();
+    groups[it->second].push_back(t);
+  }
+  return groups;
 }
 
 namespace {
@@ -252,6 +304,8 @@ std::string scheduleToJson(const Schedule &s) {
       j["count"] = t.count;
     if (t.link >= 0)
       j["link"] = t.link;
+    if (t.sw >= 0)
+      j["switch"] = t.sw;
     if (t.channel >= 0)
       j["channel"] = t.channel;
     if (t.threadblock >= 0)
@@ -331,8 +385,8 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
     std::string p = jsonPath("/transfers", i);
     if (Status st = rd.object(p); !st)
       return st.error();
-    if (Status st = rd.onlyKeys(
-            p, {"step", "op", "src", "dst", "count", "link", "channel", "tb"});
+    if (Status st = rd.onlyKeys(p, {"step", "op", "src", "dst", "count", "link",
+                                    "switch", "channel", "tb"});
         !st)
       return st.error();
     Transfer t;
@@ -352,9 +406,14 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
       t.op = TransferOp::Copy;
     else if (*op == "reduce")
       t.op = TransferOp::Reduce;
+    else if (*op == "switch-reduce")
+      t.op = TransferOp::SwitchReduce;
+    else if (*op == "multicast")
+      t.op = TransferOp::Multicast;
     else
-      return rd.error(p + "/op",
-                      "unknown op '" + *op + "' (expected copy or reduce)");
+      return rd.error(p + "/op", "unknown op '" + *op +
+                                     "' (expected copy, reduce, "
+                                     "switch-reduce or multicast)");
     auto src = chunkFromJson(rd, p + "/src");
     if (!src)
       return src.error();
@@ -370,8 +429,22 @@ Expected<Schedule> parseScheduleJson(const JsonDocument &doc) {
     for (auto *e : {&count, &link, &channel, &tb})
       if (!*e)
         return e->error();
+    auto sw = optionalInt(rd, p, "switch", -1, 0);
+    if (!sw)
+      return sw.error();
+    if (isSwitchOp(t.op) && *sw < 0)
+      return rd.error(p, "a " + std::string(toString(t.op)) +
+                             " transfer names the switch it goes through "
+                             "('switch')");
+    if (!isSwitchOp(t.op) && *sw >= 0)
+      return rd.error(p + "/switch",
+                      "only switch-reduce and multicast transfers go through "
+                      "a switch");
+    if (isSwitchOp(t.op) && *link >= 0)
+      return rd.error(p + "/link", "a transfer through a switch uses no link");
     t.count = *count;
     t.link = *link;
+    t.sw = *sw;
     t.channel = *channel;
     t.threadblock = *tb;
     s.transfers.push_back(t);
@@ -457,6 +530,10 @@ transferDependencies(const Collective &col, int scratchChunks, int count,
 std::vector<int> reductionPhases(const Collective &collective,
                                  const std::vector<Transfer> &transfers) {
   if (!collective.isReduction() || !collective.hasConditions())
+    return {};
+  // Phases split MSCCL channels; switch transfers never reach MSCCL.
+  if (std::any_of(transfers.begin(), transfers.end(),
+                  [](const Transfer &t) { return isSwitchOp(t.op); }))
     return {};
   size_t finished = 0;
   for (int s = 0; s < collective.numPostSets(); ++s)

@@ -200,7 +200,8 @@ private:
       Count = 16,
       Link = 32,
       Channel = 64,
-      Tb = 128
+      Tb = 128,
+      Switch = 256
     };
     unsigned seen = 0;
     space();
@@ -223,9 +224,17 @@ private:
       } else if (key == "op") {
         bit = Op;
         std::string_view op;
-        ok = string(op) && (op == "copy" || op == "reduce");
-        if (ok)
-          tr.op = op == "copy" ? TransferOp::Copy : TransferOp::Reduce;
+        ok = string(op);
+        if (op == "copy")
+          tr.op = TransferOp::Copy;
+        else if (op == "reduce")
+          tr.op = TransferOp::Reduce;
+        else if (op == "switch-reduce")
+          tr.op = TransferOp::SwitchReduce;
+        else if (op == "multicast")
+          tr.op = TransferOp::Multicast;
+        else
+          ok = false;
       } else if (key == "src") {
         bit = Src;
         ok = chunk(tr.src);
@@ -238,6 +247,9 @@ private:
       } else if (key == "link") {
         bit = Link;
         ok = nonNegative(tr.link);
+      } else if (key == "switch") {
+        bit = Switch;
+        ok = nonNegative(tr.sw);
       } else if (key == "channel") {
         bit = Channel;
         ok = nonNegative(tr.channel);
@@ -257,6 +269,10 @@ private:
         break;
       return false;
     }
+    // A switch transfer names its switch and no link; others no switch.
+    if (isSwitchOp(tr.op) != bool(seen & Switch) ||
+        (isSwitchOp(tr.op) && (seen & Link)))
+      return false;
     return (seen & (Step | Op | Src | Dst)) == (Step | Op | Src | Dst);
   }
 

@@ -31,8 +31,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <span>
+#include <tuple>
 
 namespace ccsynth {
 
@@ -41,7 +43,9 @@ namespace {
 /// Bytes per microsecond of a GB/s figure (1 GB = 1e9 bytes).
 double bytesPerUs(double gbps) { return gbps * 1e3; }
 
-enum class Phase : uint8_t { Waiting, Latency, Streaming, Done };
+/// Landing: a switch operation whose bytes have streamed and whose result
+/// arrives after the switch's latency.
+enum class Phase : uint8_t { Waiting, Latency, Streaming, Landing, Done };
 
 /// A binary min-heap of transfers keyed by the time of their next event
 /// (end of latency or predicted completion). Each transfer has at most one
@@ -172,6 +176,15 @@ private:
   std::vector<std::vector<int>> linkQueue;
   std::vector<size_t> linkHead;
   std::vector<bool> linkBusy;
+  // Switch operations queue per (switch, issuing rank, operation) after the
+  // links (queue ids from used.size() on): a rank streams its reductions
+  // one after another, and its multicasts. The switch's latency is a delay
+  // between an operation's last byte and its result, not time the queue
+  // is held: the next operation streams meanwhile, so a pipeline of them
+  // pays it once, as NCCL's NVLS does.
+  std::map<std::tuple<int, int, int>, int> switchQueueOf;
+  int numQueues() const { return (int)(used.size() + switchQueueOf.size()); }
+  bool isSwitchQueue(int q) const { return q >= (int)used.size(); }
 
   // Shared constraints: the topology's resources, then one per rank for
   // local copies (a GPU's copy engine bandwidth is shared by its copies).
@@ -185,6 +198,16 @@ private:
   /// Per transfer, parallel to constraintsOf: posOn[posStart[t] + i].
   std::vector<size_t> posStart;
   std::vector<int> posOn;
+
+  // Switch groups (switchGroups): one flow per group, run by its first
+  // member, the leader; the others finish with it. groupOfT[t] is t's
+  // group or -1; groupLists holds each leader's constraints.
+  std::vector<std::vector<int>> groups;
+  std::vector<int> groupOfT;
+  std::vector<std::vector<int>> groupLists;
+  /// First switch-port constraint of each switch: one per port, the
+  /// switch's own throughput through it, both directions together.
+  std::vector<int> switchConstraintBase;
 
   // Streaming state (valid while Streaming).
   std::vector<Flow> flows;
@@ -205,6 +228,10 @@ private:
   std::vector<std::pair<double, int>> shareHeap;
 
   Status resolve();
+  Status resolveGroup(int g);
+  bool isFollower(int t) const {
+    return groupOfT[t] >= 0 && groups[groupOfT[t]].front() != t;
+  }
   Status buildDependencies();
   void tryStart(int t);
   void beginStream(int t);
@@ -212,6 +239,9 @@ private:
   void removeFlow(int t);
   void finish(int t);
   void advance(int t);
+  /// A switch operation's last byte has streamed: its queue moves on and
+  /// its result arrives after the switch's latency.
+  void land(int t);
   void recomputeRates();
   Error transferError(int t, const std::string &msg) const;
 };
@@ -250,6 +280,12 @@ Status Simulation::resolve() {
     constraintCap[r] = bytesPerUs(topo.resources[r].bandwidthGBps);
   for (int r = 0; r < n; ++r)
     constraintCap[numResources + r] = bytesPerUs(opts.localCopyGBps);
+  switchConstraintBase.clear();
+  for (const InNetworkSwitch &sw : topo.switches) {
+    switchConstraintBase.push_back((int)constraintCap.size());
+    for (const SwitchPort &p : sw.ports)
+      constraintCap.push_back(bytesPerUs(2 * p.bandwidthGBps * sw.efficiency));
+  }
 
   numTransfers = (int)sched.transfers.size();
   linkOf.assign(numTransfers, -1);
@@ -281,6 +317,8 @@ Status Simulation::resolve() {
     if (tr.count < 1)
       return transferError(t, "count must be at least 1");
     bytesOf[t] = tr.count * chunkBytes;
+    if (isSwitchOp(tr.op))
+      continue; // resolveGroup
     if (tr.src.rank == tr.dst.rank && tr.link != -1)
       return transferError(t, "stays on one rank but names link " +
                                   std::to_string(tr.link) +
@@ -324,12 +362,84 @@ Status Simulation::resolve() {
     slotOf[t] = used.slot(topo, link);
     constraintsOf[t] = used.resources(slotOf[t]);
   }
+  groups = switchGroups(sched.transfers);
+  switchQueueOf.clear();
+  groupOfT.assign(numTransfers, -1);
+  groupLists.assign(groups.size(), {});
+  for (int g = 0; g < (int)groups.size(); ++g)
+    if (Status s = resolveGroup(g); !s)
+      return s;
   for (int t = 0; t < numTransfers; ++t) {
     double tightest = std::numeric_limits<double>::infinity();
     for (int c : constraintsOf[t])
       tightest = std::min(tightest, constraintCap[c]);
     flows[t].capBinds = !constraintsOf[t].empty() && flows[t].cap < tightest;
   }
+  return Status::success();
+}
+
+/// A switch group's one flow, run by its leader: the bytes of one member
+/// at most at its slowest port's line rate, crossing every source's port
+/// up and every destination's port down (the physical port resources,
+/// shared with point-to-point traffic, and the switch's own throughput
+/// there), except the issuing rank's own contribution or copy, which stays
+/// in its memory; then the switch's latency.
+Status Simulation::resolveGroup(int g) {
+  const std::vector<int> &members = groups[g];
+  int lead = members.front();
+  for (int t : members)
+    groupOfT[t] = g;
+  const Transfer &first = sched.transfers[lead];
+  if (first.sw < 0 || first.sw >= (int)topo.switches.size())
+    return transferError(lead, "switch " + std::to_string(first.sw) +
+                                   " does not exist (topology '" + topo.name +
+                                   "' has " +
+                                   std::to_string(topo.switches.size()) + ")");
+  const InNetworkSwitch &sw = topo.switches[first.sw];
+  std::vector<int> &list = groupLists[g];
+  double slowest = std::numeric_limits<double>::infinity();
+  auto cross = [&](int t, int rank, bool up) -> Status {
+    int port = sw.portOf(rank);
+    if (port < 0)
+      return transferError(t, "rank " + std::to_string(rank) +
+                                  " has no port on switch '" + sw.name + "'");
+    const SwitchPort &p = sw.ports[port];
+    slowest = std::min(slowest, p.bandwidthGBps);
+    list.push_back(switchConstraintBase[first.sw] + port);
+    if (int r = up ? p.up : p.down; r >= 0)
+      list.push_back(r);
+    return Status::success();
+  };
+  bool reduce = first.op == TransferOp::SwitchReduce;
+  int issuer = reduce ? first.dst.rank : first.src.rank;
+  if (Status s = cross(lead, issuer, !reduce); !s)
+    return s;
+  for (int t : members) {
+    const Transfer &tr = sched.transfers[t];
+    if (tr.count != first.count)
+      return transferError(t, "moves " + std::to_string(tr.count) +
+                                  " chunks in a switch operation whose "
+                                  "first member moves " +
+                                  std::to_string(first.count));
+    if (tr.link >= 0)
+      return transferError(t, "goes through a switch but names link " +
+                                  std::to_string(tr.link));
+    int far = reduce ? tr.src.rank : tr.dst.rank;
+    if (far != issuer)
+      if (Status s = cross(t, far, reduce); !s)
+        return s;
+    if (t != lead)
+      bytesOf[t] = 0;
+  }
+  std::sort(list.begin(), list.end());
+  list.erase(std::unique(list.begin(), list.end()), list.end());
+  alphaOf[lead] = sw.alphaUs;
+  flows[lead].cap = bytesPerUs(slowest);
+  constraintsOf[lead] = list;
+  auto key = std::make_tuple(first.sw, issuer, (int)first.op);
+  auto [it, fresh] = switchQueueOf.try_emplace(key, (int)switchQueueOf.size());
+  (void)fresh;
+  slotOf[lead] = (int)used.size() + it->second;
   return Status::success();
 }
 
@@ -343,10 +453,35 @@ Status Simulation::buildDependencies() {
       col, sched.scratchChunks, numTransfers,
       [&](int t) -> const Transfer & { return sched.transfers[t]; }, order);
 
+  if (!groups.empty()) {
+    // A group waits for what any member waits for and is waited for as
+    // one: edges go between leaders, and none inside a group.
+    auto leader = [&](int t) {
+      return groupOfT[t] >= 0 ? groups[groupOfT[t]].front() : t;
+    };
+    std::vector<std::pair<int, int>> edges; // (waiter, waited for)
+    for (int t = 0; t < numTransfers; ++t)
+      for (int from : waitsFor.of(t))
+        if (leader(from) != leader(t))
+          edges.push_back({leader(t), leader(from)});
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    Dependencies merged;
+    merged.begin.assign(numTransfers + 1, 0);
+    for (auto [t, from] : edges)
+      ++merged.begin[t + 1];
+    for (int t = 0; t < numTransfers; ++t)
+      merged.begin[t + 1] += merged.begin[t];
+    merged.preds.reserve(edges.size());
+    for (auto [t, from] : edges)
+      merged.preds.push_back(from);
+    waitsFor = std::move(merged);
+  }
+
   // Dependents of each transfer, listed in step order; a link serves its
   // transfers in step order.
   pending.assign(numTransfers, 0);
-  linkQueue.assign(used.size(), {});
+  linkQueue.assign(numQueues(), {});
   depStart.assign(numTransfers + 1, 0);
   for (int t : order) {
     for (int from : waitsFor.of(t))
@@ -366,7 +501,7 @@ Status Simulation::buildDependencies() {
 }
 
 void Simulation::tryStart(int t) {
-  if (pending[t] > 0 || phase[t] != Phase::Waiting)
+  if (pending[t] > 0 || phase[t] != Phase::Waiting || isFollower(t))
     return;
   int link = slotOf[t];
   if (link >= 0) {
@@ -375,6 +510,10 @@ void Simulation::tryStart(int t) {
     linkBusy[link] = true;
   }
   startUs[t] = now;
+  if (link >= 0 && isSwitchQueue(link)) {
+    beginStream(t); // the latency comes after the bytes
+    return;
+  }
   phase[t] = Phase::Latency;
   if (alphaOf[t] > 0)
     events.set(t, now + alphaOf[t]);
@@ -426,21 +565,42 @@ void Simulation::removeFlow(int t) {
 void Simulation::finish(int t) {
   if (phase[t] == Phase::Done)
     return;
-  if (bytesOf[t] > 0)
+  bool landed = phase[t] == Phase::Landing;
+  if (bytesOf[t] > 0 && !landed)
     removeFlow(t);
   phase[t] = Phase::Done;
   endUs[t] = now;
   ++finished;
   int link = slotOf[t];
-  if (link >= 0) {
+  if (link >= 0 && !landed) {
     linkBusy[link] = false;
     ++linkHead[link];
     if (linkHead[link] < linkQueue[link].size())
       tryStart(linkQueue[link][linkHead[link]]);
   }
+  if (groupOfT[t] >= 0)
+    for (int m : groups[groupOfT[t]])
+      if (m != t && phase[m] != Phase::Done) {
+        phase[m] = Phase::Done;
+        startUs[m] = startUs[t];
+        endUs[m] = now;
+        ++finished;
+      }
   for (size_t i = depStart[t]; i < depStart[t + 1]; ++i)
     if (--pending[deps[i]] == 0)
       tryStart(deps[i]);
+}
+
+void Simulation::land(int t) {
+  advance(t);
+  removeFlow(t);
+  phase[t] = Phase::Landing;
+  events.set(t, now + alphaOf[t]);
+  int q = slotOf[t];
+  linkBusy[q] = false;
+  ++linkHead[q];
+  if (linkHead[q] < linkQueue[q].size())
+    tryStart(linkQueue[q][linkHead[q]]);
 }
 
 void Simulation::advance(int t) {
@@ -592,8 +752,8 @@ Expected<SimResult> Simulation::run() {
   phase.assign(numTransfers, Phase::Waiting);
   startUs.assign(numTransfers, 0);
   endUs.assign(numTransfers, 0);
-  linkHead.assign(used.size(), 0);
-  linkBusy.assign(used.size(), false);
+  linkHead.assign(numQueues(), 0);
+  linkBusy.assign(numQueues(), false);
   flowsOn.assign(numConstraints, {});
   posStart.assign(numTransfers + 1, 0);
   for (int t = 0; t < numTransfers; ++t)
@@ -630,8 +790,12 @@ Expected<SimResult> Simulation::run() {
       events.remove(t);
       if (phase[t] == Phase::Latency) {
         beginStream(t);
+      } else if (phase[t] == Phase::Streaming && slotOf[t] >= 0 &&
+                 isSwitchQueue(slotOf[t]) && alphaOf[t] > 0) {
+        land(t);
       } else {
-        advance(t);
+        if (phase[t] == Phase::Streaming)
+          advance(t);
         finishNow.push_back(t);
       }
     }
@@ -657,6 +821,33 @@ Expected<SimResult> Simulation::run() {
 }
 
 } // namespace
+
+Expected<SimResult> simulateInNetworkRuntime(const Schedule &schedule,
+                                             const Topology &topology,
+                                             const SimOptions &options) {
+  Topology data = topology;
+  double eff = topology.stepModel.linkEfficiency;
+  for (Link &l : data.links)
+    l.bandwidthGBps *= eff;
+  for (Resource &r : data.resources)
+    r.bandwidthGBps *= eff;
+  for (InNetworkSwitch &sw : data.switches)
+    for (SwitchPort &p : sw.ports)
+      p.bandwidthGBps *= eff;
+  auto r = simulate(schedule, data, options);
+  if (!r)
+    return r;
+  double launch = topology.stepModel.launchUs[0];
+  SimResult out = r.take();
+  out.timeUs += launch;
+  for (TransferTiming &t : out.timeline) {
+    t.startUs += launch;
+    t.endUs += launch;
+  }
+  out.algbwGBps = out.timeUs > 0 ? options.bytes / (out.timeUs * 1e3) : 0;
+  out.busbwGBps = out.algbwGBps * schedule.collective.busBwFactor();
+  return out;
+}
 
 Expected<SimResult> simulate(const Schedule &schedule, const Topology &topology,
                              const SimOptions &options) {

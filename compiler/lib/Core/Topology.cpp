@@ -24,6 +24,32 @@ const char *toString(LinkKind kind) {
   return "?";
 }
 
+const char *toString(SwitchKind kind) {
+  return kind == SwitchKind::NVLS ? "nvls" : "sharp";
+}
+
+std::optional<SwitchKind> parseSwitchKind(const std::string &s) {
+  if (s == "nvls")
+    return SwitchKind::NVLS;
+  if (s == "sharp")
+    return SwitchKind::SHARP;
+  return std::nullopt;
+}
+
+int InNetworkSwitch::portOf(int rank) const {
+  auto it =
+      std::lower_bound(ports.begin(), ports.end(), rank,
+                       [](const SwitchPort &p, int r) { return p.rank < r; });
+  return it != ports.end() && it->rank == rank ? (int)(it - ports.begin()) : -1;
+}
+
+int Topology::switchNamed(const std::string &name) const {
+  for (size_t i = 0; i < switches.size(); ++i)
+    if (switches[i].name == name)
+      return (int)i;
+  return -1;
+}
+
 std::optional<LinkKind> parseLinkKind(const std::string &s) {
   if (s == "nvlink")
     return LinkKind::NVLink;
@@ -256,6 +282,41 @@ Status Topology::validate() const {
       if (r < 0 || r >= (int)resources.size())
         return Error(id() + " names resource " + std::to_string(r) +
                      ", but there are " + std::to_string(resources.size()));
+  }
+  for (size_t i = 0; i < switches.size(); ++i) {
+    const InNetworkSwitch &sw = switches[i];
+    std::string id = "switch " + std::to_string(i) + " ('" + sw.name + "')";
+    if (sw.ports.size() < 2)
+      return Error(id + " has " + std::to_string(sw.ports.size()) +
+                   " ports; a switch that reduces joins at least two ranks");
+    if (!isUsableAlpha(sw.alphaUs))
+      return Error(id + " has an alpha of " + formatFigure(sw.alphaUs) +
+                   " us; it must be " + alphaRangeText());
+    if (!(sw.efficiency >= 1e-3 && sw.efficiency <= 1))
+      return Error(id + " has an efficiency of " + formatFigure(sw.efficiency) +
+                   "; it must be from 0.001 to 1");
+    for (size_t k = 0; k < sw.ports.size(); ++k) {
+      const SwitchPort &p = sw.ports[k];
+      if (p.rank < 0 || p.rank >= n)
+        return Error(id + " has a port for rank " + std::to_string(p.rank) +
+                     ", outside 0.." + std::to_string(n - 1));
+      if (k > 0 && p.rank <= sw.ports[k - 1].rank)
+        return Error(
+            id + " lists rank " + std::to_string(p.rank) +
+            (p.rank == sw.ports[k - 1].rank ? " twice" : " out of rank order"));
+      if (!isUsableBandwidth(p.bandwidthGBps))
+        return Error(id + "'s port for rank " + std::to_string(p.rank) +
+                     " has a bandwidth of " + formatFigure(p.bandwidthGBps) +
+                     " GB/s; it must be " + bandwidthRangeText());
+      for (int r : {p.up, p.down})
+        if (r < -1 || r >= (int)resources.size())
+          return Error(id + "'s port for rank " + std::to_string(p.rank) +
+                       " names resource " + std::to_string(r) +
+                       ", but there are " + std::to_string(resources.size()));
+    }
+    for (size_t j = 0; j < i; ++j)
+      if (switches[j].name == sw.name)
+        return Error(id + " has the name of switch " + std::to_string(j));
   }
   return Status::success();
 }

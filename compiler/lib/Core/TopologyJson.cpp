@@ -129,15 +129,122 @@ Status readStepModel(const JsonReader &rd, StepModel &m) {
   return {};
 }
 
+/// The optional `switches` array (after `resources`, whose ids ports name).
+Status readSwitches(const JsonReader &rd, Topology &t) {
+  const std::string top = "/switches";
+  if (Status s = rd.array(top); !s)
+    return s;
+  int ranks = t.numRanks();
+  for (size_t i = 0; i < rd.at(top).size(); ++i) {
+    std::string p = jsonPath(top, i);
+    if (Status s = rd.object(p); !s)
+      return s;
+    if (Status s =
+            rd.onlyKeys(p, {"name", "kind", "alpha_us", "efficiency", "ports"});
+        !s)
+      return s;
+    InNetworkSwitch sw;
+    auto name = rd.string(p + "/name");
+    if (!name)
+      return name.error();
+    sw.name = *name;
+    for (size_t j = 0; j < t.switches.size(); ++j)
+      if (t.switches[j].name == sw.name)
+        return rd.error(p + "/name", "switch '" + sw.name +
+                                         "' is already defined (switch " +
+                                         std::to_string(j) + ")");
+    auto kind = rd.string(p + "/kind");
+    if (!kind)
+      return kind.error();
+    auto k = parseSwitchKind(*kind);
+    if (!k)
+      return rd.error(p + "/kind", "unknown switch kind '" + *kind +
+                                       "' (expected nvls or sharp)");
+    sw.kind = *k;
+    auto alpha = rd.number(p + "/alpha_us");
+    if (!alpha)
+      return alpha.error();
+    if (!isUsableAlpha(*alpha))
+      return rd.error(p + "/alpha_us", "alpha " + formatFigure(*alpha) +
+                                           " us is out of range: it must be " +
+                                           alphaRangeText());
+    sw.alphaUs = *alpha;
+    if (rd.has(p, "efficiency")) {
+      auto e = rd.number(p + "/efficiency");
+      if (!e)
+        return e.error();
+      if (!(*e >= 1e-3 && *e <= 1))
+        return rd.error(p + "/efficiency",
+                        "efficiency " + formatFigure(*e) +
+                            " is out of range: it must be from 0.001 to 1");
+      sw.efficiency = *e;
+    }
+    std::string pp = p + "/ports";
+    if (Status s = rd.array(pp); !s)
+      return s;
+    if (rd.at(pp).size() < 2)
+      return rd.error(pp, "a switch that reduces joins at least two ranks");
+    std::vector<std::string> where(ranks);
+    for (size_t k2 = 0; k2 < rd.at(pp).size(); ++k2) {
+      std::string q = jsonPath(pp, k2);
+      if (Status s = rd.object(q); !s)
+        return s;
+      if (Status s = rd.onlyKeys(
+              q, {"rank", "bandwidth_gbps", "beta_us_per_mb", "up", "down"});
+          !s)
+        return s;
+      SwitchPort port;
+      auto rank = rd.integer(q + "/rank");
+      if (!rank)
+        return rank.error();
+      if (*rank < 0 || *rank >= ranks)
+        return rd.error(q + "/rank", "rank " + std::to_string(*rank) +
+                                         " is not in 0.." +
+                                         std::to_string(ranks - 1));
+      if (!where[*rank].empty())
+        return rd.error(q + "/rank", "rank " + std::to_string(*rank) +
+                                         " already has a port (" +
+                                         where[*rank] + ")");
+      where[*rank] = q;
+      port.rank = (int)*rank;
+      auto bw = readBandwidth(rd, q);
+      if (!bw)
+        return bw.error();
+      port.bandwidthGBps = *bw;
+      for (auto [key, out] : {std::pair<const char *, int *>{"up", &port.up},
+                              {"down", &port.down}}) {
+        if (!rd.has(q, key))
+          continue;
+        std::string rp = jsonPath(q, key);
+        auto id = rd.integer(rp);
+        if (!id)
+          return id.error();
+        if (*id < 0 || *id >= (long long)t.resources.size())
+          return rd.error(rp, "resource " + std::to_string(*id) +
+                                  " is not defined (there are " +
+                                  std::to_string(t.resources.size()) + ")");
+        *out = (int)*id;
+      }
+      sw.ports.push_back(port);
+    }
+    std::sort(sw.ports.begin(), sw.ports.end(),
+              [](const SwitchPort &a, const SwitchPort &b) {
+                return a.rank < b.rank;
+              });
+    t.switches.push_back(std::move(sw));
+  }
+  return {};
+}
+
 } // namespace
 
 Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
   JsonReader rd(doc);
   if (Status s = rd.object(""); !s)
     return s.error();
-  if (Status s =
-          rd.onlyKeys("", {"format", "version", "name", "description", "ranks",
-                           "node_of", "resources", "links", "step_model"});
+  if (Status s = rd.onlyKeys("", {"format", "version", "name", "description",
+                                  "ranks", "node_of", "resources", "links",
+                                  "switches", "step_model"});
       !s)
     return s.error();
   auto format = rd.string("/format");
@@ -285,6 +392,9 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
     }
     t.links.push_back(std::move(l));
   }
+  if (rd.has("", "switches"))
+    if (Status s = readSwitches(rd, t); !s)
+      return s.error();
   if (rd.has("", "step_model"))
     if (Status s = readStepModel(rd, t.stepModel); !s)
       return s.error();
@@ -339,14 +449,44 @@ void writeTopologyJson(const Topology &t, bool withStepModel, Emit &&emit) {
            ",\"bandwidth_gbps\":" + number(l.bandwidthGBps);
     if (!l.resources.empty()) {
       row += ",\"resources\":[";
-      for (size_t k = 0; k < l.resources.size(); ++k)
-        row += (k ? "," : "") + std::to_string(l.resources[k]);
+      for (size_t k = 0; k < l.resources.size(); ++k) {
+        if (k)
+          row += ',';
+        row += std::to_string(l.resources[k]);
+      }
       row += "]";
     }
     row += "}";
     emit(row);
   }
   emit(t.links.empty() ? "]" : "\n  ]");
+  if (!t.switches.empty()) {
+    std::string sws = ",\n  \"switches\": [";
+    for (size_t i = 0; i < t.switches.size(); ++i) {
+      const InNetworkSwitch &sw = t.switches[i];
+      OrderedJson j;
+      j["name"] = sw.name;
+      j["kind"] = toString(sw.kind);
+      j["alpha_us"] = sw.alphaUs;
+      j["efficiency"] = sw.efficiency;
+      sws += (i ? ",\n    " : "\n    ") + j.dump();
+      sws.pop_back(); // the closing brace: ports follow, one per line
+      sws += ",\"ports\":[";
+      for (size_t k = 0; k < sw.ports.size(); ++k) {
+        const SwitchPort &p = sw.ports[k];
+        OrderedJson pj;
+        pj["rank"] = p.rank;
+        pj["bandwidth_gbps"] = p.bandwidthGBps;
+        if (p.up >= 0)
+          pj["up"] = p.up;
+        if (p.down >= 0)
+          pj["down"] = p.down;
+        sws += (k ? ",\n      " : "\n      ") + pj.dump();
+      }
+      sws += "]}";
+    }
+    emit(sws + "\n  ]");
+  }
   if (withStepModel) {
     const StepModel &m = t.stepModel;
     auto perProto = [](const double *v) {
@@ -477,6 +617,23 @@ std::string topologyHash(const Topology &topo, const std::atomic<bool> *stop) {
     h.number(l.bandwidthGBps);
     for (int r : l.resources)
       h.word((uint64_t)(uint32_t)r);
+  }
+  // Switches enter only where a machine has them, so the hash of every
+  // machine without one is what it was before switches existed.
+  if (!topo.switches.empty()) {
+    h.text("switches");
+    h.word(topo.switches.size());
+    for (const InNetworkSwitch &sw : topo.switches) {
+      h.text(sw.name);
+      h.word((uint64_t)sw.kind << 32 | (uint32_t)sw.ports.size());
+      h.number(sw.alphaUs);
+      h.number(sw.efficiency);
+      for (const SwitchPort &p : sw.ports) {
+        h.word((uint64_t)(uint32_t)p.rank);
+        h.word((uint64_t)(uint32_t)p.up << 32 | (uint32_t)p.down);
+        h.number(p.bandwidthGBps);
+      }
+    }
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h.finish());

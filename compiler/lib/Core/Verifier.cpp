@@ -6,8 +6,10 @@
 #include "ccsynth/Core/Topology.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <span>
 
 namespace ccsynth {
@@ -20,6 +22,8 @@ const char *toString(VerifyErrorKind kind) {
     return "no-link";
   case VerifyErrorKind::BadLink:
     return "bad-link";
+  case VerifyErrorKind::BadSwitch:
+    return "bad-switch";
   case VerifyErrorKind::UninitializedRead:
     return "uninitialized-read";
   case VerifyErrorKind::ReduceIntoUndefined:
@@ -114,6 +118,9 @@ private:
   ValueStore values;
   /// Per slot: the transfer writing it in the step being checked, or -1.
   std::vector<int> writerOf;
+  /// Per transfer: its switch group (switchGroups), or -1.
+  std::vector<int> groupOf;
+  std::vector<std::vector<int>> groups;
 
   bool full() const { return (int)result.issues.size() >= opts.maxIssues; }
   void report(VerifyErrorKind kind, int t, ChunkLoc loc, std::string msg) {
@@ -134,6 +141,8 @@ private:
   std::string describeDiff(std::span<const int> want,
                            std::span<const int> have) const;
   bool checkShape(int t);
+  bool checkSwitch(int t);
+  bool checkGroup(int t);
   void checkStep(const std::vector<int> &group);
   void checkOutputs();
 };
@@ -191,6 +200,8 @@ bool SymbolicExecutor::checkShape(int t) {
     report(VerifyErrorKind::OutOfRange, t, tr.dst, "count must be >= 1");
     return false;
   }
+  if (isSwitchOp(tr.op))
+    return checkSwitch(t);
   for (int k = 0; k < tr.count; ++k)
     if (slotOf({tr.src.rank, tr.src.buffer, tr.src.index + k}) ==
         slotOf({tr.dst.rank, tr.dst.buffer, tr.dst.index + k})) {
@@ -230,13 +241,96 @@ bool SymbolicExecutor::checkShape(int t) {
   return true;
 }
 
+/// A switch transfer's own shape (its ends are in range): a switch, no
+/// link, and with a topology a port on that switch for both ends. Its
+/// source and destination may be one slot: a rank's own contribution to
+/// a reduction it receives, or the rank a multicast starts from.
+bool SymbolicExecutor::checkSwitch(int t) {
+  const Transfer &tr = sched.transfers[t];
+  if (tr.sw < 0) {
+    report(VerifyErrorKind::BadSwitch, t, tr.src,
+           std::string("a ") + toString(tr.op) +
+               " transfer names no switch to go through");
+    return false;
+  }
+  if (tr.link >= 0) {
+    report(VerifyErrorKind::BadLink, t, tr.src,
+           "goes through switch " + std::to_string(tr.sw) + " but names link " +
+               std::to_string(tr.link));
+    return false;
+  }
+  const Topology *topo = opts.topology;
+  if (!topo)
+    return true;
+  if (topo->numRanks() != col.numRanks) {
+    report(VerifyErrorKind::NoLink, t, tr.src,
+           "topology '" + topo->name + "' has " +
+               std::to_string(topo->numRanks()) + " ranks, the schedule " +
+               std::to_string(col.numRanks));
+    return false;
+  }
+  if (tr.sw >= (int)topo->switches.size()) {
+    report(VerifyErrorKind::BadSwitch, t, tr.src,
+           "switch " + std::to_string(tr.sw) + " does not exist ('" +
+               topo->name + "' has " + std::to_string(topo->switches.size()) +
+               (topo->switches.size() == 1 ? " switch)" : " switches)"));
+    return false;
+  }
+  const InNetworkSwitch &sw = topo->switches[tr.sw];
+  for (const ChunkLoc *end : {&tr.src, &tr.dst})
+    if (sw.portOf(end->rank) < 0) {
+      report(VerifyErrorKind::BadSwitch, t, *end,
+             "rank " + std::to_string(end->rank) + " has no port on switch " +
+                 std::to_string(tr.sw) + " ('" + sw.name + "')");
+      return false;
+    }
+  return true;
+}
+
+/// A member's fit with the first member of its group: the same count, and
+/// on NVLS the same address on every rank the group reads or writes.
+bool SymbolicExecutor::checkGroup(int t) {
+  if (groupOf[t] < 0)
+    return true;
+  int first = groups[groupOf[t]].front();
+  if (first == t)
+    return true;
+  const Transfer &tr = sched.transfers[t], &lead = sched.transfers[first];
+  if (tr.count != lead.count) {
+    report(VerifyErrorKind::BadSwitch, t, tr.dst,
+           std::string("moves ") + std::to_string(tr.count) +
+               " chunks in the " + toString(tr.op) + " of transfer #" +
+               std::to_string(first) + ", which moves " +
+               std::to_string(lead.count));
+    return false;
+  }
+  const Topology *topo = opts.topology;
+  if (!topo || tr.sw >= (int)topo->switches.size() ||
+      topo->switches[tr.sw].kind != SwitchKind::NVLS)
+    return true;
+  bool reduce = tr.op == TransferOp::SwitchReduce;
+  const ChunkLoc &mine = reduce ? tr.src : tr.dst,
+                 &theirs = reduce ? lead.src : lead.dst;
+  ChunkLoc a = col.canonical(mine), b = col.canonical(theirs);
+  if (a.buffer != b.buffer || a.index != b.index) {
+    report(VerifyErrorKind::BadSwitch, t, mine,
+           std::string(reduce ? "reads " : "writes ") + toString(mine) +
+               ", but NVLS " + (reduce ? "reduces" : "multicasts to") +
+               " one address on every rank and transfer #" +
+               std::to_string(first) + " of the same " + toString(tr.op) +
+               " uses " + toString(theirs));
+    return false;
+  }
+  return true;
+}
+
 void SymbolicExecutor::checkStep(const std::vector<int> &group) {
   // Slots written by this step, with the transfer doing it (writerOf is
   // reset for them at the end of the step).
   std::vector<size_t> written;
   std::vector<int> valid;
   for (int t : group) {
-    if (!checkShape(t))
+    if (!checkShape(t) || !checkGroup(t))
       continue;
     const Transfer &tr = sched.transfers[t];
     bool ok = true;
@@ -249,6 +343,10 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
         written.push_back(ds);
         continue;
       }
+      // The members of one switch reduction write its destination once.
+      if (tr.op == TransferOp::SwitchReduce && groupOf[t] >= 0 &&
+          groupOf[other] == groupOf[t])
+        continue;
       const Transfer &o = sched.transfers[other];
       bool same = o.op == tr.op && o.src == tr.src && o.dst == tr.dst &&
                   o.count == tr.count;
@@ -272,7 +370,8 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
     for (int k = 0; k < tr.count && ok; ++k) {
       ChunkLoc src{tr.src.rank, tr.src.buffer, tr.src.index + k};
       int w = writerOf[slotOf(src)];
-      if (w >= 0 && w != t) {
+      // A switch reduction reads all its sources before it writes.
+      if (w >= 0 && w != t && (groupOf[t] < 0 || groupOf[w] != groupOf[t])) {
         report(VerifyErrorKind::ReadWriteRace, t, src,
                "reads " + toString(src) + " while transfer #" +
                    std::to_string(w) + " writes it in the same step");
@@ -282,8 +381,12 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
     if (ok)
       clean.push_back(t);
   }
-  // Evaluate against the state before the step, then commit.
+  // Evaluate against the state before the step, then commit. A switch
+  // reduction's sum grows member by member (sums[slot], the first member
+  // that found a duplicate stops it).
   std::vector<std::pair<size_t, int>> updates;
+  std::map<size_t, std::vector<int>> sums;
+  std::set<size_t> broken;
   for (int t : clean) {
     const Transfer &tr = sched.transfers[t];
     for (int k = 0; k < tr.count; ++k) {
@@ -298,8 +401,32 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
                    "before this step)");
         continue;
       }
-      if (tr.op == TransferOp::Copy) {
+      if (tr.op == TransferOp::Copy || tr.op == TransferOp::Multicast) {
         updates.push_back({slotOf(dst), sv});
+        continue;
+      }
+      if (tr.op == TransferOp::SwitchReduce) {
+        size_t ds = slotOf(dst);
+        if (broken.count(ds))
+          continue;
+        std::vector<int> &acc = sums[ds];
+        std::span<const int> b = values.ids(sv);
+        std::vector<int> sum;
+        sum.reserve(acc.size() + b.size());
+        std::merge(acc.begin(), acc.end(), b.begin(), b.end(),
+                   std::back_inserter(sum));
+        auto dup = std::adjacent_find(sum.begin(), sum.end());
+        if (dup != sum.end()) {
+          report(VerifyErrorKind::DuplicateReduction, t, dst,
+                 "adds " + toString(src) + " to the switch reduction into " +
+                     toString(dst) + ", which already has " +
+                     valueName(col, *dup) +
+                     " from another member: it would "
+                     "be counted twice");
+          broken.insert(ds);
+          continue;
+        }
+        acc = std::move(sum);
         continue;
       }
       if (dv == ValueStore::kUndefined) {
@@ -323,6 +450,10 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
       updates.push_back({slotOf(dst), values.add(std::move(sum))});
     }
   }
+  for (auto &[slot, sum] : sums)
+    if (!broken.count(slot) && !sum.empty())
+      updates.push_back(
+          {slot, sum.size() == 1 ? sum[0] : values.add(std::move(sum))});
   // Every new value is held before any old one is let go.
   for (auto &[slot, v] : updates)
     values.retain(v);
@@ -390,6 +521,11 @@ void SymbolicExecutor::run() {
     for (int i = 0; i < col.inputChunks; ++i)
       if (col.preAt(r, i) >= 0)
         slots[slotOf({r, BufferKind::Input, i})] = col.preAt(r, i);
+  groupOf.assign(sched.transfers.size(), -1);
+  groups = switchGroups(sched.transfers);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (int t : groups[g])
+      groupOf[t] = (int)g;
   std::vector<int> order(sched.transfers.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {

@@ -47,6 +47,10 @@ importScheduleText(const std::shared_ptr<llvm::SourceMgr> &sm,
   auto sched = parseScheduleText(file, text);
   if (!sched)
     return fail(ctx, sched.error(), file);
+  if (Status s =
+          pointToPointOnly(*sched, "the ccl dialect does not express them");
+      !s)
+    return fail(ctx, s.error(), file);
   Location loc = FileLineColLoc::get(ctx, file, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   importSchedule(*module, *sched, loc);

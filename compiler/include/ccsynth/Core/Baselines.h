@@ -3,9 +3,11 @@
 // Baselines are the schedules a synthesized one must beat: NCCL-style rings
 // (as many edge-disjoint rings as the topology has), double binary trees,
 // direct (all-pairs) exchanges, and hierarchical (intra-node, then
-// inter-node) variants for multi-node topologies. Where two ranks are not
-// adjacent, chunks are forwarded along the shortest route through scratch
-// slots. Every baseline returned has passed the verifier.
+// inter-node) variants for multi-node topologies, and NCCL's NVLS (reduce
+// and multicast through an NVLink SHARP switch) where one joins every
+// rank. Where two ranks are not adjacent, chunks are forwarded along the
+// shortest route through scratch slots. Every baseline returned has passed
+// the verifier.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -22,7 +24,7 @@
 
 namespace ccsynth {
 
-enum class BaselineKind { Ring, Tree, Direct, Hierarchical };
+enum class BaselineKind { Ring, Tree, Direct, Hierarchical, Nvls };
 const char *toString(BaselineKind kind);
 std::optional<BaselineKind> parseBaselineKind(const std::string &s);
 

@@ -23,8 +23,24 @@ namespace ccsynth {
 
 class JsonDocument;
 
-enum class TransferOp { Copy, Reduce };
+/// Copy and Reduce go point to point (or stay on one rank). The other two
+/// go through an in-network switch (Topology::switches) and act in groups:
+/// the SwitchReduce transfers of one step through one switch into one
+/// destination are one reduction in the switch, which writes the sum of
+/// their sources there (the destination's old value takes part only when
+/// it is one of the sources); the Multicast transfers of one step through
+/// one switch from one source are one multicast, which the source sends
+/// once and the switch delivers to each destination.
+enum class TransferOp { Copy, Reduce, SwitchReduce, Multicast };
 const char *toString(TransferOp op);
+/// Whether `op` goes through an in-network switch.
+inline bool isSwitchOp(TransferOp op) {
+  return op == TransferOp::SwitchReduce || op == TransferOp::Multicast;
+}
+/// Whether `op` combines values (a point-to-point or switch reduction).
+inline bool isReduceOp(TransferOp op) {
+  return op == TransferOp::Reduce || op == TransferOp::SwitchReduce;
+}
 
 struct Transfer {
   ChunkLoc src;
@@ -33,7 +49,11 @@ struct Transfer {
   TransferOp op = TransferOp::Copy;
   int step = 0;
   /// Topology link to use, or -1 for the fastest link between the ranks.
+  /// Switch transfers name no link.
   int link = -1;
+  /// The switch (index in Topology::switches) of a SwitchReduce or
+  /// Multicast; -1 for point-to-point transfers.
+  int sw = -1;
   /// Optional lowering hints (-1 = compiler's choice).
   int channel = -1;
   int threadblock = -1;
@@ -72,6 +92,8 @@ public:
   std::vector<SourceLoc> transferLocs;
 
   int numSteps() const;
+  /// Whether any transfer goes through an in-network switch.
+  bool usesSwitches() const;
   int bufferChunks(BufferKind b) const {
     return b == BufferKind::Scratch ? scratchChunks
                                     : collective.bufferChunks(b);
@@ -145,6 +167,17 @@ Expected<Schedule> regridChunks(const Schedule &s, int factor);
 /// the current one is still being spread.
 std::vector<int> reductionPhases(const Collective &collective,
                                  const std::vector<Transfer> &transfers);
+
+/// The groups that switch transfers form (see TransferOp): each a list of
+/// transfer indices in schedule order, the groups ordered by their first
+/// member. Point-to-point transfers belong to none.
+std::vector<std::vector<int>>
+switchGroups(const std::vector<Transfer> &transfers);
+
+/// Success when every transfer of `s` goes point to point; otherwise an
+/// error located at the first switch transfer, saying why `consumer`
+/// cannot take it ("MSCCL XML has no switch operations").
+Status pointToPointOnly(const Schedule &s, const std::string &consumer);
 
 /// Serializes a schedule (one transfer per line, stable key order).
 std::string scheduleToJson(const Schedule &s);

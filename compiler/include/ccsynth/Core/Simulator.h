@@ -19,6 +19,15 @@
 // are recomputed whenever a transfer starts or stops streaming.
 // Units: GB/s = 1e9 bytes/s, times in µs.
 //
+// Switch transfers (TransferOp) run as one flow per operation: the bytes
+// of one member cross every remote member's port (sources up, destinations
+// down) and the issuing rank's own port, sharing those ports' resources
+// with point-to-point traffic and each port's switch throughput
+// (InNetworkSwitch::efficiency) with other switch operations; the result
+// arrives the switch's latency after the last byte. A rank's reductions
+// through one switch stream one after another, as do its multicasts; the
+// latency of one overlaps the next one's bytes.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -65,6 +74,18 @@ struct SimResult {
   /// One entry per transfer, in transfer order (when recordTimeline).
   std::vector<TransferTiming> timeline;
 };
+
+/// The runtime model of a schedule with switch transfers, whose operations
+/// have no step program yet: NCCL's NVLS kernel. It is the chunk
+/// simulation at the data rate the step model gives every link, shared
+/// resource and switch port (StepModel::linkEfficiency of its line rate),
+/// plus the launch of one Simple call. NVLS kernels pipeline their
+/// reductions and multicasts finely (a schedule's chunks stand for that
+/// pipeline) and run enough channels that no threadblock limit binds
+/// (docs/calibration.md, "In-network reduction").
+Expected<SimResult> simulateInNetworkRuntime(const Schedule &schedule,
+                                             const Topology &topology,
+                                             const SimOptions &options);
 
 /// Simulates `schedule` on `topology`. Fails, naming the transfer, when a
 /// transfer is out of range, names a link that does not join its ranks, or

@@ -147,6 +147,48 @@ struct Link {
   }
 };
 
+/// Switches that compute: NVLink SHARP (NVLS, the NVSwitch of Hopper and
+/// Blackwell machines reduces what its GPUs send it and multicasts what one
+/// GPU writes) and IB SHARP (the InfiniBand switches that NCCL's CollNet
+/// reduces through).
+enum class SwitchKind { NVLS, SHARP };
+const char *toString(SwitchKind kind);
+std::optional<SwitchKind> parseSwitchKind(const std::string &s);
+
+/// One rank's attachment to an in-network switch.
+struct SwitchPort {
+  int rank = 0;
+  /// Line rate of the port per direction (GB/s).
+  double bandwidthGBps = 0;
+  /// Shared resources the rank's traffic into the switch (up) and out of it
+  /// (down) crosses, -1 for none: the same port resources its point-to-point
+  /// links through that switch name, so both kinds of traffic share them.
+  int up = -1;
+  int down = -1;
+};
+
+/// A switch that reduces k contributions into one result and multicasts
+/// one rank's data to k ranks. An operation streams at most at the line
+/// rate of the ports it crosses (each remote source's up, each remote
+/// destination's down, the issuing rank's own), sharing their resources
+/// with everything else that crosses them; reductions and multicasts
+/// together move at most `efficiency` of a port's two directions; the
+/// result arrives `alphaUs` after the last byte.
+struct InNetworkSwitch {
+  std::string name;
+  SwitchKind kind = SwitchKind::NVLS;
+  /// Latency of one operation through the switch (µs).
+  double alphaUs = 0;
+  /// Fraction of a port's line rate, both directions together, that
+  /// reductions and multicasts through the switch reach.
+  double efficiency = 1;
+  /// One per member rank, in rank order.
+  std::vector<SwitchPort> ports;
+
+  /// Index in `ports` of `rank`'s port, or -1 when the rank is no member.
+  int portOf(int rank) const;
+};
+
 /// What the step-level simulator needs beyond links: the runtime's
 /// per-protocol costs and what one threadblock can move. Protocols are
 /// indexed Simple, LL128, LL (see stepProtocolIndex). Defaults and their
@@ -190,6 +232,8 @@ public:
   std::vector<int> nodeOf;
   std::vector<Link> links;
   std::vector<Resource> resources;
+  /// Switches that reduce and multicast (none on most machines).
+  std::vector<InNetworkSwitch> switches;
   /// Free-form provenance (built-in source, imported file).
   std::string description;
   /// Runtime costs for the step-level simulator.
@@ -218,8 +262,12 @@ public:
   /// the fastest links; empty when unreachable.
   std::vector<int> route(int src, int dst) const;
 
+  /// The index of the switch named `name`, or -1.
+  int switchNamed(const std::string &name) const;
+
   /// Structural checks: ranks in range, positive bandwidth, no self links,
-  /// valid resource ids, dense node ids.
+  /// valid resource ids, dense node ids; switches with at least two ports,
+  /// one per rank, valid resources and usable figures.
   Status validate() const;
 };
 

@@ -8,6 +8,15 @@
 // are races. At the end every constrained output chunk must hold exactly the
 // values the collective's postcondition names.
 //
+// Switch transfers act as groups (TransferOp): a switch reduction writes
+// the disjoint union of its members' sources into its destination, a
+// multicast copies its source to each member's destination. Their members
+// must move the same number of chunks; with a topology, each end must have
+// a port on the switch, and NVLS (which reduces and multicasts one address
+// of every member's memory) needs the same buffer and index on every rank
+// a group reads (a reduction's sources) or writes (a multicast's
+// destinations).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -24,6 +33,7 @@ enum class VerifyErrorKind {
   OutOfRange,          ///< rank, buffer index or count outside the buffers
   NoLink,              ///< no topology link between the two ranks
   BadLink,             ///< the named link does not join the two ranks
+  BadSwitch,           ///< a switch transfer the switch cannot carry out
   UninitializedRead,   ///< reads a slot that holds no data yet
   ReduceIntoUndefined, ///< reduces into a slot that holds no data yet
   WriteConflict,       ///< two transfers write one slot in the same step

@@ -1,0 +1,343 @@
+// Unit tests of in-network switches (NVLink SHARP): the topology's
+// switches and their JSON, switch transfers in schedules, their proof,
+// their cost in the chunk simulator, the lower bound beside them, and the
+// NVLS baseline.
+#include "ccsynth/Core/Baselines.h"
+#include "ccsynth/Core/Json.h"
+#include "ccsynth/Core/LowerBound.h"
+#include "ccsynth/Core/Simulator.h"
+#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Core/Verifier.h"
+
+#include <catch2/catch.hpp>
+
+using namespace ccsynth;
+
+namespace {
+
+constexpr BufferKind I = BufferKind::Input, O = BufferKind::Output;
+
+Topology builtin(const std::string &name) {
+  auto t = makeBuiltinTopology(name);
+  REQUIRE(t.ok());
+  return t.take();
+}
+
+Expected<Topology> topologyFromText(const std::string &text) {
+  auto doc = JsonDocument::parse("t.json", text);
+  REQUIRE(doc.ok());
+  return parseTopologyJson(*doc);
+}
+
+Transfer switchOp(TransferOp op, int step, ChunkLoc src, ChunkLoc dst,
+                  int sw = 0) {
+  Transfer t;
+  t.op = op;
+  t.step = step;
+  t.src = src;
+  t.dst = dst;
+  t.sw = sw;
+  return t;
+}
+
+/// NVLS AllReduce on `n` ranks, chunk factor n, out of place: rank r
+/// reduces chunk r of every input into its output (step 0) and multicasts
+/// it to the others (step 1).
+Schedule nvlsAllReduce(int n) {
+  Schedule s;
+  s.collective = *Collective::builtin(CollectiveKind::AllReduce, n, n);
+  for (int r = 0; r < n; ++r)
+    for (int j = 0; j < n; ++j)
+      s.transfers.push_back(
+          switchOp(TransferOp::SwitchReduce, 0, {j, I, r}, {r, O, r}));
+  for (int r = 0; r < n; ++r)
+    for (int j = 0; j < n; ++j)
+      if (j != r)
+        s.transfers.push_back(
+            switchOp(TransferOp::Multicast, 1, {r, O, r}, {j, O, r}));
+  return s;
+}
+
+VerifyErrorKind firstKind(const Schedule &s, const Topology *topo) {
+  VerifyOptions o;
+  o.topology = topo;
+  VerifyResult r = verifySchedule(s, o);
+  REQUIRE_FALSE(r.ok());
+  INFO(r.issues.front().message);
+  return r.issues.front().kind;
+}
+
+} // namespace
+
+TEST_CASE("NVLS machines have one switch per node over the NVSwitch ports",
+          "[innetwork]") {
+  Topology h = builtin("dgx-h100x2");
+  REQUIRE(h.switches.size() == 2);
+  const InNetworkSwitch &sw = h.switches[1];
+  CHECK(sw.name == "n1.nvls");
+  CHECK(sw.kind == SwitchKind::NVLS);
+  CHECK(sw.efficiency == Approx(0.754));
+  CHECK(sw.alphaUs == Approx(12.5));
+  REQUIRE(sw.ports.size() == 8);
+  CHECK(sw.ports[0].rank == 8);
+  CHECK(sw.ports[0].bandwidthGBps == Approx(450));
+  // The ports are the NVSwitch port resources the links name.
+  CHECK(h.resources[sw.ports[3].up].name == "n1.gpu3.nvswitch.out");
+  CHECK(h.resources[sw.ports[3].down].name == "n1.gpu3.nvswitch.in");
+  CHECK(sw.portOf(11) == 3);
+  CHECK(sw.portOf(3) == -1);
+  CHECK(builtin("dgx-b200").switches.at(0).efficiency == Approx(0.676));
+  CHECK(builtin("gb200-nvl72").switches.at(0).ports.size() == 72);
+  CHECK(builtin("dgx-a100").switches.empty());
+  CHECK(builtin("dgx1").switches.empty());
+
+  // The JSON form round-trips, and the hash sees the switches.
+  std::string text = topologyToJson(h);
+  auto back = topologyFromText(text);
+  REQUIRE(back.ok());
+  CHECK(topologyToJson(*back) == text);
+  CHECK(topologyHash(*back) == topologyHash(h));
+  Topology bare = h;
+  bare.switches.clear();
+  CHECK(topologyHash(bare) != topologyHash(h));
+  Topology slower = h;
+  slower.switches[0].efficiency = 0.5;
+  CHECK(topologyHash(slower) != topologyHash(h));
+}
+
+TEST_CASE("topology JSON switches are checked with located errors",
+          "[innetwork]") {
+  auto with = [](const std::string &switches) {
+    return topologyFromText(
+        R"({"format": "ccsynth-topology", "version": 1, "name": "t",
+            "ranks": 3, "resources": [{"name": "p", "bandwidth_gbps": 10}],
+            "links": [{"src": 0, "dst": 1, "kind": "nvlink",
+                       "alpha_us": 1, "bandwidth_gbps": 10}],
+            "switches": )" +
+        switches + "}");
+  };
+  auto ok = with(R"([{"name": "s", "kind": "nvls", "alpha_us": 2,
+      "efficiency": 0.5, "ports": [{"rank": 2, "bandwidth_gbps": 20},
+      {"rank": 0, "bandwidth_gbps": 30, "up": 0}]}])");
+  REQUIRE(ok.ok());
+  REQUIRE(ok->switches.size() == 1);
+  // Ports are kept in rank order whatever order the file lists them in.
+  CHECK(ok->switches[0].ports[0].rank == 0);
+  CHECK(ok->switches[0].ports[0].up == 0);
+  CHECK(ok->switches[0].ports[0].down == -1);
+  struct Bad {
+    const char *json;
+    const char *message;
+  } bad[] = {
+      {R"([{"name": "s", "kind": "fast", "alpha_us": 1, "ports": []}])",
+       "unknown switch kind 'fast'"},
+      {R"([{"name": "s", "kind": "nvls", "alpha_us": 1,
+           "ports": [{"rank": 0, "bandwidth_gbps": 1}]}])",
+       "at least two ranks"},
+      {R"([{"name": "s", "kind": "sharp", "alpha_us": 1,
+           "ports": [{"rank": 0, "bandwidth_gbps": 1},
+                     {"rank": 0, "bandwidth_gbps": 1}]}])",
+       "rank 0 already has a port"},
+      {R"([{"name": "s", "kind": "nvls", "alpha_us": 1,
+           "ports": [{"rank": 0, "bandwidth_gbps": 1},
+                     {"rank": 3, "bandwidth_gbps": 1}]}])",
+       "rank 3 is not in 0..2"},
+      {R"([{"name": "s", "kind": "nvls", "alpha_us": 1, "efficiency": 2,
+           "ports": [{"rank": 0, "bandwidth_gbps": 1},
+                     {"rank": 1, "bandwidth_gbps": 1}]}])",
+       "efficiency 2 is out of range"},
+      {R"([{"name": "s", "kind": "nvls", "alpha_us": 1,
+           "ports": [{"rank": 0, "bandwidth_gbps": 1, "down": 4},
+                     {"rank": 1, "bandwidth_gbps": 1}]}])",
+       "resource 4 is not defined"},
+  };
+  for (const Bad &b : bad) {
+    INFO(b.json);
+    auto t = with(b.json);
+    REQUIRE_FALSE(t.ok());
+    CHECK_THAT(t.error().message, Catch::Contains(b.message));
+    CHECK(t.error().loc.line > 0);
+  }
+}
+
+TEST_CASE("switch transfers round-trip through schedule JSON", "[innetwork]") {
+  Schedule s = nvlsAllReduce(4);
+  s.name = "nvls";
+  std::string text = scheduleToJson(s);
+  CHECK_THAT(text, Catch::Contains(R"("op":"switch-reduce")"));
+  CHECK_THAT(text, Catch::Contains(R"("switch":0)"));
+  // Both readers: the general one and the plain-form scanner for big files.
+  for (size_t limit : {size_t(1) << 20, size_t(0)}) {
+    auto back = readScheduleJson("s.json", text, limit);
+    REQUIRE(back.ok());
+    CHECK(scheduleToJson(*back) == text);
+    CHECK(back->usesSwitches());
+  }
+  auto parse = [](const std::string &transfer) {
+    auto doc =
+        JsonDocument::parse("s.json",
+                            R"({"format": "ccsynth-schedule", "version": 3,
+            "collective": {"kind": "allreduce", "ranks": 2,
+                           "chunk_factor": 1}, "transfers": [)" +
+                                transfer + "]}");
+    REQUIRE(doc.ok());
+    return parseScheduleJson(*doc);
+  };
+  auto noSwitch = parse(
+      R"({"step": 0, "op": "multicast", "src": [0, "i", 0], "dst": [1, "o", 0]})");
+  REQUIRE_FALSE(noSwitch.ok());
+  CHECK_THAT(noSwitch.error().message, Catch::Contains("names the switch"));
+  auto switchOnCopy = parse(
+      R"({"step": 0, "op": "copy", "switch": 0, "src": [0, "i", 0], "dst": [1, "o", 0]})");
+  REQUIRE_FALSE(switchOnCopy.ok());
+  CHECK_THAT(switchOnCopy.error().message,
+             Catch::Contains("only switch-reduce and multicast"));
+  // What cannot lower says so, at the transfer.
+  Status p2p = pointToPointOnly(s, "MSCCL XML has no switch operations");
+  REQUIRE_FALSE(p2p);
+  CHECK_THAT(p2p.error().message,
+             Catch::Contains("transfer #0 is a switch-reduce through switch 0"
+                             ", and MSCCL XML has no switch operations"));
+  Schedule plain;
+  plain.collective = s.collective;
+  CHECK(pointToPointOnly(plain, "x").ok());
+}
+
+TEST_CASE("the verifier proves switch reductions and multicasts and rejects "
+          "their mutants",
+          "[innetwork][verifier]") {
+  Topology topo = builtin("dgx-h100");
+  Schedule good = nvlsAllReduce(8);
+  VerifyOptions o;
+  o.topology = &topo;
+  VerifyResult r = verifySchedule(good, o);
+  INFO((r.ok() ? "" : r.issues.front().message));
+  REQUIRE(r.ok());
+
+  auto mutant = [&](auto change) {
+    Schedule s = good;
+    change(s);
+    return s;
+  };
+  // A contribution left out of a reduction: the output lacks a value.
+  CHECK(firstKind(mutant([](Schedule &s) {
+                    s.transfers.erase(s.transfers.begin() + 3);
+                  }),
+                  &topo) == VerifyErrorKind::WrongOutput);
+  // A contribution given twice (rank 2's in place of rank 3's).
+  CHECK(firstKind(mutant([](Schedule &s) { s.transfers[3].src.rank = 2; }),
+                  &topo) == VerifyErrorKind::DuplicateReduction);
+  // A member of a reduction split into the next step: it overwrites the
+  // sum with its own value (and races the multicast reading it).
+  CHECK(firstKind(mutant([](Schedule &s) { s.transfers[5].step = 1; }),
+                  &topo) == VerifyErrorKind::ReadWriteRace);
+  // NVLS reduces one address on every rank.
+  CHECK(firstKind(mutant([](Schedule &s) { s.transfers[1].src.index = 1; }),
+                  &topo) == VerifyErrorKind::BadSwitch);
+  // A multicast destination left out: that rank never gets the chunk.
+  CHECK(firstKind(mutant([](Schedule &s) { s.transfers.pop_back(); }), &topo) ==
+        VerifyErrorKind::MissingOutput);
+  // Multicasts to two addresses.
+  CHECK(firstKind(mutant([](Schedule &s) { s.transfers.back().dst.index = 0; }),
+                  &topo) == VerifyErrorKind::BadSwitch);
+  // A switch the machine does not have, and a rank without a port.
+  CHECK(firstKind(mutant([](Schedule &s) {
+                    for (Transfer &t : s.transfers)
+                      t.sw = 1;
+                  }),
+                  &topo) == VerifyErrorKind::BadSwitch);
+  Topology two = builtin("dgx-h100x2");
+  Schedule wide = nvlsAllReduce(16);
+  CHECK(firstKind(wide, &two) == VerifyErrorKind::BadSwitch);
+  // Members of one operation move the same number of chunks.
+  CHECK(firstKind(mutant([](Schedule &s) { s.transfers[2].count = 2; }),
+                  nullptr) == VerifyErrorKind::BadSwitch);
+  // Reading the sum in the step that writes it is a race.
+  CHECK(firstKind(mutant([](Schedule &s) {
+                    for (Transfer &t : s.transfers)
+                      t.step = 0;
+                  }),
+                  &topo) == VerifyErrorKind::ReadWriteRace);
+}
+
+TEST_CASE("the chunk simulator charges a switch operation once, within the "
+          "switch's throughput",
+          "[innetwork][sim]") {
+  Topology topo = builtin("dgx-h100");
+  const InNetworkSwitch &sw = topo.switches[0];
+  // One reduction of all 8 contributions into rank 0: 1 MB at a port's
+  // 450 GB/s (the switch reaches 0.754 of both directions of a port,
+  // more than one direction), then the switch's latency.
+  Schedule s;
+  s.collective = *Collective::builtin(CollectiveKind::Reduce, 8, 1, false, 0);
+  for (int j = 0; j < 8; ++j)
+    s.transfers.push_back(
+        switchOp(TransferOp::SwitchReduce, 0, {j, I, 0}, {0, O, 0}));
+  SimOptions so;
+  so.bytes = 1e6;
+  auto one = simulate(s, topo, so);
+  REQUIRE(one.ok());
+  double expect = sw.alphaUs + 1e6 / (450 * 1e3);
+  CHECK(one->timeUs == Approx(expect).epsilon(1e-9));
+
+  // NVLS AllReduce: every rank's port carries 7/8 B up (its contributions
+  // to the others' reductions) and B/8 (its multicast), and as much down;
+  // the switch moves 2B through it, at most 0.754 of 2 x 450 GB/s. With a
+  // rank's reductions and multicasts queued and overlapped the time
+  // approaches B over 0.754 x 450 GB/s, well under the ring's 14/8 B over
+  // 450 GB/s.
+  auto nvls = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, topo);
+  REQUIRE(nvls.ok());
+  auto ring = makeBaseline(BaselineKind::Ring, CollectiveKind::AllReduce, topo);
+  REQUIRE(ring.ok());
+  so.bytes = 1 << 30;
+  auto tn = simulate(*nvls, topo, so);
+  auto tr = simulate(*ring, topo, so);
+  REQUIRE(tn.ok());
+  REQUIRE(tr.ok());
+  double floor = so.bytes / (450 * sw.efficiency * 1e3);
+  CHECK(tn->timeUs > floor);
+  CHECK(tn->timeUs < 1.1 * floor);
+  CHECK(tn->timeUs < tr->timeUs);
+  // The bound stays below what NVLS achieves (a count of point-to-point
+  // transfers would not: it would ask 14/8 B of every port).
+  LowerBound lb = lowerBound(nvls->collective, topo, so.bytes);
+  CHECK(lb.timeUs() < tn->timeUs);
+  CHECK(lb.timeUs() == Approx(so.bytes / (450 * 1e3)).epsilon(1e-6));
+}
+
+TEST_CASE("the nvls baseline verifies where one switch joins every rank",
+          "[innetwork][baselines]") {
+  int built = 0;
+  for (const char *name : {"dgx-h100", "dgx-b200"}) {
+    Topology topo = builtin(name);
+    for (CollectiveKind c :
+         {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
+          CollectiveKind::AllGather})
+      for (bool inPlace : {false, true}) {
+        INFO(name << " " << toString(c) << (inPlace ? " in place" : ""));
+        REQUIRE(baselineSupports(BaselineKind::Nvls, c, topo));
+        BaselineOptions o;
+        o.inPlace = inPlace;
+        auto s = makeBaseline(BaselineKind::Nvls, c, topo, o);
+        if (!s)
+          FAIL(s.error().message);
+        VerifyOptions vo;
+        vo.topology = &topo;
+        CHECK(verifySchedule(*s, vo).ok());
+        CHECK(s->origin == "baseline:nvls");
+        for (const Transfer &t : s->transfers)
+          CHECK(isSwitchOp(t.op));
+        ++built;
+      }
+  }
+  CHECK(built == 12);
+  for (const char *name : {"dgx-a100", "dgx-h100x2"}) {
+    Topology topo = builtin(name);
+    CHECK_FALSE(
+        baselineSupports(BaselineKind::Nvls, CollectiveKind::AllReduce, topo));
+    auto s = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, topo);
+    REQUIRE_FALSE(s.ok());
+    CHECK_THAT(s.error().message, Catch::Contains("NVLS switch"));
+  }
+}

@@ -79,10 +79,12 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
       "broadcast/reduce), direct (all-pairs), hierarchical (intra-node then "
       "inter-node; multi-node topologies only), nvls (NCCL's NVLink SHARP "
       "algorithm for allreduce, reducescatter and allgather: each rank "
-      "reduces its slice in the NVSwitch and multicasts the result; needs "
-      "one NVLS switch joining every rank, as on dgx-h100, dgx-b200 and "
-      "gb200-nvl72; its schedules are verified and simulated at the chunk "
-      "level, and do not compile yet). Where ranks are not adjacent "
+      "reduces its slice in the NVSwitch and multicasts the result; on "
+      "several nodes NVLS-tree, allreduce only: the slices' partial sums "
+      "cross the network along a chain of nodes; needs an NVLS switch per "
+      "node, as on dgx-h100, dgx-b200 and gb200-nvl72; its schedules are "
+      "verified and simulated, and do not compile yet). Where ranks are not "
+      "adjacent "
       "the chunks are forwarded along the shortest route.");
   cmd->add_option("KIND", opts->kind,
                   "ring | tree | direct | hierarchical | nvls")

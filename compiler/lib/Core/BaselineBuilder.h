@@ -180,8 +180,13 @@ Expected<Schedule> makeHierarchicalBaseline(CollectiveKind kind,
 Expected<Schedule> makeNvlsBaseline(CollectiveKind kind, const Topology &topo,
                                     const BaselineOptions &options);
 
-/// The NVLS switch joining every rank of `topo`, or -1.
-int nvlsSwitchOf(const Topology &topo);
+/// Per node, the NVLS switch joining exactly its ranks; empty unless every
+/// node has one and all nodes have as many ranks.
+std::vector<int> nvlsSwitchesOf(const Topology &topo);
+/// Whether the nvls baseline builds `kind` on `topo`: AllReduce wherever
+/// every node has its NVLS switch (NVLS-tree on several nodes),
+/// ReduceScatter and AllGather on one node.
+bool nvlsSupports(CollectiveKind kind, const Topology &topo);
 
 /// "ring-allreduce".
 std::string baselineName(BaselineKind kind, CollectiveKind collective);

@@ -5,41 +5,125 @@
 // algorithm gives each rank a slice of the buffer: the rank asks the switch
 // for the sum of every rank's copy of its slice (multimem.ld_reduce) and
 // writes the result to every rank at once (multimem.st). The slices are cut
-// into `pipeline` chunks each, which a rank's reductions and multicasts
-// move one after another, the multicast of a chunk overlapping the
-// reduction of the next (the simulator queues a rank's switch operations
-// that way). ReduceScatter is the reduction half, AllGather the multicast
-// half. Every address a switch operation touches is the same on each rank,
-// as NVLS's multicast memory requires.
+// into `pipeline` chunks each (16 by default), which a rank's reductions
+// and multicasts move one after another, the multicast of a chunk
+// overlapping the reduction of the next (the simulator queues a rank's
+// switch operations that way). ReduceScatter is the reduction half,
+// AllGather the multicast half. Every address a switch operation touches
+// is the same on each rank, as NVLS's multicast memory requires.
 //
-// Multi-node NVLS (NVLS-tree) is not built: these schedules need one switch
-// joining every rank.
+// On several nodes (NVLS-tree, AllReduce only) each node's switch reduces
+// a slice into the slice's owner on that node, the owners of one slice on
+// every node (one rail) combine their partial sums over the network along
+// a chain of the nodes and spread the total back along it, and each node's
+// switch multicasts it. NCCL runs a tree across nodes; a chain moves the
+// same bytes per NIC (each node sends each slice's partial once and the
+// total once) with a longer pipeline fill, and each chunk starts its chain
+// at another node so that no NIC carries more than the others.
 //
 //===----------------------------------------------------------------------===//
 #include "BaselineBuilder.h"
 
 namespace ccsynth::baseline {
 
-int nvlsSwitchOf(const Topology &topo) {
-  int n = topo.numRanks();
+std::vector<int> nvlsSwitchesOf(const Topology &topo) {
+  int nodes = topo.numNodes();
+  std::vector<int> of(nodes, -1);
+  std::vector<std::vector<int>> ranks(nodes);
+  for (int r = 0; r < topo.numRanks(); ++r)
+    ranks[topo.nodeOf[r]].push_back(r);
   for (size_t i = 0; i < topo.switches.size(); ++i) {
     const InNetworkSwitch &sw = topo.switches[i];
-    if (sw.kind == SwitchKind::NVLS && (int)sw.ports.size() == n)
-      return (int)i;
+    if (sw.kind != SwitchKind::NVLS || sw.ports.empty())
+      continue;
+    int node = topo.nodeOf[sw.ports.front().rank];
+    if (of[node] >= 0 || sw.ports.size() != ranks[node].size())
+      continue;
+    bool same = true;
+    for (size_t k = 0; k < sw.ports.size() && same; ++k)
+      same = sw.ports[k].rank == ranks[node][k];
+    if (same)
+      of[node] = (int)i;
   }
-  return -1;
+  for (int node = 0; node < nodes; ++node)
+    if (of[node] < 0 || ranks[node].size() != ranks[0].size())
+      return {};
+  return of;
 }
+
+bool nvlsSupports(CollectiveKind kind, const Topology &topo) {
+  std::vector<int> sws = nvlsSwitchesOf(topo);
+  if (sws.empty())
+    return false;
+  return kind == CollectiveKind::AllReduce ||
+         (sws.size() == 1 && (kind == CollectiveKind::ReduceScatter ||
+                              kind == CollectiveKind::AllGather));
+}
+
+namespace {
+
+Expected<Schedule> makeNvlsTree(CollectiveKind kind, const Topology &topo,
+                                const std::vector<int> &sws,
+                                const BaselineOptions &options) {
+  if (kind != CollectiveKind::AllReduce)
+    return Error("the nvls baseline across nodes (NVLS-tree) implements "
+                 "allreduce only, as NCCL's does");
+  int nodes = (int)sws.size();
+  std::vector<std::vector<int>> ranks(nodes);
+  for (int r = 0; r < topo.numRanks(); ++r)
+    ranks[topo.nodeOf[r]].push_back(r);
+  int g = (int)ranks[0].size();
+  int p = pipelineOr(options, 16);
+  auto col = makeCollective(kind, topo.numRanks(), g * p, options.inPlace,
+                            options.root);
+  if (!col)
+    return col.error();
+  ScheduleBuilder b(topo, col.take(), options.until);
+  for (int q = 0; q < p; ++q)
+    for (int k = 0; k < g; ++k) {
+      int i = k * p + q;
+      // Each node's switch reduces chunk i into the node's rank k.
+      for (int m = 0; m < nodes; ++m) {
+        std::vector<ChunkLoc> srcs;
+        for (int r : ranks[m])
+          srcs.push_back(b.input(r, i));
+        b.switchReduce(sws[m], srcs, b.output(ranks[m][k], i));
+      }
+      // The rail of rank k combines the partials along a chain of nodes
+      // that starts at another node for each chunk, and spreads the total
+      // back along it.
+      std::vector<int> chain;
+      for (int m = 0; m < nodes; ++m)
+        chain.push_back(ranks[(m + q * g + k) % nodes][k]);
+      SlotAt at = [&](int pos) { return b.output(chain[pos], i); };
+      reduceChain(b, chain, at, at);
+      std::vector<int> back(chain.rbegin(), chain.rend());
+      broadcastChain(b, back, b.output(back.front(), i),
+                     [&](int pos) { return b.output(back[pos], i); });
+      // Each node's switch multicasts the total from its rank k.
+      for (int m = 0; m < nodes; ++m) {
+        std::vector<ChunkLoc> others;
+        for (int r : ranks[m])
+          if (r != ranks[m][k])
+            others.push_back(b.output(r, i));
+        b.multicast(sws[m], b.output(ranks[m][k], i), others);
+      }
+    }
+  return b.finish(baselineName(BaselineKind::Nvls, kind), "baseline:nvls");
+}
+
+} // namespace
 
 Expected<Schedule> makeNvlsBaseline(CollectiveKind kind, const Topology &topo,
                                     const BaselineOptions &options) {
-  int sw = nvlsSwitchOf(topo);
-  if (sw < 0)
-    return Error("the nvls baseline needs an NVLS switch joining every rank; "
-                 "'" +
-                 topo.name + "' has none" +
-                 (topo.numNodes() > 1 ? " (NVLS-tree across nodes is not "
-                                        "built yet)"
-                                      : ""));
+  std::vector<int> sws = nvlsSwitchesOf(topo);
+  if (sws.empty())
+    return Error("the nvls baseline needs an NVLS switch joining the ranks "
+                 "of every node; '" +
+                 topo.name + "' has none");
+  if (sws.size() > 1)
+    return makeNvlsTree(kind, topo, sws, options);
+  int sw = sws.front();
   int n = topo.numRanks();
   int p = pipelineOr(options, 16);
   int factor = kind == CollectiveKind::AllReduce ? n * p : p;

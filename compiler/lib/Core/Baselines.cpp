@@ -98,8 +98,8 @@ bool baselineSupports(BaselineKind kind, CollectiveKind collective,
   if (kind == BaselineKind::Hierarchical &&
       (topology.numNodes() < 2 || !uniformNodes(topology)))
     return false;
-  if (kind == BaselineKind::Nvls && baseline::nvlsSwitchOf(topology) < 0)
-    return false;
+  if (kind == BaselineKind::Nvls)
+    return baseline::nvlsSupports(collective, topology);
   for (CollectiveKind c : familyCollectives(kind))
     if (c == collective)
       return true;
@@ -123,17 +123,18 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
   if (kind == BaselineKind::Hierarchical && !uniformNodes(topology))
     return Error(what + " needs the same number of ranks in every node of '" +
                  topology.name + "'");
-  if (kind == BaselineKind::Nvls && baseline::nvlsSwitchOf(topology) < 0)
+  if (kind == BaselineKind::Nvls && baseline::nvlsSwitchesOf(topology).empty())
     return Error(what +
-                     " needs an NVLS switch (NVLink SHARP) joining every "
-                     "rank; '" +
+                     " needs an NVLS switch (NVLink SHARP) joining the "
+                     "ranks of every node; '" +
                      topology.name + "' has none",
                  {},
-                 topology.numNodes() > 1
-                     ? "NVLS-tree, NCCL's NVLS across nodes, is not built "
-                       "yet"
-                     : "NVLS needs Hopper or Blackwell GPUs on an NVSwitch "
-                       "(dgx-h100, dgx-b200, gb200-nvl72)");
+                 "NVLS needs Hopper or Blackwell GPUs on an NVSwitch "
+                 "(dgx-h100, dgx-b200, gb200-nvl72)");
+  if (kind == BaselineKind::Nvls && topology.numNodes() > 1 &&
+      collective != CollectiveKind::AllReduce)
+    return Error(what + " across nodes (NVLS-tree) implements allreduce "
+                        "only, as NCCL's does");
   if (!baselineSupports(kind, collective, topology))
     return Error(what + " does not implement " + toString(collective), {},
                  "it implements: " + joinNames(familyCollectives(kind)));

@@ -306,38 +306,55 @@ TEST_CASE("the chunk simulator charges a switch operation once, within the "
   CHECK(lb.timeUs() == Approx(so.bytes / (450 * 1e3)).epsilon(1e-6));
 }
 
-TEST_CASE("the nvls baseline verifies where one switch joins every rank",
+TEST_CASE("the nvls baseline verifies where a switch joins every node's "
+          "ranks",
           "[innetwork][baselines]") {
   int built = 0;
-  for (const char *name : {"dgx-h100", "dgx-b200"}) {
+  for (const char *name : {"dgx-h100", "dgx-b200", "dgx-h100x2"}) {
     Topology topo = builtin(name);
     for (CollectiveKind c :
          {CollectiveKind::AllReduce, CollectiveKind::ReduceScatter,
           CollectiveKind::AllGather})
       for (bool inPlace : {false, true}) {
         INFO(name << " " << toString(c) << (inPlace ? " in place" : ""));
-        REQUIRE(baselineSupports(BaselineKind::Nvls, c, topo));
+        bool multiNode = topo.numNodes() > 1;
+        // Across nodes (NVLS-tree) AllReduce only, as NCCL.
+        bool expected = !multiNode || c == CollectiveKind::AllReduce;
+        REQUIRE(baselineSupports(BaselineKind::Nvls, c, topo) == expected);
         BaselineOptions o;
         o.inPlace = inPlace;
         auto s = makeBaseline(BaselineKind::Nvls, c, topo, o);
+        if (!expected) {
+          REQUIRE_FALSE(s.ok());
+          CHECK_THAT(s.error().message,
+                     Catch::Contains("implements allreduce only"));
+          continue;
+        }
         if (!s)
           FAIL(s.error().message);
         VerifyOptions vo;
         vo.topology = &topo;
         CHECK(verifySchedule(*s, vo).ok());
         CHECK(s->origin == "baseline:nvls");
-        for (const Transfer &t : s->transfers)
-          CHECK(isSwitchOp(t.op));
+        int switched = 0, overNics = 0;
+        for (const Transfer &t : s->transfers) {
+          switched += isSwitchOp(t.op);
+          if (!isSwitchOp(t.op) && t.src.rank != t.dst.rank)
+            overNics += !topo.sameNode(t.src.rank, t.dst.rank);
+        }
+        CHECK(switched > 0);
+        // Inside a node everything goes through the switch; only NVLS-tree
+        // goes point to point, and then only between nodes.
+        CHECK((overNics > 0) == multiNode);
+        CHECK(switched + overNics == (int)s->transfers.size());
         ++built;
       }
   }
-  CHECK(built == 12);
-  for (const char *name : {"dgx-a100", "dgx-h100x2"}) {
-    Topology topo = builtin(name);
-    CHECK_FALSE(
-        baselineSupports(BaselineKind::Nvls, CollectiveKind::AllReduce, topo));
-    auto s = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, topo);
-    REQUIRE_FALSE(s.ok());
-    CHECK_THAT(s.error().message, Catch::Contains("NVLS switch"));
-  }
+  CHECK(built == 14);
+  Topology a100 = builtin("dgx-a100");
+  CHECK_FALSE(
+      baselineSupports(BaselineKind::Nvls, CollectiveKind::AllReduce, a100));
+  auto s = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, a100);
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.error().message, Catch::Contains("NVLS switch"));
 }

@@ -77,9 +77,10 @@ struct SimResult {
 
 /// The runtime model of a schedule with switch transfers, whose operations
 /// have no step program yet: NCCL's NVLS kernel. It is the chunk
-/// simulation at the data rate the step model gives every link, shared
-/// resource and switch port (StepModel::linkEfficiency of its line rate),
-/// plus the launch of one Simple call. NVLS kernels pipeline their
+/// simulation at the data rate the step model gives NVLink
+/// (StepModel::linkEfficiency of the line rate of every NVLink, of the
+/// resources NVLinks cross and of NVLS ports; network links keep their
+/// line rate), plus the launch of one Simple call. NVLS kernels pipeline their
 /// reductions and multicasts finely (a schedule's chunks stand for that
 /// pipeline) and run enough channels that no threadblock limit binds
 /// (docs/calibration.md, "In-network reduction").

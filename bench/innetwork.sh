@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# innetwork.sh - AllReduce on machines whose switches reduce (NVLink
+# SHARP), at the step level: ccsynth's default output against NCCL's
+# in-network algorithm and against the best point-to-point program, in one
+# run.
+#
+# For every machine it prints, per size:
+#   ccsynth        `ccsynth synth -c allreduce --time-limit LIMIT` compiled
+#                  with no flags (the tuned compile, which may write NCCL's
+#                  ring instead), timed by `simulate --level steps`; at a
+#                  size MSCCL does not select that XML for, NCCL runs (its
+#                  best is printed, note "NCCL-runs-(N)")
+#   nccl nvls      `ccsynth baseline nvls` (NVLS on one node, NVLS-tree on
+#                  several), timed by the NVLS runtime model
+#                  (docs/calibration.md, "In-network reduction")
+#   nccl sharp     IB SHARP (CollNet): not built, printed as "-"
+#   nccl ring      NCCL's ring (`baseline ring --inplace` compiled with 8,
+#                  16 and 32 instances, Simple and LL128: the best per size,
+#                  as if NCCL's tuner chose perfectly; the configuration the
+#                  calibration table's ring rows use)
+#   best p2p       the faster of ccsynth and NCCL's ring
+# and the ratios ccsynth / NCCL's best (its in-network algorithm or its
+# ring, whichever is faster) and best p2p / NCCL's best. The goal is
+# ccsynth >= 1.0 x NCCL's best everywhere and > 1.1 x on several nodes;
+# the last lines say where it holds. ccsynth's synthesizer does not use
+# switch transfers yet, so on these machines the first ratio shows the gap.
+# A benchmark, not a test: gb200-nvl72 and dgx-h100x8 synthesize 64-72
+# ranks.
+#
+# Usage: bench/innetwork.sh [-b BUILD] [-l SECONDS] [-t TOPOS] [-s SIZES]
+#   e.g. bench/innetwork.sh -t "dgx-h100 dgx-b200" -l 10
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=build
+LIMIT=30
+TOPOS="dgx-h100 dgx-h100x2 dgx-h100x8 dgx-b200 dgx-b200x4 gb200-nvl72"
+COLLS=allreduce
+SIZES="64M 1G"
+. bench/common.sh
+bench_options "$@"
+sizes_csv=$(echo "$SIZES" | tr ' ' ',')
+
+# busbw INPUT TOPO: "bytes time_us busbw served" per size at the step
+# level; served says whether MSCCL selects INPUT (an MSCCL XML) at that
+# size: by its minBytes..maxBytes, and only where the call's float elements
+# are a multiple of nchunksperloop (as bench/compiled_vs_nccl.sh). Always 1
+# for a schedule.
+busbw() {
+  local input=$1 topo=$2 lo hi loop
+  lo=$(grep -o 'minBytes="[0-9]*"' "$input" | head -1 | tr -dc 0-9 || true)
+  hi=$(grep -o 'maxBytes="[0-9]*"' "$input" | head -1 | tr -dc 0-9 || true)
+  loop=$(grep -o 'nchunksperloop="[0-9]*"' "$input" | head -1 | tr -dc 0-9 ||
+    true)
+  "$CCSYNTH" simulate "$input" --topo "$topo" --level steps \
+      --sizes "$sizes_csv" --json 2> /dev/null |
+    python3 -c 'import json,sys
+lo, hi, loop = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+for r in json.load(sys.stdin)[0]["results"]:
+    b = int(r["bytes"])
+    print(b, r["time_us"], r["busbw_gbps"],
+          int(b >= lo and (hi == 0 or b <= hi) and
+              (loop == 0 or b % (4 * loop) == 0)))' \
+      "${lo:-0}" "${hi:-0}" "${loop:-0}"
+}
+
+# compiled INPUT TOPO [compile flags...]: busbw of what the compile writes
+# for INPUT (with no flags: the tuned compile).
+compiled() {
+  local input=$1 topo=$2
+  shift 2
+  "$CCSYNTH" compile "$input" -o "$OUT/p.xml" --no-predict "$@" > /dev/null \
+      2> "$OUT/compile.log" || return 1
+  busbw "$OUT/p.xml" "$topo"
+}
+
+rows=$OUT/rows.txt
+: > "$rows"
+for topo in $TOPOS; do
+  : > "$OUT/ccs.txt"
+  : > "$OUT/nvls.txt"
+  : > "$OUT/ring.txt"
+  note=-
+  if "$CCSYNTH" synth -t "$topo" -c allreduce --time-limit "$LIMIT" \
+      -o "$OUT/s.json" > "$OUT/synth.log" 2>&1; then
+    compiled "$OUT/s.json" "$topo" > "$OUT/ccs.txt" || note=compile-failed
+    grep -qE "writing it instead|writing NCCL.s" "$OUT/compile.log" &&
+      note=ring-written
+  else
+    note=synth-failed
+  fi
+  if "$CCSYNTH" baseline nvls -c allreduce -t "$topo" -o "$OUT/n.json" \
+      > /dev/null 2>&1; then
+    busbw "$OUT/n.json" "$topo" > "$OUT/nvls.txt"
+  fi
+  if "$CCSYNTH" baseline ring -c allreduce -t "$topo" --inplace \
+      -o "$OUT/r.json" > /dev/null 2>&1; then
+    for proto in Simple LL128; do
+      for inst in 8 16 32; do
+        compiled "$OUT/r.json" "$topo" --instances "$inst" \
+          --protocol "$proto" >> "$OUT/ring.txt" || true
+      done
+    done
+  fi
+  python3 - "$topo" "$note" "$OUT/ccs.txt" "$OUT/nvls.txt" \
+      "$OUT/ring.txt" >> "$rows" <<'PY'
+import sys
+topo, note, ccs, nvls, ring = sys.argv[1:6]
+def table(path, servedOnly=True):
+    out = {}
+    for f in (l.split() for l in open(path)):
+        if f and (not servedOnly or f[3] == '1'):
+            out[int(f[0])] = max(out.get(int(f[0]), 0.0), float(f[2]))
+    return out
+c, n, r = table(ccs), table(nvls), table(ring)
+own = table(ccs, servedOnly=False)
+nan = float('nan')
+for b in sorted(set(own) | set(n) | set(r)):
+    # served: MSCCL selects ccsynth's XML at this size (else NCCL runs).
+    print(topo, b, own.get(b, nan), int(b in c), n.get(b, nan),
+          r.get(b, nan), note)
+PY
+done
+
+python3 - "$rows" <<'PY'
+import math, re, sys
+def size(b):
+    for u, s in ((1 << 30, 'G'), (1 << 20, 'M'), (1 << 10, 'K')):
+        if b >= u and b % u == 0:
+            return f'{b // u}{s}'
+    return str(b)
+def cell(x):
+    return '-' if math.isnan(x) else f'{x:.1f}'
+def best(*xs):
+    xs = [x for x in xs if not math.isnan(x)]
+    return max(xs) if xs else float('nan')
+print('AllReduce busbw (GB/s) at the step level; ratios of busbw (>= 1: '
+      'at least as fast as NCCL)')
+print(f'{"machine":<13} {"size":>5} {"ccsynth":>9} {"nccl nvls":>9} '
+      f'{"nccl sharp":>10} {"nccl ring":>9} {"best p2p":>8} '
+      f'{"runs/nccl":>9} {"p2p/nccl":>8}  note')
+ratios, multi, own_runs, rows = [], [], 0, 0
+for line in open(sys.argv[1]):
+    topo, b, c, served, n, r, note = line.split()
+    b, c, served, n, r = int(b), float(c), served == '1', float(n), float(r)
+    nccl = best(n, r)
+    p2p = best(c, r)
+    # What runs: ccsynth's XML where MSCCL selects it, else NCCL's best.
+    runs = c if served else nccl
+    rc = runs / nccl if nccl == nccl and runs == runs else float('nan')
+    rp = p2p / nccl if nccl == nccl and p2p == p2p else float('nan')
+    ratio = lambda x: '-' if math.isnan(x) else f'{x:.2f}'
+    mark = '' if served or math.isnan(c) else ' (N)'
+    print(f'{topo:<13} {size(b):>5} {cell(c) + mark:>9} {cell(n):>9} '
+          f'{"-":>10} {cell(r):>9} {cell(p2p):>8} {ratio(rc):>9} '
+          f'{ratio(rp):>8}  {note}')
+    rows += 1
+    own_runs += served
+    if not math.isnan(rc):
+        ratios.append(rc)
+        if re.search(r'x\d+$', topo):  # several nodes (dgx-h100x2)
+            multi.append(rc)
+print('(N): MSCCL does not select ccsynth\'s XML at that size (outside its '
+      'range, or not a multiple of its loop), so NCCL runs')
+print(f'ccsynth\'s own program runs at {own_runs} of {rows} sizes')
+if ratios:
+    g = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    print(f'what runs / NCCL best: geomean {g:.2f} over {len(ratios)} '
+          f'rows; >= 1.0 everywhere: '
+          f'{"yes" if min(ratios) >= 1 else "no"} (lowest {min(ratios):.2f})')
+if multi:
+    print(f'several nodes: > 1.1 everywhere: '
+          f'{"yes" if min(multi) > 1.1 else "no"} (lowest {min(multi):.2f})')
+PY

@@ -42,32 +42,6 @@ SIZES="1K 1M 64M 1G"
 bench_options "$@"
 sizes_csv=$(echo "$SIZES" | tr ' ' ',')
 
-# sim_rows INPUT TOPO [simulate flags...]: "size time_us busbw served" per
-# size of $SIZES; served says whether MSCCL selects INPUT (an MSCCL XML) at
-# that size: by its minBytes..maxBytes, and only where the call's float
-# elements are a multiple of nchunksperloop (MSCCL needs the buffer to split
-# into whole loops: no power of two is a multiple of 3, and none below the
-# loop is a multiple of it). Always 1 for a schedule.
-sim_rows() {
-  local input=$1 topo=$2 lo hi loop
-  shift 2
-  # A schedule JSON has none of these attributes: no bound.
-  lo=$(grep -o 'minBytes="[0-9]*"' "$input" | head -1 | tr -dc 0-9 || true)
-  hi=$(grep -o 'maxBytes="[0-9]*"' "$input" | head -1 | tr -dc 0-9 || true)
-  loop=$(grep -o 'nchunksperloop="[0-9]*"' "$input" | head -1 | tr -dc 0-9 ||
-    true)
-  "$CCSYNTH" simulate "$input" --topo "$topo" --sizes "$sizes_csv" --json \
-      "$@" 2> /dev/null |
-    python3 -c 'import json,sys
-lo, hi, loop = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-for r in json.load(sys.stdin)[0]["results"]:
-    b = int(r["bytes"])
-    print(b, r["time_us"], r["busbw_gbps"],
-          int(b >= lo and (hi == 0 or b <= hi) and
-              (loop == 0 or b % (4 * loop) == 0)))' \
-      "${lo:-0}" "${hi:-0}" "${loop:-0}"
-}
-
 # step_times FILE TOPO [compile flags...]: sim_rows of the program FILE (a
 # schedule) compiles to with the flags, at the step level.
 step_times() {

@@ -40,27 +40,9 @@ SIZES="64M 1G"
 bench_options "$@"
 sizes_csv=$(echo "$SIZES" | tr ' ' ',')
 
-# busbw INPUT TOPO: "bytes time_us busbw served" per size at the step
-# level; served says whether MSCCL selects INPUT (an MSCCL XML) at that
-# size: by its minBytes..maxBytes, and only where the call's float elements
-# are a multiple of nchunksperloop (as bench/compiled_vs_nccl.sh). Always 1
-# for a schedule.
+# busbw INPUT TOPO: sim_rows (bench/common.sh) at the step level.
 busbw() {
-  local input=$1 topo=$2 lo hi loop
-  lo=$(grep -o 'minBytes="[0-9]*"' "$input" | head -1 | tr -dc 0-9 || true)
-  hi=$(grep -o 'maxBytes="[0-9]*"' "$input" | head -1 | tr -dc 0-9 || true)
-  loop=$(grep -o 'nchunksperloop="[0-9]*"' "$input" | head -1 | tr -dc 0-9 ||
-    true)
-  "$CCSYNTH" simulate "$input" --topo "$topo" --level steps \
-      --sizes "$sizes_csv" --json 2> /dev/null |
-    python3 -c 'import json,sys
-lo, hi, loop = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-for r in json.load(sys.stdin)[0]["results"]:
-    b = int(r["bytes"])
-    print(b, r["time_us"], r["busbw_gbps"],
-          int(b >= lo and (hi == 0 or b <= hi) and
-              (loop == 0 or b % (4 * loop) == 0)))' \
-      "${lo:-0}" "${hi:-0}" "${loop:-0}"
+  sim_rows "$1" "$2" --level steps
 }
 
 # compiled INPUT TOPO [compile flags...]: busbw of what the compile writes

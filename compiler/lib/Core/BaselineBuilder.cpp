@@ -121,40 +121,13 @@ void ScheduleBuilder::emit(ChunkLoc src, ChunkLoc dst, TransferOp op,
                 "another baseline");
     return;
   }
-  int step = 0;
-  for (int k = 0; k < count; ++k) {
-    const SlotState &s = slot({src.rank, src.buffer, src.index + k});
-    const SlotState &d = slot({dst.rank, dst.buffer, dst.index + k});
-    step = std::max({step, s.lastWrite + 1, d.lastWrite + 1, d.lastRead + 1});
-  }
-  for (int k = 0; k < count; ++k) {
-    SlotState &s = slot({src.rank, src.buffer, src.index + k});
-    s.lastRead = std::max(s.lastRead, step);
-    slot({dst.rank, dst.buffer, dst.index + k}).lastWrite = step;
-  }
-  Transfer t;
-  t.src = src;
-  t.dst = dst;
-  t.count = count;
-  t.op = op;
-  t.step = step;
-  t.channel = currentChannel;
-  if (src.rank != dst.rank)
-    t.link = links[(size_t)src.rank * numRanks() + dst.rank];
-  sched.transfers.push_back(t);
+  const std::pair<ChunkLoc, ChunkLoc> one[] = {{src, dst}};
+  place(op, -1, one, count);
 }
 
-void ScheduleBuilder::emitGroup(
-    int sw, TransferOp op,
-    const std::vector<std::pair<ChunkLoc, ChunkLoc>> &members, int count) {
-  if (members.empty() || pastDeadline())
-    return;
-  if (sched.transfers.size() + members.size() > kMaxTransfers) {
-    failure = Error("the schedule would need more than " +
-                    std::to_string(kMaxTransfers) + " transfers on '" +
-                    topo.name + "'; use a smaller pipeline depth");
-    return;
-  }
+void ScheduleBuilder::place(
+    TransferOp op, int sw,
+    std::span<const std::pair<ChunkLoc, ChunkLoc>> members, int count) {
   // Every member reads before any writes: the step follows the state
   // before the operation.
   int step = 0;
@@ -180,8 +153,24 @@ void ScheduleBuilder::emitGroup(
     t.step = step;
     t.sw = sw;
     t.channel = currentChannel;
+    if (sw < 0 && src.rank != dst.rank)
+      t.link = links[(size_t)src.rank * numRanks() + dst.rank];
     sched.transfers.push_back(t);
   }
+}
+
+void ScheduleBuilder::emitGroup(
+    int sw, TransferOp op,
+    const std::vector<std::pair<ChunkLoc, ChunkLoc>> &members, int count) {
+  if (members.empty() || pastDeadline())
+    return;
+  if (sched.transfers.size() + members.size() > kMaxTransfers) {
+    failure = Error("the schedule would need more than " +
+                    std::to_string(kMaxTransfers) + " transfers on '" +
+                    topo.name + "'; use a smaller pipeline depth");
+    return;
+  }
+  place(op, sw, members, count);
 }
 
 void ScheduleBuilder::switchReduce(int sw, const std::vector<ChunkLoc> &srcs,

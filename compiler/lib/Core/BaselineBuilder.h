@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -116,6 +117,11 @@ private:
   void emitGroup(int sw, TransferOp op,
                  const std::vector<std::pair<ChunkLoc, ChunkLoc>> &members,
                  int count);
+  /// Appends the members of one operation (one transfer, or a switch
+  /// operation through `sw`) at the earliest step that keeps every member
+  /// after what it reads and overwrites.
+  void place(TransferOp op, int sw,
+             std::span<const std::pair<ChunkLoc, ChunkLoc>> members, int count);
 };
 
 /// Slot of the chunk at a path position.

@@ -46,6 +46,18 @@ Expected<double> readBandwidth(const JsonReader &rd, const std::string &p) {
   return 1e3 / *beta;
 }
 
+/// A latency in µs at `p` + "/alpha_us", within the usable range.
+Expected<double> readAlpha(const JsonReader &rd, const std::string &p) {
+  auto alpha = rd.number(p + "/alpha_us");
+  if (!alpha)
+    return alpha.error();
+  if (!isUsableAlpha(*alpha))
+    return rd.error(p + "/alpha_us", "alpha " + formatFigure(*alpha) +
+                                         " us is out of range: it must be " +
+                                         alphaRangeText());
+  return *alpha;
+}
+
 /// Reads `{"Simple": x, "LL128": y, "LL": z}` (any subset) into `out`.
 Status readPerProtocol(const JsonReader &rd, const std::string &p, double *out,
                        bool allowZero) {
@@ -161,13 +173,9 @@ Status readSwitches(const JsonReader &rd, Topology &t) {
       return rd.error(p + "/kind", "unknown switch kind '" + *kind +
                                        "' (expected nvls or sharp)");
     sw.kind = *k;
-    auto alpha = rd.number(p + "/alpha_us");
+    auto alpha = readAlpha(rd, p);
     if (!alpha)
       return alpha.error();
-    if (!isUsableAlpha(*alpha))
-      return rd.error(p + "/alpha_us", "alpha " + formatFigure(*alpha) +
-                                           " us is out of range: it must be " +
-                                           alphaRangeText());
     sw.alphaUs = *alpha;
     if (rd.has(p, "efficiency")) {
       auto e = rd.number(p + "/efficiency");
@@ -363,13 +371,9 @@ Expected<Topology> parseTopologyJson(const JsonDocument &doc) {
                       "unknown link kind '" + *kind +
                           "' (expected nvlink, pcie, rdma or shm)");
     l.kind = *k;
-    auto alpha = rd.number(p + "/alpha_us");
+    auto alpha = readAlpha(rd, p);
     if (!alpha)
       return alpha.error();
-    if (!isUsableAlpha(*alpha))
-      return rd.error(p + "/alpha_us", "alpha " + formatFigure(*alpha) +
-                                           " us is out of range: it must be " +
-                                           alphaRangeText());
     l.alphaUs = *alpha;
     auto bw = readBandwidth(rd, p);
     if (!bw)

@@ -120,18 +120,15 @@ void addNvlinkMesh(Builder &b, int base, const std::vector<std::vector<int>> &la
 /// 32 GB (../shared/published-nccl-figures.md rows 2 and 45). NCCL's own
 /// tuning derates NVLS by 0.85 on Hopper and 0.74 on Blackwell
 /// (nvlsEfficiency) over a different traffic count.
-struct NvlsSpec {
-  double efficiency = 0;
-  double alphaUs = 12.5;
-};
-constexpr NvlsSpec kHopperNvls{0.754};
-constexpr NvlsSpec kBlackwellNvls{0.676};
+constexpr double kNvlsAlphaUs = 12.5;
+constexpr NvlsFigures kHopperNvls{0.754, kNvlsAlphaUs};
+constexpr NvlsFigures kBlackwellNvls{0.676, kNvlsAlphaUs};
 
 /// NVSwitch inside a node: each GPU has one egress and one ingress port of
 /// `portGBps`; every GPU pair is a link through both ports. With `nvls`,
 /// the switch also reduces and multicasts through the same ports.
 void addNvswitch(Builder &b, int node, int base, int gpus, double portGBps,
-                 const NvlsSpec *nvls = nullptr) {
+                 const NvlsFigures *nvls = nullptr) {
   std::vector<int> out(gpus), in(gpus);
   for (int i = 0; i < gpus; ++i) {
     out[i] = b.addResource(rankName(node, i) + ".nvswitch.out", portGBps);
@@ -226,7 +223,7 @@ Topology dgx1(int nodes, bool ndv2) {
 Topology switched(const std::string &base, int nodes, int gpus, double portGBps,
                   const std::vector<int> &nicOf, double nicGBps,
                   const std::string &description,
-                  const NvlsSpec *nvls = nullptr) {
+                  const NvlsFigures *nvls = nullptr) {
   Builder b(base + (nodes > 1 ? "x" + std::to_string(nodes) : ""));
   for (int n = 0; n < nodes; ++n) {
     b.addRanks(gpus, n);
@@ -389,6 +386,14 @@ bool parseCount(const std::string &s, int &out, int lo, int hi) {
 }
 
 } // namespace
+
+std::optional<NvlsFigures> nvlsFigures(int smArch) {
+  if (smArch >= 100)
+    return kBlackwellNvls;
+  if (smArch >= 90)
+    return kHopperNvls;
+  return std::nullopt;
+}
 
 std::vector<BuiltinInfo> builtinTopologies() {
   return {

@@ -722,6 +722,48 @@ Expected<Topology> Importer::run(const XmlElement &root) {
     }
   }
 
+  // NVLink SHARP: the dump has no attribute for it (NCCL asks the driver
+  // for multicast support at run time); Hopper and later GPUs whose
+  // NVLinks all go to NVSwitches have it, one switch per node over the
+  // ports the NVSwitch links share.
+  bool nvls = false;
+  for (int c = 0; c < copies; ++c)
+    for (const auto &[h, node] : hostNode) {
+      (void)node;
+      InNetworkSwitch sw;
+      std::optional<NvlsFigures> fig;
+      bool all = true;
+      for (int g = 0; g < numGpus && all; ++g) {
+        if (gpus[g].host != h)
+          continue;
+        std::optional<NvlsFigures> f = nvlsFigures(gpus[g].sm);
+        all = f && switchLanes[g] > 0 &&
+              (!fig || (f->efficiency == fig->efficiency &&
+                        f->alphaUs == fig->alphaUs));
+        fig = f;
+        if (!all)
+          break;
+        auto up = resourceIds.find({kSwitchOut, c, g}),
+             down = resourceIds.find({kSwitchIn, c, g});
+        sw.ports.push_back({rankOf(c, g),
+                            (double)switchLanes[g] * nvlinkGBps(gpus[g].sm),
+                            up == resourceIds.end() ? -1 : up->second,
+                            down == resourceIds.end() ? -1 : down->second});
+      }
+      if (!all || !fig || sw.ports.size() < 2)
+        continue;
+      sw.name = nodePrefix(c, h) + "nvls";
+      sw.kind = SwitchKind::NVLS;
+      sw.efficiency = fig->efficiency;
+      sw.alphaUs = fig->alphaUs;
+      std::sort(sw.ports.begin(), sw.ports.end(),
+                [](const SwitchPort &a, const SwitchPort &b) {
+                  return a.rank < b.rank;
+                });
+      t.switches.push_back(std::move(sw));
+      nvls = true;
+    }
+
   int numNodes = copies * hostsPerCopy;
   if (numNodes > 1) {
     // The NIC closest to each GPU on its PCI tree (fewest hops; crossing to
@@ -807,6 +849,8 @@ Expected<Topology> Importer::run(const XmlElement &root) {
   t.description += anySwitch ? ", NVSwitch"
                    : anyMesh ? ", NVLink mesh"
                              : ", PCIe only";
+  if (nvls)
+    t.description += " with NVLink SHARP (sm90+)";
   t.description += ", " + std::to_string(nets.size()) + " NIC port(s)";
   if (copies > 1)
     t.description += ", replicated on " + std::to_string(copies) + " nodes";

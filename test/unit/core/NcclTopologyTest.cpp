@@ -1,4 +1,5 @@
 // Unit tests of the NCCL topology dump importer (NCCL_TOPO_DUMP_FILE XML).
+#include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/Json.h"
 #include "ccsynth/Core/Topology.h"
 
@@ -107,6 +108,40 @@ TEST_CASE("DGX A100 dump: 8 GPUs on NVSwitch", "[nccl]") {
                                                         "n0.gpu5.nvswitch.in"});
   CHECK(resourceBw(t, "n0.gpu2.nvswitch.out") == Approx(240.0));
   CHECK(t.effectiveBandwidth(t.linksBetween(7, 0)[0]) == Approx(240.0));
+}
+
+TEST_CASE("a dump of Hopper GPUs on NVSwitch imports NVLink SHARP, one "
+          "switch per node",
+          "[nccl][innetwork]") {
+  // The A100 dump has no NVLS (sm80); the same machine with sm90 GPUs has.
+  CHECK(importFixture("nccl-dgx-a100.xml").switches.empty());
+  auto text = readFile(inputPath("nccl-dgx-a100.xml"));
+  REQUIRE(text.ok());
+  std::string hopper = *text;
+  size_t at = 0, changed = 0;
+  while ((at = hopper.find("sm=\"80\"", at)) != std::string::npos) {
+    hopper.replace(at, 7, "sm=\"90\"");
+    ++changed;
+  }
+  REQUIRE(changed == 8);
+  NcclImportOptions opts;
+  opts.nodes = 2;
+  auto t = importNcclTopology("h.xml", hopper, opts);
+  REQUIRE(t.ok());
+  CHECK_THAT(t->description, Catch::Contains("NVLink SHARP"));
+  REQUIRE(t->switches.size() == 2);
+  const InNetworkSwitch &sw = t->switches[1];
+  CHECK(sw.name == "n1.nvls");
+  CHECK(sw.kind == SwitchKind::NVLS);
+  CHECK(sw.efficiency == Approx(nvlsFigures(90)->efficiency));
+  REQUIRE(sw.ports.size() == 8);
+  CHECK(sw.ports[0].rank == 8);
+  // 12 NVLinks x 20.6 GB/s: the ports the NVSwitch links go through.
+  CHECK(sw.ports[2].bandwidthGBps == Approx(12 * 20.6));
+  CHECK(t->resources[sw.ports[2].up].name == "n1.gpu2.nvswitch.out");
+  CHECK(t->resources[sw.ports[2].down].name == "n1.gpu2.nvswitch.in");
+  // NCCL's NVLS builds on it.
+  CHECK(baselineSupports(BaselineKind::Nvls, CollectiveKind::AllReduce, *t));
 }
 
 TEST_CASE("DGX A100 dump replicated on two nodes uses one NIC per GPU",

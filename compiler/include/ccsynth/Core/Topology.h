@@ -189,6 +189,15 @@ struct InNetworkSwitch {
   int portOf(int rank) const;
 };
 
+/// What NVLink SHARP costs on a GPU generation's NVSwitch (the built-ins'
+/// figures, docs/calibration.md), or nullopt before Hopper (sm < 90), whose
+/// NVSwitches do not reduce.
+struct NvlsFigures {
+  double efficiency = 0;
+  double alphaUs = 0;
+};
+std::optional<NvlsFigures> nvlsFigures(int smArch);
+
 /// What the step-level simulator needs beyond links: the runtime's
 /// per-protocol costs and what one threadblock can move. Protocols are
 /// indexed Simple, LL128, LL (see stepProtocolIndex). Defaults and their

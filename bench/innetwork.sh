@@ -14,8 +14,8 @@
 #                  several), timed by the NVLS runtime model
 #                  (docs/calibration.md, "In-network reduction")
 #   nccl sharp     IB SHARP (CollNet): not built, printed as "-"
-#   nccl ring      NCCL's ring (`baseline ring --inplace` compiled with 8,
-#                  16 and 32 instances, Simple and LL128: the best per size,
+#   nccl ring      NCCL's ring (`baseline ring --inplace` compiled with 1
+#                  to 32 instances, Simple and LL128: the best per size,
 #                  as if NCCL's tuner chose perfectly; the configuration the
 #                  calibration table's ring rows use)
 #   best p2p       the faster of ccsynth and NCCL's ring
@@ -77,7 +77,7 @@ for topo in $TOPOS; do
   if "$CCSYNTH" baseline ring -c allreduce -t "$topo" --inplace \
       -o "$OUT/r.json" > /dev/null 2>&1; then
     for proto in Simple LL128; do
-      for inst in 8 16 32; do
+      for inst in 1 2 4 8 16 32; do
         compiled "$OUT/r.json" "$topo" --instances "$inst" \
           --protocol "$proto" >> "$OUT/ring.txt" || true
       done

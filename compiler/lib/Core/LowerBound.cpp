@@ -125,7 +125,10 @@ private:
   std::vector<std::vector<int>> resLinks;
 
   void collectDemands();
+  /// The links' capacity, plus what switches joining both sides of
+  /// `cutSide` (when set) carry across; sets switchCrossed when one does.
   double capacity(const std::vector<int> &links);
+  bool switchCrossed = false;
   /// Records the cut if it binds; `describe` names it (called only then,
   /// since most of the thousands of cuts tried do not bind).
   template <typename Describe>
@@ -213,6 +216,7 @@ void BoundComputer::collectDemands() {
 
 double BoundComputer::capacity(const std::vector<int> &links) {
   double own = 0, first = 0, last = 0;
+  switchCrossed = false;
   // One mark per call tags what this call has seen in each scratch array.
   uint32_t mark = ++stamp;
   touched.clear();
@@ -277,8 +281,9 @@ double BoundComputer::capacity(const std::vector<int> &links) {
     for (int l : resLinks[r])
       linkStamp[l] = mark;
   }
-  // Switches joining both sides carry data across too: at most their
-  // efficiency times the smaller side's ports, through the ports' own
+  // Switches joining both sides carry data across too: at most the smaller
+  // side's ports (derated where the switch's throughput binds), through
+  // the ports' own
   // resources where the crossing links already count them (first and last)
   // and on top of them where not.
   if (cutSide)
@@ -301,7 +306,10 @@ double BoundComputer::capacity(const std::vector<int> &links) {
       }
       if (from <= 0 || to <= 0)
         continue;
-      double through = std::min(from, to) * sw.efficiency;
+      switchCrossed = true;
+      // A port moves at most its line rate one way, and the switch moves
+      // at most `efficiency` of its two directions together through it.
+      double through = std::min(from, to) * std::min(1.0, 2 * sw.efficiency);
       own += through;
       greedy += through;
       first += std::min(upExtra, through);
@@ -316,7 +324,11 @@ void BoundComputer::consider(double chunks, const std::vector<int> &crossing,
   if (chunks <= 0)
     return;
   double data = chunks * chunkBytes;
-  double cap = crossing.empty() ? 0 : capacity(crossing);
+  // A cut no link crosses may still be crossed through a switch.
+  switchCrossed = false;
+  double cap = crossing.empty() && (!cutSide || topo.switches.empty())
+                   ? 0
+                   : capacity(crossing);
   double time =
       cap > 0 ? data / (cap * 1e3) : std::numeric_limits<double>::infinity();
   if (time <= bestTime)
@@ -325,10 +337,12 @@ void BoundComputer::consider(double chunks, const std::vector<int> &crossing,
   best.bandwidthUs = time;
   std::string what = describe();
   if (cap > 0)
-    best.bindingCut = what + ": " + formatBytes(data) + " must cross " +
-                      std::to_string(crossing.size()) + " link" +
-                      (crossing.size() == 1 ? "" : "s") + " carrying at most " +
-                      formatGBps(cap);
+    best.bindingCut =
+        what + ": " + formatBytes(data) + " must cross " +
+        std::to_string(crossing.size()) + " link" +
+        (crossing.size() == 1 ? "" : "s") +
+        (switchCrossed ? " and the switches joining both sides" : "") +
+        " carrying at most " + formatGBps(cap);
   else
     best.bindingCut = what + ": " + formatBytes(data) +
                       " must cross, but no link does (the collective cannot "
@@ -659,6 +673,10 @@ double BoundComputer::latencyBound(bool &cutShort) const {
     for (int d : open)
       worst = std::max(worst, dist[d]);
   }
+  // A path through a switch costs at least the switch's latency: each
+  // pair's bound is the smaller of its link path and the cheapest switch.
+  for (const InNetworkSwitch &sw : topo.switches)
+    worst = std::min(worst, sw.alphaUs);
   return worst;
 }
 

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 using namespace ccsynth;
 
 namespace {
@@ -304,6 +306,38 @@ TEST_CASE("the chunk simulator charges a switch operation once, within the "
   LowerBound lb = lowerBound(nvls->collective, topo, so.bytes);
   CHECK(lb.timeUs() < tn->timeUs);
   CHECK(lb.timeUs() == Approx(so.bytes / (450 * 1e3)).epsilon(1e-6));
+}
+
+TEST_CASE("the bound counts what a switch carries across a cut, on a "
+          "machine joined by nothing else",
+          "[innetwork][bound]") {
+  // Three ranks, no links: only a switch (100 GB/s ports, 2 us) joins them.
+  auto t = topologyFromText(
+      R"({"format": "ccsynth-topology", "version": 1, "name": "s3",
+          "ranks": 3, "links": [],
+          "switches": [{"name": "s", "kind": "sharp", "alpha_us": 2,
+                        "efficiency": 0.5,
+                        "ports": [{"rank": 0, "bandwidth_gbps": 100},
+                                  {"rank": 1, "bandwidth_gbps": 100},
+                                  {"rank": 2, "bandwidth_gbps": 100}]}]})");
+  REQUIRE(t.ok());
+  Schedule s = nvlsAllReduce(3);
+  SimOptions so;
+  so.bytes = 3e6;
+  auto sim = simulate(s, *t, so);
+  REQUIRE(sim.ok());
+  LowerBound lb = lowerBound(s.collective, *t, so.bytes);
+  // Finite, below what the switch achieves, and the latency bound is the
+  // switch's (no link path exists).
+  REQUIRE(std::isfinite(lb.timeUs()));
+  CHECK(lb.timeUs() <= sim->timeUs);
+  CHECK(lb.latencyUs == Approx(2));
+  CHECK_THAT(lb.bindingCut,
+             Catch::Contains("and the switches joining both sides"));
+  // Rank 0's value is in all three sums, which the other ranks need: 3 MB
+  // leave it through its one port (100 GB/s one way; the switch's 0.5 of
+  // both directions does not bind one way).
+  CHECK(lb.bandwidthUs == Approx(3e6 / (100 * 1e3)).epsilon(1e-9));
 }
 
 TEST_CASE("the nvls baseline verifies where a switch joins every node's "

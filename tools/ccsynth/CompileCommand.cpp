@@ -223,16 +223,7 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     // own terms, before anything is written.
     if (sched->usesSwitches()) {
       locateTransfers(*sched, input);
-      const char *what =
-          c.target == CompileTarget::MscclXml
-              ? "MSCCL XML has no switch operations"
-          : c.target == CompileTarget::MscclppJson
-              ? "ccsynth's MSCCL++ plans do not use switch channels yet"
-          : c.target == CompileTarget::Cuda
-              ? "ccsynth's generated CUDA does not emit multimem operations "
-                "yet"
-              : "the ccl dialect does not express them";
-      return fail(pointToPointOnly(*sched, what).error());
+      return fail(refuseSwitchTransfers(*sched, c.target).error());
     }
     // The topology the schedule names is read (for the proof and the
     // predictions) after the output was written.

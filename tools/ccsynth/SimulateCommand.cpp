@@ -63,14 +63,12 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
                          SourceLoc{input}));
     program = "NCCL's NVLS runtime model: the chunk simulation at the step "
               "model's data rates plus one Simple launch";
-    for (double bytes : sizes) {
-      SimOptions so;
-      so.bytes = bytes;
-      auto r = simulateInNetworkRuntime(sched, topo, so);
-      if (!r)
-        return fail(r.error());
-      rows.push_back({bytes, *r, lowerBound(sched.collective, topo, bytes)});
-    }
+    auto results = simulateInNetworkRuntime(sched, topo, sizes);
+    if (!results)
+      return fail(results.error());
+    for (size_t i = 0; i < sizes.size(); ++i)
+      rows.push_back({sizes[i], (*results)[i],
+                      lowerBound(sched.collective, topo, sizes[i])});
     return kExitOk;
   }
 #ifdef CCSYNTH_HAVE_MLIR

@@ -462,11 +462,26 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
 
 } // namespace
 
+Status refuseSwitchTransfers(const Schedule &schedule, CompileTarget target) {
+  switch (target) {
+  case CompileTarget::MscclXml:
+    return pointToPointOnly(schedule, "MSCCL XML has no switch operations");
+  case CompileTarget::MscclppJson:
+    return pointToPointOnly(
+        schedule, "ccsynth's MSCCL++ plans do not use switch channels yet");
+  case CompileTarget::Cuda:
+    return pointToPointOnly(
+        schedule,
+        "ccsynth's generated CUDA does not emit multimem operations yet");
+  case CompileTarget::Mlir:
+    break;
+  }
+  return pointToPointOnly(schedule, "the ccl dialect does not express them");
+}
+
 CompileResult compileSchedule(const Schedule &schedule,
                               const CompileOptions &options) {
-  if (Status s =
-          pointToPointOnly(schedule, "the ccl dialect does not express them");
-      !s) {
+  if (Status s = refuseSwitchTransfers(schedule, options.target); !s) {
     CompileResult refused;
     refused.failure.error = s.error();
     return refused;

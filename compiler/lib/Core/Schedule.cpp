@@ -32,10 +32,12 @@ int Schedule::numSteps() const {
   return steps;
 }
 
-bool Schedule::usesSwitches() const {
+bool anySwitchOp(const std::vector<Transfer> &transfers) {
   return std::any_of(transfers.begin(), transfers.end(),
                      [](const Transfer &t) { return isSwitchOp(t.op); });
 }
+
+bool Schedule::usesSwitches() const { return anySwitchOp(transfers); }
 
 Status pointToPointOnly(const Schedule &s, const std::string &consumer) {
   for (size_t t = 0; t < s.transfers.size(); ++t) {
@@ -52,23 +54,24 @@ Status pointToPointOnly(const Schedule &s, const std::string &consumer) {
   return Status::success();
 }
 
-std::vector<std::vector<int>>
-switchGroups(const std::vector<Transfer> &transfers) {
+SwitchGroups switchGroups(const std::vector<Transfer> &transfers) {
   // Key: (step, switch, op, the shared end: the destination of a
   // reduction, the source of a multicast).
   using Key = std::tuple<int, int, int, int, int, int>;
   std::map<Key, int> groupOf;
-  std::vector<std::vector<int>> groups;
+  SwitchGroups groups;
+  groups.of.assign(transfers.size(), -1);
   for (int t = 0; t < (int)transfers.size(); ++t) {
     const Transfer &tr = transfers[t];
     if (!isSwitchOp(tr.op))
       continue;
     const ChunkLoc &end = tr.op == TransferOp::SwitchReduce ? tr.dst : tr.src;
     Key key{tr.step, tr.sw, (int)tr.op, end.rank, (int)end.buffer, end.index};
-    auto [it, fresh] = groupOf.try_emplace(key, (int)groups.size());
+    auto [it, fresh] = groupOf.try_emplace(key, (int)groups.members.size());
     if (fresh)
-      groups.emplace_back();
-    groups[it->second].push_back(t);
+      groups.members.emplace_back();
+    groups.members[it->second].push_back(t);
+    groups.of[t] = it->second;
   }
   return groups;
 }
@@ -532,8 +535,7 @@ std::vector<int> reductionPhases(const Collective &collective,
   if (!collective.isReduction() || !collective.hasConditions())
     return {};
   // Phases split MSCCL channels; switch transfers never reach MSCCL.
-  if (std::any_of(transfers.begin(), transfers.end(),
-                  [](const Transfer &t) { return isSwitchOp(t.op); }))
+  if (anySwitchOp(transfers))
     return {};
   size_t finished = 0;
   for (int s = 0; s < collective.numPostSets(); ++s)

@@ -200,10 +200,9 @@ private:
   std::vector<int> posOn;
 
   // Switch groups (switchGroups): one flow per group, run by its first
-  // member, the leader; the others finish with it. groupOfT[t] is t's
-  // group or -1; groupLists holds each leader's constraints.
-  std::vector<std::vector<int>> groups;
-  std::vector<int> groupOfT;
+  // member, the leader; the others finish with it. groupLists holds each
+  // leader's constraints.
+  SwitchGroups groups;
   std::vector<std::vector<int>> groupLists;
   /// First switch-port constraint of each switch: one per port, the
   /// switch's own throughput through it, both directions together.
@@ -229,9 +228,9 @@ private:
 
   Status resolve();
   Status resolveGroup(int g);
-  bool isFollower(int t) const {
-    return groupOfT[t] >= 0 && groups[groupOfT[t]].front() != t;
-  }
+  bool isFollower(int t) const { return groups.leaderOf(t) != t; }
+  /// Frees queue q for its next transfer.
+  void releaseQueue(int q);
   Status buildDependencies();
   void tryStart(int t);
   void beginStream(int t);
@@ -364,9 +363,8 @@ Status Simulation::resolve() {
   }
   groups = switchGroups(sched.transfers);
   switchQueueOf.clear();
-  groupOfT.assign(numTransfers, -1);
-  groupLists.assign(groups.size(), {});
-  for (int g = 0; g < (int)groups.size(); ++g)
+  groupLists.assign(groups.members.size(), {});
+  for (int g = 0; g < (int)groups.members.size(); ++g)
     if (Status s = resolveGroup(g); !s)
       return s;
   for (int t = 0; t < numTransfers; ++t) {
@@ -385,10 +383,8 @@ Status Simulation::resolve() {
 /// there), except the issuing rank's own contribution or copy, which stays
 /// in its memory; then the switch's latency.
 Status Simulation::resolveGroup(int g) {
-  const std::vector<int> &members = groups[g];
+  const std::vector<int> &members = groups.members[g];
   int lead = members.front();
-  for (int t : members)
-    groupOfT[t] = g;
   const Transfer &first = sched.transfers[lead];
   if (first.sw < 0 || first.sw >= (int)topo.switches.size())
     return transferError(lead, "switch " + std::to_string(first.sw) +
@@ -453,12 +449,10 @@ Status Simulation::buildDependencies() {
       col, sched.scratchChunks, numTransfers,
       [&](int t) -> const Transfer & { return sched.transfers[t]; }, order);
 
-  if (!groups.empty()) {
+  if (!groups.members.empty()) {
     // A group waits for what any member waits for and is waited for as
     // one: edges go between leaders, and none inside a group.
-    auto leader = [&](int t) {
-      return groupOfT[t] >= 0 ? groups[groupOfT[t]].front() : t;
-    };
+    auto leader = [&](int t) { return groups.leaderOf(t); };
     std::vector<std::pair<int, int>> edges; // (waiter, waited for)
     for (int t = 0; t < numTransfers; ++t)
       for (int from : waitsFor.of(t))
@@ -571,15 +565,10 @@ void Simulation::finish(int t) {
   phase[t] = Phase::Done;
   endUs[t] = now;
   ++finished;
-  int link = slotOf[t];
-  if (link >= 0 && !landed) {
-    linkBusy[link] = false;
-    ++linkHead[link];
-    if (linkHead[link] < linkQueue[link].size())
-      tryStart(linkQueue[link][linkHead[link]]);
-  }
-  if (groupOfT[t] >= 0)
-    for (int m : groups[groupOfT[t]])
+  if (slotOf[t] >= 0 && !landed)
+    releaseQueue(slotOf[t]);
+  if (groups.of[t] >= 0)
+    for (int m : groups.members[groups.of[t]])
       if (m != t && phase[m] != Phase::Done) {
         phase[m] = Phase::Done;
         startUs[m] = startUs[t];
@@ -596,7 +585,10 @@ void Simulation::land(int t) {
   removeFlow(t);
   phase[t] = Phase::Landing;
   events.set(t, now + alphaOf[t]);
-  int q = slotOf[t];
+  releaseQueue(slotOf[t]);
+}
+
+void Simulation::releaseQueue(int q) {
   linkBusy[q] = false;
   ++linkHead[q];
   if (linkHead[q] < linkQueue[q].size())
@@ -822,9 +814,9 @@ Expected<SimResult> Simulation::run() {
 
 } // namespace
 
-Expected<SimResult> simulateInNetworkRuntime(const Schedule &schedule,
-                                             const Topology &topology,
-                                             const SimOptions &options) {
+Expected<std::vector<SimResult>>
+simulateInNetworkRuntime(const Schedule &schedule, const Topology &topology,
+                         const std::vector<double> &sizes) {
   // The link efficiency is NVLink's (NCCL's usable bandwidth per NVLink):
   // NVLinks, the resources they cross and NVLS ports carry that share of
   // their line rate as data. Network links keep theirs: 2 x 8 B200 run
@@ -846,19 +838,21 @@ Expected<SimResult> simulateInNetworkRuntime(const Schedule &schedule,
     if (sw.kind == SwitchKind::NVLS)
       for (SwitchPort &p : sw.ports)
         p.bandwidthGBps *= eff;
-  auto r = simulate(schedule, data, options);
-  if (!r)
-    return r;
   double launch = topology.stepModel.launchUs[0];
-  SimResult out = r.take();
-  out.timeUs += launch;
-  for (TransferTiming &t : out.timeline) {
-    t.startUs += launch;
-    t.endUs += launch;
+  std::vector<SimResult> results;
+  for (double bytes : sizes) {
+    SimOptions options;
+    options.bytes = bytes;
+    auto r = simulate(schedule, data, options);
+    if (!r)
+      return r.error();
+    SimResult out = r.take();
+    out.timeUs += launch;
+    out.algbwGBps = out.timeUs > 0 ? bytes / (out.timeUs * 1e3) : 0;
+    out.busbwGBps = out.algbwGBps * schedule.collective.busBwFactor();
+    results.push_back(std::move(out));
   }
-  out.algbwGBps = out.timeUs > 0 ? options.bytes / (out.timeUs * 1e3) : 0;
-  out.busbwGBps = out.algbwGBps * schedule.collective.busBwFactor();
-  return out;
+  return results;
 }
 
 Expected<SimResult> simulate(const Schedule &schedule, const Topology &topology,

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <variant>
 
 namespace ccsynth {
 
@@ -43,6 +44,18 @@ const char *toString(VerifyErrorKind kind) {
 }
 
 namespace {
+
+/// The sorted union of two sorted sets of values, or, when they share one,
+/// that value (a reduction would count it twice).
+std::variant<std::vector<int>, int> disjointUnion(std::span<const int> a,
+                                                  std::span<const int> b) {
+  std::vector<int> sum;
+  sum.reserve(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(sum));
+  if (auto dup = std::adjacent_find(sum.begin(), sum.end()); dup != sum.end())
+    return *dup;
+  return sum;
+}
 
 /// The symbolic values of chunk slots: -1 undefined, v >= 0 the single
 /// input value v, <= -2 a reduction of several values kept once in `sums`
@@ -118,9 +131,8 @@ private:
   ValueStore values;
   /// Per slot: the transfer writing it in the step being checked, or -1.
   std::vector<int> writerOf;
-  /// Per transfer: its switch group (switchGroups), or -1.
-  std::vector<int> groupOf;
-  std::vector<std::vector<int>> groups;
+  /// The switch groups (groups.of[t]: transfer t's, or -1).
+  SwitchGroups groups;
 
   bool full() const { return (int)result.issues.size() >= opts.maxIssues; }
   void report(VerifyErrorKind kind, int t, ChunkLoc loc, std::string msg) {
@@ -290,9 +302,7 @@ bool SymbolicExecutor::checkSwitch(int t) {
 /// A member's fit with the first member of its group: the same count, and
 /// on NVLS the same address on every rank the group reads or writes.
 bool SymbolicExecutor::checkGroup(int t) {
-  if (groupOf[t] < 0)
-    return true;
-  int first = groups[groupOf[t]].front();
+  int first = groups.leaderOf(t);
   if (first == t)
     return true;
   const Transfer &tr = sched.transfers[t], &lead = sched.transfers[first];
@@ -344,8 +354,8 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
         continue;
       }
       // The members of one switch reduction write its destination once.
-      if (tr.op == TransferOp::SwitchReduce && groupOf[t] >= 0 &&
-          groupOf[other] == groupOf[t])
+      if (tr.op == TransferOp::SwitchReduce &&
+          groups.leaderOf(other) == groups.leaderOf(t))
         continue;
       const Transfer &o = sched.transfers[other];
       bool same = o.op == tr.op && o.src == tr.src && o.dst == tr.dst &&
@@ -371,7 +381,7 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
       ChunkLoc src{tr.src.rank, tr.src.buffer, tr.src.index + k};
       int w = writerOf[slotOf(src)];
       // A switch reduction reads all its sources before it writes.
-      if (w >= 0 && w != t && (groupOf[t] < 0 || groupOf[w] != groupOf[t])) {
+      if (w >= 0 && groups.leaderOf(w) != groups.leaderOf(t)) {
         report(VerifyErrorKind::ReadWriteRace, t, src,
                "reads " + toString(src) + " while transfer #" +
                    std::to_string(w) + " writes it in the same step");
@@ -410,13 +420,8 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
         if (broken.count(ds))
           continue;
         std::vector<int> &acc = sums[ds];
-        std::span<const int> b = values.ids(sv);
-        std::vector<int> sum;
-        sum.reserve(acc.size() + b.size());
-        std::merge(acc.begin(), acc.end(), b.begin(), b.end(),
-                   std::back_inserter(sum));
-        auto dup = std::adjacent_find(sum.begin(), sum.end());
-        if (dup != sum.end()) {
+        auto sum = disjointUnion(acc, values.ids(sv));
+        if (const int *dup = std::get_if<int>(&sum)) {
           report(VerifyErrorKind::DuplicateReduction, t, dst,
                  "adds " + toString(src) + " to the switch reduction into " +
                      toString(dst) + ", which already has " +
@@ -426,7 +431,7 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
           broken.insert(ds);
           continue;
         }
-        acc = std::move(sum);
+        acc = std::move(std::get<std::vector<int>>(sum));
         continue;
       }
       if (dv == ValueStore::kUndefined) {
@@ -434,20 +439,16 @@ void SymbolicExecutor::checkStep(const std::vector<int> &group) {
                "reduces into " + toString(dst) + ", which holds no data yet");
         continue;
       }
-      std::span<const int> a = values.ids(dv), b = values.ids(sv);
-      std::vector<int> sum;
-      sum.reserve(a.size() + b.size());
-      std::merge(a.begin(), a.end(), b.begin(), b.end(),
-                 std::back_inserter(sum));
-      auto dup = std::adjacent_find(sum.begin(), sum.end());
-      if (dup != sum.end()) {
+      auto sum = disjointUnion(values.ids(dv), values.ids(sv));
+      if (const int *dup = std::get_if<int>(&sum)) {
         report(VerifyErrorKind::DuplicateReduction, t, dst,
                "reduces " + toString(src) + " into " + toString(dst) +
                    ", but both already contain " + valueName(col, *dup) +
                    ": it would be counted twice");
         continue;
       }
-      updates.push_back({slotOf(dst), values.add(std::move(sum))});
+      updates.push_back({slotOf(dst), values.add(std::move(
+                                          std::get<std::vector<int>>(sum)))});
     }
   }
   for (auto &[slot, sum] : sums)
@@ -521,11 +522,7 @@ void SymbolicExecutor::run() {
     for (int i = 0; i < col.inputChunks; ++i)
       if (col.preAt(r, i) >= 0)
         slots[slotOf({r, BufferKind::Input, i})] = col.preAt(r, i);
-  groupOf.assign(sched.transfers.size(), -1);
   groups = switchGroups(sched.transfers);
-  for (size_t g = 0; g < groups.size(); ++g)
-    for (int t : groups[g])
-      groupOf[t] = (int)g;
   std::vector<int> order(sched.transfers.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {

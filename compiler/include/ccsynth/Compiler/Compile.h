@@ -137,8 +137,14 @@ struct CompileResult {
   bool ok() const { return output.has_value(); }
 };
 
+/// Success when `schedule` has no switch transfers; otherwise the error,
+/// at the first one, that says why `target` cannot take them (none lowers
+/// them yet).
+Status refuseSwitchTransfers(const Schedule &schedule, CompileTarget target);
+
 /// Compiles a chunk-level schedule (transfer locations, when present, are
-/// used in diagnostics).
+/// used in diagnostics); one with switch transfers is refused
+/// (refuseSwitchTransfers).
 CompileResult compileSchedule(const Schedule &schedule,
                               const CompileOptions &options);
 

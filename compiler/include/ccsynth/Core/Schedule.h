@@ -168,11 +168,21 @@ Expected<Schedule> regridChunks(const Schedule &s, int factor);
 std::vector<int> reductionPhases(const Collective &collective,
                                  const std::vector<Transfer> &transfers);
 
-/// The groups that switch transfers form (see TransferOp): each a list of
-/// transfer indices in schedule order, the groups ordered by their first
-/// member. Point-to-point transfers belong to none.
-std::vector<std::vector<int>>
-switchGroups(const std::vector<Transfer> &transfers);
+/// The groups that switch transfers form (see TransferOp). Point-to-point
+/// transfers belong to none.
+struct SwitchGroups {
+  /// Each group's transfer indices in schedule order, the groups ordered by
+  /// their first member (the leader).
+  std::vector<std::vector<int>> members;
+  /// Per transfer: its group, or -1.
+  std::vector<int> of;
+  /// The leader of t's group, or t itself outside a group.
+  int leaderOf(int t) const { return of[t] < 0 ? t : members[of[t]].front(); }
+};
+SwitchGroups switchGroups(const std::vector<Transfer> &transfers);
+
+/// Whether any of `transfers` goes through an in-network switch.
+bool anySwitchOp(const std::vector<Transfer> &transfers);
 
 /// Success when every transfer of `s` goes point to point; otherwise an
 /// error located at the first switch transfer, saying why `consumer`

@@ -84,9 +84,11 @@ struct SimResult {
 /// reductions and multicasts finely (a schedule's chunks stand for that
 /// pipeline) and run enough channels that no threadblock limit binds
 /// (docs/calibration.md, "In-network reduction").
-Expected<SimResult> simulateInNetworkRuntime(const Schedule &schedule,
-                                             const Topology &topology,
-                                             const SimOptions &options);
+/// One result per size of `sizes` (bytes, as SimOptions::bytes); the
+/// machine at data rates is built once for all of them.
+Expected<std::vector<SimResult>>
+simulateInNetworkRuntime(const Schedule &schedule, const Topology &topology,
+                         const std::vector<double> &sizes);
 
 /// Simulates `schedule` on `topology`. Fails, naming the transfer, when a
 /// transfer is out of range, names a link that does not join its ranks, or

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # innetwork.sh - AllReduce on machines whose switches reduce (NVLink
-# SHARP), at the step level: ccsynth's default output against NCCL's
+# SHARP, IB SHARP), at the step level: ccsynth's default output against NCCL's
 # in-network algorithm and against the best point-to-point program, in one
 # run.
 #
@@ -13,14 +13,17 @@
 #   nccl nvls      `ccsynth baseline nvls` (NVLS on one node, NVLS-tree on
 #                  several), timed by the NVLS runtime model
 #                  (docs/calibration.md, "In-network reduction")
-#   nccl sharp     IB SHARP (CollNet): not built, printed as "-"
+#   nccl sharp     `ccsynth baseline collnet` (NCCL's CollNet Direct
+#                  through IB SHARP, on several nodes), timed by the same
+#                  runtime model
 #   nccl ring      NCCL's ring (`baseline ring --inplace` compiled with 1
 #                  to 32 instances, Simple and LL128: the best per size,
 #                  as if NCCL's tuner chose perfectly; the configuration the
 #                  calibration table's ring rows use)
 #   best p2p       the faster of ccsynth and NCCL's ring
 # and the ratios ccsynth / NCCL's best (its in-network algorithm or its
-# ring, whichever is faster) and best p2p / NCCL's best. The goal is
+# in-network algorithm, IB SHARP or ring, whichever is faster) and best
+# p2p / NCCL's best. The goal is
 # ccsynth >= 1.0 x NCCL's best everywhere and > 1.1 x on several nodes;
 # the last lines say where it holds. ccsynth's synthesizer does not use
 # switch transfers yet, so on these machines the first ratio shows the gap.
@@ -61,6 +64,7 @@ for topo in $TOPOS; do
   : > "$OUT/ccs.txt"
   : > "$OUT/nvls.txt"
   : > "$OUT/ring.txt"
+  : > "$OUT/sharp.txt"
   note=-
   if "$CCSYNTH" synth -t "$topo" -c allreduce --time-limit "$LIMIT" \
       -o "$OUT/s.json" > "$OUT/synth.log" 2>&1; then
@@ -74,6 +78,10 @@ for topo in $TOPOS; do
       > /dev/null 2>&1; then
     busbw "$OUT/n.json" "$topo" > "$OUT/nvls.txt"
   fi
+  if "$CCSYNTH" baseline collnet -c allreduce -t "$topo" -o "$OUT/c.json" \
+      > /dev/null 2>&1; then
+    busbw "$OUT/c.json" "$topo" > "$OUT/sharp.txt"
+  fi
   if "$CCSYNTH" baseline ring -c allreduce -t "$topo" --inplace \
       -o "$OUT/r.json" > /dev/null 2>&1; then
     for proto in Simple LL128; do
@@ -84,22 +92,22 @@ for topo in $TOPOS; do
     done
   fi
   python3 - "$topo" "$note" "$OUT/ccs.txt" "$OUT/nvls.txt" \
-      "$OUT/ring.txt" >> "$rows" <<'PY'
+      "$OUT/ring.txt" "$OUT/sharp.txt" >> "$rows" <<'PY'
 import sys
-topo, note, ccs, nvls, ring = sys.argv[1:6]
+topo, note, ccs, nvls, ring, sharp = sys.argv[1:7]
 def table(path, servedOnly=True):
     out = {}
     for f in (l.split() for l in open(path)):
         if f and (not servedOnly or f[3] == '1'):
             out[int(f[0])] = max(out.get(int(f[0]), 0.0), float(f[2]))
     return out
-c, n, r = table(ccs), table(nvls), table(ring)
+c, n, r, sh = table(ccs), table(nvls), table(ring), table(sharp)
 own = table(ccs, servedOnly=False)
 nan = float('nan')
-for b in sorted(set(own) | set(n) | set(r)):
+for b in sorted(set(own) | set(n) | set(r) | set(sh)):
     # served: MSCCL selects ccsynth's XML at this size (else NCCL runs).
     print(topo, b, own.get(b, nan), int(b in c), n.get(b, nan),
-          r.get(b, nan), note)
+          r.get(b, nan), sh.get(b, nan), note)
 PY
 done
 
@@ -122,9 +130,10 @@ print(f'{"machine":<13} {"size":>5} {"ccsynth":>9} {"nccl nvls":>9} '
       f'{"runs/nccl":>9} {"p2p/nccl":>8}  note')
 ratios, multi, own_runs, rows = [], [], 0, 0
 for line in open(sys.argv[1]):
-    topo, b, c, served, n, r, note = line.split()
-    b, c, served, n, r = int(b), float(c), served == '1', float(n), float(r)
-    nccl = best(n, r)
+    topo, b, c, served, n, r, sh, note = line.split()
+    b, c, served, n, r, sh = (int(b), float(c), served == '1', float(n),
+                              float(r), float(sh))
+    nccl = best(n, r, sh)
     p2p = best(c, r)
     # What runs: ccsynth's XML where MSCCL selects it, else NCCL's best.
     runs = c if served else nccl
@@ -133,7 +142,7 @@ for line in open(sys.argv[1]):
     ratio = lambda x: '-' if math.isnan(x) else f'{x:.2f}'
     mark = '' if served or math.isnan(c) else ' (N)'
     print(f'{topo:<13} {size(b):>5} {cell(c) + mark:>9} {cell(n):>9} '
-          f'{"-":>10} {cell(r):>9} {cell(p2p):>8} {ratio(rc):>9} '
+          f'{cell(sh):>10} {cell(r):>9} {cell(p2p):>8} {ratio(rc):>9} '
           f'{ratio(rp):>8}  {note}')
     rows += 1
     own_runs += served

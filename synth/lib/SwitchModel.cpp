@@ -181,11 +181,14 @@ Expected<SwitchModel> applySketchSwitches(const Topology &machine,
           "in bandwidth (" + fmtGBps(lo) + " to " + fmtGBps(bw) +
           " GB/s); its switch port carries at most the fastest (TACCL "
           "requires equal links in a switch)");
-    t.resources.push_back({"n" + std::to_string(node) + ".gpu" +
-                               std::to_string(gpu) + ".switch" +
-                               std::to_string((*groups)[gi].first) +
-                               (dir == 0 ? ".out" : ".in"),
-                           bw});
+    std::string name = "n";
+    name += std::to_string(node);
+    name += ".gpu";
+    name += std::to_string(gpu);
+    name += ".switch";
+    name += std::to_string((*groups)[gi].first);
+    name += dir == 0 ? ".out" : ".in";
+    t.resources.push_back({std::move(name), bw});
     int x = (int)t.resources.size() - 1;
     for (int l : ls)
       (dir == 0 ? outPort : inPort)[l] = x;

@@ -288,8 +288,11 @@ private:
     auto t0 = Clock::now();
     // The latency search grows with ranks times links (half a minute on
     // 1,024 ranks): an eighth of the time left, then a weaker bound.
+    // Synthesized schedules are point-to-point: their bound ignores the
+    // machine's in-network switches.
     LowerBound lb =
-        lowerBound(target, topo, opts.targetBytes, t0 + (deadline - t0) / 8);
+        lowerBound(target, topo, opts.targetBytes, t0 + (deadline - t0) / 8,
+                   BoundScope::PointToPoint);
     bound = std::max(bound, lb.timeUs());
     boundBandwidthUs = lb.bandwidthUs;
     boundLatencyUs = lb.latencyUs;
@@ -1145,6 +1148,7 @@ double baselineTransfersEstimate(BaselineKind kind, CollectiveKind c,
   case BaselineKind::Tree:
     break;
   case BaselineKind::Nvls:
+  case BaselineKind::Collnet:
     // Not among the synthesizer's fallbacks: its switch transfers do not
     // lower to the step programs yet.
     return 2.0 * n * n;

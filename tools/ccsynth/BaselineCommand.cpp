@@ -24,9 +24,9 @@ struct BaselineCliOptions {
 int runBaseline(const BaselineCliOptions &o) {
   auto kind = parseBaselineKind(o.kind);
   if (!kind)
-    return usage(
-        Error("unknown baseline '" + o.kind +
-              "' (expected ring, tree, direct, hierarchical or nvls)"));
+    return usage(Error("unknown baseline '" + o.kind +
+                       "' (expected ring, tree, direct, hierarchical, nvls or "
+                       "collnet)"));
   auto coll = parseCollectiveKind(o.collective);
   if (!coll || *coll == CollectiveKind::Custom)
     return usage(Error("unknown collective '" + o.collective +
@@ -71,7 +71,7 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
   auto opts = std::make_shared<BaselineCliOptions>();
   CLI::App *cmd = app.add_subcommand(
       "baseline", "Write a verified reference schedule (ring, tree, direct, "
-                  "hierarchical, nvls).");
+                  "hierarchical, nvls, collnet).");
   cmd->footer(
       "Kinds: ring (NCCL-style, as many edge-disjoint rings as the topology "
       "has; alltoall relays every chunk along the ring), tree (double binary "
@@ -83,11 +83,16 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
       "several nodes NVLS-tree, allreduce only: the slices' partial sums "
       "cross the network along a chain of nodes; needs an NVLS switch per "
       "node, as on dgx-h100, dgx-b200 and gb200-nvl72; its schedules are "
-      "verified and simulated, and do not compile yet). Where ranks are not "
-      "adjacent "
-      "the chunks are forwarded along the shortest route.");
+      "verified and simulated, and do not compile yet), collnet (NCCL's "
+      "CollNet Direct allreduce through IB SHARP: each node's ranks send "
+      "their slices to the slice's head over NVLink, the network's switches "
+      "add the heads' partials and return the total, and the heads send it "
+      "to their node; needs several nodes joined by a SHARP switch, as on "
+      "dgx-h100xN, dgx-b200xN and gb200-nvl72xN; simulated, not compiled). "
+      "Where ranks are not adjacent the chunks are forwarded along the "
+      "shortest route.");
   cmd->add_option("KIND", opts->kind,
-                  "ring | tree | direct | hierarchical | nvls")
+                  "ring | tree | direct | hierarchical | nvls | collnet")
       ->required();
   cmd->add_option("-c,--collective", opts->collective,
                   "allgather, reducescatter, allreduce, broadcast, reduce, "

@@ -265,14 +265,30 @@ Expected<Topology> topologyFor(const Schedule &schedule,
     std::string hash = schedule.topologyHashVersion == 2
                            ? topologyJsonHash(*topo)
                            : topologyHash(*topo);
-    // A schedule without switch transfers fits the machine as it was
-    // described before it had switches (its hash then had none).
+    // A schedule fits the machine as it was described before it had the
+    // switches the schedule does not use: before IB SHARP (NVLS switches
+    // come first, so their indices are unchanged), or before any switch.
     if (hash != schedule.topologyHash && schedule.topologyHashVersion != 2 &&
-        !topo->switches.empty() && !schedule.usesSwitches()) {
-      Topology bare = *topo;
-      bare.switches.clear();
-      if (topologyHash(bare) == schedule.topologyHash)
-        hash = schedule.topologyHash;
+        !topo->switches.empty()) {
+      bool usesSharp = false;
+      for (const Transfer &tr : schedule.transfers)
+        usesSharp |= isSwitchOp(tr.op) && tr.sw >= 0 &&
+                     tr.sw < (int)topo->switches.size() &&
+                     topo->switches[tr.sw].kind == SwitchKind::SHARP;
+      for (bool all : {false, true}) {
+        if (usesSharp || (all && schedule.usesSwitches()))
+          break;
+        Topology before = *topo;
+        std::erase_if(before.switches, [&](const InNetworkSwitch &sw) {
+          return all || sw.kind == SwitchKind::SHARP;
+        });
+        if (before.switches.size() == topo->switches.size())
+          continue;
+        if (topologyHash(before) == schedule.topologyHash) {
+          hash = schedule.topologyHash;
+          break;
+        }
+      }
     }
     if (hash != schedule.topologyHash)
       return Error("topology '" + name +

@@ -559,6 +559,9 @@ int runSynth(const SynthCliOptions &o) {
                      "bisection); see %bound");
   std::fprintf(out, "  %10s %12s %12s %12s %8s\n", "size", "time(us)",
                "busbw(GB/s)", "bound(us)", "%bound");
+  if (!topo->switches.empty())
+    std::fprintf(out, "  (the bound is that of point-to-point schedules: "
+                      "synthesis does not use the machine's switches)\n");
   for (double bytes : sizesShown) {
     double timeUs = result->timeUs, busbw = result->busbwGBps;
     bool isTarget = bytes == so.targetBytes;
@@ -587,7 +590,9 @@ int runSynth(const SynthCliOptions &o) {
           so.targetBytes > 0
               ? std::max(result->lowerBoundBandwidthUs * bytes / so.targetBytes,
                          result->lowerBoundLatencyUs)
-              : lowerBound(sched.collective, model, bytes).timeUs();
+              : lowerBound(sched.collective, model, bytes, {},
+                           BoundScope::PointToPoint)
+                    .timeUs();
     std::fprintf(out, "  %10s %12.2f %12.2f %12.2f %7.1f%%\n",
                  formatBytes(bytes).c_str(), timeUs, busbw, lb,
                  timeUs > 0 ? 100 * lb / timeUs : 100.0);

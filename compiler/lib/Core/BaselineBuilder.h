@@ -185,6 +185,12 @@ Expected<Schedule> makeHierarchicalBaseline(CollectiveKind kind,
                                             const BaselineOptions &options);
 Expected<Schedule> makeNvlsBaseline(CollectiveKind kind, const Topology &topo,
                                     const BaselineOptions &options);
+Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
+                                       const Topology &topo,
+                                       const BaselineOptions &options);
+
+/// The IB SHARP switch with a port for every rank, in rank order, or -1.
+int sharpSwitchOf(const Topology &topo);
 
 /// Per node, the NVLS switch joining exactly its ranks; empty unless every
 /// node has one and all nodes have as many ranks.

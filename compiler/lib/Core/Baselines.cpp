@@ -23,6 +23,7 @@ constexpr KindName kKinds[] = {
     {BaselineKind::Direct, "direct"},
     {BaselineKind::Hierarchical, "hierarchical"},
     {BaselineKind::Nvls, "nvls"},
+    {BaselineKind::Collnet, "collnet"},
 };
 
 /// Largest pipelining depth accepted: beyond it schedules get huge without
@@ -60,6 +61,8 @@ std::vector<CollectiveKind> familyCollectives(BaselineKind kind) {
     return {C::AllGather, C::ReduceScatter, C::AllReduce, C::AllToAll};
   case BaselineKind::Nvls:
     return {C::AllGather, C::ReduceScatter, C::AllReduce};
+  case BaselineKind::Collnet:
+    return {C::AllReduce};
   }
   return {};
 }
@@ -100,6 +103,10 @@ bool baselineSupports(BaselineKind kind, CollectiveKind collective,
     return false;
   if (kind == BaselineKind::Nvls)
     return baseline::nvlsSupports(collective, topology);
+  if (kind == BaselineKind::Collnet &&
+      (topology.numNodes() < 2 || !uniformNodes(topology) ||
+       baseline::sharpSwitchOf(topology) < 0))
+    return false;
   for (CollectiveKind c : familyCollectives(kind))
     if (c == collective)
       return true;
@@ -135,6 +142,19 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
       collective != CollectiveKind::AllReduce)
     return Error(what + " across nodes (NVLS-tree) implements allreduce "
                         "only, as NCCL's does");
+  if (kind == BaselineKind::Collnet &&
+      (topology.numNodes() < 2 || baseline::sharpSwitchOf(topology) < 0))
+    return Error(what +
+                     " needs several nodes joined by an IB SHARP switch with "
+                     "a port for every rank; '" +
+                     topology.name + "' has none",
+                 {},
+                 "dgx-h100xN, dgx-b200xN and gb200-nvl72xN (N >= 2) have "
+                 "one; a topology file declares one with \"kind\": "
+                 "\"sharp\"");
+  if (kind == BaselineKind::Collnet && !uniformNodes(topology))
+    return Error(what + " needs the same number of ranks in every node of '" +
+                 topology.name + "'");
   if (!baselineSupports(kind, collective, topology))
     return Error(what + " does not implement " + toString(collective), {},
                  "it implements: " + joinNames(familyCollectives(kind)));
@@ -157,6 +177,8 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
     return baseline::makeHierarchicalBaseline(collective, topology, options);
   case BaselineKind::Nvls:
     return baseline::makeNvlsBaseline(collective, topology, options);
+  case BaselineKind::Collnet:
+    return baseline::makeCollnetBaseline(collective, topology, options);
   }
   return Error(what + " is unknown");
 }

@@ -121,14 +121,24 @@ void addNvlinkMesh(Builder &b, int base, const std::vector<std::vector<int>> &la
 /// tuning derates NVLS by 0.85 on Hopper and 0.74 on Blackwell
 /// (nvlsEfficiency) over a different traffic count.
 constexpr double kNvlsAlphaUs = 12.5;
-constexpr NvlsFigures kHopperNvls{0.754, kNvlsAlphaUs};
-constexpr NvlsFigures kBlackwellNvls{0.676, kNvlsAlphaUs};
+constexpr SwitchFigures kHopperNvls{0.754, kNvlsAlphaUs};
+constexpr SwitchFigures kBlackwellNvls{0.676, kNvlsAlphaUs};
+
+/// IB SHARP on an NDR fabric (Quantum-2 switches, one 400 Gb/s port per
+/// GPU's NIC), as NCCL's CollNet Direct AllReduce runs through it: each
+/// rank sends its slice's node-wide partial up once and receives the total
+/// once. NCCL's tuning charges CollNet Direct 31 us of network hardware
+/// latency (hwLatencies[NET][CollNetDirect][Simple]) for the reduction and
+/// the result's way back, so one operation costs half. `efficiency` is
+/// fitted to published CollNet Direct AllReduce busbw at 32 GB on 4 x 8
+/// B200 (605.90 GB/s, ../shared/published-nccl-figures.md row 47).
+constexpr SwitchFigures kNdrSharp{0.9, 15.5};
 
 /// NVSwitch inside a node: each GPU has one egress and one ingress port of
 /// `portGBps`; every GPU pair is a link through both ports. With `nvls`,
 /// the switch also reduces and multicasts through the same ports.
 void addNvswitch(Builder &b, int node, int base, int gpus, double portGBps,
-                 const NvlsFigures *nvls = nullptr) {
+                 const SwitchFigures *nvls = nullptr) {
   std::vector<int> out(gpus), in(gpus);
   for (int i = 0; i < gpus; ++i) {
     out[i] = b.addResource(rankName(node, i) + ".nvswitch.out", portGBps);
@@ -155,9 +165,11 @@ void addNvswitch(Builder &b, int node, int base, int gpus, double portGBps,
 
 /// NICs shared by groups of GPUs; any GPU reaches any GPU of another node
 /// through its own NIC, the fabric and the peer's NIC (full-bisection
-/// fat-tree). nicOf[local] gives the NIC index of each local GPU.
+/// fat-tree). nicOf[local] gives the NIC index of each local GPU. With
+/// `sharp`, the fabric's switches also reduce and multicast (IB SHARP):
+/// one switch over every rank, each through its NIC's ports.
 void addNics(Builder &b, int nodes, int gpus, const std::vector<int> &nicOf,
-             double nicGBps) {
+             double nicGBps, const SwitchFigures *sharp = nullptr) {
   int nics = 0;
   for (int n : nicOf)
     nics = std::max(nics, n + 1);
@@ -184,6 +196,18 @@ void addNics(Builder &b, int nodes, int gpus, const std::vector<int> &nicOf,
           b.addLink(na * gpus + i, nb * gpus + j, LinkKind::RDMA, kIbAlphaUs,
                     nicGBps, {out[na][nicOf[i]], in[nb][nicOf[j]]});
     }
+  if (!sharp)
+    return;
+  InNetworkSwitch sw;
+  sw.name = "sharp";
+  sw.kind = SwitchKind::SHARP;
+  sw.alphaUs = sharp->alphaUs;
+  sw.efficiency = sharp->efficiency;
+  for (int node = 0; node < nodes; ++node)
+    for (int i = 0; i < gpus; ++i)
+      sw.ports.push_back(
+          {node * gpus + i, nicGBps, out[node][nicOf[i]], in[node][nicOf[i]]});
+  b.topo.switches.push_back(std::move(sw));
 }
 
 // DGX-1 (V100) hybrid cube-mesh: NVLinks between GPU pairs; rows sum to 6
@@ -223,14 +247,15 @@ Topology dgx1(int nodes, bool ndv2) {
 Topology switched(const std::string &base, int nodes, int gpus, double portGBps,
                   const std::vector<int> &nicOf, double nicGBps,
                   const std::string &description,
-                  const NvlsFigures *nvls = nullptr) {
+                  const SwitchFigures *nvls = nullptr,
+                  const SwitchFigures *sharp = nullptr) {
   Builder b(base + (nodes > 1 ? "x" + std::to_string(nodes) : ""));
   for (int n = 0; n < nodes; ++n) {
     b.addRanks(gpus, n);
     addNvswitch(b, n, n * gpus, gpus, portGBps, nvls);
   }
   if (nodes > 1)
-    addNics(b, nodes, gpus, nicOf, nicGBps);
+    addNics(b, nodes, gpus, nicOf, nicGBps, sharp);
   Topology t = b.take();
   t.description = description;
   return t;
@@ -266,13 +291,18 @@ Topology dgxA100(int nodes, const std::string &base) {
 Topology dgxH100(int nodes, const std::string &base) {
   // DGX H100: 8x H100, 4 NVSwitches, 18 NVLink4 per GPU = 450 GB/s per
   // direction; 8x 400 Gb/s NDR ConnectX-7, one per GPU (DGX H100 datasheet).
-  // Azure NDv5 (ND H100 v5) has the same shape.
+  // Azure NDv5 (ND H100 v5) has the same shape. DGX H100 nodes are joined
+  // by an NDR InfiniBand fabric of Quantum-2 switches that reduce (IB
+  // SHARP; DGX SuperPOD reference architecture); NDv5 is not said to
+  // offer SHARP and has none here. The descriptions stay as they were:
+  // they enter the topology hash that existing schedules carry.
   std::vector<int> nic{0, 1, 2, 3, 4, 5, 6, 7};
-  Topology t =
-      switched(base, nodes, 8, 18 * kNvlinkLaneGBps, nic, 50.0,
-               "NVIDIA DGX H100 / Azure NDv5: 8x H100 on NVSwitch (450 GB/s "
-               "per GPU per direction), 8x 400 Gb/s IB per node",
-               &kHopperNvls);
+  bool dgx = base == "dgx-h100";
+  Topology t = switched(
+      base, nodes, 8, 18 * kNvlinkLaneGBps, nic, 50.0,
+      "NVIDIA DGX H100 / Azure NDv5: 8x H100 on NVSwitch (450 GB/s per GPU "
+      "per direction), 8x 400 Gb/s IB per node",
+      &kHopperNvls, dgx ? &kNdrSharp : nullptr);
   t.stepModel = gpuStepModel(90);
   return t;
 }
@@ -280,13 +310,14 @@ Topology dgxH100(int nodes, const std::string &base) {
 Topology dgxB200(int nodes) {
   // DGX B200: 8x B200, 2 NVSwitch chips, 18 NVLink5 per GPU = 900 GB/s per
   // direction (1.8 TB/s bidirectional); 8x 400 Gb/s ConnectX-7, one per
-  // GPU (DGX B200 datasheet).
+  // GPU (DGX B200 datasheet), on an NDR Quantum-2 fabric with IB SHARP
+  // (DGX SuperPOD B200 reference architecture).
   std::vector<int> nic{0, 1, 2, 3, 4, 5, 6, 7};
   Topology t =
       switched("dgx-b200", nodes, 8, 18 * kNvlink5LaneGBps, nic, 50.0,
                "NVIDIA DGX B200: 8x B200 on NVSwitch (900 GB/s per GPU per "
                "direction), 8x 400 Gb/s IB per node",
-               &kBlackwellNvls);
+               &kBlackwellNvls, &kNdrSharp);
   t.stepModel = gpuStepModel(100);
   return t;
 }
@@ -295,7 +326,10 @@ Topology gb200Nvl72(int racks) {
   // GB200 NVL72: 72 Blackwell GPUs in one NVLink domain (18 NVLink switch
   // chips in 9 switch trays), 18 NVLink5 per GPU = 900 GB/s per direction;
   // one 400 Gb/s ConnectX-7 per GPU for the scale-out network (GB200 NVL72
-  // product page and reference architecture). A "node" is one rack.
+  // product page and reference architecture). A "node" is one rack. Racks
+  // are joined by InfiniBand switches with SHARP (CoreWeave's two-rack
+  // figures, ../shared/published-nccl-figures.md row 52); the NDR figures
+  // stand in for them, uncalibrated there.
   std::vector<int> nic(72);
   for (int i = 0; i < 72; ++i)
     nic[i] = i;
@@ -303,7 +337,7 @@ Topology gb200Nvl72(int racks) {
       "gb200-nvl72", racks, 72, 18 * kNvlink5LaneGBps, nic, 50.0,
       "NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink domain (900 GB/s "
       "per GPU per direction), 72x 400 Gb/s IB per rack",
-      &kBlackwellNvls);
+      &kBlackwellNvls, &kNdrSharp);
   t.stepModel = gpuStepModel(100);
   return t;
 }
@@ -387,13 +421,15 @@ bool parseCount(const std::string &s, int &out, int lo, int hi) {
 
 } // namespace
 
-std::optional<NvlsFigures> nvlsFigures(int smArch) {
+std::optional<SwitchFigures> nvlsFigures(int smArch) {
   if (smArch >= 100)
     return kBlackwellNvls;
   if (smArch >= 90)
     return kHopperNvls;
   return std::nullopt;
 }
+
+SwitchFigures sharpFigures() { return kNdrSharp; }
 
 std::vector<BuiltinInfo> builtinTopologies() {
   return {

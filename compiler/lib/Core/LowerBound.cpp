@@ -49,6 +49,7 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <span>
 
 namespace ccsynth {
 
@@ -84,14 +85,20 @@ std::string formatGBps(double gbps) {
 class BoundComputer {
 public:
   BoundComputer(const Collective &c, const Topology &t, double b,
-                std::optional<std::chrono::steady_clock::time_point> until)
-      : col(c), topo(t), bytes(b), searchUntil(until) {}
+                std::optional<std::chrono::steady_clock::time_point> until,
+                BoundScope scope)
+      : col(c), topo(t), bytes(b), searchUntil(until) {
+    if (scope == BoundScope::Machine)
+      switches = t.switches;
+  }
 
   LowerBound compute();
 
 private:
   const Collective &col;
   const Topology &topo;
+  /// The switches the bound may use: none for point-to-point schedules.
+  std::span<const InNetworkSwitch> switches;
   double bytes;
   std::optional<std::chrono::steady_clock::time_point> searchUntil;
   /// Past searchUntil: the remaining cuts are skipped (each cut tried is
@@ -287,7 +294,7 @@ double BoundComputer::capacity(const std::vector<int> &links) {
   // resources where the crossing links already count them (first and last)
   // and on top of them where not.
   if (cutSide)
-    for (const InNetworkSwitch &sw : topo.switches) {
+    for (const InNetworkSwitch &sw : switches) {
       double from = 0, to = 0, upExtra = 0, downExtra = 0;
       for (const SwitchPort &p : sw.ports) {
         if ((*cutSide)[p.rank]) {
@@ -326,7 +333,7 @@ void BoundComputer::consider(double chunks, const std::vector<int> &crossing,
   double data = chunks * chunkBytes;
   // A cut no link crosses may still be crossed through a switch.
   switchCrossed = false;
-  double cap = crossing.empty() && (!cutSide || topo.switches.empty())
+  double cap = crossing.empty() && (!cutSide || switches.empty())
                    ? 0
                    : capacity(crossing);
   double time =
@@ -482,7 +489,7 @@ void BoundComputer::quotientTraffic(const std::vector<int> &groupOf,
   // The count assumes every transfer between groups takes a link: a switch
   // joining two groups reduces k contributions, or delivers k copies, in
   // one operation, so no such count holds there.
-  for (const InNetworkSwitch &sw : topo.switches)
+  for (const InNetworkSwitch &sw : switches)
     for (const SwitchPort &p : sw.ports)
       if (groupOf[p.rank] != groupOf[sw.ports.front().rank])
         return;
@@ -675,7 +682,7 @@ double BoundComputer::latencyBound(bool &cutShort) const {
   }
   // A path through a switch costs at least the switch's latency: each
   // pair's bound is the smaller of its link path and the cheapest switch.
-  for (const InNetworkSwitch &sw : topo.switches)
+  for (const InNetworkSwitch &sw : switches)
     worst = std::min(worst, sw.alphaUs);
   return worst;
 }
@@ -748,8 +755,9 @@ LowerBound BoundComputer::compute() {
 
 LowerBound
 lowerBound(const Collective &collective, const Topology &topology, double bytes,
-           std::optional<std::chrono::steady_clock::time_point> searchUntil) {
-  BoundComputer computer(collective, topology, bytes, searchUntil);
+           std::optional<std::chrono::steady_clock::time_point> searchUntil,
+           BoundScope scope) {
+  BoundComputer computer(collective, topology, bytes, searchUntil, scope);
   return computer.compute();
 }
 

@@ -27,7 +27,10 @@
 //  - GPUs on different nodes (other hosts in the dump, or other copies with
 //    options.nodes > 1): an RDMA link through the sender's and receiver's
 //    closest <net> (egress/ingress Resources of speed/8000 GB/s) and the
-//    PCI edges between each GPU and its NIC.
+//    PCI edges between each GPU and its NIC;
+//  - NICs whose <net> says coll="1" (NCCL's CollNet support): when every
+//    GPU's NIC does and there are several nodes, one IB SHARP switch over
+//    every rank through its NIC's Resources, with the built-ins' figures.
 // Not modeled: NCCL's PXN/NVB relaying, C2C links, MLOPart partitions, and
 // the Intel P2P overhead; latencies come from NcclImportOptions because the
 // dump records none for GPUs.
@@ -164,6 +167,8 @@ struct NetInfo {
   long long dev = 0;
   double gbps = 0;
   size_t order = 0;
+  /// coll="1": the port reaches a CollNet (IB SHARP) fabric.
+  bool coll = false;
 };
 
 /// One step of a PCIe path: the edge between `tree` and its parent, walked
@@ -438,6 +443,10 @@ Status Importer::walk(const XmlElement &e, int node,
     if (n.name.empty())
       n.name = "net" + std::to_string(n.dev);
     n.gbps = (double)mbps / 8000.0;
+    auto coll = intAttr(e, "coll");
+    if (!coll)
+      return coll.error();
+    n.coll = coll->value_or(0) != 0;
     if (Status s = checkBandwidth(
             e, n.gbps, "NIC speed " + std::to_string(mbps) + " Mb/s");
         !s)
@@ -731,12 +740,12 @@ Expected<Topology> Importer::run(const XmlElement &root) {
     for (const auto &[h, node] : hostNode) {
       (void)node;
       InNetworkSwitch sw;
-      std::optional<NvlsFigures> fig;
+      std::optional<SwitchFigures> fig;
       bool all = true;
       for (int g = 0; g < numGpus && all; ++g) {
         if (gpus[g].host != h)
           continue;
-        std::optional<NvlsFigures> f = nvlsFigures(gpus[g].sm);
+        std::optional<SwitchFigures> f = nvlsFigures(gpus[g].sm);
         all = f && switchLanes[g] > 0 &&
               (!fig || (f->efficiency == fig->efficiency &&
                         f->alphaUs == fig->alphaUs));
@@ -830,6 +839,27 @@ Expected<Topology> Importer::run(const XmlElement &root) {
               l.resources.push_back(r);
             t.links.push_back(std::move(l));
           }
+    bool coll = true;
+    for (int g = 0; g < numGpus; ++g)
+      coll = coll && nets[nicOf[g]].coll;
+    if (coll) {
+      SwitchFigures fig = sharpFigures();
+      InNetworkSwitch sw;
+      sw.name = "sharp";
+      sw.kind = SwitchKind::SHARP;
+      sw.alphaUs = fig.alphaUs;
+      sw.efficiency = fig.efficiency;
+      for (int c = 0; c < copies; ++c)
+        for (int g = 0; g < numGpus; ++g)
+          sw.ports.push_back({rankOf(c, g), nets[nicOf[g]].gbps,
+                              resourceIds.at({kNetOut, c, nicOf[g]}),
+                              resourceIds.at({kNetIn, c, nicOf[g]})});
+      std::sort(sw.ports.begin(), sw.ports.end(),
+                [](const SwitchPort &a, const SwitchPort &b) {
+                  return a.rank < b.rank;
+                });
+      t.switches.push_back(std::move(sw));
+    }
   }
 
   // Description: what was found, in the words of the dump.
@@ -852,6 +882,7 @@ Expected<Topology> Importer::run(const XmlElement &root) {
   if (nvls)
     t.description += " with NVLink SHARP (sm90+)";
   t.description += ", " + std::to_string(nets.size()) + " NIC port(s)";
+
   if (copies > 1)
     t.description += ", replicated on " + std::to_string(copies) + " nodes";
   if (Status s = t.validate(); !s)

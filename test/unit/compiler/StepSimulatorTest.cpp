@@ -551,12 +551,15 @@ TEST_CASE("the step-level model meets every published figure of the "
                 << row.metric);
     machines.insert(row.machine);
     Topology topo = machine(row.machine);
-    if (row.program == "baseline nvls") {
-      // NCCL's NVLS: the nvls baseline, timed by the in-network runtime
-      // model (its switch operations have no step program).
+    if (row.program == "baseline nvls" || row.program == "baseline collnet") {
+      // NCCL's NVLS and CollNet: the nvls or collnet baseline, timed by the
+      // in-network runtime model (switch operations have no step program).
       auto kind = parseCollectiveKind(row.collective);
       REQUIRE(kind.has_value());
-      auto b = makeBaseline(BaselineKind::Nvls, *kind, topo);
+      auto b =
+          makeBaseline(row.program == "baseline nvls" ? BaselineKind::Nvls
+                                                      : BaselineKind::Collnet,
+                       *kind, topo);
       REQUIRE(b.ok());
       auto r = simulateInNetworkRuntime(*b, topo, {sizeBytes(row.size)});
       REQUIRE(r.ok());

@@ -74,7 +74,21 @@ VerifyErrorKind firstKind(const Schedule &s, const Topology *topo) {
 TEST_CASE("NVLS machines have one switch per node over the NVSwitch ports",
           "[innetwork]") {
   Topology h = builtin("dgx-h100x2");
-  REQUIRE(h.switches.size() == 2);
+  // Two NVLS switches, then the fabric's IB SHARP over every NIC.
+  REQUIRE(h.switches.size() == 3);
+  const InNetworkSwitch &sharp = h.switches[2];
+  CHECK(sharp.kind == SwitchKind::SHARP);
+  CHECK(sharp.efficiency == Approx(0.9));
+  CHECK(sharp.alphaUs == Approx(15.5));
+  REQUIRE(sharp.ports.size() == 16);
+  CHECK(sharp.ports[9].rank == 9);
+  CHECK(sharp.ports[9].bandwidthGBps == Approx(50));
+  CHECK(h.resources[sharp.ports[9].up].name == "n1.nic1.out");
+  CHECK(h.resources[sharp.ports[9].down].name == "n1.nic1.in");
+  CHECK(builtin("dgx-h100").switches.size() == 1);
+  CHECK(builtin("ndv5x2").switches.size() == 2);
+  CHECK(builtin("dgx-b200x4").switches.size() == 5);
+  CHECK(builtin("gb200-nvl72x2").switches.back().ports.size() == 144);
   const InNetworkSwitch &sw = h.switches[1];
   CHECK(sw.name == "n1.nvls");
   CHECK(sw.kind == SwitchKind::NVLS);
@@ -391,4 +405,68 @@ TEST_CASE("the nvls baseline verifies where a switch joins every node's "
   auto s = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, a100);
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.error().message, Catch::Contains("NVLS switch"));
+}
+
+TEST_CASE("the collnet baseline reduces across nodes through IB SHARP and "
+          "beats the rings there",
+          "[innetwork][baselines]") {
+  Topology topo = builtin("dgx-b200x2");
+  for (bool inPlace : {false, true}) {
+    INFO((inPlace ? "in place" : "out of place"));
+    BaselineOptions o;
+    o.inPlace = inPlace;
+    auto s =
+        makeBaseline(BaselineKind::Collnet, CollectiveKind::AllReduce, topo, o);
+    if (!s)
+      FAIL(s.error().message);
+    VerifyOptions vo;
+    vo.topology = &topo;
+    CHECK(verifySchedule(*s, vo).ok());
+    CHECK(s->origin == "baseline:collnet");
+    // Inside nodes point to point, between nodes only through the switch.
+    int switched = 0;
+    for (const Transfer &t : s->transfers) {
+      if (isSwitchOp(t.op)) {
+        ++switched;
+        CHECK(topo.switches[t.sw].kind == SwitchKind::SHARP);
+      } else {
+        CHECK(topo.sameNode(t.src.rank, t.dst.rank));
+      }
+    }
+    CHECK(switched > 0);
+  }
+  // Each NIC carries the buffer's eighth once each way, where a ring moves
+  // 2(n-1)/n of it: at 1 GB the runtime model puts CollNet well above
+  // NCCL's ring and under the machine's bound.
+  auto cn =
+      makeBaseline(BaselineKind::Collnet, CollectiveKind::AllReduce, topo);
+  auto ring = makeBaseline(BaselineKind::Ring, CollectiveKind::AllReduce, topo);
+  REQUIRE(cn.ok());
+  REQUIRE(ring.ok());
+  double bytes = 1 << 30;
+  auto tc = simulateInNetworkRuntime(*cn, topo, {bytes});
+  REQUIRE(tc.ok());
+  SimOptions so;
+  so.bytes = bytes;
+  auto tr = simulate(*ring, topo, so);
+  REQUIRE(tr.ok());
+  CHECK(tc->front().timeUs * 1.3 < tr->timeUs);
+  CHECK(lowerBound(cn->collective, topo, bytes).timeUs() < tc->front().timeUs);
+
+  // Refusals: other collectives, one node, no SHARP (NDv5), uneven nodes.
+  auto rs =
+      makeBaseline(BaselineKind::Collnet, CollectiveKind::ReduceScatter, topo);
+  REQUIRE_FALSE(rs.ok());
+  CHECK_THAT(rs.error().message, Catch::Contains("does not implement"));
+  for (const char *name : {"dgx-b200", "ndv5x2", "dgx-a100x2"}) {
+    INFO(name);
+    Topology t = builtin(name);
+    CHECK_FALSE(
+        baselineSupports(BaselineKind::Collnet, CollectiveKind::AllReduce, t));
+    auto e = makeBaseline(BaselineKind::Collnet, CollectiveKind::AllReduce, t);
+    REQUIRE_FALSE(e.ok());
+    CHECK_THAT(e.error().message, Catch::Contains("IB SHARP switch"));
+  }
+  CHECK(baselineSupports(BaselineKind::Collnet, CollectiveKind::AllReduce,
+                         builtin("dgx-h100x2")));
 }

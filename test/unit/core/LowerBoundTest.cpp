@@ -190,11 +190,21 @@ TEST_CASE("allreduce on several nodes is bound on the node quotient",
   CHECK_THAT(ndv2.bindingCut, Catch::Contains("node quotient"));
 
   // Eight DGX H100 (8 x 50 GB/s NICs each): 2 * 7/8 of the buffer per
-  // node over 400 GB/s; more chunks do not change it.
+  // node over 400 GB/s for point-to-point schedules (NDv5 has no IB
+  // SHARP, so that is its bound); more chunks do not change it. Through
+  // the fabric's SHARP switches a node's NICs carry the buffer once each
+  // way, so the machine's bound is the node cut.
   for (int k : {1, 4}) {
-    LowerBound h = lowerBound(builtin(CollectiveKind::AllReduce, 64, 64 * k),
-                              builtinTopo("dgx-h100x8"), m);
+    Collective ar = builtin(CollectiveKind::AllReduce, 64, 64 * k);
+    LowerBound h = lowerBound(ar, builtinTopo("dgx-h100x8"), m, {},
+                              BoundScope::PointToPoint);
     CHECK(h.bandwidthUs == Approx(us(2 * 7.0 / 8 * m, 400)));
+    CHECK(lowerBound(ar, builtinTopo("ndv5x8"), m).bandwidthUs ==
+          Approx(h.bandwidthUs));
+    LowerBound sharp = lowerBound(ar, builtinTopo("dgx-h100x8"), m);
+    CHECK(sharp.bandwidthUs == Approx(us(m, 400)));
+    CHECK_THAT(sharp.bindingCut,
+               Catch::Contains("the switches joining both sides"));
   }
 
   // ReduceScatter and AllGather alone move (m-1)/m of the output per node:

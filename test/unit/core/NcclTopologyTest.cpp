@@ -144,6 +144,50 @@ TEST_CASE("a dump of Hopper GPUs on NVSwitch imports NVLink SHARP, one "
   CHECK(baselineSupports(BaselineKind::Nvls, CollectiveKind::AllReduce, *t));
 }
 
+TEST_CASE("NICs that say coll=\"1\" import IB SHARP across nodes",
+          "[nccl][innetwork]") {
+  auto text = readFile(inputPath("nccl-dgx-a100.xml"));
+  REQUIRE(text.ok());
+  auto withColl = [&](int nics) {
+    std::string out = *text;
+    size_t at = 0;
+    for (int k = 0; k < nics; ++k) {
+      at = out.find("gdr=\"1\"/>", at);
+      REQUIRE(at != std::string::npos);
+      out.replace(at, 8, "gdr=\"1\" coll=\"1\"/>");
+      at += 8;
+    }
+    return out;
+  };
+  NcclImportOptions two;
+  two.nodes = 2;
+  auto t = importNcclTopology("c.xml", withColl(8), two);
+  REQUIRE(t.ok());
+  REQUIRE(t->switches.size() == 1);
+  const InNetworkSwitch &sw = t->switches[0];
+  CHECK(sw.kind == SwitchKind::SHARP);
+  CHECK(sw.efficiency == Approx(sharpFigures().efficiency));
+  REQUIRE(sw.ports.size() == 16);
+  CHECK(sw.ports[10].rank == 10);
+  CHECK(sw.ports[10].bandwidthGBps == Approx(25.0));
+  CHECK_THAT(t->resources[sw.ports[10].up].name, Catch::EndsWith(".out"));
+  CHECK(t->resources[sw.ports[10].up].bandwidthGBps == Approx(25.0));
+  CHECK(baselineSupports(BaselineKind::Collnet, CollectiveKind::AllReduce, *t));
+  // One node, or one NIC without CollNet: no SHARP.
+  auto one = importNcclTopology("c.xml", withColl(8), NcclImportOptions{});
+  REQUIRE(one.ok());
+  CHECK(one->switches.empty());
+  auto partial = importNcclTopology("c.xml", withColl(7), two);
+  REQUIRE(partial.ok());
+  CHECK(partial->switches.empty());
+  // A malformed attribute is an error at its element.
+  std::string bad = *text;
+  bad.replace(bad.find("gdr=\"1\"/>"), 8, "gdr=\"1\" coll=\"x\"/>");
+  auto e = importNcclTopology("c.xml", bad, two);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().loc.line > 0);
+}
+
 TEST_CASE("DGX A100 dump replicated on two nodes uses one NIC per GPU",
           "[nccl]") {
   Topology t = importFixture("nccl-dgx-a100.xml", 2);

@@ -24,7 +24,7 @@
 
 namespace ccsynth {
 
-enum class BaselineKind { Ring, Tree, Direct, Hierarchical, Nvls };
+enum class BaselineKind { Ring, Tree, Direct, Hierarchical, Nvls, Collnet };
 const char *toString(BaselineKind kind);
 std::optional<BaselineKind> parseBaselineKind(const std::string &s);
 

@@ -67,8 +67,14 @@ struct LowerBound {
 /// of cuts, the parts whose cost grows with ranks times links (about 30 s
 /// and 20 s for 1,024 and 4,096 ranks with explicit links between every
 /// pair of nodes' GPUs).
+/// What the bound covers: every schedule on the machine (switch
+/// reductions and multicasts included), or point-to-point schedules only
+/// (the topology's switches ignored), which is what the synthesizer makes.
+enum class BoundScope { Machine, PointToPoint };
+
 LowerBound lowerBound(
     const Collective &collective, const Topology &topology, double bytes,
-    std::optional<std::chrono::steady_clock::time_point> searchUntil = {});
+    std::optional<std::chrono::steady_clock::time_point> searchUntil = {},
+    BoundScope scope = BoundScope::Machine);
 
 } // namespace ccsynth

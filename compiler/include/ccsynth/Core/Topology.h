@@ -189,14 +189,18 @@ struct InNetworkSwitch {
   int portOf(int rank) const;
 };
 
-/// What NVLink SHARP costs on a GPU generation's NVSwitch (the built-ins'
-/// figures, docs/calibration.md), or nullopt before Hopper (sm < 90), whose
-/// NVSwitches do not reduce.
-struct NvlsFigures {
+/// What an operation through an in-network switch costs: its efficiency
+/// and latency (InNetworkSwitch), as the built-ins use them.
+struct SwitchFigures {
   double efficiency = 0;
   double alphaUs = 0;
 };
-std::optional<NvlsFigures> nvlsFigures(int smArch);
+/// NVLink SHARP on a GPU generation's NVSwitch (docs/calibration.md), or
+/// nullopt before Hopper (sm < 90), whose NVSwitches do not reduce.
+std::optional<SwitchFigures> nvlsFigures(int smArch);
+/// IB SHARP through an NDR InfiniBand fabric (Quantum-2 class switches),
+/// as NCCL's CollNet uses it (docs/calibration.md).
+SwitchFigures sharpFigures();
 
 /// What the step-level simulator needs beyond links: the runtime's
 /// per-protocol costs and what one threadblock can move. Protocols are

@@ -1,0 +1,98 @@
+//===- BaselineCollnet.cpp - IB SHARP AllReduce, as NCCL's CollNet Direct -===//
+//
+// NCCL's CollNet Direct AllReduce on nodes of g GPUs, each with its own
+// NIC: the buffer is cut into g slices and local rank k is the "head" of
+// slice k on its node. Every rank sends its copy of slice k straight to
+// head k over NVLink, where it lands in scratch and is added; each head
+// hands its node's partial sum to the network, whose SHARP switches add
+// the partials of every node and return the total to every node's head;
+// the head sends the total straight to its node's other ranks. Slices are
+// cut into `pipeline` chunks (16 by default) that flow through the three
+// phases one after another.
+//
+// The network phase is one switch reduction of the heads' partials into
+// one head and one multicast of the total from it, a round trip through
+// the fabric as SHARP's reduce-to-all is. Slice k's total always lands on
+// node k mod nodes: its head's NIC takes the sum in and sends the total
+// out while every other head's NIC does the reverse, so each NIC moves a
+// chunk's worth each way per chunk, both directions at once, as under
+// SHARP (a destination that moved with the chunk would receive the next
+// sum while it still receives the last total, and leave its other
+// direction idle).
+//
+//===----------------------------------------------------------------------===//
+#include "BaselineBuilder.h"
+
+namespace ccsynth::baseline {
+
+int sharpSwitchOf(const Topology &topo) {
+  for (size_t i = 0; i < topo.switches.size(); ++i) {
+    const InNetworkSwitch &sw = topo.switches[i];
+    if (sw.kind != SwitchKind::SHARP ||
+        (int)sw.ports.size() != topo.numRanks())
+      continue;
+    bool all = true;
+    for (size_t k = 0; k < sw.ports.size() && all; ++k)
+      all = sw.ports[k].rank == (int)k;
+    if (all)
+      return (int)i;
+  }
+  return -1;
+}
+
+Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
+                                       const Topology &topo,
+                                       const BaselineOptions &options) {
+  // makeBaseline has checked the collective, the switch and the nodes.
+  int sw = sharpSwitchOf(topo);
+  int nodes = topo.numNodes();
+  std::vector<std::vector<int>> ranks(nodes);
+  for (int r = 0; r < topo.numRanks(); ++r)
+    ranks[topo.nodeOf[r]].push_back(r);
+  int g = (int)ranks[0].size();
+  int p = pipelineOr(options, 16);
+  auto col = makeCollective(kind, topo.numRanks(), g * p, options.inPlace,
+                            options.root);
+  if (!col)
+    return col.error();
+  ScheduleBuilder b(topo, col.take(), options.until);
+  for (int q = 0; q < p; ++q)
+    for (int k = 0; k < g; ++k) {
+      // Chunk q of slice k.
+      int i = k * p + q;
+      // Each node's head k gathers the node's copies and adds them.
+      for (int m = 0; m < nodes; ++m) {
+        int head = ranks[m][k];
+        std::vector<ChunkLoc> received;
+        for (int j = 1; j < g; ++j) {
+          int from = ranks[m][(k + j) % g];
+          ChunkLoc tmp = b.scratch(head);
+          b.copy(b.input(from, i), tmp);
+          received.push_back(tmp);
+        }
+        b.copyLocal(b.input(head, i), b.output(head, i));
+        for (ChunkLoc tmp : received)
+          b.reduce(tmp, b.output(head, i));
+      }
+      // The fabric adds the heads' partials and returns the total to
+      // every head.
+      int to = k % nodes;
+      std::vector<ChunkLoc> partials, others;
+      for (int m = 0; m < nodes; ++m) {
+        partials.push_back(b.output(ranks[m][k], i));
+        if (m != to)
+          others.push_back(b.output(ranks[m][k], i));
+      }
+      b.switchReduce(sw, partials, b.output(ranks[to][k], i));
+      b.multicast(sw, b.output(ranks[to][k], i), others);
+      // Each head sends the total to its node's other ranks.
+      for (int m = 0; m < nodes; ++m)
+        for (int j = 1; j < g; ++j)
+          b.copy(b.output(ranks[m][k], i),
+                 b.output(ranks[m][(k + j) % g], i));
+    }
+  return b.finish(baselineName(BaselineKind::Collnet, kind),
+                  "baseline:collnet");
+}
+
+} // namespace ccsynth::baseline

@@ -338,6 +338,7 @@ TuneRequest tuningRequest(const CompileCliOptions &o, const CompileOptions &c,
   req.protocols = o.explicitProtocol
                       ? std::vector<std::string>{c.protocol}
                       : std::vector<std::string>{"Simple", "LL128", "LL"};
+  req.narrow = sched.transfers.size() > kMaxFullyTunedTransfers;
   return req;
 }
 

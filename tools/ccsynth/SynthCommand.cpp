@@ -83,6 +83,7 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
   req.sizes = sizes;
   req.instances = tuningInstances(sched);
   req.protocols = {"Simple", "LL128", "LL"};
+  req.narrow = sched.transfers.size() > kMaxFullyTunedTransfers;
   req.fallback = withNccl;
   req.until = until;
   // Lowering, checking and timing one configuration costs about three

@@ -276,7 +276,8 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
       bool fuse, forward;
     };
     std::vector<Fusion> fusions{{base.fuse, base.fuseForward}};
-    if (program < 0 && base.fuse) {
+    bool wide = program < 0 && !request.narrow;
+    if (wide && base.fuse) {
       fusions.push_back({false, true});
       if (base.fuseForward)
         fusions.push_back({true, false});
@@ -289,14 +290,14 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
       int tbs, pipeline;
     };
     std::vector<Local> localChoices{{base.localTbs, base.pipeline}};
-    if (program < 0 && base.localTbs == 1 && base.pipeline == 1)
+    if (wide && base.localTbs == 1 && base.pipeline == 1)
       localChoices = {{1, 1}, {8, 1}, {8, 2}};
     // A reduction that spreads its results over the connections that
     // gathered them: also with the two phases on separate channels
     // (reductionPhases), where the next loop iteration's reduction need
     // not wait for this one's spreading.
     std::vector<bool> splits{base.splitPhases};
-    if (program < 0 && !base.splitPhases &&
+    if (wide && !base.splitPhases &&
         !reductionPhases(s.collective, s.transfers).empty())
       splits.push_back(true);
     for (bool split : splits)

@@ -47,6 +47,10 @@ struct TuneRequest {
   /// the machine's GPU to time each configuration with; the fastest is
   /// kept with it (empty: the model's per-threadblock figures as they are).
   std::vector<codegen::KernelKnob> knobs;
+  /// Only the instance counts and protocols: the schedule's other lowering
+  /// choices (fusion, local threadblocks, split phases) stay as `base`
+  /// has them. For schedules too large to weigh every choice.
+  bool narrow = false;
 };
 
 struct TuneCandidate {
@@ -139,8 +143,10 @@ const Schedule &candidateSchedule(const TuneResult &t, const TuneCandidate &c,
                                   const Schedule &input);
 
 /// Every configuration is a compile of its own: schedules of more transfers
-/// are not tuned (the search would cost many times the compile it tunes).
-inline constexpr size_t kMaxTunedTransfers = 20000;
+/// are tuned narrowly (TuneRequest::narrow), and beyond kMaxTunedTransfers
+/// not at all (the search would cost many times the compile it tunes).
+inline constexpr size_t kMaxFullyTunedTransfers = 20000;
+inline constexpr size_t kMaxTunedTransfers = 65536;
 
 /// 1K, 4K, 16K, ..., 1G within [lo, hi] (hi <= 0: unbounded): the sizes at
 /// which a tuned compile decides what serves each size.

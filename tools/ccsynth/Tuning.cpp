@@ -3,6 +3,7 @@
 
 #include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/Rings.h"
+#include "ccsynth/Core/Simulator.h"
 #include "ccsynth/Target/MSCCLXml.h"
 #include "ccsynth/Target/StepSimulator.h"
 
@@ -176,6 +177,36 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
     sched.topologyHashVersion = schedule.topologyHashVersion;
   }
   return out;
+}
+
+/// What NCCL's in-network algorithms (NVLS, NVLS-tree, CollNet) reach at
+/// `sizes` for this collective on the machine, timed by the in-network
+/// runtime model: the fastest per size, or empty where none applies. No
+/// XML holds them, but NCCL runs them where its tuner finds them faster.
+std::vector<double> ncclInNetworkUs(const Schedule &schedule,
+                                    const Topology &topology,
+                                    const std::vector<double> &sizes) {
+  std::vector<double> best;
+  const Collective &col = schedule.collective;
+  if (topology.switches.empty() || col.kind == CollectiveKind::Custom ||
+      col.numRanks != topology.numRanks())
+    return best;
+  BaselineOptions bo;
+  bo.inPlace = col.inPlace;
+  for (BaselineKind kind : {BaselineKind::Nvls, BaselineKind::Collnet}) {
+    if (!baselineSupports(kind, col.kind, topology))
+      continue;
+    auto s = makeBaseline(kind, col.kind, topology, bo);
+    if (!s)
+      continue;
+    auto times = simulateInNetworkRuntime(*s, topology, sizes);
+    if (!times)
+      continue;
+    best.resize(sizes.size(), INFINITY);
+    for (size_t k = 0; k < sizes.size(); ++k)
+      best[k] = std::min(best[k], (*times)[k].timeUs);
+  }
+  return best;
 }
 
 /// Compiles and times the configuration `cand` holds (its instances,
@@ -407,6 +438,14 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
       for (size_t k = 0; k < request.sizes.size(); ++k)
         result.ncclBestUs[k] =
             std::min(result.ncclBestUs[k], result.candidates[i].timeUs[k]);
+  }
+  if (request.fallback) {
+    std::vector<double> inNetwork =
+        ncclInNetworkUs(schedule, topology, request.sizes);
+    if (!inNetwork.empty() && result.ncclBestUs.empty())
+      result.ncclBestUs.assign(request.sizes.size(), INFINITY);
+    for (size_t k = 0; k < inNetwork.size(); ++k)
+      result.ncclBestUs[k] = std::min(result.ncclBestUs[k], inNetwork[k]);
   }
   result.candidates.erase(result.candidates.begin() + (long)written,
                           result.candidates.end());

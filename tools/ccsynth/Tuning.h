@@ -128,7 +128,9 @@ struct TuneResult {
   /// Per size of the request: the fastest of NCCL's program's
   /// configurations (what NCCL itself reaches there; for an out-of-place
   /// schedule its in-place program's too, which NCCL matches out of
-  /// place); empty when NCCL's program was not a candidate.
+  /// place), and of its in-network algorithms (NVLS, NVLS-tree, CollNet)
+  /// where the machine's switches allow them, which no XML holds but NCCL
+  /// runs; empty when none of them was a candidate.
   std::vector<double> ncclBestUs;
   /// Best configuration of the input schedule alone (-1: none compiled).
   int bestOwn = -1;

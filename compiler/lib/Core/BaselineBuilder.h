@@ -189,6 +189,9 @@ Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
                                        const Topology &topo,
                                        const BaselineOptions &options);
 
+/// The ranks of each node, in rank order.
+std::vector<std::vector<int>> ranksByNode(const Topology &topo);
+
 /// The IB SHARP switch with a port for every rank, in rank order, or -1.
 int sharpSwitchOf(const Topology &topo);
 

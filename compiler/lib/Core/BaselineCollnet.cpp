@@ -46,9 +46,7 @@ Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
   // makeBaseline has checked the collective, the switch and the nodes.
   int sw = sharpSwitchOf(topo);
   int nodes = topo.numNodes();
-  std::vector<std::vector<int>> ranks(nodes);
-  for (int r = 0; r < topo.numRanks(); ++r)
-    ranks[topo.nodeOf[r]].push_back(r);
+  std::vector<std::vector<int>> ranks = ranksByNode(topo);
   int g = (int)ranks[0].size();
   int p = pipelineOr(options, 16);
   auto col = makeCollective(kind, topo.numRanks(), g * p, options.inPlace,

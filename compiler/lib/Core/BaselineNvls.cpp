@@ -26,12 +26,17 @@
 
 namespace ccsynth::baseline {
 
+std::vector<std::vector<int>> ranksByNode(const Topology &topo) {
+  std::vector<std::vector<int>> ranks(topo.numNodes());
+  for (int r = 0; r < topo.numRanks(); ++r)
+    ranks[topo.nodeOf[r]].push_back(r);
+  return ranks;
+}
+
 std::vector<int> nvlsSwitchesOf(const Topology &topo) {
   int nodes = topo.numNodes();
   std::vector<int> of(nodes, -1);
-  std::vector<std::vector<int>> ranks(nodes);
-  for (int r = 0; r < topo.numRanks(); ++r)
-    ranks[topo.nodeOf[r]].push_back(r);
+  std::vector<std::vector<int>> ranks = ranksByNode(topo);
   for (size_t i = 0; i < topo.switches.size(); ++i) {
     const InNetworkSwitch &sw = topo.switches[i];
     if (sw.kind != SwitchKind::NVLS || sw.ports.empty())
@@ -69,9 +74,7 @@ Expected<Schedule> makeNvlsTree(CollectiveKind kind, const Topology &topo,
     return Error("the nvls baseline across nodes (NVLS-tree) implements "
                  "allreduce only, as NCCL's does");
   int nodes = (int)sws.size();
-  std::vector<std::vector<int>> ranks(nodes);
-  for (int r = 0; r < topo.numRanks(); ++r)
-    ranks[topo.nodeOf[r]].push_back(r);
+  std::vector<std::vector<int>> ranks = ranksByNode(topo);
   int g = (int)ranks[0].size();
   int p = pipelineOr(options, 16);
   auto col = makeCollective(kind, topo.numRanks(), g * p, options.inPlace,

@@ -818,13 +818,13 @@ int writeMscclDir(CompileCliOptions &o, std::vector<msccl::DirEntry> &entries,
 /// configuration is timed by the step-level model and the best one (or
 /// NCCL's ring, when that beats them all) replaces `out`. Notes say what
 /// was chosen; `sched` becomes the schedule that was written.
-void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
-                Schedule &sched, std::string &out) {
+Status tuneOutput(CompileCliOptions &o, const CompileOptions &c,
+                  Schedule &sched, std::string &out) {
   if (o.noTune || (o.explicitInstances && o.explicitProtocol))
-    return;
+    return Status::success();
   auto topo = machineToTune(sched, o, "--instances and --protocol choose");
   if (!topo)
-    return;
+    return Status::success();
   TuneRequest req = tuningRequest(o, c, sched);
   req.fallback = !o.noFallback && c.mscclColl.empty() &&
                  !o.explicitInstances && !o.explicitProtocol;
@@ -837,7 +837,7 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
   if (t.best < 0) {
     std::cerr << "ccsynth: note: not tuned: no configuration besides the "
                  "one written fits the runtime\n";
-    return;
+    return Status::success();
   }
   // The schedule's configuration that gains most over NCCL where it is
   // faster, restricted to those sizes.
@@ -878,6 +878,20 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
           t.replacement.reset();
         else
           t.replacement = t.ncclPrograms[cand.program];
+      } else {
+        // Nothing an XML can hold is as fast as what NCCL runs (its
+        // in-network algorithms, where no ring of its fits MSCCL) at any
+        // size: MSCCL would select it for every call, each slower.
+        return Error(
+            "at no size is any lowering of this schedule (or NCCL's program "
+            "in its place) as fast as what NCCL runs for the collective on " +
+                topo->name +
+                " at the step level (its NVLS or CollNet where the machine's "
+                "switches allow them), so MSCCL would select a slower program "
+                "for every call: nothing written",
+            {},
+            "--min-bytes/--max-bytes write it for a range of your choosing, "
+            "--no-fallback for every size");
       }
     }
   }
@@ -898,7 +912,7 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
     std::cerr << "ccsynth: note: not tuned: the chosen configuration ("
               << describeCandidate(best)
               << ") failed: " << r.failure.error.message << "\n";
-    return;
+    return Status::success();
   }
   out = std::move(*r.output);
   std::cerr << "ccsynth: note: tuned on " << topo->name << " by the "
@@ -995,6 +1009,7 @@ void tuneOutput(CompileCliOptions &o, const CompileOptions &c,
     std::cerr << "ccsynth: warning: at no size does this program reach "
                  "the speed of NCCL's own program for the collective at the "
                  "step level; MSCCL runs it for every matching call\n";
+  return Status::success();
 }
 
 int runCompile(CompileCliOptions &o) {
@@ -1149,7 +1164,8 @@ int runCompile(CompileCliOptions &o) {
       rc != kExitOk)
     return rc;
   if (c.target == CompileTarget::MscclXml && sched)
-    tuneOutput(o, c, *sched, out);
+    if (Status s = tuneOutput(o, c, *sched, out); !s)
+      return fail(s.error());
   if (Status s = writeOutput(o.output, out); !s)
     return fail(s.error());
   if (packing)

@@ -72,20 +72,25 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
                        std::chrono::steady_clock::time_point until,
                        double measureSeconds) {
   StepLevel r;
-  if (sched.transfers.size() > kMaxTunedTransfers) {
+  // Past the transfers a full tuning takes, compile tunes narrowly and
+  // slowly (a minute on 24,000 transfers): too long for a summary.
+  if (sched.transfers.size() > kMaxFullyTunedTransfers) {
     r.absent = "not predicted (" + std::to_string(sched.transfers.size()) +
-               " transfers; compile tunes up to " +
-               std::to_string(kMaxTunedTransfers) +
-               "); run `ccsynth simulate --level steps`";
+               " transfers; synth predicts up to " +
+               std::to_string(kMaxFullyTunedTransfers) +
+               "); run `ccsynth compile` or `ccsynth simulate --level steps`";
     return r;
   }
   TuneRequest req;
   req.sizes = sizes;
   req.instances = tuningInstances(sched);
   req.protocols = {"Simple", "LL128", "LL"};
-  req.narrow = sched.transfers.size() > kMaxFullyTunedTransfers;
   req.fallback = withNccl;
   req.until = until;
+  // The written schedule always gets one configuration timed (one compile
+  // of it, about three times its chunk-level check), so that its table
+  // does not depend on the machine's load; the runners-up only in time.
+  req.firstAlways = withNccl;
   // Lowering, checking and timing one configuration costs about three
   // times the chunk-level verification and simulation of the schedule.
   req.firstEstimateSeconds = 3 * measureSeconds;

@@ -292,8 +292,9 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   TuneResult result;
   using Clock = std::chrono::steady_clock;
   double longest = 0;
+  int started = 0;
   auto fits = [&] {
-    if (!request.until)
+    if (!request.until || (request.firstAlways && started == 0))
       return true;
     double need = longest > 0 ? 1.5 * longest : request.firstEstimateSeconds;
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -347,6 +348,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                 result.cutShort = true;
                 return;
               }
+              ++started;
               auto began = Clock::now();
               TuneCandidate config;
               config.instances = k;

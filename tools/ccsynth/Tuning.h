@@ -36,6 +36,9 @@ struct TuneRequest {
   /// later one 1.5 times the longest so far.
   std::optional<std::chrono::steady_clock::time_point> until;
   double firstEstimateSeconds = 0;
+  /// The first configuration is timed even past `until`, so that a result
+  /// never depends on how loaded the machine is whether there is one.
+  bool firstAlways = false;
   /// Time what generated code runs (compile --target cuda, CUDA plugins)
   /// instead of MSCCL: lowered as for that target (no bounded connection
   /// buffers, up to 64 channels) and timed by the step model's variant for

@@ -86,6 +86,9 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
   req.instances = tuningInstances(sched);
   req.protocols = {"Simple", "LL128", "LL"};
   req.fallback = withNccl;
+  // The summary's NCCL column is its ring, tuned the same way; timing its
+  // in-network algorithms on hundreds of ranks would not keep to `until`.
+  req.inNetwork = false;
   req.until = until;
   // The written schedule always gets one configuration timed (one compile
   // of it, about three times its chunk-level check), so that its table

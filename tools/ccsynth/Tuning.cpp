@@ -441,7 +441,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
         result.ncclBestUs[k] =
             std::min(result.ncclBestUs[k], result.candidates[i].timeUs[k]);
   }
-  if (request.fallback) {
+  if (request.fallback && request.inNetwork) {
     std::vector<double> inNetwork =
         ncclInNetworkUs(schedule, topology, request.sizes);
     if (!inNetwork.empty() && result.ncclBestUs.empty())

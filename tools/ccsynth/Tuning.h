@@ -31,6 +31,9 @@ struct TuneRequest {
   std::vector<std::string> protocols;
   /// Also try NCCL's ring for the collective on this machine.
   bool fallback = true;
+  /// With `fallback`: what NCCL reaches includes its in-network algorithms
+  /// (NVLS, NVLS-tree, CollNet) where the machine's switches allow them.
+  bool inNetwork = true;
   /// No configuration is started that would not end by this (unset: no
   /// deadline): the first is expected to take `firstEstimateSeconds`, each
   /// later one 1.5 times the longest so far.

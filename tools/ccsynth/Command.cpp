@@ -275,20 +275,20 @@ Expected<Topology> topologyFor(const Schedule &schedule,
         usesSharp |= isSwitchOp(tr.op) && tr.sw >= 0 &&
                      tr.sw < (int)topo->switches.size() &&
                      topo->switches[tr.sw].kind == SwitchKind::SHARP;
-      for (bool all : {false, true}) {
-        if (usesSharp || (all && schedule.usesSwitches()))
-          break;
+      // The schedule's hash, once the switches `drop` picks are removed.
+      auto matchesWithout = [&](auto drop) {
         Topology before = *topo;
-        std::erase_if(before.switches, [&](const InNetworkSwitch &sw) {
-          return all || sw.kind == SwitchKind::SHARP;
-        });
-        if (before.switches.size() == topo->switches.size())
-          continue;
-        if (topologyHash(before) == schedule.topologyHash) {
-          hash = schedule.topologyHash;
-          break;
-        }
-      }
+        std::erase_if(before.switches, drop);
+        return before.switches.size() != topo->switches.size() &&
+               topologyHash(before) == schedule.topologyHash;
+      };
+      if (!usesSharp &&
+          (matchesWithout([](const InNetworkSwitch &sw) {
+             return sw.kind == SwitchKind::SHARP;
+           }) ||
+           (!schedule.usesSwitches() &&
+            matchesWithout([](const InNetworkSwitch &) { return true; }))))
+        hash = schedule.topologyHash;
     }
     if (hash != schedule.topologyHash)
       return Error("topology '" + name +

@@ -996,19 +996,6 @@ Status tuneOutput(CompileCliOptions &o, const CompileOptions &c,
                  "sizes to NCCL (--min-bytes/--max-bytes set the range by "
                  "hand)\n";
   }
-  if (!served && narrow && !t.ncclBestUs.empty() && !t.replacement &&
-      std::none_of(t.candidates.begin(), t.candidates.end(),
-                   [&](const TuneCandidate &cand) {
-                     if (!cand.fromSchedule())
-                       return false;
-                     for (size_t k = 0; k < t.ncclBestUs.size(); ++k)
-                       if (cand.timeUs[k] <= t.ncclBestUs[k] * 1.001)
-                         return true;
-                     return false;
-                   }))
-    std::cerr << "ccsynth: warning: at no size does this program reach "
-                 "the speed of NCCL's own program for the collective at the "
-                 "step level; MSCCL runs it for every matching call\n";
   return Status::success();
 }
 

@@ -61,8 +61,8 @@ ccsynth_expect(synth-exact-chunkup-conflict RC 2
 # others (MSCCL selects their programs for no such size). A split of 64 on
 # 8 ranks gives loops of at least 512 chunks: 1K is below one loop, so the
 # step-level table has no time of the schedule's own there and says NCCL
-# runs. Its Z3 routing scales its calls to the limit: with 8 s it ends
-# after 3 to 6 s (under two cores' load), leaving the rest to the tuning.
+# runs. However little of the limit Z3 leaves to the tuning, the first
+# configuration of the schedule and of its power-of-two re-cut are timed.
 ccsynth_expect(synth-split-order RC 0
   MATCH "chunk splits to try: 2, 4, 8, 16, 32, 64, 128, 256, 512, 3, 6, 12,"
   CMD ${CC} synth --topo dgx1 --collective allreduce --time-limit 2

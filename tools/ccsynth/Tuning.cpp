@@ -292,9 +292,8 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   TuneResult result;
   using Clock = std::chrono::steady_clock;
   double longest = 0;
-  int started = 0;
-  auto fits = [&] {
-    if (!request.until || (request.firstAlways && started == 0))
+  auto fits = [&](bool firstOfOwn) {
+    if (!request.until || (request.firstAlways && firstOfOwn))
       return true;
     double need = longest > 0 ? 1.5 * longest : request.firstEstimateSeconds;
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -302,6 +301,11 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
            *request.until;
   };
   auto explore = [&](const Schedule &s, int program) {
+    // Past `until` (firstAlways), the schedule's own programs are still
+    // timed until one configuration fits, trying at most a few.
+    bool own = program == -1 || program == TuneCandidate::kRegridded;
+    bool timedOne = false;
+    int started = 0;
     // NCCL's ring is NCCL's own fused hops; the schedule also unfused and
     // fused without forwarding steps.
     struct Fusion {
@@ -344,7 +348,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
             int prev = -1;
             bool hasLocal = true;
             for (int k : request.instances) {
-              if (!fits()) {
+              if (!fits(own && !timedOne && started < 6)) {
                 result.cutShort = true;
                 return;
               }
@@ -367,6 +371,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
               if (!cand)
                 break;
               cand->program = program;
+              timedOne = true;
               // Past the instance count that fills the links, more only add
               // threadblocks and latency: stop once no size gains 1%. NCCL's
               // program is what the others are measured against: every count

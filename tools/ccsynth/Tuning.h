@@ -39,8 +39,11 @@ struct TuneRequest {
   /// later one 1.5 times the longest so far.
   std::optional<std::chrono::steady_clock::time_point> until;
   double firstEstimateSeconds = 0;
-  /// The first configuration is timed even past `until`, so that a result
-  /// never depends on how loaded the machine is whether there is one.
+  /// The first configuration that fits of the schedule's own program, and
+  /// of its re-cut on a power-of-two grid where its chunk factor is odd
+  /// (what MSCCL selects at power-of-two sizes), is timed even past
+  /// `until` (of at most six tried), so that a result never depends on how
+  /// loaded the machine is.
   bool firstAlways = false;
   /// Time what generated code runs (compile --target cuda, CUDA plugins)
   /// instead of MSCCL: lowered as for that target (no bounded connection

@@ -185,3 +185,24 @@ foreach(case "dgx-h100x32;allgather;1" "dgx-h100x64;allreduce;1"
   set_tests_properties(e2e:synth-time-limit-${topo}-${coll} PROPERTIES
     RUN_SERIAL TRUE)
 endforeach()
+
+# --in-network: NCCL's NVLS alone and mixed with point-to-point schedules on
+# shares of the buffer; on one H100 node a mix is fastest in the runtime
+# model and is written, verified; compile refuses it (no target lowers
+# switch transfers yet). Where no switch reduces, the flag is refused.
+ccsynth_expect(synth-in-network-mix RC 0 FILE synth-in-network.json
+  MATCH "NCCL nvls +[0-9.]+ us" "best: nvls [0-9]+% \\+ (ring|synthesized) [0-9]+%"
+        "the in-network schedule was written"
+        "wrote .*synth-in-network.json \\(verified\\): the in-network schedule"
+  CMD ${CC} synth --topo dgx-h100 --collective allreduce --time-limit 4
+      --no-step-level -q -o ${E2E_OUT}/synth-in-network.json --in-network)
+ccsynth_expect(synth-in-network-compile-refused RC 1
+  MATCH "synth-in-network.json:[0-9]+:[0-9]+: error: .*MSCCL XML has no switch operations"
+  CMD ${CC} compile ${E2E_OUT}/synth-in-network.json
+      -o ${E2E_OUT}/never-written-in-network.xml)
+set_tests_properties(e2e:synth-in-network-compile-refused
+  PROPERTIES DEPENDS e2e:synth-in-network-mix)
+ccsynth_expect(synth-in-network-not-applicable RC 2
+  MATCH "--in-network: no in-network algorithm applies to allreduce on 'dgx-a100'"
+  CMD ${CC} synth --topo dgx-a100 --collective allreduce --in-network
+      -o ${E2E_OUT}/never-written-in-network.json)

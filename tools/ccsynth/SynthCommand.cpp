@@ -4,6 +4,7 @@
 #include "Tuning.h"
 #endif
 
+#include "ccsynth/Core/InNetworkMix.h"
 #include "ccsynth/Core/LowerBound.h"
 #include "ccsynth/Core/Plot.h"
 #include "ccsynth/Core/Simulator.h"
@@ -189,6 +190,47 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
 }
 #endif
 
+/// The in-network part of the summary: NCCL's in-network algorithms alone,
+/// the fastest mix, and what was written, against the point-to-point
+/// schedule (`p2pUs`, its compiled program when `p2pSteps`) and NCCL's
+/// ring (`ncclRingUs`, step level; infinite when not timed).
+void printInNetwork(FILE *out, const InNetworkSearch &s, bool written,
+                    double p2pUs, bool p2pSteps, double bytes, double factor,
+                    double ncclRingUs) {
+  auto busbw = [&](double us) { return bytes / us / 1e3 * factor; };
+  std::fprintf(out,
+               "  in-network at %s (runtime model of NCCL's NVLS/CollNet "
+               "kernels; %d mixes verified and timed%s):\n",
+               formatBytes(bytes).c_str(), s.mixesTried,
+               s.cutShort ? ", the time limit cut the search short" : "");
+  double ncclBest = ncclRingUs;
+  for (const InNetworkCandidate &c : s.alone) {
+    std::fprintf(out, "  %28s %12.2f us %9.2f GB/s\n",
+                 ("NCCL " + c.name).c_str(), c.timeUs, busbw(c.timeUs));
+    ncclBest = std::min(ncclBest, c.timeUs);
+  }
+  if (std::isfinite(ncclRingUs))
+    std::fprintf(out, "  %28s %12.2f us %9.2f GB/s\n", "NCCL ring (steps)",
+                 ncclRingUs, busbw(ncclRingUs));
+  std::fprintf(out, "  %28s %12.2f us %9.2f GB/s\n",
+               p2pSteps ? "point-to-point (steps)" : "point-to-point (chunks)",
+               p2pUs, busbw(p2pUs));
+  if (s.best)
+    std::fprintf(out, "  %28s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
+                 ("best: " + s.best->name).c_str(), s.best->timeUs,
+                 busbw(s.best->timeUs), ncclBest / s.best->timeUs);
+  if (written)
+    std::fprintf(out,
+                 "  the in-network schedule was written: it verifies and "
+                 "`simulate --level steps` times it, but no compile target "
+                 "lowers switch transfers yet (`ccsynth compile` refuses it; "
+                 "without --in-network synth writes the point-to-point "
+                 "schedule)\n");
+  else
+    std::fprintf(out, "  the point-to-point schedule was written: no "
+                      "in-network schedule is faster\n");
+}
+
 /// The longest --time-limit: a week.
 constexpr double kMaxTimeLimitSeconds = 7 * 86400.0;
 
@@ -209,6 +251,7 @@ struct SynthCliOptions {
   double stopAt = 90;
   bool quiet = false;
   bool noStepLevel = false;
+  bool inNetwork = false;
 };
 
 /// Progress lines go to stderr, but only once the run has lasted a second:
@@ -330,6 +373,14 @@ int runSynth(const SynthCliOptions &o) {
                          " is not a rank of '" + topo->name + "' (0.." +
                          std::to_string(topo->numRanks() - 1) + ")"));
   }
+  if (o.inNetwork && !inNetworkApplies(so.kind, *topo))
+    return usage(Error(
+        "--in-network: no in-network algorithm applies to " +
+        std::string(toString(so.kind)) + " on '" + topo->name +
+        "' (NVLS needs an NVLS switch joining the ranks of every node, as on "
+        "dgx-h100, dgx-b200 and gb200-nvl72, for allreduce, and on one node "
+        "for reducescatter and allgather; CollNet a SHARP switch joining "
+        "several nodes, for allreduce)"));
   so.chunkup = o.chunks;
   if (o.exactChunkup) {
     // TACCL's meaning: input_chunkup is the split, not a first guess.
@@ -540,7 +591,51 @@ int runSynth(const SynthCliOptions &o) {
     }
   }
 #endif
-  std::vector<OutputFile> outputs{{o.output, scheduleToJson(sched)}};
+  // NCCL's in-network algorithms, alone and mixed with point-to-point
+  // schedules on shares of the buffer, against what the point-to-point
+  // schedule runs as (its compiled program, else its transfers).
+  std::optional<InNetworkSearch> inNetwork;
+  double p2pUs = result->timeUs;
+  bool p2pSteps = false;
+#ifdef CCSYNTH_HAVE_MLIR
+  if (steps && steps->absent.empty()) {
+    size_t at =
+        std::find(sizesShown.begin(), sizesShown.end(), so.targetBytes) -
+        sizesShown.begin();
+    if (std::isfinite(steps->ownUs[at])) {
+      p2pUs = steps->ownUs[at];
+      p2pSteps = true;
+    }
+  }
+#endif
+  const Schedule *written = &sched;
+  if (o.inNetwork) {
+    progress->operator()("in-network: NVLS/CollNet alone and mixed with "
+                         "point-to-point schedules");
+    InNetworkOptions io;
+    io.bytes = so.targetBytes;
+    io.inPlace = sched.collective.inPlace;
+    if (!sched.usesSwitches() && !result->isBaseline)
+      io.pointToPoint.push_back({"synthesized", &sched});
+    // Mixes start within the time limit, and within a quarter of it (at
+    // least 2 s) from now when the search has spent it.
+    auto seconds = [](double s) {
+      return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(s));
+    };
+    io.until = std::max(t0 + seconds(budget),
+                        std::chrono::steady_clock::now() +
+                            seconds(std::max(2.0, 0.25 * o.timeLimit)));
+    auto found = searchInNetwork(so.kind, *topo, io);
+    if (!found)
+      return fail(found.error());
+    inNetwork = found.take();
+    if (inNetwork->best && inNetwork->best->timeUs < p2pUs) {
+      recordTopology(inNetwork->best->schedule, o.topo, hashText);
+      written = &inNetwork->best->schedule;
+    }
+  }
+  std::vector<OutputFile> outputs{{o.output, scheduleToJson(*written)}};
   if (!o.dumpSmt.empty())
     outputs.push_back(
         {o.dumpSmt, result->smt.empty()
@@ -638,8 +733,25 @@ int runSynth(const SynthCliOptions &o) {
     std::fprintf(out, "  note: %s\n", note.c_str());
   if (!rankedNote.empty())
     std::fprintf(out, "  note: %s\n", rankedNote.c_str());
+  if (inNetwork)
+    printInNetwork(
+        out, *inNetwork, written != &sched, p2pUs, p2pSteps, so.targetBytes,
+        sched.collective.busBwFactor(),
+#ifdef CCSYNTH_HAVE_MLIR
+        steps && !steps->ncclUs.empty()
+            ? steps->ncclUs[std::find(sizesShown.begin(), sizesShown.end(),
+                                      so.targetBytes) -
+                            sizesShown.begin()]
+            : INFINITY
+#else
+        INFINITY
+#endif
+    );
   if (o.output != "-")
-    std::fprintf(out, "  wrote %s (verified)\n", o.output.c_str());
+    std::fprintf(out, "  wrote %s (verified)%s\n", o.output.c_str(),
+                 written != &sched ? ": the in-network schedule above, "
+                                     "which no compile target lowers yet"
+                                   : "");
   return kExitOk;
 }
 
@@ -705,6 +817,15 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
                 "Leave out the step-level prediction of what `ccsynth "
                 "compile` writes for the schedule (the tuned MSCCL program, "
                 "next to NCCL's ring tuned the same way)");
+  cmd->add_flag(
+      "--in-network", opts->inNetwork,
+      "Also weigh NCCL's in-network algorithms (NVLS, NVLS-tree, CollNet) "
+      "alone and mixed with point-to-point schedules (the ring baseline, the "
+      "synthesized schedule) on shares of the buffer, timed by the runtime "
+      "model of NCCL's NVLS and CollNet kernels; the fastest is written when "
+      "it beats the point-to-point schedule's compiled program. No compile "
+      "target lowers switch transfers yet: such a schedule verifies and "
+      "simulates, and `ccsynth compile` refuses it");
   cmd->add_flag("-q,--quiet", opts->quiet, "No progress on stderr");
   cmd->callback([opts, &ctx] { ctx.exitCode = runSynth(*opts); });
 }

@@ -1,4 +1,4 @@
-//===- ChunkGrid.cpp - Chunks re-cut on a power-of-two grid -------------===//
+//===- ChunkGrid.cpp - Chunks re-cut, and two schedules on one grid ------===//
 //
 // MSCCL cuts a buffer into nchunksperloop equal chunks and selects a program
 // only for calls whose element count is a multiple of that number. A
@@ -7,11 +7,14 @@
 // keeps the schedule's routes and steps and only changes what a chunk is:
 // chunk k of every split becomes a run of nearly equal sub-chunks of a
 // power-of-two grid, so the program MSCCL selects moves (almost) the same
-// bytes over the same links in the same order.
+// bytes over the same links in the same order. spliceSchedules puts two
+// schedules of one collective on disjoint chunks of each split, so that
+// they run side by side on shares of the buffer.
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Core/Schedule.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -164,6 +167,71 @@ Expected<Schedule> regridChunks(const Schedule &s, int factor) {
     t.dst = moved(t.dst);
     t.count = count;
   }
+  return r;
+}
+
+Expected<Schedule> spliceSchedules(const Schedule &a, const Schedule &b,
+                                   int maxChunkFactor) {
+  const Collective &ca = a.collective, &cb = b.collective;
+  if (ca.kind == CollectiveKind::Custom || cb.kind == CollectiveKind::Custom)
+    return Error("a custom collective's chunks cannot be split between two "
+                 "schedules: its conditions name each chunk");
+  if (ca.kind != cb.kind || ca.numRanks != cb.numRanks ||
+      ca.inPlace != cb.inPlace || ca.root != cb.root)
+    return Error("schedules of different collectives (" + ca.describe() + ", " +
+                 cb.describe() + ") cannot share a buffer");
+  long long factor = (long long)ca.chunkFactor + cb.chunkFactor;
+  if (factor > maxChunkFactor)
+    return Error("the two schedules' chunk factors add up to " +
+                 std::to_string(factor) + ", more than " +
+                 std::to_string(maxChunkFactor));
+  auto col = Collective::builtin(ca.kind, ca.numRanks, (int)factor, ca.inPlace,
+                                 ca.root);
+  if (!col)
+    return col.error();
+  Schedule r;
+  r.name = a.name + "+" + b.name;
+  r.topology = a.topology;
+  r.topologyHash = a.topologyHash;
+  r.topologyHashVersion = a.topologyHashVersion;
+  r.origin = a.origin + "+" + b.origin;
+  r.collective = col.take();
+  r.scratchChunks = a.scratchChunks + b.scratchChunks;
+  r.protocol = a.protocol;
+  r.instances = a.instances;
+  r.transfers.reserve(a.transfers.size() + b.transfers.size());
+  // Moves one run of chunks of the part whose chunk factor is `c` and whose
+  // chunks start at `offset` in each split, cut where it crosses a split.
+  auto add = [&](const Transfer &t, int c, int offset, int scratchOffset) {
+    auto moved = [&](ChunkLoc l) {
+      if (l.buffer == BufferKind::Scratch)
+        l.index += scratchOffset;
+      else
+        l.index = (int)(l.index / c * factor + offset + l.index % c);
+      return l;
+    };
+    for (int i = 0; i < t.count;) {
+      // The run ends where either end reaches the end of its split.
+      auto left = [&](const ChunkLoc &l) {
+        return l.buffer == BufferKind::Scratch ? t.count - i
+                                               : c - (l.index + i) % c;
+      };
+      ChunkLoc s = t.src, d = t.dst;
+      s.index += i;
+      d.index += i;
+      int n = std::min({t.count - i, left(t.src), left(t.dst)});
+      Transfer m = t;
+      m.src = moved(s);
+      m.dst = moved(d);
+      m.count = n;
+      r.transfers.push_back(m);
+      i += n;
+    }
+  };
+  for (const Transfer &t : a.transfers)
+    add(t, ca.chunkFactor, 0, 0);
+  for (const Transfer &t : b.transfers)
+    add(t, cb.chunkFactor, ca.chunkFactor, a.scratchChunks);
   return r;
 }
 

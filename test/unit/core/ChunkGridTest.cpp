@@ -113,3 +113,81 @@ TEST_CASE("regridChunks refuses what it cannot re-cut", "[chunkgrid]") {
   // A grid coarser than the schedule's chunks is refused.
   CHECK(!regridChunks(s, 2));
 }
+
+TEST_CASE("two schedules spliced onto shares of the buffer still implement "
+          "their collective",
+          "[chunkgrid]") {
+  auto topo = makeBuiltinTopology("dgx-a100");
+  REQUIRE(topo);
+  for (CollectiveKind kind :
+       {CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+        CollectiveKind::AllReduce})
+    for (bool inPlace : {false, true}) {
+      CAPTURE(toString(kind), inPlace);
+      BaselineOptions bo;
+      bo.inPlace = inPlace;
+      auto ring = makeBaseline(BaselineKind::Ring, kind, *topo, bo);
+      auto direct = makeBaseline(BaselineKind::Direct, kind, *topo, bo);
+      REQUIRE(ring);
+      REQUIRE(direct);
+      auto mixed = spliceSchedules(*ring, *direct);
+      REQUIRE(mixed);
+      CHECK(mixed->collective.chunkFactor ==
+            ring->collective.chunkFactor + direct->collective.chunkFactor);
+      CHECK(mixed->transfers.size() >=
+            ring->transfers.size() + direct->transfers.size());
+      VerifyOptions vo;
+      vo.topology = &*topo;
+      VerifyResult v = verifySchedule(*mixed, vo);
+      INFO((v.ok() ? std::string() : v.issues.front().message));
+      CHECK(v.ok());
+      // Side by side on shares: slower than neither part alone at 1G by
+      // more than the slower one takes.
+      double both = timeAt(*mixed, *topo, 1 << 30);
+      CHECK(both <= std::max(timeAt(*ring, *topo, 1 << 30),
+                             timeAt(*direct, *topo, 1 << 30)) *
+                        1.01);
+    }
+}
+
+TEST_CASE("a splice cuts runs at the splits and places scratch apart",
+          "[chunkgrid]") {
+  // AllGather on 2 ranks, chunk factor 2 and 1: a's two-chunk run of
+  // rank 0's output (its input's split) stays one run; a run across two
+  // splits is cut in two.
+  auto a2 = Collective::builtin(CollectiveKind::AllGather, 2, 2, false, 0);
+  auto b1 = Collective::builtin(CollectiveKind::AllGather, 2, 1, false, 0);
+  REQUIRE(a2);
+  REQUIRE(b1);
+  Schedule a;
+  a.collective = *a2;
+  a.scratchChunks = 1;
+  Schedule b;
+  b.collective = *b1;
+  b.scratchChunks = 2;
+  Transfer run =
+      copy(0, {0, BufferKind::Output, 1}, {1, BufferKind::Output, 1});
+  run.count = 2; // output chunks 1 and 2: splits 0 and 1
+  a.transfers = {run};
+  b.transfers = {
+      copy(0, {1, BufferKind::Input, 0}, {1, BufferKind::Scratch, 1})};
+  auto m = spliceSchedules(a, b);
+  REQUIRE(m);
+  CHECK(m->collective.chunkFactor == 3);
+  CHECK(m->scratchChunks == 3);
+  REQUIRE(m->transfers.size() == 3);
+  CHECK(m->transfers[0].src.index == 1);
+  CHECK(m->transfers[0].count == 1);
+  CHECK(m->transfers[1].src.index == 3); // split 1, chunk 0
+  CHECK(m->transfers[1].dst.index == 3);
+  CHECK(m->transfers[1].count == 1);
+  CHECK(m->transfers[2].src.index == 2); // b's chunk 0 after a's two
+  CHECK(m->transfers[2].dst.buffer == BufferKind::Scratch);
+  CHECK(m->transfers[2].dst.index == 2); // after a's one scratch chunk
+  // Different collectives do not share a buffer.
+  Schedule other = b;
+  other.collective =
+      *Collective::builtin(CollectiveKind::AllReduce, 2, 1, false, 0);
+  CHECK_FALSE(spliceSchedules(a, other));
+  CHECK_FALSE(spliceSchedules(a, b, 2));
+}

@@ -3,6 +3,7 @@
 // their cost in the chunk simulator, the lower bound beside them, and the
 // NVLS baseline.
 #include "ccsynth/Core/Baselines.h"
+#include "ccsynth/Core/InNetworkMix.h"
 #include "ccsynth/Core/Json.h"
 #include "ccsynth/Core/LowerBound.h"
 #include "ccsynth/Core/Simulator.h"
@@ -469,4 +470,61 @@ TEST_CASE("the collnet baseline reduces across nodes through IB SHARP and "
   }
   CHECK(baselineSupports(BaselineKind::Collnet, CollectiveKind::AllReduce,
                          builtin("dgx-h100x2")));
+}
+
+TEST_CASE("in-network algorithms mixed with point-to-point schedules on "
+          "shares of the buffer verify, and the runtime model finds NVLS's "
+          "idle port time",
+          "[innetwork]") {
+  Topology topo = builtin("dgx-h100");
+  InNetworkOptions o;
+  o.bytes = 1 << 30;
+  o.shares = {7.0 / 8, 3.0 / 4};
+  auto direct =
+      makeBaseline(BaselineKind::Direct, CollectiveKind::AllReduce, topo);
+  auto nvls = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, topo);
+  REQUIRE(direct);
+  REQUIRE(nvls);
+  // A schedule that uses switches is no point-to-point part.
+  o.pointToPoint = {{"direct", &*direct}, {"nvls", &*nvls}};
+  auto s = searchInNetwork(CollectiveKind::AllReduce, topo, o);
+  REQUIRE(s);
+  REQUIRE(s->alone.size() == 1);
+  CHECK(s->alone[0].name == "nvls");
+  CHECK(s->alone[0].share == 1);
+  // Two shares with the ring and with the direct schedule.
+  CHECK(s->mixesTried == 4);
+  CHECK_FALSE(s->cutShort);
+  REQUIRE(s->best);
+  VerifyOptions vo;
+  vo.topology = &topo;
+  CHECK(verifySchedule(s->best->schedule, vo).ok());
+  CHECK(s->best->schedule.usesSwitches());
+  CHECK(s->best->share < 1);
+  CHECK_THAT(s->best->name, Catch::StartsWith("nvls "));
+  // NVLS leaves the ports partly idle (476 GB/s of bus bandwidth over
+  // 450 GB/s ports, against 2 x 7/8 of the port rate the ring can reach):
+  // the mix is at least 5% faster in the model, and still above the bound.
+  CHECK(s->best->timeUs * 1.05 < s->alone[0].timeUs);
+  CHECK(lowerBound(s->best->schedule.collective, topo, o.bytes).timeUs() <
+        s->best->timeUs);
+  auto again = simulateInNetworkRuntime(s->best->schedule, topo, {o.bytes});
+  REQUIRE(again);
+  CHECK(again->front().timeUs == Approx(s->best->timeUs));
+
+  // Nothing to mix where no switch reduces, and past the deadline only the
+  // algorithms alone are timed.
+  auto none = searchInNetwork(CollectiveKind::AllReduce, builtin("dgx-a100"),
+                              InNetworkOptions{});
+  REQUIRE_FALSE(none);
+  CHECK_THAT(none.error().message, Catch::Contains("no in-network algorithm"));
+  CHECK_FALSE(inNetworkApplies(CollectiveKind::AllToAll, topo));
+  InNetworkOptions late;
+  late.until = std::chrono::steady_clock::now();
+  auto cut = searchInNetwork(CollectiveKind::ReduceScatter, topo, late);
+  REQUIRE(cut);
+  CHECK(cut->cutShort);
+  CHECK(cut->mixesTried == 0);
+  REQUIRE(cut->best);
+  CHECK(cut->best->name == "nvls");
 }

@@ -156,6 +156,17 @@ int powerOfTwoGrid(int chunkFactor);
 /// different splits (their runs would differ in length).
 Expected<Schedule> regridChunks(const Schedule &s, int factor);
 
+/// Two schedules of one built-in collective (kind, ranks, root, in place)
+/// run side by side on disjoint parts of the buffer: the result's chunk
+/// factor is a's plus b's, chunk k of each of a's splits stays chunk k of
+/// the split and chunk k of b's becomes chunk a + k (a = a's chunk factor),
+/// so a carries a / (a + b) of the bytes. Steps are kept (step s of both
+/// run in step s), b's scratch follows a's, a transfer whose chunks cross
+/// a split is cut at it. Errors for custom collectives, different
+/// collectives, and chunk counts past `maxChunkFactor`.
+Expected<Schedule> spliceSchedules(const Schedule &a, const Schedule &b,
+                                   int maxChunkFactor = 1 << 16);
+
 /// The phase of each transfer of a reduction: 1 when, run in schedule
 /// order (step, then position), its source holds as many contributions as
 /// the largest set an output chunk needs (a finished value being spread,

@@ -1,0 +1,73 @@
+//===- InNetworkMix.h - In-network schedules mixed with point-to-point ---===//
+//
+// Schedules that run an in-network algorithm (NVLS, NVLS-tree, CollNet)
+// and a point-to-point schedule side by side on shares of the buffer: the
+// switch carries its share at the switch's own throughput while the
+// NVLink and network ports carry the other share, where the switch alone
+// leaves them partly idle. Each candidate is verified and timed by the
+// in-network runtime model (simulateInNetworkRuntime), the model of
+// NCCL's NVLS and CollNet kernels; no target lowers switch transfers yet,
+// so these are predictions of schedules, not of compiled programs.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Core/Topology.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ccsynth {
+
+struct InNetworkCandidate {
+  /// "nvls", "collnet", or "nvls 7/8 + ring 1/8" (shares of the bytes).
+  std::string name;
+  Schedule schedule;
+  /// The runtime model's time at the size searched for.
+  double timeUs = 0;
+  /// The in-network algorithm's share of the bytes (1 alone).
+  double share = 1;
+};
+
+struct InNetworkSearch {
+  /// NCCL's in-network algorithms the machine allows for the collective,
+  /// alone (as NCCL runs them).
+  std::vector<InNetworkCandidate> alone;
+  /// The fastest of everything tried (alone and mixed), when any.
+  std::optional<InNetworkCandidate> best;
+  /// Mixed candidates verified and timed.
+  int mixesTried = 0;
+  /// The deadline stopped the search before every share was tried.
+  bool cutShort = false;
+};
+
+struct InNetworkOptions {
+  double bytes = 1 << 30;
+  bool inPlace = false;
+  /// Point-to-point schedules to mix with, besides the ring baseline (a
+  /// synthesized schedule); each of the same collective on the machine.
+  std::vector<std::pair<std::string, const Schedule *>> pointToPoint;
+  /// Shares of the bytes the in-network part carries (each in (0, 1)).
+  std::vector<double> shares{15.0 / 16, 7.0 / 8, 13.0 / 16,
+                             3.0 / 4,   2.0 / 3, 1.0 / 2};
+  /// No new candidate starts past this instant.
+  std::optional<std::chrono::steady_clock::time_point> until;
+};
+
+/// Whether the machine has a switch that some in-network algorithm of
+/// `kind` can use (NVLS or CollNet, as the baselines build them).
+bool inNetworkApplies(CollectiveKind kind, const Topology &topology);
+
+/// Builds NCCL's in-network algorithms for `kind` on `topology` and their
+/// mixes with the ring baseline and `options.pointToPoint` at each share,
+/// verifies each against the topology and times it at `options.bytes`.
+/// Fails when no in-network algorithm applies.
+Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
+                                          const Topology &topology,
+                                          const InNetworkOptions &options);
+
+} // namespace ccsynth

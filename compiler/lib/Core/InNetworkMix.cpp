@@ -1,0 +1,165 @@
+//===- InNetworkMix.cpp - In-network schedules mixed with point-to-point -===//
+//
+// NCCL runs one algorithm per call: NVLS or CollNet where the machine's
+// switches reduce, or a ring. The switch's reduction and multicast reach a
+// fraction of the port rate (NVLS on H100: about 480 GB/s of bus bandwidth
+// over ports of 450 GB/s each way, where the ring reaches 360), so ports
+// are left partly idle while the switch works. A mix gives the switch a
+// share of the buffer and a point-to-point schedule the rest, both at once
+// over the same ports; the runtime model charges the ports, the switch's
+// throughput and the network as shared resources, so a share too large for
+// either side only slows the mix down. See InNetworkMix.h.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/Core/InNetworkMix.h"
+
+#include "ccsynth/Core/Baselines.h"
+#include "ccsynth/Core/Simulator.h"
+#include "ccsynth/Core/Verifier.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace ccsynth {
+
+namespace {
+
+constexpr BaselineKind kInNetworkKinds[] = {BaselineKind::Nvls,
+                                            BaselineKind::Collnet};
+
+std::string percent(double share) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * share);
+  return buf;
+}
+
+} // namespace
+
+bool inNetworkApplies(CollectiveKind kind, const Topology &topology) {
+  for (BaselineKind k : kInNetworkKinds)
+    if (baselineSupports(k, kind, topology))
+      return true;
+  return false;
+}
+
+Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
+                                          const Topology &topology,
+                                          const InNetworkOptions &options) {
+  if (!inNetworkApplies(kind, topology))
+    return Error("no in-network algorithm applies to " +
+                 std::string(toString(kind)) + " on '" + topology.name +
+                 "': NVLS needs an NVLS switch joining the ranks of every "
+                 "node, CollNet a SHARP switch joining several nodes "
+                 "(AllReduce only)");
+  InNetworkSearch out;
+  auto past = [&] {
+    return options.until && std::chrono::steady_clock::now() > *options.until;
+  };
+  // Verified against the machine's links and switches, then timed.
+  auto measure = [&](InNetworkCandidate &c) -> bool {
+    VerifyOptions vo;
+    vo.topology = &topology;
+    if (!verifySchedule(c.schedule, vo).ok())
+      return false;
+    auto t = simulateInNetworkRuntime(c.schedule, topology, {options.bytes});
+    if (!t)
+      return false;
+    c.timeUs = t->front().timeUs;
+    return true;
+  };
+  auto consider = [&](const InNetworkCandidate &c) {
+    if (!out.best || c.timeUs < out.best->timeUs)
+      out.best = c;
+  };
+  BaselineOptions bo;
+  bo.inPlace = options.inPlace;
+  bo.topologyValidated = true;
+  std::vector<std::pair<std::string, Schedule>> p2p;
+  if (baselineSupports(BaselineKind::Ring, kind, topology))
+    if (auto ring = makeBaseline(BaselineKind::Ring, kind, topology, bo))
+      p2p.emplace_back("ring", ring.take());
+  for (const auto &[name, s] : options.pointToPoint)
+    if (s && !s->usesSwitches() && s->collective.kind == kind &&
+        s->collective.numRanks == topology.numRanks() &&
+        s->collective.inPlace == options.inPlace)
+      p2p.emplace_back(name, *s);
+  // NCCL's algorithms alone first, whatever the deadline: they are what
+  // the mixes are measured against.
+  for (BaselineKind k : kInNetworkKinds) {
+    if (!baselineSupports(k, kind, topology))
+      continue;
+    auto s = makeBaseline(k, kind, topology, bo);
+    if (!s)
+      continue;
+    InNetworkCandidate alone{toString(k), s.take(), 0, 1};
+    if (!measure(alone))
+      continue;
+    out.alone.push_back(alone);
+    consider(alone);
+  }
+  // The faster algorithm's mixes first.
+  std::vector<const InNetworkCandidate *> order;
+  for (const InNetworkCandidate &c : out.alone)
+    order.push_back(&c);
+  std::sort(order.begin(), order.end(),
+            [](const InNetworkCandidate *x, const InNetworkCandidate *y) {
+              return x->timeUs < y->timeUs;
+            });
+  for (const InNetworkCandidate *inNet : order) {
+    const InNetworkCandidate &alone = *inNet;
+    const int fa = alone.schedule.collective.chunkFactor;
+    for (const auto &[name, b] : p2p) {
+      const int fb = b.collective.chunkFactor;
+      // Each share as a ratio of whole re-cuts: the in-network schedule's
+      // chunks cut in m, the other's in n, m and n up to 16 (the closest
+      // share, then the coarser grid).
+      std::set<std::pair<int, int>> cuts;
+      for (double want : options.shares) {
+        int bm = 1, bn = 1;
+        double err = INFINITY;
+        for (int m = 1; m <= 16; ++m)
+          for (int n = 1; n <= 16; ++n) {
+            double got = (double)fa * m / ((double)fa * m + (double)fb * n);
+            double e = std::fabs(got - want);
+            if (e < err - 1e-9) {
+              err = e;
+              bm = m;
+              bn = n;
+            }
+          }
+        cuts.insert({bm, bn});
+      }
+      for (auto [m, n] : cuts) {
+        if (past()) {
+          out.cutShort = true;
+          return out;
+        }
+        auto ra = m > 1 ? regridChunks(alone.schedule, fa * m)
+                        : Expected<Schedule>(alone.schedule);
+        auto rb = n > 1 ? regridChunks(b, fb * n) : Expected<Schedule>(b);
+        if (!ra || !rb)
+          continue;
+        auto mixed = spliceSchedules(*ra, *rb);
+        if (!mixed)
+          continue;
+        double share = (double)fa * m / ((double)fa * m + (double)fb * n);
+        InNetworkCandidate c;
+        c.name = alone.name + " " + percent(share) + " + " + name + " " +
+                 percent(1 - share);
+        c.share = share;
+        c.schedule = mixed.take();
+        c.schedule.name = alone.schedule.name + "+" + b.name;
+        c.schedule.origin = "synth:in-network-mix";
+        if (!measure(c))
+          continue;
+        ++out.mixesTried;
+        consider(c);
+      }
+    }
+  }
+  return out;
+}
+
+} // namespace ccsynth

@@ -815,7 +815,13 @@ void Evaluator::initSlots() {
 Status Evaluator::execTransfer(const TransferStmt &t) {
   if (!slotsReady)
     initSlots();
-  const char *op = t.op == TransferOp::Copy ? "copy" : "reduce";
+  const char *op = transferKeyword(t.op);
+  if (isSwitchOp(t.op) && !inStep)
+    return error(t.loc, std::string("'") + op +
+                            "' outside a 'step { }' block: the members of "
+                            "one switch operation share its step (write "
+                            "them, e.g. a 'for' over the ranks, inside one "
+                            "block)");
   CCSYNTH_TRY(srcVal, eval(*t.src));
   CCSYNTH_TRY(dstVal, eval(*t.dst));
   auto *src = std::get_if<ChunkVal>(&srcVal);
@@ -837,7 +843,7 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
   for (const TransferHint &h : t.hints) {
     CCSYNTH_TRY(v, evalIntIn(*h.value, 0, std::numeric_limits<int>::max(),
                              "the hint '" + h.name + "'"));
-    (h.name == "tb" ? tr.threadblock : tr.channel) = v;
+    (h.name == "tb" ? tr.threadblock : h.name == "ch" ? tr.channel : tr.sw) = v;
   }
   // Bound the work (slot lists, dependency updates, verification).
   chunkMoves += tr.count;
@@ -857,7 +863,9 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
     std::vector<size_t> common;
     std::set_intersection(a.begin(), a.end(), b.begin(), b.end(),
                           std::back_inserter(common));
-    if (!common.empty())
+    // A switch reduction's destination may be one of its own sources.
+    bool ownContribution = t.op == TransferOp::SwitchReduce && a == b;
+    if (!common.empty() && !ownContribution)
       return error(t.loc, std::string("the source and the destination of '") +
                               op + "' overlap" +
                               (tr.src.rank == tr.dst.rank &&
@@ -895,9 +903,17 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
                  : " (in the iteration with " + p.iteration + ")";
     };
     size_t self = pending.size();
+    // The members of one switch reduction write one destination, which a
+    // member may also read (its own contribution): one operation, no race.
+    auto sameReduction = [&](size_t other) {
+      const Transfer &o = pending[other].transfer;
+      return tr.op == TransferOp::SwitchReduce &&
+             o.op == TransferOp::SwitchReduce && o.sw == tr.sw &&
+             o.dst == tr.dst && o.count == tr.count;
+    };
     for (int k = 0; k < tr.count; ++k) {
       auto w = blockWrites.find(dstSlots[k]);
-      if (w != blockWrites.end())
+      if (w != blockWrites.end() && !sameReduction(w->second))
         return error2(beginLoc(*t.dst),
                       "overlapping writes in one step: " +
                           showChunk(dst->rank, dst->buffer, dst->index + k) +
@@ -906,7 +922,7 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
                       pending[w->second].loc,
                       "the other write is here" + where(pending[w->second]));
       auto r = blockReads.find(dstSlots[k]);
-      if (r != blockReads.end())
+      if (r != blockReads.end() && !sameReduction(r->second))
         return error2(beginLoc(*t.dst),
                       "race in one step: this writes " +
                           showChunk(dst->rank, dst->buffer, dst->index + k) +
@@ -916,7 +932,7 @@ Status Evaluator::execTransfer(const TransferStmt &t) {
     }
     for (int k = 0; k < tr.count; ++k) {
       auto w = blockWrites.find(srcSlots[k]);
-      if (w != blockWrites.end())
+      if (w != blockWrites.end() && !sameReduction(w->second))
         return error2(beginLoc(*t.src),
                       "race in one step: this reads " +
                           showChunk(src->rank, src->buffer, src->index + k) +

@@ -224,7 +224,8 @@ Expected<StmtPtr> Parser::parseStatement() {
   case TokenKind::KwOutput:
     return parsePostOutput();
   case TokenKind::Identifier:
-    if ((cur().text == "copy" || cur().text == "reduce") &&
+    if ((cur().text == "copy" || cur().text == "reduce" ||
+         cur().text == "switch_reduce" || cur().text == "multicast") &&
         peekTok().kind == TokenKind::LParen)
       return parseTransfer();
     if (peekTok().kind == TokenKind::Assign)
@@ -233,7 +234,8 @@ Expected<StmtPtr> Parser::parseStatement() {
                                   "one with 'let')");
     return error(cur().loc,
                  "unknown statement '" + cur().text +
-                     "' (expected copy, reduce, let, for, if, step, assert, "
+                     "' (expected copy, reduce, switch_reduce, multicast, "
+                     "let, for, if, step, assert, "
                      "param, collective or scratch)");
   case TokenKind::Semicolon:
     return error(cur().loc, "empty statement (stray ';')");
@@ -480,7 +482,10 @@ Expected<StmtPtr> Parser::parseAssert() {
 Expected<StmtPtr> Parser::parseTransfer() {
   const Token &kw = take();
   auto stmt = std::make_unique<TransferStmt>(kw.loc);
-  stmt->op = kw.text == "copy" ? TransferOp::Copy : TransferOp::Reduce;
+  stmt->op = kw.text == "copy"            ? TransferOp::Copy
+             : kw.text == "reduce"        ? TransferOp::Reduce
+             : kw.text == "switch_reduce" ? TransferOp::SwitchReduce
+                                          : TransferOp::Multicast;
   std::string op = kw.text;
   take(); // '('
   CCSYNTH_TRY(src, parseExpr());
@@ -493,7 +498,7 @@ Expected<StmtPtr> Parser::parseTransfer() {
   CCSYNTH_TRY(dst, parseExpr());
   stmt->dst = std::move(dst);
   while (accept(TokenKind::Comma)) {
-    CCSYNTH_TRY(hint, expectIdent("a hint name (tb or ch) after ','"));
+    CCSYNTH_TRY(hint, expectIdent("a hint name (tb, ch or switch) after ','"));
     for (const TransferHint &h : stmt->hints)
       if (h.name == hint.text)
         return errorAt(prog.text, hint.loc,

@@ -364,7 +364,7 @@ Status Checker::checkCollective(const CollectiveStmt &c) {
 }
 
 Status Checker::checkTransfer(const TransferStmt &t) {
-  const char *op = t.op == TransferOp::Copy ? "copy" : "reduce";
+  const char *op = transferKeyword(t.op);
   if (section != Section::Schedule)
     return error(t.loc, std::string("'") + op +
                             "' is a schedule statement; a collective's "
@@ -377,14 +377,25 @@ Status Checker::checkTransfer(const TransferStmt &t) {
                            std::string("the source of '") + op + "'"));
   CCSYNTH_CHECK(expectType(*t.dst, Type::Chunk,
                            std::string("the destination of '") + op + "'"));
+  bool throughSwitch = isSwitchOp(t.op), namesSwitch = false;
   for (const TransferHint &h : t.hints) {
-    if (h.name != "tb" && h.name != "ch")
+    if (h.name != "tb" && h.name != "ch" && h.name != "switch")
       return error(h.loc, "unknown hint '" + h.name +
-                              "' (expected tb = threadblock or ch = "
-                              "channel)" +
-                              suggest(h.name, {"tb", "ch"}));
+                              "' (expected tb = threadblock, ch = channel" +
+                              (throughSwitch ? " or switch = the switch" : "") +
+                              ")" + suggest(h.name, {"tb", "ch", "switch"}));
+    if (h.name == "switch" && !throughSwitch)
+      return error(h.loc, std::string("'") + op +
+                              "' goes point to point: 'switch' names the "
+                              "switch of a switch_reduce or multicast");
+    namesSwitch |= h.name == "switch";
     CCSYNTH_CHECK(expectType(*h.value, Type::Int, "the hint '" + h.name + "'"));
   }
+  if (throughSwitch && !namesSwitch)
+    return error(t.loc, std::string("'") + op +
+                            "' needs the switch it goes through: add "
+                            "', switch = N' (N indexes the topology's "
+                            "switches, as `ccsynth topo show` lists them)");
   return Status::success();
 }
 

@@ -35,7 +35,9 @@ std::string summarize(const std::string &input,
   std::ostringstream os;
   os << input << ": OK: " << s.collective.describe() << " is implemented";
   if (topo)
-    os << ", every transfer on a link of " << topo->name;
+    os << (s.usesSwitches() ? ", every transfer on a link or a switch port of "
+                            : ", every transfer on a link of ")
+       << topo->name;
   os << "\n";
   if (!lowered.params.empty()) {
     os << "  parameters:";
@@ -43,17 +45,24 @@ std::string summarize(const std::string &input,
       os << " " << name << "=" << value;
     os << "\n";
   }
-  int copies = 0, reduces = 0;
+  int copies = 0, reduces = 0, switchReduces = 0, multicasts = 0;
   std::map<int, int> perStep;
   for (const Transfer &t : s.transfers) {
-    (t.op == TransferOp::Copy ? copies : reduces)++;
+    (t.op == TransferOp::Copy           ? copies
+     : t.op == TransferOp::Reduce       ? reduces
+     : t.op == TransferOp::SwitchReduce ? switchReduces
+                                        : multicasts)++;
     perStep[t.step]++;
   }
   int widest = 0;
   for (const auto &[step, count] : perStep)
     widest = std::max(widest, count);
   os << "  transfers: " << r.transfers << " (" << copies << " copy, " << reduces
-     << " reduce) in " << r.steps << (r.steps == 1 ? " step" : " steps")
+     << " reduce";
+  if (switchReduces + multicasts > 0)
+    os << ", " << switchReduces << " switch_reduce, " << multicasts
+       << " multicast";
+  os << ") in " << r.steps << (r.steps == 1 ? " step" : " steps")
      << ", at most " << widest << " per step\n";
   os << "  chunks per rank: input " << s.bufferChunks(BufferKind::Input)
      << ", output " << s.bufferChunks(BufferKind::Output) << ", scratch "

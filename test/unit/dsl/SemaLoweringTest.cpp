@@ -518,3 +518,80 @@ TEST_CASE("lowering matches sequential execution on random programs",
     REQUIRE(v.ok());
   }
 }
+
+TEST_CASE("switch operations: members share a step block and a switch",
+          "[dsl][lowering][innetwork]") {
+  const std::string head = "param ranks = 4;\n"
+                           "collective allreduce(ranks = ranks);\n";
+  // One reduction of every rank's chunk into rank 1, then its multicast.
+  const std::string nvls = "step { for j in 0..ranks {\n"
+                           "  switch_reduce(chunk(j, input, 0) -> "
+                           "chunk(1, output, 0), switch = 2);\n"
+                           "} }\n"
+                           "step { for j in 0..ranks { if j != 1 {\n"
+                           "  multicast(chunk(1, output, 0) -> "
+                           "chunk(j, output, 0), switch = 2);\n"
+                           "} } }\n";
+  auto ok = compile(head + nvls, {});
+  REQUIRE(ok);
+  const Schedule &s = ok->schedule;
+  REQUIRE(s.transfers.size() == 7);
+  for (size_t i = 0; i < s.transfers.size(); ++i) {
+    CHECK(s.transfers[i].sw == 2);
+    CHECK(s.transfers[i].op ==
+          (i < 4 ? TransferOp::SwitchReduce : TransferOp::Multicast));
+    CHECK(s.transfers[i].step == (i < 4 ? 0 : 1));
+  }
+  CHECK(s.transferLocs.size() == 7);
+  CHECK(s.transferLocs[0].line == 4);
+  VerifyResult v = verifySchedule(s);
+  INFO((v.ok() ? "" : v.issues.front().message));
+  CHECK(v.ok());
+
+  // In place, the owner's own contribution is the destination itself.
+  auto inPlace = compile("param ranks = 4;\n"
+                         "collective allreduce(ranks = ranks) inplace;\n" +
+                             nvls,
+                         {});
+  REQUIRE(inPlace);
+  CHECK(verifySchedule(inPlace->schedule).ok());
+
+  // Outside a step block, without a switch, a switch on a copy.
+  CHECK_THAT(errorOf(head + "switch_reduce(chunk(0, input, 0) -> "
+                            "chunk(1, output, 0), switch = 0);\n"),
+             Catch::Contains("'switch_reduce' outside a 'step { }' block"));
+  CHECK_THAT(errorOf(head + "step { multicast(chunk(0, input, 0) -> "
+                            "chunk(1, output, 0)); }\n"),
+             Catch::Contains("'multicast' needs the switch it goes through"));
+  CHECK_THAT(errorOf(head + "copy(chunk(0, input, 0) -> chunk(1, output, 0), "
+                            "switch = 0);\n"),
+             Catch::Contains("'copy' goes point to point"));
+  CHECK_THAT(errorOf(head + "step { multicast(chunk(0, input, 0) -> "
+                            "chunk(1, output, 0), swtch = 0); }\n"),
+             Catch::Contains("did you mean 'switch'"));
+  // Two reductions into one chunk in one step are not one operation...
+  CHECK_THAT(errorOf(head + "step {\n"
+                            "  switch_reduce(chunk(0, input, 0) -> "
+                            "chunk(1, output, 0), switch = 0);\n"
+                            "  switch_reduce(chunk(2, input, 0) -> "
+                            "chunk(1, output, 0), switch = 1);\n"
+                            "}\n"),
+             Catch::Contains("overlapping writes in one step"));
+  // ... nor does a copy join one, and a multicast reads what is there
+  // before the step.
+  CHECK_THAT(errorOf(head +
+                     "step {\n"
+                     "  switch_reduce(chunk(0, input, 0) -> "
+                     "chunk(1, output, 0), switch = 0);\n"
+                     "  copy(chunk(2, input, 0) -> chunk(1, output, 0));\n"
+                     "}\n"),
+             Catch::Contains("overlapping writes in one step"));
+  CHECK_THAT(errorOf(head + "copy(chunk(1, input, 0) -> chunk(1, output, 0));\n"
+                            "step {\n"
+                            "  switch_reduce(chunk(0, input, 0) -> "
+                            "chunk(1, output, 0), switch = 0);\n"
+                            "  multicast(chunk(1, output, 0) -> "
+                            "chunk(2, output, 0), switch = 0);\n"
+                            "}\n"),
+             Catch::Contains("race in one step"));
+}

@@ -367,14 +367,33 @@ public:
   static bool classof(const Stmt *s) { return s->getKind() == Kind::Assert; }
 };
 
-/// A `tb = N` / `ch = N` lowering hint of a transfer.
+/// A `tb = N` / `ch = N` lowering hint of a transfer, or the `switch = N`
+/// a switch_reduce or multicast goes through.
 struct TransferHint {
   std::string name;
   SourceLoc loc;
   ExprPtr value;
 };
 
-/// `copy(src -> dst[, hints]);` or `reduce(src -> dst[, hints]);`
+/// `copy(src -> dst[, hints]);`, `reduce(...)`, or one member of a switch
+/// operation: `switch_reduce(src -> dst, switch = N)` (one contribution),
+/// `multicast(src -> dst, switch = N)` (one destination).
+/// The statement's keyword for `op`: copy, reduce, switch_reduce or
+/// multicast.
+inline const char *transferKeyword(TransferOp op) {
+  switch (op) {
+  case TransferOp::Copy:
+    return "copy";
+  case TransferOp::Reduce:
+    return "reduce";
+  case TransferOp::SwitchReduce:
+    return "switch_reduce";
+  case TransferOp::Multicast:
+    break;
+  }
+  return "multicast";
+}
+
 class TransferStmt : public Stmt {
 public:
   TransferStmt(SourceLoc l) : Stmt(Kind::Transfer, l) {}

@@ -55,6 +55,35 @@ void setCollectiveAttrs(Operation *op, const Collective &col) {
   op->setAttr("postcondition", b.getArrayAttr(post));
 }
 
+/// The core model's transfer op of a dialect transfer kind, and back.
+static ::ccsynth::TransferOp toTransferOp(TransferKind kind) {
+  switch (kind) {
+  case TransferKind::Copy:
+    return ::ccsynth::TransferOp::Copy;
+  case TransferKind::Reduce:
+    return ::ccsynth::TransferOp::Reduce;
+  case TransferKind::SwitchReduce:
+    return ::ccsynth::TransferOp::SwitchReduce;
+  case TransferKind::Multicast:
+    break;
+  }
+  return ::ccsynth::TransferOp::Multicast;
+}
+
+static TransferKind fromTransferOp(::ccsynth::TransferOp op) {
+  switch (op) {
+  case ::ccsynth::TransferOp::Copy:
+    return TransferKind::Copy;
+  case ::ccsynth::TransferOp::Reduce:
+    return TransferKind::Reduce;
+  case ::ccsynth::TransferOp::SwitchReduce:
+    return TransferKind::SwitchReduce;
+  case ::ccsynth::TransferOp::Multicast:
+    break;
+  }
+  return TransferKind::Multicast;
+}
+
 AlgorithmOp importSchedule(ModuleOp module, const Schedule &s,
                            Location fallback) {
   MLIRContext *ctx = module.getContext();
@@ -80,12 +109,13 @@ AlgorithmOp importSchedule(ModuleOp module, const Schedule &s,
                        ? toLocation(ctx, s.transferLocs[i], fallback)
                        : fallback;
     auto op = b.create<TransferOp>(
-        loc,
-        t.op == ::ccsynth::TransferOp::Copy ? TransferKind::Copy
-                                            : TransferKind::Reduce,
-        t.src.rank, fromBufferKind(t.src.buffer), t.src.index, t.dst.rank,
-        fromBufferKind(t.dst.buffer), t.dst.index, t.count, t.step,
-        /*link=*/nullptr, /*channel=*/nullptr, /*threadblock=*/nullptr);
+        loc, fromTransferOp(t.op), t.src.rank, fromBufferKind(t.src.buffer),
+        t.src.index, t.dst.rank, fromBufferKind(t.dst.buffer), t.dst.index,
+        t.count, t.step,
+        /*link=*/nullptr, /*channel=*/nullptr, /*threadblock=*/nullptr,
+        /*via_switch=*/nullptr);
+    if (t.sw >= 0)
+      op.setViaSwitch(t.sw);
     if (t.link >= 0)
       op.setLink(t.link);
     if (t.channel >= 0)
@@ -113,8 +143,8 @@ FailureOr<Schedule> exportSchedule(AlgorithmOp op) {
     s.origin = op.getOrigin()->str();
   for (TransferOp t : op.getBody().front().getOps<TransferOp>()) {
     Transfer tr;
-    tr.op = t.getKind() == TransferKind::Copy ? ::ccsynth::TransferOp::Copy
-                                              : ::ccsynth::TransferOp::Reduce;
+    tr.op = toTransferOp(t.getKind());
+    tr.sw = t.getViaSwitch() ? (int)*t.getViaSwitch() : -1;
     tr.src = {(int)t.getSrcRank(), toBufferKind(t.getSrcBuffer()),
               (int)t.getSrcIndex()};
     tr.dst = {(int)t.getDstRank(), toBufferKind(t.getDstBuffer()),

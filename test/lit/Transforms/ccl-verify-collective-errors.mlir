@@ -36,3 +36,13 @@ ccl.algorithm @a attributes {collective = "allreduce", ranks = 2,
   ccl.transfer reduce 0:i[0] -> 1:i[0] step 1
   ccl.transfer copy 1:i[0] -> 0:i[0] step 2
 }
+
+// -----
+
+// A switch reduction without rank 1's contribution leaves the sum short.
+// expected-error @+1 {{[wrong-output]}}
+ccl.algorithm @a attributes {collective = "allreduce", ranks = 2,
+    input_chunks = 1, output_chunks = 1} {
+  ccl.transfer switch_reduce 0:i[0] -> 0:o[0] step 0 through 0
+  ccl.transfer multicast 0:o[0] -> 1:o[0] step 1 through 0
+}

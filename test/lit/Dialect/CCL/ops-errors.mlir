@@ -434,3 +434,40 @@ ccl.program @p attributes {collective = "allreduce", ranks = 3, input_chunks = 1
 
 // expected-error @+1 {{expects parent op to be one of 'ccl.gpu, ccl.threadblock'}}
 ccl.send i[0] to 1
+
+// -----
+
+//===--- switch transfers ---===//
+
+ccl.algorithm @a attributes {collective = "allreduce", ranks = 2, input_chunks = 1, output_chunks = 1} {
+  // expected-error @+1 {{a switch_reduce goes through a switch: name it with 'through N'}}
+  ccl.transfer switch_reduce 0:i[0] -> 1:o[0] step 0
+}
+
+// -----
+
+ccl.algorithm @a attributes {collective = "allreduce", ranks = 2, input_chunks = 1, output_chunks = 1} {
+  // expected-error @+1 {{a copy goes point to point: 'through' names the switch of a switch_reduce or multicast}}
+  ccl.transfer copy 0:i[0] -> 1:o[0] step 0 through 0
+}
+
+// -----
+
+ccl.algorithm @a attributes {collective = "allreduce", ranks = 2, input_chunks = 1, output_chunks = 1} {
+  // expected-error @+1 {{a multicast goes through switch 0 and names no link}}
+  ccl.transfer multicast 0:o[0] -> 1:o[0] step 0 through 0 {link = 3}
+}
+
+// -----
+
+ccl.algorithm @a attributes {collective = "allreduce", ranks = 2, input_chunks = 1, output_chunks = 1} {
+  // expected-error @+1 {{'through' must be non-negative}}
+  ccl.transfer multicast 0:o[0] -> 1:o[0] step 0 through -1
+}
+
+// -----
+
+ccl.algorithm @a attributes {collective = "allreduce", ranks = 2, input_chunks = 1, output_chunks = 1} {
+  // expected-error @+1 {{moves a range onto itself}}
+  ccl.transfer multicast 0:o[0] -> 0:o[0] step 0 through 0
+}

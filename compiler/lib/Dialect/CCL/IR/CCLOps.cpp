@@ -235,12 +235,28 @@ LogicalResult TransferOp::verify() {
       failed(checkSide("destination", getDstRank(), getDstBuffer(),
                        getDstIndex())))
     return failure();
+  bool viaSwitch = getKind() == TransferKind::SwitchReduce ||
+                   getKind() == TransferKind::Multicast;
+  // A switch reduction's destination may be one of its own sources.
   if (getSrcRank() == getDstRank() && getSrcBuffer() == getDstBuffer() &&
-      getSrcIndex() == getDstIndex())
+      getSrcIndex() == getDstIndex() && getKind() != TransferKind::SwitchReduce)
     return emitOpError() << "moves a range onto itself";
+  if (viaSwitch && !getViaSwitch())
+    return emitOpError() << "a " << stringifyTransferKind(getKind())
+                         << " goes through a switch: name it with "
+                            "'through N'";
+  if (!viaSwitch && getViaSwitch())
+    return emitOpError() << "a " << stringifyTransferKind(getKind())
+                         << " goes point to point: 'through' names the "
+                            "switch of a switch_reduce or multicast";
+  if (viaSwitch && getLink())
+    return emitOpError() << "a " << stringifyTransferKind(getKind())
+                         << " goes through switch " << *getViaSwitch()
+                         << " and names no link";
   for (auto [name, value] :
        {std::pair{"link", getLink()}, std::pair{"channel", getChannel()},
-        std::pair{"threadblock", getThreadblock()}})
+        std::pair{"threadblock", getThreadblock()},
+        std::pair{"through", getViaSwitch()}})
     if (value && *value < 0)
       return emitOpError() << "'" << name << "' must be non-negative";
   return success();

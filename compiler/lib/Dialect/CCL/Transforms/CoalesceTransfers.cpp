@@ -96,6 +96,11 @@ struct Coalescer {
 
 bool Coalescer::run() {
   ts = llvm::to_vector(alg.getBody().front().getOps<TransferOp>());
+  // Members of switch operations move together by definition: coalescing
+  // leaves an algorithm with any of them as it is.
+  for (TransferOp t : ts)
+    if (t.getViaSwitch())
+      return false;
   int n = (int)ts.size();
   ranks = alg.getRanks();
   scratch = alg.getScratchChunks();

@@ -4,7 +4,8 @@
 // receive (copy) or receive-reduce-copy (reduce) at the destination; a
 // transfer within a rank becomes a local copy or reduce. Steps are appended
 // in (schedule step, transfer index) order, which is the order that the
-// later passes keep and that pairs sends with receives.
+// later passes keep and that pairs sends with receives. Switch transfers
+// (switch_reduce, multicast) have no step-level op and are refused.
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
@@ -43,6 +44,16 @@ struct LowerToSteps
 };
 
 LogicalResult LowerToSteps::lower(AlgorithmOp alg) {
+  // MSCCL's step model (a threadblock's send and receive peer) has no op
+  // for a switch operation: refused at the first one, before anything is
+  // built.
+  for (TransferOp t : alg.getBody().front().getOps<TransferOp>())
+    if (t.getViaSwitch())
+      return t.emitError()
+             << "ccl-lower-to-steps: a " << stringifyTransferKind(t.getKind())
+             << " through switch " << *t.getViaSwitch()
+             << " has no step-level op yet (switch operations are proven "
+                "and simulated, not lowered)";
   MLIRContext *ctx = alg.getContext();
   OpBuilder b(alg);
   OperationState state(alg.getLoc(), ProgramOp::getOperationName());

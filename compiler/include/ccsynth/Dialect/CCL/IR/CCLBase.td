@@ -62,9 +62,13 @@ def CCL_BufferAttr : I32EnumAttr<"Buffer",
 
 def CCL_TransferCopy : I32EnumAttrCase<"Copy", 0, "copy">;
 def CCL_TransferReduce : I32EnumAttrCase<"Reduce", 1, "reduce">;
+def CCL_TransferSwitchReduce
+    : I32EnumAttrCase<"SwitchReduce", 2, "switch_reduce">;
+def CCL_TransferMulticast : I32EnumAttrCase<"Multicast", 3, "multicast">;
 def CCL_TransferKindAttr : I32EnumAttr<"TransferKind",
     "what a transfer does at its destination",
-    [CCL_TransferCopy, CCL_TransferReduce]> {
+    [CCL_TransferCopy, CCL_TransferReduce, CCL_TransferSwitchReduce,
+     CCL_TransferMulticast]> {
   let cppNamespace = "::ccsynth::ccl";
 }
 

@@ -97,9 +97,20 @@ def CCL_TransferOp : CCL_Op<"transfer", [HasParent<"AlgorithmOp">]> {
     or reduction. `link` names the topology link to use; `channel` and
     `threadblock` are optional lowering hints.
 
+    `switch_reduce` and `multicast` go through the in-network switch
+    `through N` (index into the topology's switches) and act in groups: the
+    switch_reduce transfers of one step through one switch into one
+    destination are one reduction in the switch (each is one contribution;
+    the destination may be one of the sources), the multicast transfers of
+    one step through one switch from one source are one multicast (each is
+    one destination). They name no link. They are proven and exported to
+    schedules; no step-level op lowers them yet.
+
     ```mlir
     ccl.transfer copy 0:i[0] -> 1:o[0] step 0
     ccl.transfer reduce 1:s[2] -> 1:i[2] count 2 step 3 {channel = 1}
+    ccl.transfer switch_reduce 1:i[0] -> 0:o[0] step 0 through 0
+    ccl.transfer multicast 0:o[0] -> 1:o[0] step 1 through 0
     ```
   }];
   let arguments = (ins
@@ -110,12 +121,13 @@ def CCL_TransferOp : CCL_Op<"transfer", [HasParent<"AlgorithmOp">]> {
     CCL_IntAttr:$step,
     OptionalAttr<CCL_IntAttr>:$link,
     OptionalAttr<CCL_IntAttr>:$channel,
-    OptionalAttr<CCL_IntAttr>:$threadblock
+    OptionalAttr<CCL_IntAttr>:$threadblock,
+    OptionalAttr<CCL_IntAttr>:$via_switch
   );
   let assemblyFormat = [{
     $kind $src_rank `:` $src_buffer `[` $src_index `]` `->`
     $dst_rank `:` $dst_buffer `[` $dst_index `]` (`count` $count^)?
-    `step` $step attr-dict
+    `step` $step (`through` $via_switch^)? attr-dict
   }];
   let hasVerifier = 1;
 }

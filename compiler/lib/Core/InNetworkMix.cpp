@@ -26,8 +26,10 @@ namespace ccsynth {
 
 namespace {
 
-constexpr BaselineKind kInNetworkKinds[] = {BaselineKind::Nvls,
-                                            BaselineKind::Collnet};
+// CollNet first: on several nodes it is NCCL's fastest (NVLS-tree pays a
+// long chain), and on one node it does not apply.
+constexpr BaselineKind kInNetworkKinds[] = {BaselineKind::Collnet,
+                                            BaselineKind::Nvls};
 
 std::string percent(double share) {
   char buf[16];
@@ -85,11 +87,15 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
         s->collective.numRanks == topology.numRanks() &&
         s->collective.inPlace == options.inPlace)
       p2p.emplace_back(name, *s);
-  // NCCL's algorithms alone first, whatever the deadline: they are what
-  // the mixes are measured against.
+  // NCCL's algorithms alone first (the first of them whatever the
+  // deadline): they are what the mixes are measured against.
   for (BaselineKind k : kInNetworkKinds) {
     if (!baselineSupports(k, kind, topology))
       continue;
+    if (!out.alone.empty() && past()) {
+      out.cutShort = true;
+      break;
+    }
     auto s = makeBaseline(k, kind, topology, bo);
     if (!s)
       continue;

@@ -513,7 +513,7 @@ TEST_CASE("in-network algorithms mixed with point-to-point schedules on "
   CHECK(again->front().timeUs == Approx(s->best->timeUs));
 
   // Nothing to mix where no switch reduces, and past the deadline only the
-  // algorithms alone are timed.
+  // first algorithm alone is timed.
   auto none = searchInNetwork(CollectiveKind::AllReduce, builtin("dgx-a100"),
                               InNetworkOptions{});
   REQUIRE_FALSE(none);
@@ -527,4 +527,11 @@ TEST_CASE("in-network algorithms mixed with point-to-point schedules on "
   CHECK(cut->mixesTried == 0);
   REQUIRE(cut->best);
   CHECK(cut->best->name == "nvls");
+  // Across nodes CollNet comes first; late, NVLS-tree is not timed.
+  auto nodes =
+      searchInNetwork(CollectiveKind::AllReduce, builtin("dgx-b200x2"), late);
+  REQUIRE(nodes);
+  CHECK(nodes->cutShort);
+  REQUIRE(nodes->alone.size() == 1);
+  CHECK(nodes->alone[0].name == "collnet");
 }

@@ -54,7 +54,8 @@ struct InNetworkOptions {
   /// Shares of the bytes the in-network part carries (each in (0, 1)).
   std::vector<double> shares{15.0 / 16, 7.0 / 8, 13.0 / 16,
                              3.0 / 4,   2.0 / 3, 1.0 / 2};
-  /// No new candidate starts past this instant.
+  /// No new candidate starts past this instant (but the first algorithm
+  /// alone).
   std::optional<std::chrono::steady_clock::time_point> until;
 };
 

@@ -23,12 +23,18 @@
 #                  as if NCCL's tuner chose perfectly; the configuration the
 #                  calibration table's ring rows use)
 #   best p2p       the faster of ccsynth and NCCL's ring
+#   in-net sched   `ccsynth synth --in-network --size S --no-step-level`:
+#                  the best of NCCL's NVLS/CollNet alone and mixed with
+#                  point-to-point schedules on shares of the buffer, timed
+#                  by the same runtime model. A schedule, not what runs: no
+#                  compile target lowers switch transfers yet.
 # and the ratios ccsynth / NCCL's best (its in-network algorithm or its
-# in-network algorithm, IB SHARP or ring, whichever is faster) and best
-# p2p / NCCL's best. The goal is
+# in-network algorithm, IB SHARP or ring, whichever is faster), best
+# p2p / NCCL's best and in-net sched / NCCL's best. The goal is
 # ccsynth >= 1.0 x NCCL's best everywhere and > 1.1 x on several nodes;
-# the last lines say where it holds. ccsynth's synthesizer does not use
-# switch transfers yet, so on these machines the first ratio shows the gap.
+# the last lines say where it holds. ccsynth's default output does not use
+# switch transfers (nothing lowers them yet), so on these machines the
+# first ratio shows the gap and the last what the schedules would give.
 # A benchmark, not a test: gb200-nvl72 and dgx-h100x8 synthesize 64-72
 # ranks.
 #
@@ -67,6 +73,7 @@ for topo in $TOPOS; do
   : > "$OUT/nvls.txt"
   : > "$OUT/ring.txt"
   : > "$OUT/sharp.txt"
+  : > "$OUT/innet.txt"
   note=-
   if "$CCSYNTH" synth -t "$topo" -c allreduce --time-limit "$LIMIT" \
       -o "$OUT/s.json" > "$OUT/synth.log" 2>&1; then
@@ -103,10 +110,28 @@ for topo in $TOPOS; do
       done
     done
   fi
+  # The in-network search's best candidate at each size (its summary line
+  # "best: NAME  T us  B GB/s"), as "bytes name busbw".
+  for s in $SIZES; do
+    if "$CCSYNTH" synth -t "$topo" -c allreduce --time-limit "$LIMIT" \
+        --in-network --no-step-level -q --size "$s" -o "$OUT/m.json" \
+        > "$OUT/innet.log" 2>&1; then
+      python3 - "$s" "$OUT/innet.log" >> "$OUT/innet.txt" <<'PY'
+import re, sys
+units = {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}
+s = sys.argv[1]
+b = int(s[:-1]) * units[s[-1]] if s[-1] in units else int(s)
+for line in open(sys.argv[2]):
+    m = re.match(r'\s+best: (.*?)\s+([0-9.]+) us\s+([0-9.]+) GB/s', line)
+    if m:
+        print(b, m.group(1).replace(' ', '_'), m.group(3))
+PY
+    fi
+  done
   python3 - "$topo" "$note" "$OUT/ccs.txt" "$OUT/nvls.txt" \
-      "$OUT/ring.txt" "$OUT/sharp.txt" >> "$rows" <<'PY'
+      "$OUT/ring.txt" "$OUT/sharp.txt" "$OUT/innet.txt" >> "$rows" <<'PY'
 import sys
-topo, note, ccs, nvls, ring, sharp = sys.argv[1:7]
+topo, note, ccs, nvls, ring, sharp, innet = sys.argv[1:8]
 def table(path, servedOnly=True):
     out = {}
     for f in (l.split() for l in open(path)):
@@ -115,11 +140,14 @@ def table(path, servedOnly=True):
     return out
 c, n, r, sh = table(ccs), table(nvls), table(ring), table(sharp)
 own = table(ccs, servedOnly=False)
+mix = {int(f[0]): (f[1], float(f[2]))
+       for f in (l.split() for l in open(innet)) if f}
 nan = float('nan')
 for b in sorted(set(own) | set(n) | set(r) | set(sh)):
     # served: MSCCL selects ccsynth's XML at this size (else NCCL runs).
+    name, bw = mix.get(b, ('-', nan))
     print(topo, b, own.get(b, nan), int(b in c), n.get(b, nan),
-          r.get(b, nan), sh.get(b, nan), note)
+          r.get(b, nan), sh.get(b, nan), bw, name, note)
 PY
 done
 
@@ -139,12 +167,14 @@ print('AllReduce busbw (GB/s) at the step level; ratios of busbw (>= 1: '
       'at least as fast as NCCL)')
 print(f'{"machine":<13} {"size":>5} {"ccsynth":>9} {"nccl nvls":>9} '
       f'{"nccl sharp":>10} {"nccl ring":>9} {"best p2p":>8} '
-      f'{"runs/nccl":>9} {"p2p/nccl":>8}  note')
+      f'{"runs/nccl":>9} {"p2p/nccl":>8} {"in-net sched":>12} '
+      f'{"sched/nccl":>10}  note')
 ratios, multi, own_runs, rows = [], [], 0, 0
+sched, sched_multi = [], []
 for line in open(sys.argv[1]):
-    topo, b, c, served, n, r, sh, note = line.split()
-    b, c, served, n, r, sh = (int(b), float(c), served == '1', float(n),
-                              float(r), float(sh))
+    topo, b, c, served, n, r, sh, mx, mixname, note = line.split()
+    b, c, served, n, r, sh, mx = (int(b), float(c), served == '1', float(n),
+                                  float(r), float(sh), float(mx))
     nccl = best(n, r, sh)
     p2p = best(c, r)
     # What runs: ccsynth's XML where MSCCL selects it, else NCCL's best.
@@ -153,9 +183,15 @@ for line in open(sys.argv[1]):
     rp = p2p / nccl if nccl == nccl and p2p == p2p else float('nan')
     ratio = lambda x: '-' if math.isnan(x) else f'{x:.2f}'
     mark = '' if served or math.isnan(c) else ' (N)'
+    rs = mx / nccl if nccl == nccl and mx == mx else float('nan')
     print(f'{topo:<13} {size(b):>5} {cell(c) + mark:>9} {cell(n):>9} '
           f'{cell(sh):>10} {cell(r):>9} {cell(p2p):>8} {ratio(rc):>9} '
-          f'{ratio(rp):>8}  {note}')
+          f'{ratio(rp):>8} {cell(mx):>12} {ratio(rs):>10}  {note} '
+          f'({mixname.replace("_", " ")})')
+    if not math.isnan(rs):
+        sched.append(rs)
+        if re.search(r'x\d+$', topo):
+            sched_multi.append(rs)
     rows += 1
     own_runs += served
     if not math.isnan(rc):
@@ -173,4 +209,10 @@ if ratios:
 if multi:
     print(f'several nodes: > 1.1 everywhere: '
           f'{"yes" if min(multi) > 1.1 else "no"} (lowest {min(multi):.2f})')
+if sched:
+    g = math.exp(sum(map(math.log, sched)) / len(sched))
+    print(f'in-network schedules (not lowered) / NCCL best: geomean {g:.2f}; '
+          f'lowest {min(sched):.2f}'
+          + (f'; several nodes: lowest {min(sched_multi):.2f}'
+             if sched_multi else ''))
 PY

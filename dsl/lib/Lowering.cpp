@@ -815,7 +815,7 @@ void Evaluator::initSlots() {
 Status Evaluator::execTransfer(const TransferStmt &t) {
   if (!slotsReady)
     initSlots();
-  const char *op = transferKeyword(t.op);
+  const std::string op = transferKeyword(t.op);
   if (isSwitchOp(t.op) && !inStep)
     return error(t.loc, std::string("'") + op +
                             "' outside a 'step { }' block: the members of "

@@ -364,7 +364,7 @@ Status Checker::checkCollective(const CollectiveStmt &c) {
 }
 
 Status Checker::checkTransfer(const TransferStmt &t) {
-  const char *op = transferKeyword(t.op);
+  const std::string op = transferKeyword(t.op);
   if (section != Section::Schedule)
     return error(t.loc, std::string("'") + op +
                             "' is a schedule statement; a collective's "

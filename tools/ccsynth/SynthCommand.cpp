@@ -638,7 +638,10 @@ int runSynth(const SynthCliOptions &o) {
   std::vector<OutputFile> outputs{{o.output, scheduleToJson(*written)}};
   if (!o.dumpSmt.empty())
     outputs.push_back(
-        {o.dumpSmt, result->smt.empty()
+        {o.dumpSmt, written != &sched
+                        ? "; no solver encoding produced this schedule (NCCL's "
+                          "in-network algorithm, alone or mixed, was best)\n"
+                    : result->smt.empty()
                         ? "; no solver encoding produced this schedule "
                           "(the heuristic route was best)\n"
                         : result->smt});

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 using namespace ccsynth;
 
 namespace {
@@ -19,6 +21,25 @@ Transfer copy(int step, ChunkLoc src, ChunkLoc dst) {
   t.src = src;
   t.dst = dst;
   return t;
+}
+
+/// Runs `body` on the ring baseline of AllGather, ReduceScatter and
+/// AllReduce, out of place and in place, on `topo`.
+void forEachRing(
+    const Topology &topo,
+    const std::function<void(CollectiveKind, bool, const BaselineOptions &,
+                             const Schedule &)> &body) {
+  for (CollectiveKind kind :
+       {CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+        CollectiveKind::AllReduce})
+    for (bool inPlace : {false, true}) {
+      CAPTURE(toString(kind), inPlace);
+      BaselineOptions bo;
+      bo.inPlace = inPlace;
+      auto ring = makeBaseline(BaselineKind::Ring, kind, topo, bo);
+      REQUIRE(ring);
+      body(kind, inPlace, bo, *ring);
+    }
 }
 
 double timeAt(const Schedule &s, const Topology &topo, double bytes) {
@@ -45,44 +66,38 @@ TEST_CASE("DGX-1's six-ring schedules re-cut on a power-of-two grid",
           "[chunkgrid]") {
   auto topo = makeBuiltinTopology("dgx1");
   REQUIRE(topo);
-  for (CollectiveKind kind :
-       {CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
-        CollectiveKind::AllReduce})
-    for (bool inPlace : {false, true}) {
-      CAPTURE(toString(kind), inPlace);
-      BaselineOptions bo;
-      bo.inPlace = inPlace;
-      auto ring = makeBaseline(BaselineKind::Ring, kind, *topo, bo);
-      REQUIRE(ring);
-      int c = ring->collective.chunkFactor;
-      REQUIRE(c % 3 == 0);
-      int g = powerOfTwoGrid(c);
-      auto cut = regridChunks(*ring, g);
-      REQUIRE(cut);
-      CHECK(cut->collective.chunkFactor == g);
-      CHECK(cut->collective.kind == kind);
-      CHECK(cut->collective.inPlace == inPlace);
-      // Proven as any schedule is.
-      VerifyResult v = verifySchedule(*cut);
-      CHECK(v.ok());
-      // Same routes and steps; each count is its chunks' runs.
-      REQUIRE(cut->transfers.size() == ring->transfers.size());
-      for (size_t i = 0; i < ring->transfers.size(); ++i) {
-        const Transfer &a = ring->transfers[i], &b = cut->transfers[i];
-        CHECK(a.src.rank == b.src.rank);
-        CHECK(a.dst.rank == b.dst.rank);
-        CHECK(a.step == b.step);
-        CHECK(a.op == b.op);
-        CHECK(b.count >= a.count * (g / c));
-        CHECK(b.count <= a.count * (g / c + 1));
-      }
-      // Nearly the same time: the longest run is within 4% of an even
-      // share.
-      double before = timeAt(*ring, *topo, 1 << 30),
-             after = timeAt(*cut, *topo, 1 << 30);
-      CHECK(after >= before * 0.99);
-      CHECK(after <= before * 1.05);
+  forEachRing(*topo, [&](CollectiveKind kind, bool inPlace,
+                         const BaselineOptions &, const Schedule &r) {
+    const Schedule *ring = &r;
+    int c = ring->collective.chunkFactor;
+    REQUIRE(c % 3 == 0);
+    int g = powerOfTwoGrid(c);
+    auto cut = regridChunks(*ring, g);
+    REQUIRE(cut);
+    CHECK(cut->collective.chunkFactor == g);
+    CHECK(cut->collective.kind == kind);
+    CHECK(cut->collective.inPlace == inPlace);
+    // Proven as any schedule is.
+    VerifyResult v = verifySchedule(*cut);
+    CHECK(v.ok());
+    // Same routes and steps; each count is its chunks' runs.
+    REQUIRE(cut->transfers.size() == ring->transfers.size());
+    for (size_t i = 0; i < ring->transfers.size(); ++i) {
+      const Transfer &a = ring->transfers[i], &b = cut->transfers[i];
+      CHECK(a.src.rank == b.src.rank);
+      CHECK(a.dst.rank == b.dst.rank);
+      CHECK(a.step == b.step);
+      CHECK(a.op == b.op);
+      CHECK(b.count >= a.count * (g / c));
+      CHECK(b.count <= a.count * (g / c + 1));
     }
+    // Nearly the same time: the longest run is within 4% of an even
+    // share.
+    double before = timeAt(*ring, *topo, 1 << 30),
+           after = timeAt(*cut, *topo, 1 << 30);
+    CHECK(after >= before * 0.99);
+    CHECK(after <= before * 1.05);
+  });
 }
 
 TEST_CASE("regridChunks refuses what it cannot re-cut", "[chunkgrid]") {
@@ -119,35 +134,29 @@ TEST_CASE("two schedules spliced onto shares of the buffer still implement "
           "[chunkgrid]") {
   auto topo = makeBuiltinTopology("dgx-a100");
   REQUIRE(topo);
-  for (CollectiveKind kind :
-       {CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
-        CollectiveKind::AllReduce})
-    for (bool inPlace : {false, true}) {
-      CAPTURE(toString(kind), inPlace);
-      BaselineOptions bo;
-      bo.inPlace = inPlace;
-      auto ring = makeBaseline(BaselineKind::Ring, kind, *topo, bo);
-      auto direct = makeBaseline(BaselineKind::Direct, kind, *topo, bo);
-      REQUIRE(ring);
-      REQUIRE(direct);
-      auto mixed = spliceSchedules(*ring, *direct);
-      REQUIRE(mixed);
-      CHECK(mixed->collective.chunkFactor ==
-            ring->collective.chunkFactor + direct->collective.chunkFactor);
-      CHECK(mixed->transfers.size() >=
-            ring->transfers.size() + direct->transfers.size());
-      VerifyOptions vo;
-      vo.topology = &*topo;
-      VerifyResult v = verifySchedule(*mixed, vo);
-      INFO((v.ok() ? std::string() : v.issues.front().message));
-      CHECK(v.ok());
-      // Side by side on shares: slower than neither part alone at 1G by
-      // more than the slower one takes.
-      double both = timeAt(*mixed, *topo, 1 << 30);
-      CHECK(both <= std::max(timeAt(*ring, *topo, 1 << 30),
-                             timeAt(*direct, *topo, 1 << 30)) *
-                        1.01);
-    }
+  forEachRing(*topo, [&](CollectiveKind kind, bool, const BaselineOptions &bo,
+                         const Schedule &r) {
+    const Schedule *ring = &r;
+    auto direct = makeBaseline(BaselineKind::Direct, kind, *topo, bo);
+    REQUIRE(direct);
+    auto mixed = spliceSchedules(*ring, *direct);
+    REQUIRE(mixed);
+    CHECK(mixed->collective.chunkFactor ==
+          ring->collective.chunkFactor + direct->collective.chunkFactor);
+    CHECK(mixed->transfers.size() >=
+          ring->transfers.size() + direct->transfers.size());
+    VerifyOptions vo;
+    vo.topology = &*topo;
+    VerifyResult v = verifySchedule(*mixed, vo);
+    INFO((v.ok() ? std::string() : v.issues.front().message));
+    CHECK(v.ok());
+    // Side by side on shares: slower than neither part alone at 1G by
+    // more than the slower one takes.
+    double both = timeAt(*mixed, *topo, 1 << 30);
+    CHECK(both <= std::max(timeAt(*ring, *topo, 1 << 30),
+                           timeAt(*direct, *topo, 1 << 30)) *
+                      1.01);
+  });
 }
 
 TEST_CASE("a splice cuts runs at the splits and places scratch apart",

@@ -379,19 +379,11 @@ struct TransferHint {
 /// operation: `switch_reduce(src -> dst, switch = N)` (one contribution),
 /// `multicast(src -> dst, switch = N)` (one destination).
 /// The statement's keyword for `op`: copy, reduce, switch_reduce or
-/// multicast.
-inline const char *transferKeyword(TransferOp op) {
-  switch (op) {
-  case TransferOp::Copy:
-    return "copy";
-  case TransferOp::Reduce:
-    return "reduce";
-  case TransferOp::SwitchReduce:
-    return "switch_reduce";
-  case TransferOp::Multicast:
-    break;
-  }
-  return "multicast";
+/// multicast (the schedule's names, with '_' for '-').
+inline std::string transferKeyword(TransferOp op) {
+  std::string k = toString(op);
+  std::replace(k.begin(), k.end(), '-', '_');
+  return k;
 }
 
 class TransferStmt : public Stmt {

@@ -556,42 +556,35 @@ TEST_CASE("switch operations: members share a step block and a switch",
   REQUIRE(inPlace);
   CHECK(verifySchedule(inPlace->schedule).ok());
 
-  // Outside a step block, without a switch, a switch on a copy.
-  CHECK_THAT(errorOf(head + "switch_reduce(chunk(0, input, 0) -> "
-                            "chunk(1, output, 0), switch = 0);\n"),
-             Catch::Contains("'switch_reduce' outside a 'step { }' block"));
-  CHECK_THAT(errorOf(head + "step { multicast(chunk(0, input, 0) -> "
-                            "chunk(1, output, 0)); }\n"),
-             Catch::Contains("'multicast' needs the switch it goes through"));
-  CHECK_THAT(errorOf(head + "copy(chunk(0, input, 0) -> chunk(1, output, 0), "
-                            "switch = 0);\n"),
-             Catch::Contains("'copy' goes point to point"));
-  CHECK_THAT(errorOf(head + "step { multicast(chunk(0, input, 0) -> "
-                            "chunk(1, output, 0), swtch = 0); }\n"),
-             Catch::Contains("did you mean 'switch'"));
-  // Two reductions into one chunk in one step are not one operation...
-  CHECK_THAT(errorOf(head + "step {\n"
-                            "  switch_reduce(chunk(0, input, 0) -> "
-                            "chunk(1, output, 0), switch = 0);\n"
-                            "  switch_reduce(chunk(2, input, 0) -> "
-                            "chunk(1, output, 0), switch = 1);\n"
-                            "}\n"),
-             Catch::Contains("overlapping writes in one step"));
-  // ... nor does a copy join one, and a multicast reads what is there
-  // before the step.
-  CHECK_THAT(errorOf(head +
-                     "step {\n"
-                     "  switch_reduce(chunk(0, input, 0) -> "
-                     "chunk(1, output, 0), switch = 0);\n"
-                     "  copy(chunk(2, input, 0) -> chunk(1, output, 0));\n"
-                     "}\n"),
-             Catch::Contains("overlapping writes in one step"));
-  CHECK_THAT(errorOf(head + "copy(chunk(1, input, 0) -> chunk(1, output, 0));\n"
-                            "step {\n"
-                            "  switch_reduce(chunk(0, input, 0) -> "
-                            "chunk(1, output, 0), switch = 0);\n"
-                            "  multicast(chunk(1, output, 0) -> "
-                            "chunk(2, output, 0), switch = 0);\n"
-                            "}\n"),
-             Catch::Contains("race in one step"));
+  // Each program after the collective, and the error it gets: outside a
+  // step block, without a switch, a switch on a copy, a misspelt switch;
+  // two reductions into one chunk in one step are not one operation, nor
+  // does a copy join one; a multicast reads what is there before the step.
+  const std::string reduce01 =
+      "switch_reduce(chunk(0, input, 0) -> chunk(1, output, 0), switch = 0);\n";
+  const std::pair<std::string, std::string> bad[] = {
+      {reduce01, "'switch_reduce' outside a 'step { }' block"},
+      {"step { multicast(chunk(0, input, 0) -> chunk(1, output, 0)); }\n",
+       "'multicast' needs the switch it goes through"},
+      {"copy(chunk(0, input, 0) -> chunk(1, output, 0), switch = 0);\n",
+       "'copy' goes point to point"},
+      {"step { multicast(chunk(0, input, 0) -> chunk(1, output, 0), "
+       "swtch = 0); }\n",
+       "did you mean 'switch'"},
+      {"step {\n" + reduce01 +
+           "switch_reduce(chunk(2, input, 0) -> chunk(1, output, 0), "
+           "switch = 1);\n}\n",
+       "overlapping writes in one step"},
+      {"step {\n" + reduce01 +
+           "copy(chunk(2, input, 0) -> chunk(1, output, 0));\n}\n",
+       "overlapping writes in one step"},
+      {"copy(chunk(1, input, 0) -> chunk(1, output, 0));\nstep {\n" + reduce01 +
+           "multicast(chunk(1, output, 0) -> chunk(2, output, 0), "
+           "switch = 0);\n}\n",
+       "race in one step"},
+  };
+  for (const auto &[program, error] : bad) {
+    INFO(program);
+    CHECK_THAT(errorOf(head + program), Catch::Contains(error));
+  }
 }

@@ -454,6 +454,9 @@ int runSynth(const SynthCliOptions &o) {
       sizesShown.end())
     sizesShown.push_back(so.targetBytes);
   std::sort(sizesShown.begin(), sizesShown.end());
+  const size_t targetAt =
+      std::find(sizesShown.begin(), sizesShown.end(), so.targetBytes) -
+      sizesShown.begin();
   // What runs ranks the schedule against the baseline the chunk level put
   // at or below it: the faster compiled program at the target size is
   // written (by more than 2%, the model's noise, for the baseline to win).
@@ -467,9 +470,7 @@ int runSynth(const SynthCliOptions &o) {
                           std::chrono::duration<double>(o.timeLimit));
     steps = predictSteps(sched, model, sizesShown, true, until,
                          result->measureSeconds);
-    size_t at = std::find(sizesShown.begin(), sizesShown.end(),
-                          so.targetBytes) -
-                sizesShown.begin();
+    const size_t at = targetAt;
     // The chunk level's runners-up (other chunk splits) and the baseline
     // it ranked at or below the schedule are ranked again by what runs:
     // the fastest compiled program at the target size is written, when it
@@ -595,18 +596,15 @@ int runSynth(const SynthCliOptions &o) {
   // schedules on shares of the buffer, against what the point-to-point
   // schedule runs as (its compiled program, else its transfers).
   std::optional<InNetworkSearch> inNetwork;
-  double p2pUs = result->timeUs;
+  double p2pUs = result->timeUs, ncclRingUs = INFINITY;
   bool p2pSteps = false;
 #ifdef CCSYNTH_HAVE_MLIR
-  if (steps && steps->absent.empty()) {
-    size_t at =
-        std::find(sizesShown.begin(), sizesShown.end(), so.targetBytes) -
-        sizesShown.begin();
-    if (std::isfinite(steps->ownUs[at])) {
-      p2pUs = steps->ownUs[at];
-      p2pSteps = true;
-    }
+  if (steps && steps->absent.empty() && std::isfinite(steps->ownUs[targetAt])) {
+    p2pUs = steps->ownUs[targetAt];
+    p2pSteps = true;
   }
+  if (steps && !steps->ncclUs.empty())
+    ncclRingUs = steps->ncclUs[targetAt];
 #endif
   const Schedule *written = &sched;
   if (o.inNetwork) {
@@ -737,19 +735,8 @@ int runSynth(const SynthCliOptions &o) {
   if (!rankedNote.empty())
     std::fprintf(out, "  note: %s\n", rankedNote.c_str());
   if (inNetwork)
-    printInNetwork(
-        out, *inNetwork, written != &sched, p2pUs, p2pSteps, so.targetBytes,
-        sched.collective.busBwFactor(),
-#ifdef CCSYNTH_HAVE_MLIR
-        steps && !steps->ncclUs.empty()
-            ? steps->ncclUs[std::find(sizesShown.begin(), sizesShown.end(),
-                                      so.targetBytes) -
-                            sizesShown.begin()]
-            : INFINITY
-#else
-        INFINITY
-#endif
-    );
+    printInNetwork(out, *inNetwork, written != &sched, p2pUs, p2pSteps,
+                   so.targetBytes, sched.collective.busBwFactor(), ncclRingUs);
   if (o.output != "-")
     std::fprintf(out, "  wrote %s (verified)%s\n", o.output.c_str(),
                  written != &sched ? ": the in-network schedule above, "

@@ -303,7 +303,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   auto explore = [&](const Schedule &s, int program) {
     // Past `until` (firstAlways), the schedule's own programs are still
     // timed until one configuration fits, trying at most a few.
-    bool own = program == -1 || program == TuneCandidate::kRegridded;
+    bool own = program < 0; // the schedule's, or its re-cut
     bool timedOne = false;
     int started = 0;
     // NCCL's ring is NCCL's own fused hops; the schedule also unfused and

@@ -156,7 +156,6 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
                  percent(1 - share);
         c.share = share;
         c.schedule = mixed.take();
-        c.schedule.name = alone.schedule.name + "+" + b.name;
         c.schedule.origin = "synth:in-network-mix";
         if (!measure(c))
           continue;

@@ -99,6 +99,9 @@ def main():
     ap.add_argument("--allow-nccl-stack", type=int, default=0)
     ap.add_argument("--expect-kernels", type=int, default=0,
                     help="kernels expected per architecture (0: any > 0)")
+    ap.add_argument("--expect-ptx", action="append", default=[],
+                    help="an instruction every architecture's PTX must "
+                    "hold, e.g. multimem.st (repeatable)")
     args = ap.parse_args()
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -138,6 +141,11 @@ def main():
         with open(ptx[0]) as f:
             text = f.read()
         errors += check_ptx(text, "sm_%s PTX" % arch)
+        for want in args.expect_ptx:
+            found = len(re.findall(r"^\s*" + re.escape(want), text, re.M))
+            print("sm_%s: %d x %s" % (arch, found, want))
+            if not found:
+                errors.append("sm_%s PTX has no %s" % (arch, want))
         regs = dict(REGS.findall(log))
         props = PROPS.findall(log)
         if not props:

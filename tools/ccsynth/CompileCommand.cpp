@@ -219,9 +219,9 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     auto sched = loadScheduleInput(input, *defs);
     if (!sched)
       return fail(sched.error());
-    // Switch transfers have no lowering yet: every target says so, in its
-    // own terms, before anything is written.
-    if (sched->usesSwitches()) {
+    // Switch transfers lower only to generated code: every other target
+    // says so, in its own terms, before anything is written.
+    if (sched->usesSwitches() && c.target != CompileTarget::Cuda) {
       locateTransfers(*sched, input);
       return fail(refuseSwitchTransfers(*sched, c.target).error());
     }
@@ -354,6 +354,14 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
                    Schedule &sched, std::string &out) {
   if (o.noTune || o.explicitInstances)
     return;
+  if (sched.usesSwitches()) {
+    // Its switch operations are neither replicated nor cut, and the step
+    // model does not time switch threadblocks: written as lowered.
+    std::cerr << "ccsynth: note: not tuned: the step model does not time "
+                 "switch threadblocks; written with one instance, 16 switch "
+                 "lanes\n";
+    return;
+  }
   auto topo = machineToTune(sched, o, "--instances chooses");
   if (!topo)
     return;

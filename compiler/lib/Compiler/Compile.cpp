@@ -4,6 +4,7 @@
 #include "ccsynth/Core/Verifier.h"
 #include "ccsynth/Import/MSCCLToSchedule.h"
 #include "ccsynth/Target/MSCCLXml.h"
+#include "ccsynth/Target/SwitchLowering.h"
 
 #include "ccsynth/Dialect/CCL/IR/CCLDialect.h"
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
@@ -205,7 +206,8 @@ BusiestConnection busiestConnection(ModuleOp module, int64_t multiplier) {
 }
 
 CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
-                            ModuleOp module, const CompileOptions &o) {
+                            ModuleOp module, const CompileOptions &o,
+                            const msccl::SwitchLowering *switches = nullptr) {
   CompileResult result;
   if (failed(applyOverrides(module, o)) || failed(mlir::verify(module))) {
     result.failure = diags.failure();
@@ -422,7 +424,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     }
     case CompileTarget::Cuda:
       exported = ccl::exportGeneratedCode(
-          *work, os, {o.tileBytes, o.origin, o.shareRanks, o.kernelKnobs});
+          *work, os,
+          {o.tileBytes, o.origin, o.shareRanks, o.kernelKnobs, switches});
       break;
     }
     if (succeeded(exported)) {
@@ -462,6 +465,61 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
 
 } // namespace
 
+namespace {
+
+/// Generated code for a schedule with switch operations: they become
+/// switch threadblocks (SwitchLowering.h), the point-to-point transfers go
+/// through the ccl pipeline as any schedule's, and the code runs both.
+CompileResult compileWithSwitches(const Schedule &schedule,
+                                  const CompileOptions &options) {
+  CompileResult result;
+  auto lowered = msccl::lowerSwitchTransfers(schedule);
+  if (!lowered) {
+    result.failure.error = lowered.error();
+    return result;
+  }
+  if (options.instances != 1 || options.pipeline != 1) {
+    std::string why = "a schedule with switch operations compiles with one "
+                      "instance and one pipeline part (got --instances ";
+    why += std::to_string(options.instances);
+    why += ", --pipeline ";
+    why += std::to_string(options.pipeline);
+    why += "): its switch operations are not replicated or cut";
+    result.failure.error = Error(why);
+    return result;
+  }
+  if (options.verify) {
+    // The point-to-point part alone is not the collective: the whole
+    // schedule is proven here, the part compiled unproven.
+    VerifyResult proof = verifySchedule(schedule);
+    if (!proof.ok()) {
+      const VerifyIssue &first = proof.issues.front();
+      SourceLoc at;
+      if (first.transfer >= 0 &&
+          first.transfer < (int)schedule.transferLocs.size())
+        at = schedule.transferLocs[first.transfer];
+      result.failure.error = Error(first.message, at);
+      result.failure.verificationFailed = true;
+      return result;
+    }
+  }
+  CompileOptions o = options;
+  o.verify = false;
+  MLIRContext ctx;
+  ctx.loadDialect<ccl::CCLDialect>();
+  ctx.printOpOnDiagnostic(false);
+  DiagnosticCollector diags(&ctx);
+  std::string file = schedule.transferLocs.empty()
+                         ? std::string("<schedule>")
+                         : schedule.transferLocs.front().file;
+  Location loc = FileLineColLoc::get(&ctx, file, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  ccl::importSchedule(*module, lowered->pointToPoint, loc);
+  return compileModule(ctx, diags, *module, o, &*lowered);
+}
+
+} // namespace
+
 Status refuseSwitchTransfers(const Schedule &schedule, CompileTarget target) {
   switch (target) {
   case CompileTarget::MscclXml:
@@ -470,9 +528,9 @@ Status refuseSwitchTransfers(const Schedule &schedule, CompileTarget target) {
     return pointToPointOnly(
         schedule, "ccsynth's MSCCL++ plans do not use switch channels yet");
   case CompileTarget::Cuda:
-    return pointToPointOnly(
-        schedule,
-        "ccsynth's generated CUDA does not emit multimem operations yet");
+    if (auto lowered = msccl::lowerSwitchTransfers(schedule); !lowered)
+      return lowered.error();
+    return Status::success();
   case CompileTarget::Mlir:
     break;
   }
@@ -481,6 +539,8 @@ Status refuseSwitchTransfers(const Schedule &schedule, CompileTarget target) {
 
 CompileResult compileSchedule(const Schedule &schedule,
                               const CompileOptions &options) {
+  if (options.target == CompileTarget::Cuda && schedule.usesSwitches())
+    return compileWithSwitches(schedule, options);
   if (Status s = refuseSwitchTransfers(schedule, options.target); !s) {
     CompileResult refused;
     refused.failure.error = s.error();

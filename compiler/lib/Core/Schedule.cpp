@@ -47,8 +47,9 @@ Status pointToPointOnly(const Schedule &s, const std::string &consumer) {
     return Error("transfer #" + std::to_string(t) + " is a " + toString(tr.op) +
                      " through switch " + std::to_string(tr.sw) + ", and " +
                      consumer +
-                     ": in-network transfers are verified and simulated "
-                     "(`simulate`, both levels) but do not lower yet",
+                     ": in-network transfers lower only to ccsynth's "
+                     "generated code (`compile --target cuda` or "
+                     "`--target plugin`)",
                  t < s.transferLocs.size() ? s.transferLocs[t] : SourceLoc{});
   }
   return Status::success();

@@ -497,6 +497,11 @@ Expected<Schedule> Executor::run() {
     case StepType::Reduce:
       emit(src, dst, TransferOp::Reduce);
       break;
+    case StepType::SwitchReduce:
+    case StepType::Multicast:
+      return Error(describeStep(algo, r) +
+                       ": a switch operation has no form in MSCCL's model",
+                   st.loc);
     }
   }
   assignSteps();

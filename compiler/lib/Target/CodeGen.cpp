@@ -109,6 +109,16 @@ private:
   std::map<std::tuple<int, int, int>, int> sendMsg, recvMsg;
   std::vector<Landing> landing;
   std::vector<int> landingChunks, dataFlags, creditFlags;
+  /// Switch threadblocks' barrier flags: the first data flag of each
+  /// (rank, switch, lane); 2 x (group size - 1) follow it.
+  std::map<std::tuple<int, int, int>, int> switchFlags;
+  void planSwitchFlags();
+  /// The data flag at `receiver` that `sender` sets in barrier b of switch
+  /// threadblock `tb`'s group.
+  int barrierFlag(const msccl::Threadblock &tb, int receiver, int b,
+                  int sender) const;
+  void emitBarrier(const msccl::Threadblock &tb, int rank, int b,
+                   const std::string &indent);
   CodeGenStats stats;
   std::ostringstream os;
   /// Values of the integer holes ("\x01") written into `os`, in order.
@@ -206,6 +216,38 @@ void Generator::planLandings() {
   }
 }
 
+void Generator::planSwitchFlags() {
+  for (const msccl::Gpu &g : algo.gpus)
+    for (const msccl::Threadblock &tb : g.tbs)
+      if (tb.switchId >= 0) {
+        switchFlags[{g.id, tb.switchId, tb.switchLane}] = dataFlags[g.id];
+        dataFlags[g.id] += 2 * ((int)tb.group.size() - 1);
+      }
+}
+
+int Generator::barrierFlag(const msccl::Threadblock &tb, int receiver, int b,
+                           int sender) const {
+  int others = (int)tb.group.size() - 1;
+  int index = 0;
+  for (int r : tb.group)
+    if (r != receiver && r < sender)
+      ++index;
+  return switchFlags.at({receiver, tb.switchId, tb.switchLane}) + b * others +
+         index;
+}
+
+void Generator::emitBarrier(const msccl::Threadblock &tb, int rank, int b,
+                            const std::string &indent) {
+  for (int m : tb.group)
+    if (m != rank)
+      os << indent << "x.signal(" << H(m) << ", "
+         << H(barrierFlag(tb, m, b, rank)) << ");\n";
+  for (int m : tb.group)
+    if (m != rank)
+      os << indent << "CCSYNTH_TRY(x.waitData(" << H((long long)tb.steps.size())
+         << ", " << H(barrierFlag(tb, rank, b, m)) << "));\n";
+}
+
 void Generator::emitRuns(const std::string &indent, const std::string &prefix,
                          const char *srcName, BufferKind srcKind, int srcOff,
                          const char *dstName, BufferKind dstKind, int dstOff,
@@ -292,6 +334,16 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
     puts |= msccl::sends(st.type);
   if (puts)
     os << i1 << "CCSYNTH_TRY(x.connect(" << H(tb.send) << "));\n";
+  // A switch threadblock: its group entered the launch before any
+  // operation touches their buffers; the group meets again before the
+  // remainder's pass reads staged inputs, and after its last operation
+  // (no rank leaves the launch while another still reads or writes its
+  // buffers).
+  bool switchTb = tb.switchId >= 0;
+  if (switchTb)
+    os << i1 << "CCSYNTH_TRY(x.switchJoin(" << H((long long)tb.steps.size())
+       << ", kSwitchRanks" << tb.switchId << ", "
+       << H((long long)tb.group.size()) << "));\n";
   os << i1 << "const int passes = x.numPasses();\n";
   os << i1 << "for (int p = 0; p < passes; ++p) {\n";
   os << i2 << "CCSYNTH_TRY(x.beginPass(p));\n";
@@ -305,6 +357,11 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
     for (int b : inBlocks)
       os << i2 << "  x.stageIn(" << H(b) << ", " << H(b + 1) << ");\n";
     os << i2 << "  x.publishStaged(p);\n" << i2 << "}\n";
+  }
+  if (switchTb) {
+    os << i2 << "if (x.isRemainder(p)) { // the group's inputs are staged\n";
+    emitBarrier(tb, rank, 0, i2 + "  ");
+    os << i2 << "}\n";
   }
   for (int k = 0; k < (int)tb.steps.size(); ++k) {
     const msccl::Step &st = tb.steps[k];
@@ -371,9 +428,23 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
       emitRuns(i2, "x.reduce(", src, st.srcBuf, st.srcOff, dst, st.dstBuf,
                st.dstOff, st.cnt);
       break;
+    case StepType::SwitchReduce:
+      emitRuns(i2, "x.switchReduce(", src, st.srcBuf, st.srcOff, dst, st.dstBuf,
+               st.dstOff, st.cnt);
+      break;
+    case StepType::Multicast:
+      emitRuns(i2, "x.multicast(", src, st.srcBuf, st.srcOff, dst, st.dstBuf,
+               st.dstOff, st.cnt);
+      break;
     }
     if (st.hasdep)
       os << i2 << "x.done(" << H(k) << ");\n";
+  }
+  if (switchTb) {
+    os << i2
+       << "if (p == passes - 1) { // every operation of the launch done\n";
+    emitBarrier(tb, rank, 1, i2 + "  ");
+    os << i2 << "}\n";
   }
   os << i2 << "x.endPass(p);\n" << i1 << "}\n";
   if (tb.id == 0) {
@@ -778,6 +849,7 @@ Expected<GeneratedCode> Generator::run() {
     recvMsg[{m.recv.rank, m.recv.tb, m.recv.step}] = i;
   }
   planLandings();
+  planSwitchFlags();
   int maxScratch = 0;
   for (const msccl::Gpu &g : algo.gpus) {
     maxScratch = std::max(maxScratch, g.sChunks);
@@ -795,6 +867,12 @@ Expected<GeneratedCode> Generator::run() {
     maxData = std::max(maxData, dataFlags[r]);
     maxCredit = std::max(maxCredit, creditFlags[r]);
   }
+  bool switchReadsInput = false;
+  for (const msccl::Gpu &g : algo.gpus)
+    for (const msccl::Threadblock &tb : g.tbs)
+      for (const msccl::Step &st : tb.steps)
+        switchReadsInput |=
+            st.type == StepType::SwitchReduce && st.srcBuf == BufferKind::Input;
   stats.ranks = algo.ngpus;
   stats.messages = (int)messages.size();
   stats.landingChunks = maxLanding;
@@ -811,10 +889,15 @@ Expected<GeneratedCode> Generator::run() {
       c.tb = tb.id;
       c.text = os.str();
       c.vals = std::move(holeVals);
-      c.header = "send " + std::to_string(tb.send) + ", recv " +
-                 std::to_string(tb.recv) + ", channel " +
-                 std::to_string(tb.chan) + ", " +
-                 std::to_string(tb.steps.size()) + " steps";
+      c.header = tb.switchId >= 0
+                     ? "switch " + std::to_string(tb.switchId) + " lane " +
+                           std::to_string(tb.switchLane) + ", " +
+                           std::to_string(tb.group.size()) + " ranks, " +
+                           std::to_string(tb.steps.size()) + " steps"
+                     : "send " + std::to_string(tb.send) + ", recv " +
+                           std::to_string(tb.recv) + ", channel " +
+                           std::to_string(tb.chan) + ", " +
+                           std::to_string(tb.steps.size()) + " steps";
       codes.push_back(std::move(c));
     }
   groupThreadblocks();
@@ -870,10 +953,27 @@ Expected<GeneratedCode> Generator::run() {
     os << (i ? ", " : "") << "{" << in.kernelKnobs[i].arch << ", "
        << in.kernelKnobs[i].threads << ", " << in.kernelKnobs[i].loads << "}";
   os << "};\n"
+     << "  /// Switch operations read every rank's input (transports must "
+        "map them).\n"
+     << "  static constexpr bool switchReadsInput = "
+     << (switchReadsInput ? "true" : "false") << ";\n"
      << "  template <class X> static CCSYNTH_INLINE bool run(X &x, int rank, "
         "int tb);\n"
-     << "};\n"
-     << body.str() << "\n"
+     << "};\n";
+  // The ranks of each switch's operations (switch threadblocks).
+  std::map<int, std::vector<int>> switchRanks;
+  for (const msccl::Gpu &g : algo.gpus)
+    for (const msccl::Threadblock &tb : g.tbs)
+      if (tb.switchId >= 0)
+        switchRanks[tb.switchId] = tb.group;
+  for (const auto &[sw, ranks] : switchRanks) {
+    os << "CCSYNTH_TABLE int kSwitchRanks" << sw << "[" << ranks.size()
+       << "] = {";
+    for (size_t i = 0; i < ranks.size(); ++i)
+      os << (i ? ", " : "") << ranks[i];
+    os << "};\n";
+  }
+  os << body.str() << "\n"
      << "/// Runs threadblock `tb` of `rank`: its function is chosen once, "
         "by direct\n/// branches, and each function has one call site.\n"
      << "template <class X>\nCCSYNTH_INLINE bool Algo::run(X &x, int rank, "

@@ -33,6 +33,8 @@ LogicalResult exportGeneratedCode(Operation *op, llvm::raw_ostream &os,
   FailureOr<msccl::Algo> algo = programToMsccl(*prog, &origins);
   if (failed(algo))
     return failure();
+  if (options.switches)
+    msccl::attachSwitchThreadblocks(*algo, *options.switches);
   auto col = prog->buildCollective();
   if (!col)
     return prog->emitError() << col.error().message;

@@ -30,6 +30,10 @@ const char *toString(StepType type) {
     return "re";
   case StepType::Nop:
     return "nop";
+  case StepType::SwitchReduce:
+    return "switch_reduce";
+  case StepType::Multicast:
+    return "multicast";
   }
   return "?";
 }
@@ -58,13 +62,15 @@ bool receives(StepType t) {
 bool readsSrc(StepType t) {
   return t == StepType::Send || t == StepType::RecvReduceSend ||
          t == StepType::RecvReduceCopy || t == StepType::RecvReduceCopySend ||
-         t == StepType::Copy || t == StepType::Reduce;
+         t == StepType::Copy || t == StepType::Reduce ||
+         t == StepType::SwitchReduce || t == StepType::Multicast;
 }
 
 bool writesDst(StepType t) {
   return t == StepType::Recv || t == StepType::RecvCopySend ||
          t == StepType::RecvReduceCopy || t == StepType::RecvReduceCopySend ||
-         t == StepType::Copy || t == StepType::Reduce;
+         t == StepType::Copy || t == StepType::Reduce ||
+         t == StepType::SwitchReduce || t == StepType::Multicast;
 }
 
 bool readsDst(StepType t) { return t == StepType::Reduce; }

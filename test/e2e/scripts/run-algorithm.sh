@@ -11,6 +11,9 @@
 #   file:PATH                   a schedule JSON or .ccl program
 #   baseline:KIND:COLL:TOPO     `ccsynth baseline KIND -c COLL -t TOPO`
 #   synth:TOPO:COLL             `ccsynth synth` with sketches/TOPO.json
+#   innet:TOPO:COLL             `ccsynth synth --in-network` (the fastest
+#                               mix of switch and point-to-point transfers
+#                               at 1G on TOPO)
 set -euo pipefail
 cc=$1 src=$2 work=$3 case=$4
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -23,6 +26,10 @@ baseline)
   input=sched.json ;;
 synth)
   "$cc" synth --topo "$a" --sketch "$src/sketches/$a.json" --collective "$b" \
+    --time-limit "${CCSYNTH_SYNTH_LIMIT:-10}" --no-step-level -o sched.json
+  input=sched.json ;;
+innet)
+  "$cc" synth --topo "$a" --collective "$b" --size 1G --in-network \
     --time-limit "${CCSYNTH_SYNTH_LIMIT:-10}" --no-step-level -o sched.json
   input=sched.json ;;
 *) echo "unknown case '$case'" >&2; exit 2 ;;

@@ -137,14 +137,14 @@ struct CompileResult {
   bool ok() const { return output.has_value(); }
 };
 
-/// Success when `schedule` has no switch transfers; otherwise the error,
-/// at the first one, that says why `target` cannot take them (none lowers
-/// them yet).
+/// Success when `target` can take `schedule`'s switch transfers (it has
+/// none, or generated code lowers them: SwitchLowering.h); otherwise the
+/// error, at the first one that does not lower, that says why.
 Status refuseSwitchTransfers(const Schedule &schedule, CompileTarget target);
 
 /// Compiles a chunk-level schedule (transfer locations, when present, are
-/// used in diagnostics); one with switch transfers is refused
-/// (refuseSwitchTransfers).
+/// used in diagnostics); one with switch transfers compiles only to
+/// generated code (refuseSwitchTransfers).
 CompileResult compileSchedule(const Schedule &schedule,
                               const CompileOptions &options);
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ccsynth/Target/CodeGen.h"
+#include "ccsynth/Target/SwitchLowering.h"
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
@@ -26,6 +27,9 @@ struct CodeGenExportOptions {
   bool shareRanks = true;
   /// CUDA kernel knobs per SM architecture (empty: the defaults).
   std::vector<codegen::KernelKnob> kernelKnobs;
+  /// Switch threadblocks to run next to the program's own (the schedule's
+  /// switch operations, lowered apart from its point-to-point transfers).
+  const msccl::SwitchLowering *switches = nullptr;
 };
 
 /// Writes the generated source of the program in `op`; `stats` (optional)

@@ -44,6 +44,11 @@ enum class StepType {
   Copy,               ///< cpy
   Reduce,             ///< re
   Nop,                ///< nop (carries one extra dependency)
+  /// A switch threadblock's operations (generated code only; MSCCL has no
+  /// form for them). Every rank of the threadblock's group holds the
+  /// operand at the same place.
+  SwitchReduce, ///< dst (local) = the reduction of src on every group rank
+  Multicast,    ///< dst on every group rank = src (local)
 };
 
 const char *toString(StepType type);
@@ -81,6 +86,15 @@ struct Threadblock {
   int send = -1;
   int recv = -1;
   int chan = 0;
+  /// A switch threadblock (generated code only): the in-network switch its
+  /// SwitchReduce and Multicast steps go through, and the ranks of that
+  /// switch's operations (ascending), this one included. -1: a threadblock
+  /// of MSCCL's model.
+  int switchId = -1;
+  std::vector<int> group;
+  /// Which of the switch's threadblocks on each rank this is: lane l of
+  /// every rank of the group meet in the same barriers.
+  int switchLane = 0;
   std::vector<Step> steps;
   SourceLoc loc;
 };

@@ -105,6 +105,56 @@ public:
       std::memcpy(remote(db, dblk, dpos + c), local(sb, sblk, spos + c), len);
   }
 
+  // --- switch operations (a switch threadblock's group) --------------------
+  /// Waits until every rank of the group (ascending, this one included)
+  /// entered this launch; later switch operations span them.
+  bool switchJoin(int step, const int *ranks, int k) {
+    for (int i = 0; i < k; ++i) {
+      RankSlot &ps = commSlot(l.comm, ranks[i]);
+      if (!waitFor(ps.entered, l.epoch, step, [&] {
+            return "rank " + std::to_string(ranks[i]) +
+                   " to enter the launch (switch group)";
+          }))
+        return false;
+    }
+    group = ranks;
+    groupSize = k;
+    return true;
+  }
+  /// dst (local) = the reduction over the group of the n chunk slices at
+  /// one address on every rank, in ascending rank order (what the switch's
+  /// multimem.ld_reduce returns; the host adds them one by one).
+  void switchReduce(int sb, int sblk, int spos, int db, int dblk, int dpos,
+                    int n) {
+    size_t len = l.geom.sliceLen(pass);
+    for (int c = 0; c < n; ++c) {
+      T *d = reinterpret_cast<T *>(local(db, dblk, dpos + c));
+      const T *first =
+          reinterpret_cast<const T *>(groupMember(0, sb, sblk, spos + c));
+      for (size_t i = 0; i < len; ++i) {
+        T v = first[i];
+        for (int m = 1; m < groupSize; ++m)
+          v = combine<Op>(v, reinterpret_cast<const T *>(
+                                 groupMember(m, sb, sblk, spos + c))[i]);
+        d[i] = v;
+      }
+    }
+  }
+  /// The n local chunk slices at src written to one address on every rank
+  /// of the group (multimem.st).
+  void multicast(int sb, int sblk, int spos, int db, int dblk, int dpos,
+                 int n) {
+    size_t len = l.geom.sliceLen(pass) * sizeof(T);
+    for (int c = 0; c < n; ++c) {
+      const char *src = local(sb, sblk, spos + c);
+      for (int m = 0; m < groupSize; ++m) {
+        char *dst = groupMember(m, db, dblk, dpos + c);
+        if (dst != src)
+          std::memmove(dst, src, len);
+      }
+    }
+  }
+
   // --- flags -------------------------------------------------------------
   void signal(int peer, int dataFlag) {
     storeRelease(peerFlag(peer, dataFlag).value, base() + pass + 1);
@@ -175,6 +225,19 @@ private:
   const char *peerSend = nullptr;
   char *peerRecv = nullptr;
   char *peerScratch = nullptr;
+  const int *group = nullptr;
+  int groupSize = 0;
+
+  /// Chunk `pos` of block `blk` of buffer b at the m-th rank of the group.
+  char *groupMember(int m, int b, int blk, int pos) {
+    if (group[m] == l.rank)
+      return local(b, blk, pos);
+    RankSlot &ps = commSlot(l.comm, group[m]);
+    return l.geom.groupAddress(commAddress(l.comm, ps.send),
+                               commAddress(l.comm, ps.recv),
+                               commAddress(l.comm, ps.scratch),
+                               l.shape->inplace, b, blk, pos, pass, sizeof(T));
+  }
 
   std::uint64_t base() const { return epochBase(l.epoch); }
   FlagWord &flag(int index) { return commFlag(l.comm, l.rank, index); }

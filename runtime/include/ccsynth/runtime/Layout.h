@@ -45,6 +45,7 @@ struct Geometry {
   char *scratch = nullptr;
   std::size_t landOffset = 0;     ///< bytes into scratch
   std::size_t stageOutOffset = 0; ///< bytes into scratch
+  std::size_t stageInOffset = 0;  ///< bytes into scratch (out of place)
   char *stageIn = nullptr;
   char *stageOut = nullptr;
 
@@ -78,6 +79,7 @@ struct Geometry {
     std::size_t blocks = std::size_t(s.inBlocks + s.outBlocks);
     stageOutOffset = stage + blocks * blockChunks * 8;
     stageOut = scratch + stageOutOffset;
+    stageInOffset = stage;
     stageIn = s.inplace ? stageOut + inBlockOffset * long(blockChunks * esize)
                         : scratch + stage;
   }
@@ -114,6 +116,28 @@ struct Geometry {
                        (std::size_t(blk) * blockChunks + pos) * esize
                  : peerOut + (blk * count + pos * chunkElems + off) * esize;
     return peerScratch + landOffset + pos * tileBytes;
+  }
+  /// The same in any buffer of a peer (switch operations read and write
+  /// every rank of their group at one address). `peerIn`/`peerOut` are the
+  /// peer's user buffers: in place, the peer's staged input sits where its
+  /// input sits relative to its output.
+  CCSYNTH_HD char *groupAddress(const char *peerIn, char *peerOut,
+                                char *peerScratch, bool inplace, int b, int blk,
+                                int pos, int p, std::size_t esize) const {
+    if (b == Out || b == Land)
+      return peerAddress(peerOut, peerScratch, b, blk, pos, p, esize);
+    if (b == Scr)
+      return peerScratch + pos * tileBytes;
+    if (!isRemainder(p))
+      return const_cast<char *>(peerIn) +
+             (blk * count + pos * chunkElems + std::size_t(p) * tileElems) *
+                 esize;
+    std::size_t staged = std::size_t(blk) * blockChunks + pos;
+    if (!inplace)
+      return peerScratch + stageInOffset + staged * esize;
+    long inBlocks = long(peerIn - peerOut) / long(count * esize);
+    return peerScratch + stageOutOffset +
+           std::size_t(long(staged) + inBlocks * long(blockChunks)) * esize;
   }
 };
 

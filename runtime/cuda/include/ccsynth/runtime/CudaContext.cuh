@@ -239,6 +239,84 @@ public:
                      peerScratch);
   }
 
+  // --- switch operations (a switch threadblock's group) ----------------------
+  /// Waits until every rank of the group (ascending, this one included)
+  /// entered this launch; later switch operations span them. Multimem
+  /// (NVLink SHARP) is used where the transport has it for this group.
+  CCSYNTH_DEV bool switchJoin(int step, const int *ranks, int k) {
+    if constexpr (!Tr::kAllInLaunch) {
+      for (int i = 0; i < k; ++i) {
+        int r = ranks[i];
+        if (r != tr.rank && !waitWord(tr.peerEnteredWord(r), tr.epoch, true,
+                                      step, kFlagEntered, r, tr.epoch))
+          return false;
+      }
+    }
+    group = ranks;
+    groupSize = k;
+    multimem = tr.multimemCovers(ranks, k);
+    return true;
+  }
+  /// dst (local) = the reduction over the group of the n chunk slices at
+  /// one address on every rank: multimem.ld_reduce where it applies, else
+  /// this rank's copy combined with each other rank's in group order.
+  CCSYNTH_DEV void switchReduce(int sb, int sblk, int spos, int db, int dblk,
+                                int dpos, int n) {
+    static_assert(!kAnyWord || !kShape.reduces, "reductions need a type");
+    std::size_t len = geom.sliceLen(pass);
+    for (int c = 0; c < n; ++c) {
+      char *d = local(db, dblk, dpos + c);
+      const char *self = local(sb, sblk, spos + c);
+      if constexpr (kMultimemReduces<S, Op> && CCSYNTH_DEVICE_ARCH >= 90) {
+        const char *mc = multimem ? tr.multimemOf(self) : nullptr;
+        if (mc && aligned16(d, mc, len * es)) {
+          multimemReduceBlock<K, S>(d, mc, len * es);
+          continue;
+        }
+      }
+      bool started = false;
+      for (int m = 0; m < groupSize; ++m) {
+        if (group[m] == tr.rank)
+          continue;
+        blockReduce<K, Op, S>(d, started ? d : self,
+                              memberAddress(m, sb, sblk, spos + c), len);
+        started = true;
+        __syncthreads(); // the next one reads what this one wrote
+      }
+      if (!started && d != self)
+        blockCopy<K, S>(d, self, len * es);
+    }
+    if constexpr (kMultimemReduces<S, Op> && CCSYNTH_DEVICE_ARCH >= 90)
+      if (multimem)
+        multimemFence();
+    __syncthreads(); // the next step may read what this one wrote
+  }
+  /// The n local chunk slices at src written to one address on every rank
+  /// of the group: multimem.st where it applies, else a copy to each.
+  CCSYNTH_DEV void multicast(int sb, int sblk, int spos, int db, int dblk,
+                             int dpos, int n) {
+    std::size_t bytes = geom.sliceLen(pass) * es;
+    for (int c = 0; c < n; ++c) {
+      const char *src = local(sb, sblk, spos + c);
+      if constexpr (CCSYNTH_DEVICE_ARCH >= 90) {
+        char *mc = multimem ? tr.multimemOf(local(db, dblk, dpos + c)) : nullptr;
+        if (mc && aligned16(mc, src, bytes)) {
+          multimemStoreBlock<K>(mc, src, bytes);
+          continue;
+        }
+      }
+      for (int m = 0; m < groupSize; ++m) {
+        char *dst = memberAddress(m, db, dblk, dpos + c);
+        if (dst != src)
+          blockCopy<K, S>(dst, src, bytes);
+      }
+    }
+    if constexpr (CCSYNTH_DEVICE_ARCH >= 90)
+      if (multimem)
+        multimemFence();
+    __syncthreads();
+  }
+
   // --- flags ---------------------------------------------------------------
   CCSYNTH_DEV void signal(int peer, int dataFlag) {
     __syncthreads(); // every thread's part of the put is issued
@@ -319,6 +397,26 @@ private:
   Geometry geom;
   char *peerOut = nullptr;
   char *peerScratch = nullptr;
+  const int *group = nullptr;
+  int groupSize = 0;
+  bool multimem = false;
+
+  /// Chunk `pos` of block `blk` of buffer b at the m-th rank of the group.
+  CCSYNTH_DEV char *memberAddress(int m, int b, int blk, int pos) const {
+    int r = group[m];
+    if (r == tr.rank)
+      return local(b, blk, pos);
+    char *out = nullptr, *scr = nullptr;
+    tr.peerBuffers(r, out, scr);
+    return geom.groupAddress(tr.peerInput(r), out, scr, kShape.inplace, b, blk,
+                             pos, pass, es);
+  }
+  CCSYNTH_DEV static bool aligned16(const void *a, const void *b,
+                                    std::size_t bytes) {
+    return ((reinterpret_cast<std::uintptr_t>(a) |
+             reinterpret_cast<std::uintptr_t>(b) | bytes) &
+            15) == 0;
+  }
 
   CCSYNTH_DEV static int progressIndex(int t) {
     return kDataFlags + kCreditFlags + t;

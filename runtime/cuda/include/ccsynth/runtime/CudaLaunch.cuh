@@ -412,6 +412,15 @@ ccsynthResult planNccl(const ccsynthLaunchArgs *a, std::size_t n,
 }
 #endif
 
+/// Whether algorithm A's switch operations read every rank's input
+/// (generated code says so; hand-written algorithms have none).
+template <class A> constexpr bool switchReadsInputOf() {
+  if constexpr (requires { A::switchReadsInput; })
+    return A::switchReadsInput;
+  else
+    return false;
+}
+
 /// One rank of a CUDA IPC launch: recvbuff and scratch must lie in the
 /// comm's data area (at the same offsets on every rank: peers put there);
 /// sendbuff may be anywhere on this rank's device (only this rank reads
@@ -452,8 +461,20 @@ ccsynthResult planIpc(const ccsynthLaunchArgs *a, std::size_t n,
                       "%s: recvbuff and scratch must lie in the IPC comm's "
                       "data area [%p, +%zu) at the same offsets on every rank",
                       s.name, static_cast<const void *>(data), c->dataBytes);
+  // A switch reduction reads every rank's input at one address: the
+  // inputs must lie in the data area at the same offset on every rank.
+  bool inputShared = inside(a->sendbuff, blockBytes * s.inBlocks);
+  if constexpr (switchReadsInputOf<A>())
+    if (!inputShared)
+      return cudaReport(err, ccsynthInvalidArgument, CudaStatus::OutsideWindow,
+                        a->rank, nullptr, 0,
+                        "%s: its switch operations read every rank's input, "
+                        "so sendbuff must lie in the IPC comm's data area "
+                        "[%p, +%zu) at the same offset on every rank",
+                        s.name, static_cast<const void *>(data), c->dataBytes);
   auto &q = plan.ipc;
   takeLaunch(q, a, data, scratchNeed, n, es, inBlockOffset);
+  q.inOffset = inputShared ? std::size_t(q.in - data) : 0;
   q.rank = a->rank;
   q.failure = c->failureDev;
   q.flagWords = c->flagWords;

@@ -216,6 +216,80 @@ CCSYNTH_DEV void blockReduce(char *dst, const char *a, const char *b,
                        reinterpret_cast<const T *>(b + done)[i]);
 }
 
+// --- NVLink SHARP (multimem) ---------------------------------------------
+
+/// Whether a switch reduction of T with Op has a multimem.ld_reduce form
+/// (sm_90 on): sums of fp32, fp16 and bf16, 16 bytes at a time. Every
+/// other type and operator reads each rank's copy instead.
+template <class T, class Op>
+inline constexpr bool kMultimemReduces =
+    std::is_same_v<Op, DevSum> &&
+    (std::is_same_v<T, float> || std::is_same_v<T, __half> ||
+     std::is_same_v<T, __nv_bfloat16>);
+
+/// dst (unicast) = the switch's sum over every rank's copy at the multimem
+/// address mc; bytes and both addresses are multiples of 16.
+template <class K, class T>
+__device__ __noinline__ void multimemReduceBlock(char *dst, const char *mc,
+                                                 std::size_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  for (std::size_t i = std::size_t(threadIdx.x) * 16; i < bytes;
+       i += std::size_t(K::threads) * 16) {
+    uint4 v;
+    if constexpr (std::is_same_v<T, float>)
+      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 "
+                   "{%0, %1, %2, %3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "l"(mc + i)
+                   : "memory");
+    else if constexpr (std::is_same_v<T, __half>)
+      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f16x2 "
+                   "{%0, %1, %2, %3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "l"(mc + i)
+                   : "memory");
+    else
+      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.bf16x2 "
+                   "{%0, %1, %2, %3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "l"(mc + i)
+                   : "memory");
+    *reinterpret_cast<uint4 *>(dst + i) = v;
+  }
+#else
+  (void)dst, (void)mc, (void)bytes;
+#endif
+}
+
+/// The switch writes src to every rank's copy at the multimem address mc;
+/// bytes and both addresses are multiples of 16.
+template <class K>
+__device__ __noinline__ void multimemStoreBlock(char *mc, const char *src,
+                                                std::size_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  for (std::size_t i = std::size_t(threadIdx.x) * 16; i < bytes;
+       i += std::size_t(K::threads) * 16) {
+    uint4 v = loadVec(reinterpret_cast<const uint4 *>(src + i));
+    asm volatile("multimem.st.relaxed.sys.global.v4.f32 [%0], "
+                 "{%1, %2, %3, %4};" ::"l"(mc + i),
+                 "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+  }
+#else
+  (void)mc, (void)src, (void)bytes;
+#endif
+}
+
+/// After multimem accesses, before the same memory is read or written
+/// through its unicast address (or a flag says it may be): the two
+/// addresses alias one physical page.
+CCSYNTH_DEV void multimemFence() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.alias;" ::: "memory");
+#endif
+  __threadfence_system();
+}
+
 // --- flags
 // --------------------------------------------------------------------
 

@@ -586,6 +586,26 @@ inline ccsynthResult cudaNcclCommCreate(ncclComm_t comm,
       reqs.ginContextCount = 1;
       reqs.ginSignalCount = ncclSignalCount(flagWords, c->ranks);
     }
+    // NVLink SHARP for switch operations where the GPU has multicast
+    // (multimem.ld_reduce/st through the LSA team's multicast object); a
+    // comm that cannot have it is made without (switch operations then
+    // read and write each rank's copy).
+    // The runtime API names no multicast attribute; its attributes share
+    // the driver's numbers (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 132).
+    constexpr auto kMulticastSupported = static_cast<cudaDeviceAttr>(132);
+    int device = 0, multicast = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&multicast, kMulticastSupported, device) ==
+            cudaSuccess &&
+        multicast) {
+      reqs.lsaMultimem = true;
+      if (ncclDevCommCreate(comm, &reqs, &c->devComm) == ncclSuccess) {
+        devCommMade = true;
+        return cudaFailureAlloc(c->failureHost, c->failureDev, err);
+      }
+      std::memset(&c->devComm, 0, sizeof c->devComm);
+      reqs.lsaMultimem = false;
+    }
     CCSYNTH_NCCL_CHECK(err, c->rank,
                        ncclDevCommCreate(comm, &reqs, &c->devComm));
     devCommMade = true;

@@ -241,6 +241,14 @@ public:
     peerOut = static_cast<char *>(pickIndex(p.recv, peer));
     peerScratch = static_cast<char *>(pickIndex(p.scratch, peer));
   }
+  /// A peer's input (switch reductions read it).
+  CCSYNTH_DEV const char *peerInput(int peer) const {
+    return static_cast<const char *>(pickIndex(p.send, peer));
+  }
+  /// No multicast object spans virtual ranks: switch operations read and
+  /// write each rank's copy.
+  CCSYNTH_DEV bool multimemCovers(const int *, int) const { return false; }
+  CCSYNTH_DEV char *multimemOf(const char *) const { return nullptr; }
   template <class S>
   CCSYNTH_DEV void put(int, char *dst, const char *src, std::size_t bytes) {
     blockCopy<KnobsOf<A>, S>(dst, src, bytes);
@@ -272,6 +280,7 @@ template <int N> struct IpcParams {
   char *out;      ///< in this rank's data area, at outOffset
   char *scratch;  ///< in this rank's data area, at scratchOffset
   std::size_t outOffset, scratchOffset;
+  std::size_t inOffset; ///< of the input in the data area, when it is there
   std::size_t count;
   std::uint32_t elemSize;
   int inBlockOffset;
@@ -314,6 +323,14 @@ public:
     peerOut = data + p.outOffset;
     peerScratch = data + p.scratchOffset;
   }
+  /// A peer's input, where the inputs lie in the data area at the same
+  /// offset on every rank (planIpc checks that before a switch reduction
+  /// may read one).
+  CCSYNTH_DEV const char *peerInput(int peer) const {
+    return pickIndex(p.window, peer) + p.headerBytes + p.inOffset;
+  }
+  CCSYNTH_DEV bool multimemCovers(const int *, int) const { return false; }
+  CCSYNTH_DEV char *multimemOf(const char *) const { return nullptr; }
   template <class S>
   CCSYNTH_DEV void put(int, char *dst, const char *src, std::size_t bytes) {
     blockCopy<KnobsOf<A>, S>(dst, src, bytes);
@@ -466,6 +483,27 @@ public:
       peerOut = p.out;
       peerScratch = p.scratch;
     }
+  }
+  /// An LSA peer's input: every rank's sendbuff lies in the symmetric
+  /// window at the same offset.
+  CCSYNTH_DEV const char *peerInput(int peer) const {
+    return static_cast<const char *>(
+        ncclGetLsaPointer(p.dataWindow, std::size_t(p.in - p.dataBase),
+                          lsaRank(peer)));
+  }
+  /// Whether the comm's LSA multicast object spans exactly `ranks`.
+  CCSYNTH_DEV bool multimemCovers(const int *ranks, int k) const {
+    if (!p.devComm.lsaMultimem.mcBasePtr || k != p.devComm.lsaSize)
+      return false;
+    for (int i = 0; i < k; ++i)
+      if (!isLsa(ranks[i]))
+        return false;
+    return true;
+  }
+  /// The multimem address of a local address in the data window.
+  CCSYNTH_DEV char *multimemOf(const char *localAddr) const {
+    return static_cast<char *>(ncclGetLsaMultimemPointer(
+        p.dataWindow, std::size_t(localAddr - p.dataBase), p.devComm));
   }
   template <class S>
   CCSYNTH_DEV void put(int peer, char *dst, const char *src,

@@ -1,0 +1,187 @@
+// Unit tests of the lowering of switch operations to generated code:
+// switch threadblocks per rank and lane, chains kept together, steps
+// joined, every refusal named, and the generated code's barriers.
+#include "ccsynth/Target/SwitchLowering.h"
+#include "ccsynth/Target/CodeGen.h"
+
+#include <catch2/catch.hpp>
+
+using namespace ccsynth;
+using namespace ccsynth::msccl;
+
+namespace {
+
+constexpr BufferKind I = BufferKind::Input, O = BufferKind::Output;
+
+Transfer switchOp(TransferOp op, int step, ChunkLoc src, ChunkLoc dst,
+                  int sw = 0) {
+  Transfer t;
+  t.op = op;
+  t.step = step;
+  t.src = src;
+  t.dst = dst;
+  t.sw = sw;
+  return t;
+}
+
+/// NVLS AllReduce on n ranks with chunk factor n * k: rank r reduces its
+/// k chunks r*k.. of every input into its output (step 0) and multicasts
+/// them (step 1).
+Schedule nvlsAllReduce(int n, int k) {
+  Schedule s;
+  s.collective = *Collective::builtin(CollectiveKind::AllReduce, n, n * k);
+  for (int r = 0; r < n; ++r)
+    for (int c = r * k; c < (r + 1) * k; ++c)
+      for (int j = 0; j < n; ++j)
+        s.transfers.push_back(
+            switchOp(TransferOp::SwitchReduce, 0, {j, I, c}, {r, O, c}));
+  for (int r = 0; r < n; ++r)
+    for (int c = r * k; c < (r + 1) * k; ++c)
+      for (int j = 0; j < n; ++j)
+        if (j != r)
+          s.transfers.push_back(
+              switchOp(TransferOp::Multicast, 1, {r, O, c}, {j, O, c}));
+  return s;
+}
+
+std::string refusal(const Schedule &s) {
+  auto l = lowerSwitchTransfers(s);
+  REQUIRE_FALSE(l.ok());
+  return l.error().message;
+}
+
+} // namespace
+
+TEST_CASE("switch lowering: NVLS AllReduce becomes one switch threadblock "
+          "per lane and rank, chains kept whole",
+          "[switch-lowering]") {
+  Schedule s = nvlsAllReduce(4, 4);
+  SECTION("one lane: each rank's reductions and multicasts joined") {
+    auto l = lowerSwitchTransfers(s, 1);
+    REQUIRE(l.ok());
+    CHECK(l->operations == 32);
+    CHECK(l->pointToPoint.transfers.empty());
+    REQUIRE(l->threadblocks.size() == 4);
+    for (int r = 0; r < 4; ++r) {
+      REQUIRE(l->threadblocks[r].size() == 1);
+      const Threadblock &tb = l->threadblocks[r][0];
+      CHECK(tb.switchId == 0);
+      CHECK(tb.group == std::vector<int>{0, 1, 2, 3});
+      REQUIRE(tb.steps.size() == 2);
+      CHECK(tb.steps[0].type == StepType::SwitchReduce);
+      CHECK(tb.steps[0].srcBuf == I);
+      CHECK(tb.steps[0].srcOff == 4 * r);
+      CHECK(tb.steps[0].dstOff == 4 * r);
+      CHECK(tb.steps[0].cnt == 4);
+      CHECK(tb.steps[1].type == StepType::Multicast);
+      CHECK(tb.steps[1].srcBuf == O);
+      CHECK(tb.steps[1].dstBuf == O);
+      CHECK(tb.steps[1].cnt == 4);
+    }
+  }
+  SECTION("two lanes: each takes two whole chains, in order") {
+    auto l = lowerSwitchTransfers(s, 2);
+    REQUIRE(l.ok());
+    for (int r = 0; r < 4; ++r) {
+      REQUIRE(l->threadblocks[r].size() == 2);
+      for (int lane = 0; lane < 2; ++lane) {
+        const Threadblock &tb = l->threadblocks[r][lane];
+        CHECK(tb.switchLane == lane);
+        REQUIRE(tb.steps.size() == 2);
+        CHECK(tb.steps[0].type == StepType::SwitchReduce);
+        CHECK(tb.steps[0].srcOff == 4 * r + 2 * lane);
+        CHECK(tb.steps[0].cnt == 2);
+        CHECK(tb.steps[1].type == StepType::Multicast);
+        CHECK(tb.steps[1].srcOff == 4 * r + 2 * lane);
+      }
+    }
+  }
+  SECTION("more lanes than chains: one per chain") {
+    auto l = lowerSwitchTransfers(s, 64);
+    REQUIRE(l.ok());
+    CHECK(l->threadblocks[0].size() == 4);
+  }
+}
+
+TEST_CASE("switch lowering: the generated code meets in barriers of its own "
+          "flags and reduces through the switch",
+          "[switch-lowering]") {
+  Schedule s = nvlsAllReduce(4, 2);
+  auto l = lowerSwitchTransfers(s, 2);
+  REQUIRE(l.ok());
+  Algo algo;
+  algo.ngpus = 4;
+  for (int r = 0; r < 4; ++r) {
+    Gpu g;
+    g.id = r;
+    g.iChunks = g.oChunks = 8;
+    algo.gpus.push_back(g);
+  }
+  attachSwitchThreadblocks(algo, *l);
+  CHECK(hasSwitchThreadblocks(algo));
+  CHECK(algo.gpus[3].tbs[1].id == 1);
+  codegen::CodeGenInput in;
+  in.algo = &algo;
+  in.collective = &s.collective;
+  in.name = "nvls";
+  in.collectiveName = "allreduce";
+  in.shareRanks = false;
+  auto code = codegen::generateCode(in);
+  REQUIRE(code.ok());
+  const std::string &src = code->source;
+  CHECK(src.find("CCSYNTH_TABLE int kSwitchRanks0[4] = {0, 1, 2, 3};") !=
+        std::string::npos);
+  CHECK(src.find("x.switchJoin(") != std::string::npos);
+  CHECK(src.find("x.switchReduce(In, 0, 0, Out, 0, 0, 1);") !=
+        std::string::npos);
+  CHECK(src.find("x.multicast(Out, 0, 0, Out, 0, 0, 1);") != std::string::npos);
+  CHECK(src.find("switchReadsInput = true") != std::string::npos);
+  // Two barriers of 3 peers per lane: 12 data flags per rank.
+  CHECK(src.find(", 0, 0, 12, 0, 2, 2, false,") != std::string::npos);
+}
+
+TEST_CASE("switch lowering refuses what its synchronization cannot order",
+          "[switch-lowering]") {
+  SECTION("two addresses in one operation") {
+    Schedule s = nvlsAllReduce(4, 1);
+    s.transfers[1].src.index = 3;
+    CHECK_THAT(refusal(s), Catch::Contains("one address on every rank"));
+  }
+  SECTION("a reduction without the issuer's own operand") {
+    Schedule s = nvlsAllReduce(4, 1);
+    s.transfers.erase(s.transfers.begin()); // rank 0's own contribution
+    CHECK_THAT(refusal(s), Catch::Contains("adds no operand of its own"));
+  }
+  SECTION("operations of one switch over different ranks") {
+    Schedule s;
+    s.collective = *Collective::builtin(CollectiveKind::AllReduce, 4, 4);
+    for (int j = 0; j < 4; ++j)
+      s.transfers.push_back(
+          switchOp(TransferOp::SwitchReduce, 0, {j, I, 0}, {0, O, 0}));
+    for (int j = 1; j < 3; ++j)
+      s.transfers.push_back(
+          switchOp(TransferOp::SwitchReduce, 0, {j, I, 1}, {1, O, 1}));
+    CHECK_THAT(refusal(s), Catch::Contains("every operation of a switch spans "
+                                           "the same ranks"));
+  }
+  SECTION("two ranks issuing operations on one chunk") {
+    Schedule s = nvlsAllReduce(4, 1);
+    // Rank 1 also multicasts chunk 0, which rank 0 reduces and multicasts.
+    for (int j = 0; j < 4; ++j)
+      if (j != 1)
+        s.transfers.push_back(
+            switchOp(TransferOp::Multicast, 2, {1, O, 0}, {j, O, 0}));
+    CHECK_THAT(refusal(s), Catch::Contains("are not ordered"));
+  }
+  SECTION("a point-to-point transfer on a switch operation's chunk") {
+    Schedule s = nvlsAllReduce(4, 1);
+    Transfer t;
+    t.op = TransferOp::Copy;
+    t.step = 2;
+    t.src = {0, O, 0};
+    t.dst = {1, O, 0};
+    s.transfers.push_back(t);
+    CHECK_THAT(refusal(s), Catch::Contains("share no chunk with the "
+                                           "point-to-point transfers"));
+  }
+}

@@ -354,14 +354,6 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
                    Schedule &sched, std::string &out) {
   if (o.noTune || o.explicitInstances)
     return;
-  if (sched.usesSwitches()) {
-    // Its switch operations are neither replicated nor cut, and the step
-    // model does not time switch threadblocks: written as lowered.
-    std::cerr << "ccsynth: note: not tuned: the step model does not time "
-                 "switch threadblocks; written with one instance, 16 switch "
-                 "lanes\n";
-    return;
-  }
   auto topo = machineToTune(sched, o, "--instances chooses");
   if (!topo)
     return;
@@ -369,6 +361,11 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
   req.protocols = {"Simple"};
   req.fallback = false;
   req.generatedCode = true;
+  // Switch operations are timed on the generated program itself (no XML
+  // in between), each configuration a full code generation: only the
+  // instance counts are weighed.
+  if (sched.usesSwitches())
+    req.narrow = true;
   req.tileBytes = (double)c.tileBytes;
   req.sizes = tuningSizes(c.minBytes, c.maxBytes);
   // The knob entry that runs on the machine's GPU: each configuration is

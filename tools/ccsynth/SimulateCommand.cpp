@@ -53,13 +53,14 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
                       const Schedule &sched, const Topology &topo,
                       const std::vector<double> &sizes, std::vector<Row> &rows,
                       std::string &program) {
-  if (sched.usesSwitches()) {
+  if (sched.usesSwitches() && o.target != "cuda") {
     if (!o.protocol.empty() || o.instances != 1 || o.pipeline != 1 ||
-        o.target != "msccl-xml" || !o.tileBytes.empty())
-      return usage(Error("--protocol, --instances, --pipeline, --target and "
+        !o.tileBytes.empty())
+      return usage(Error("--protocol, --instances, --pipeline and "
                          "--tile-bytes lower a schedule to a step program; "
                          "one with switch transfers is timed with NCCL's "
-                         "NVLS runtime model instead",
+                         "NVLS runtime model instead (or, with --target "
+                         "cuda, as ccsynth's generated code runs it)",
                          SourceLoc{input}));
     program = "NCCL's NVLS runtime model: the chunk simulation at the step "
               "model's data rates plus one Simple launch";
@@ -253,9 +254,10 @@ int runSimulate(const SimulateCliOptions &o) {
                 topo->name.c_str(), topo->numRanks(), sched->transfers.size(),
                 sched->numSteps());
     if (steps)
-      std::printf(sched->usesSwitches() ? "  step level: %s%s\n"
-                                        : "  step level: the lowered "
-                                          "program (%s)%s\n",
+      std::printf(sched->usesSwitches() && o.target != "cuda"
+                      ? "  step level: %s%s\n"
+                      : "  step level: the lowered "
+                        "program (%s)%s\n",
                   program.c_str(),
                   o.target == "cuda"
                       ? ", as ccsynth's generated code runs it (not "

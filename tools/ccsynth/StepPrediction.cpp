@@ -30,6 +30,14 @@ Expected<msccl::Algo> stepProgram(const std::string &path,
     ro.legacyAttributes = true;
     return msccl::parseXml(path, *text, ro);
   }
+  if (options.target == CompileTarget::Cuda && schedule.usesSwitches()) {
+    // Switch threadblocks have no XML form: the program the generated
+    // source was made from.
+    CompileResult compiled = compileSchedule(schedule, options);
+    if (!compiled.ok())
+      return compiled.failure.error;
+    return std::move(*compiled.program);
+  }
   if (options.target == CompileTarget::Cuda) {
     // The program generated code runs: lowered as for --target cuda (no
     // bounded buffers, 64 channels), written as XML only to be read back.
@@ -46,10 +54,26 @@ Expected<msccl::Algo> stepProgram(const std::string &path,
 
 std::string describeProgram(const msccl::Algo &algo) {
   int tbs = algo.threadblocksPerRank();
-  return algo.proto + ", " + std::to_string(algo.nchannels) + " channel" +
-         (algo.nchannels == 1 ? "" : "s") + ", " + std::to_string(tbs) +
-         " threadblock" + (tbs == 1 ? "" : "s") + " per rank, " +
-         std::to_string(algo.nchunksperloop) + " chunks per loop";
+  int switchTbs = 0;
+  for (const msccl::Gpu &g : algo.gpus) {
+    int n = 0;
+    for (const msccl::Threadblock &tb : g.tbs)
+      n += tb.switchId >= 0;
+    switchTbs = std::max(switchTbs, n);
+  }
+  std::string s = algo.proto + ", " + std::to_string(algo.nchannels) +
+                  " channel" + (algo.nchannels == 1 ? "" : "s") + ", " +
+                  std::to_string(tbs) + " threadblock" + (tbs == 1 ? "" : "s") +
+                  " per rank";
+  if (switchTbs > 0) {
+    s += " (";
+    s += std::to_string(switchTbs);
+    s += " of them switch threadblocks)";
+  }
+  s += ", ";
+  s += std::to_string(algo.nchunksperloop);
+  s += " chunks per loop";
+  return s;
 }
 
 } // namespace ccsynth::cli

@@ -190,12 +190,22 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
 }
 #endif
 
+/// An in-network candidate and what its generated code takes at the
+/// target size (step level; infinite when it does not lower).
+struct CompiledCandidate {
+  const InNetworkCandidate *candidate = nullptr;
+  double us = INFINITY;
+};
+
 /// The in-network part of the summary: NCCL's in-network algorithms alone,
-/// the fastest mix, and what was written, against the point-to-point
-/// schedule (`p2pUs`, its compiled program when `p2pSteps`) and NCCL's
-/// ring (`ncclRingUs`, step level; infinite when not timed).
-void printInNetwork(FILE *out, const InNetworkSearch &s, bool written,
-                    double p2pUs, bool p2pSteps, double bytes, double factor,
+/// the fastest mix, what they compile to, and what was written (null: the
+/// point-to-point schedule), against the point-to-point schedule (`p2pUs`,
+/// its compiled program when `p2pSteps`) and NCCL's ring (`ncclRingUs`,
+/// step level; infinite when not timed).
+void printInNetwork(FILE *out, const InNetworkSearch &s,
+                    const std::vector<CompiledCandidate> &compiled,
+                    bool compileCut, const Schedule *written, double p2pUs,
+                    bool p2pSteps, double bytes, double factor,
                     double ncclRingUs) {
   auto busbw = [&](double us) { return bytes / us / 1e3 * factor; };
   std::fprintf(out,
@@ -219,16 +229,37 @@ void printInNetwork(FILE *out, const InNetworkSearch &s, bool written,
     std::fprintf(out, "  %28s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
                  ("best: " + s.best->name).c_str(), s.best->timeUs,
                  busbw(s.best->timeUs), ncclBest / s.best->timeUs);
+  if (!compiled.empty()) {
+    std::fprintf(out, "  as generated code (compile --target cuda, step "
+                      "level; what runs):\n");
+    for (const CompiledCandidate &c : compiled) {
+      if (!std::isfinite(c.us)) {
+        std::fprintf(out, "  %28s  does not lower to generated code\n",
+                     c.candidate->name.c_str());
+        continue;
+      }
+      std::fprintf(
+          out, "  %28s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
+          c.candidate->name.c_str(), c.us, busbw(c.us), ncclBest / c.us);
+    }
+    if (compileCut)
+      std::fprintf(out, "  (the time limit left the other candidates "
+                        "uncompiled)\n");
+  }
+  std::string name;
+  for (const CompiledCandidate &c : compiled)
+    if (written && &c.candidate->schedule == written)
+      name = c.candidate->name;
   if (written)
     std::fprintf(out,
-                 "  the in-network schedule was written: it verifies and "
-                 "`simulate --level steps` times it, but no compile target "
-                 "lowers switch transfers yet (`ccsynth compile` refuses it; "
-                 "without --in-network synth writes the point-to-point "
-                 "schedule)\n");
+                 "  the in-network schedule %s was written: its generated "
+                 "code is the fastest of these and beats the point-to-point "
+                 "schedule's program (MSCCL XML and MSCCL++ plans have no "
+                 "switch operations)\n",
+                 name.c_str());
   else
     std::fprintf(out, "  the point-to-point schedule was written: no "
-                      "in-network schedule is faster\n");
+                      "in-network schedule runs faster as compiled\n");
 }
 
 /// The longest --time-limit: a week.
@@ -596,6 +627,8 @@ int runSynth(const SynthCliOptions &o) {
   // schedules on shares of the buffer, against what the point-to-point
   // schedule runs as (its compiled program, else its transfers).
   std::optional<InNetworkSearch> inNetwork;
+  std::vector<CompiledCandidate> inNetworkCompiled;
+  bool inNetworkCompileCut = false;
   double p2pUs = result->timeUs, ncclRingUs = INFINITY;
   bool p2pSteps = false;
 #ifdef CCSYNTH_HAVE_MLIR
@@ -628,9 +661,45 @@ int runSynth(const SynthCliOptions &o) {
     if (!found)
       return fail(found.error());
     inNetwork = found.take();
-    if (inNetwork->best && inNetwork->best->timeUs < p2pUs) {
-      recordTopology(inNetwork->best->schedule, o.topo, hashText);
-      written = &inNetwork->best->schedule;
+    InNetworkCandidate *chosen = nullptr;
+    double chosenUs = INFINITY;
+#ifdef CCSYNTH_HAVE_MLIR
+    // What the candidates run as: the fastest mix and each of NCCL's
+    // algorithms alone, compiled to generated code (the only target that
+    // lowers switch operations) and timed at the step level; the fastest
+    // of them is written when it beats what the point-to-point schedule
+    // runs as. NCCL's algorithms alone go first (the first whatever the
+    // time, the others and the mix within the deadline).
+    progress->operator()("in-network: compiling the candidates to "
+                         "generated code");
+    std::vector<InNetworkCandidate *> toCompile;
+    for (InNetworkCandidate &c : inNetwork->alone)
+      toCompile.push_back(&c);
+    if (inNetwork->best &&
+        std::none_of(inNetwork->alone.begin(), inNetwork->alone.end(),
+                     [&](const InNetworkCandidate &c) {
+                       return c.name == inNetwork->best->name;
+                     }))
+      toCompile.push_back(&*inNetwork->best);
+    for (InNetworkCandidate *c : toCompile) {
+      bool first = inNetworkCompiled.empty();
+      if (!first && std::chrono::steady_clock::now() > *io.until) {
+        inNetworkCompileCut = true;
+        break;
+      }
+      std::optional<double> us =
+          generatedCodeUs(c->schedule, *topo, so.targetBytes,
+                          first ? std::nullopt : std::optional(*io.until));
+      inNetworkCompiled.push_back({c, us ? *us : INFINITY});
+      if (us && *us < chosenUs) {
+        chosenUs = *us;
+        chosen = c;
+      }
+    }
+#endif
+    if (chosen && chosenUs < p2pUs) {
+      recordTopology(chosen->schedule, o.topo, hashText);
+      written = &chosen->schedule;
     }
   }
   std::vector<OutputFile> outputs{{o.output, scheduleToJson(*written)}};
@@ -735,13 +804,16 @@ int runSynth(const SynthCliOptions &o) {
   if (!rankedNote.empty())
     std::fprintf(out, "  note: %s\n", rankedNote.c_str());
   if (inNetwork)
-    printInNetwork(out, *inNetwork, written != &sched, p2pUs, p2pSteps,
+    printInNetwork(out, *inNetwork, inNetworkCompiled, inNetworkCompileCut,
+                   written != &sched ? written : nullptr, p2pUs, p2pSteps,
                    so.targetBytes, sched.collective.busBwFactor(), ncclRingUs);
   if (o.output != "-")
     std::fprintf(out, "  wrote %s (verified)%s\n", o.output.c_str(),
-                 written != &sched ? ": the in-network schedule above, "
-                                     "which no compile target lowers yet"
-                                   : "");
+                 written != &sched
+                     ? ": the in-network schedule above, which compiles to "
+                       "generated code only (`compile --target cuda` or "
+                       "--target plugin)"
+                     : "");
   return kExitOk;
 }
 
@@ -812,10 +884,12 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
       "Also weigh NCCL's in-network algorithms (NVLS, NVLS-tree, CollNet) "
       "alone and mixed with point-to-point schedules (the ring baseline, the "
       "synthesized schedule) on shares of the buffer, timed by the runtime "
-      "model of NCCL's NVLS and CollNet kernels; the fastest is written when "
-      "it beats the point-to-point schedule's compiled program. No compile "
-      "target lowers switch transfers yet: such a schedule verifies and "
-      "simulates, and `ccsynth compile` refuses it");
+      "model of NCCL's NVLS and CollNet kernels; the fastest mix and each "
+      "algorithm alone are then compiled to generated code and timed at the "
+      "step level, and the fastest of them is written when it beats the "
+      "point-to-point schedule's compiled program. Such a schedule compiles "
+      "to generated code only (`compile --target cuda`, CUDA plugins): "
+      "MSCCL XML and MSCCL++ plans have no switch operations");
   cmd->add_flag("-q,--quiet", opts->quiet, "No progress on stderr");
   cmd->callback([opts, &ctx] { ctx.exitCode = runSynth(*opts); });
 }

@@ -232,10 +232,16 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   // Coalescing is the last resort of a program that fits no other way,
   // not a configuration to weigh.
   c.coalesce = false;
+  // Switch threadblocks have no XML form: a schedule with switch
+  // operations is timed on the program its generated source comes from.
+  bool switches = request.generatedCode && schedule.usesSwitches();
+  if (switches)
+    c.target = CompileTarget::Cuda;
   CompileResult r = compileSchedule(schedule, c);
   if (!r.ok())
     return std::nullopt;
-  auto algo = msccl::parseXml("<tuned>", *r.output);
+  auto algo = switches ? Expected<msccl::Algo>(std::move(*r.program))
+                       : msccl::parseXml("<tuned>", *r.output);
   if (!algo)
     return std::nullopt;
   // MSCCL launches a rank's threadblocks at once and they wait on each
@@ -286,6 +292,31 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
 }
 
 } // namespace
+
+std::optional<double>
+generatedCodeUs(const Schedule &schedule, const Topology &topology,
+                double bytes,
+                std::optional<std::chrono::steady_clock::time_point> until) {
+  TuneRequest req;
+  req.sizes = {bytes};
+  req.instances = tuningInstances(schedule);
+  req.protocols = {"Simple"};
+  req.fallback = false;
+  req.inNetwork = false;
+  req.generatedCode = true;
+  req.narrow = true;
+  req.until = until;
+  req.firstAlways = true;
+  CompileOptions base;
+  base.target = CompileTarget::Cuda;
+  base.verify = false;
+  TuneResult t = tuneCompile(schedule, topology, base, req);
+  std::optional<double> best;
+  for (const TuneCandidate &c : t.candidates)
+    if (c.fromSchedule() && !c.timeUs.empty() && (!best || c.timeUs[0] < *best))
+      best = c.timeUs[0];
+  return best;
+}
 
 TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                        const CompileOptions &base, const TuneRequest &request) {

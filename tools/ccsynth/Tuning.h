@@ -173,6 +173,17 @@ std::vector<double> tuningSizes(long long minBytes, long long maxBytes);
 /// fewer for large schedules, whose lowering cost grows with instances.
 std::vector<int> tuningInstances(const Schedule &schedule);
 
+/// What a schedule with switch operations runs as: its generated code
+/// (compile --target cuda), its instance counts weighed as the tuned
+/// compile weighs them, timed by the step model's generated-code variant at
+/// `bytes` with 1 MiB tiles; nullopt when it does not lower or no
+/// configuration compiled. Configurations start only before `until` (the
+/// first one whatever the time).
+std::optional<double>
+generatedCodeUs(const Schedule &schedule, const Topology &topology,
+                double bytes,
+                std::optional<std::chrono::steady_clock::time_point> until);
+
 /// Times every configuration of `request` for `schedule` (and NCCL's ring
 /// when asked) with the step-level model on `topology`, and picks the one
 /// with the best score. `base` carries the user's other options.

@@ -422,11 +422,16 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       }
       break;
     }
-    case CompileTarget::Cuda:
-      exported = ccl::exportGeneratedCode(
-          *work, os,
-          {o.tileBytes, o.origin, o.shareRanks, o.kernelKnobs, switches});
+    case CompileTarget::Cuda: {
+      msccl::Algo program;
+      exported = ccl::exportGeneratedCode(*work, os,
+                                          {o.tileBytes, o.origin, o.shareRanks,
+                                           o.kernelKnobs, switches,
+                                           std::max(1, o.instances), &program});
+      if (succeeded(exported))
+        result.program = std::move(program);
       break;
+    }
     }
     if (succeeded(exported)) {
       os.flush();
@@ -478,13 +483,11 @@ CompileResult compileWithSwitches(const Schedule &schedule,
     result.failure.error = lowered.error();
     return result;
   }
-  if (options.instances != 1 || options.pipeline != 1) {
+  if (options.pipeline != 1) {
     std::string why = "a schedule with switch operations compiles with one "
-                      "instance and one pipeline part (got --instances ";
-    why += std::to_string(options.instances);
-    why += ", --pipeline ";
+                      "pipeline part (got --pipeline ";
     why += std::to_string(options.pipeline);
-    why += "): its switch operations are not replicated or cut";
+    why += "): its switch operations are not cut into parts";
     result.failure.error = Error(why);
     return result;
   }

@@ -119,20 +119,28 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
     for (const auto &[name, b] : p2p) {
       const int fb = b.collective.chunkFactor;
       // Each share as a ratio of whole re-cuts: the in-network schedule's
-      // chunks cut in m, the other's in n, m and n up to 16 (the closest
-      // share, then the coarser grid).
+      // chunks cut in m, the other's in n, m and n up to 16: the coarsest
+      // grid (fewest chunks: the compiled program's steps grow with them)
+      // within 2 points of the share, else the closest share.
       std::set<std::pair<int, int>> cuts;
       for (double want : options.shares) {
         int bm = 1, bn = 1;
         double err = INFINITY;
+        long long chunks = 0;
         for (int m = 1; m <= 16; ++m)
           for (int n = 1; n <= 16; ++n) {
             double got = (double)fa * m / ((double)fa * m + (double)fb * n);
             double e = std::fabs(got - want);
-            if (e < err - 1e-9) {
+            long long size = (long long)fa * m + (long long)fb * n;
+            bool near = e <= 0.02, wasNear = err <= 0.02;
+            bool better = near ? !wasNear || size < chunks ||
+                                     (size == chunks && e < err - 1e-9)
+                               : !wasNear && e < err - 1e-9;
+            if (better) {
               err = e;
               bm = m;
               bn = n;
+              chunks = size;
             }
           }
         cuts.insert({bm, bn});

@@ -34,7 +34,8 @@ LogicalResult exportGeneratedCode(Operation *op, llvm::raw_ostream &os,
   if (failed(algo))
     return failure();
   if (options.switches)
-    msccl::attachSwitchThreadblocks(*algo, *options.switches);
+    msccl::attachSwitchThreadblocks(*algo, *options.switches,
+                                    options.switchRefine);
   auto col = prog->buildCollective();
   if (!col)
     return prog->emitError() << col.error().message;
@@ -71,6 +72,8 @@ LogicalResult exportGeneratedCode(Operation *op, llvm::raw_ostream &os,
     return prog->emitError() << code.error().message;
   if (stats)
     *stats = code->stats;
+  if (options.program)
+    *options.program = *algo;
   os << code->source;
   return success();
 }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -53,7 +54,102 @@ struct TbInfo {
   double rate = 0;    ///< bytes/µs of its link share (sending steps)
   double latency = 0; ///< µs from send to arrival
   uint32_t base = 0;  ///< first node (iteration 0, step 0)
+  /// A switch threadblock: the port resources and switch ports its
+  /// operations cross (rate: its share of the slowest of them).
+  std::vector<std::pair<int, double>> switchResources;
+  std::vector<std::pair<int, double>> switchPorts; ///< (switch port, share)
 };
+
+bool switchStep(StepType t) {
+  return t == StepType::SwitchReduce || t == StepType::Multicast;
+}
+
+/// Rates of a program with switch threadblocks (generated code, Simple's
+/// data rates): the sending and switch threadblocks share links, port
+/// resources and switch ports max-min fairly (progressive filling), each
+/// at most at its threadblock's copy rate. A switch threadblock loads each
+/// resource by its share of the bytes that cross it. Equal threadblocks
+/// bound by one resource get the even split of the plain model.
+void shareWithSwitches(const Topology &topo, const StepModel &model,
+                       double tbScale, const std::vector<int> &switchPortBase,
+                       int switchPortCount, std::vector<TbInfo> &tbs) {
+  const int L = (int)topo.links.size(), R = (int)topo.resources.size();
+  std::vector<double> cap(L + R + switchPortCount, 0);
+  for (int l = 0; l < L; ++l)
+    cap[l] = topo.links[l].bandwidthGBps * model.linkEfficiency;
+  for (int r = 0; r < R; ++r)
+    cap[L + r] = topo.resources[r].bandwidthGBps * model.linkEfficiency;
+  for (size_t i = 0; i < topo.switches.size(); ++i) {
+    const InNetworkSwitch &sw = topo.switches[i];
+    double eff = sw.kind == SwitchKind::NVLS ? model.linkEfficiency : 1.0;
+    for (size_t k = 0; k < sw.ports.size(); ++k)
+      cap[L + R + switchPortBase[i] + k] =
+          2 * sw.ports[k].bandwidthGBps * sw.efficiency * eff;
+  }
+  // Demands: (threadblock, its loads); one per sending or switch tb.
+  struct Demand {
+    int tb;
+    std::vector<std::pair<int, double>> load;
+    double rate = 0;
+    bool frozen = false;
+  };
+  std::vector<Demand> demands;
+  for (int i = 0; i < (int)tbs.size(); ++i) {
+    TbInfo &t = tbs[i];
+    Demand d{i, {}};
+    if (t.tb->switchId >= 0) {
+      for (auto [r, w] : t.switchResources)
+        d.load.push_back({L + r, w});
+      for (auto [q, w] : t.switchPorts)
+        d.load.push_back({L + R + q, w});
+    } else if (t.link >= 0) {
+      d.load.push_back({t.link, 1});
+      for (int r : topo.links[t.link].resources)
+        d.load.push_back({L + r, 1});
+    }
+    if (!d.load.empty())
+      demands.push_back(std::move(d));
+  }
+  double ceiling = model.tbCopyGBps[0] * tbScale;
+  std::vector<double> used(cap.size(), 0);
+  for (size_t round = 0; round <= demands.size(); ++round) {
+    // The largest common raise of every unfrozen rate.
+    std::vector<double> weight(cap.size(), 0);
+    double raise = std::numeric_limits<double>::infinity();
+    bool any = false;
+    for (const Demand &d : demands) {
+      if (d.frozen)
+        continue;
+      any = true;
+      raise = std::min(raise, ceiling - d.rate);
+      for (auto [c, w] : d.load)
+        weight[c] += w;
+    }
+    if (!any)
+      break;
+    for (size_t c = 0; c < cap.size(); ++c)
+      if (weight[c] > 0)
+        raise = std::min(raise, (cap[c] - used[c]) / weight[c]);
+    raise = std::max(0.0, raise);
+    for (Demand &d : demands)
+      if (!d.frozen) {
+        d.rate += raise;
+        for (auto [c, w] : d.load)
+          used[c] += w * raise;
+      }
+    // Freeze every demand at its ceiling or through a full constraint.
+    for (Demand &d : demands) {
+      if (d.frozen)
+        continue;
+      bool full = d.rate >= ceiling * (1 - 1e-9);
+      for (auto [c, w] : d.load)
+        full |= weight[c] > 0 && used[c] >= cap[c] * (1 - 1e-9);
+      d.frozen = full;
+    }
+  }
+  for (const Demand &d : demands)
+    tbs[d.tb].rate = perUs(d.rate);
+}
 
 } // namespace
 
@@ -131,6 +227,18 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
         for (int m : o.packing->ranks[r][p].members)
           planOf[{r, m}] = p;
   std::set<std::tuple<int, int, int>> senders; // (rank, plan tb, link)
+  // Switch threadblocks (generated code): every operation crosses the
+  // ports of its group (a reduction each other rank's port up and its
+  // issuer's down, a multicast the reverse), sharing their resources with
+  // point-to-point traffic and the switch's own throughput per port with
+  // every switch threadblock through it.
+  std::vector<int> switchPortBase;
+  int switchPortCount = 0;
+  for (const InNetworkSwitch &sw : topo.switches) {
+    switchPortBase.push_back(switchPortCount);
+    switchPortCount += (int)sw.ports.size();
+  }
+  double switchTailUs = 0; ///< the group's last barrier and the switch latency
   StepSimResult result;
   for (const Gpu &g : algo.gpus) {
     result.threadblocksPerRank =
@@ -161,6 +269,54 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
             ++resUsers[r];
         }
       }
+      if (tb.switchId >= 0) {
+        if (!gen)
+          return Error("rank " + std::to_string(g.id) + " tb " +
+                           std::to_string(tb.id) +
+                           " is a switch threadblock, which only generated "
+                           "code runs",
+                       tb.loc);
+        if (tb.switchId >= (int)topo.switches.size())
+          return Error("rank " + std::to_string(g.id) + " tb " +
+                           std::to_string(tb.id) + " goes through switch " +
+                           std::to_string(tb.switchId) + ", but topology '" +
+                           topo.name + "' has " +
+                           std::to_string(topo.switches.size()),
+                       tb.loc);
+        const InNetworkSwitch &sw = topo.switches[tb.switchId];
+        // Per byte the threadblock moves, what crosses each port resource
+        // and switch port: a reduction the other ranks' ports up and the
+        // issuer's down, a multicast the reverse; both every member's
+        // switch port (as the chunk simulator charges them).
+        std::map<int, double> res, ports;
+        double total = 0;
+        for (const Step &st : tb.steps)
+          if (switchStep(st.type))
+            total += std::max(1, st.cnt);
+        for (const Step &st : tb.steps) {
+          if (!switchStep(st.type))
+            continue;
+          double w = std::max(1, st.cnt) / total;
+          bool reduce = st.type == StepType::SwitchReduce;
+          for (int m : tb.group) {
+            int port = sw.portOf(m);
+            if (port < 0)
+              return Error("rank " + std::to_string(m) +
+                               " has no port on switch '" + sw.name + "'",
+                           tb.loc);
+            const SwitchPort &sp = sw.ports[port];
+            bool self = m == g.id;
+            int r = self == reduce ? sp.down : sp.up;
+            if (r >= 0)
+              res[r] += w;
+            ports[switchPortBase[tb.switchId] + port] += w;
+          }
+        }
+        info.switchResources.assign(res.begin(), res.end());
+        info.switchPorts.assign(ports.begin(), ports.end());
+        if (total > 0)
+          switchTailUs = std::max(switchTailUs, model.stepUs[0] + sw.alphaUs);
+      }
       tbOf[{g.id, tb.id}] = (int)tbs.size();
       tbs.push_back(info);
     }
@@ -175,7 +331,9 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
     t.rate = perUs(share * model.linkEfficiency * protoFraction[p]);
     t.latency = std::max(l.alphaUs, model.stepUs[p]);
   }
-
+  if (switchTailUs > 0)
+    shareWithSwitches(topo, model, tbScale, switchPortBase, switchPortCount,
+                      tbs);
   // Loop iterations over tiles of each chunk.
   double chunkBytes = o.bytes / std::max(1, algo.nchunksperloop);
   double tile = gen ? o.tileBytes : tileBytes(algo.proto);
@@ -348,6 +506,11 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
                                               : model.tbCopyGBps[p]) *
                       (gen ? tbScale : 1.0);
       double rate = sends(st.type) ? std::min(tbRate, t.rate) : tbRate;
+      // A switch operation streams at its threadblock's copy rate (the
+      // switch reduces) and its share of the ports and switch it crosses.
+      if (switchStep(st.type))
+        rate = std::min(perUs(model.tbCopyGBps[p]) * tbScale,
+                        t.rate > 0 ? t.rate : perUs(model.tbCopyGBps[p]));
       // Generated code: a receive waits for the whole put's flag; one that
       // landed in its destination and forwards nothing costs nothing more.
       if (gen && receives(st.type) && sendOf[v] != kNone)
@@ -387,7 +550,7 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
     double step = sim >= 2 ? iterEnd[sim - 1] - iterEnd[sim - 2] : last;
     last += (double)(iterations - sim) * std::max(0.0, step);
   }
-  result.timeUs = model.launchUs[p] + last;
+  result.timeUs = model.launchUs[p] + last + switchTailUs;
   result.algbwGBps = o.bytes / (result.timeUs * 1e3);
   result.busbwGBps = result.algbwGBps * o.busBwFactor;
   return result;

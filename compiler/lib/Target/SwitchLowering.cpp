@@ -288,7 +288,9 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
   return out;
 }
 
-void attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering) {
+void attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
+                              int refine) {
+  refine = std::max(1, refine);
   for (Gpu &g : algo.gpus) {
     if (g.id < 0 || g.id >= (int)lowering.threadblocks.size())
       continue;
@@ -297,6 +299,11 @@ void attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering) {
       next = std::max(next, tb.id + 1);
     for (Threadblock tb : lowering.threadblocks[g.id]) {
       tb.id = next++;
+      for (Step &st : tb.steps) {
+        st.srcOff *= refine;
+        st.dstOff *= refine;
+        st.cnt *= refine;
+      }
       g.tbs.push_back(std::move(tb));
     }
   }

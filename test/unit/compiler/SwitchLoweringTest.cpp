@@ -2,7 +2,11 @@
 // switch threadblocks per rank and lane, chains kept together, steps
 // joined, every refusal named, and the generated code's barriers.
 #include "ccsynth/Target/SwitchLowering.h"
+#include "ccsynth/Core/Baselines.h"
+#include "ccsynth/Core/Simulator.h"
+#include "ccsynth/Core/Topology.h"
 #include "ccsynth/Target/CodeGen.h"
+#include "ccsynth/Target/StepSimulator.h"
 
 #include <catch2/catch.hpp>
 
@@ -184,4 +188,70 @@ TEST_CASE("switch lowering refuses what its synchronization cannot order",
     CHECK_THAT(refusal(s), Catch::Contains("share no chunk with the "
                                            "point-to-point transfers"));
   }
+}
+
+TEST_CASE("switch lowering: the step model times NCCL's NVLS AllReduce as "
+          "generated code at the in-network runtime model's speed",
+          "[switch-lowering]") {
+  auto topo = makeBuiltinTopology("dgx-h100");
+  REQUIRE(topo.ok());
+  auto s = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, *topo);
+  REQUIRE(s.ok());
+  auto l = lowerSwitchTransfers(*s);
+  REQUIRE(l.ok());
+  Algo algo;
+  algo.ngpus = 8;
+  algo.nchunksperloop = s->collective.inputChunks;
+  for (int r = 0; r < 8; ++r) {
+    Gpu g;
+    g.id = r;
+    algo.gpus.push_back(g);
+  }
+  attachSwitchThreadblocks(algo, *l);
+  StepSimOptions so;
+  so.bytes = 1 << 30;
+  so.busBwFactor = s->collective.busBwFactor();
+  so.generatedCode = true;
+  auto steps = simulateSteps(algo, *topo, so);
+  REQUIRE(steps.ok());
+  auto runtime = simulateInNetworkRuntime(*s, *topo, {so.bytes});
+  REQUIRE(runtime.ok());
+  double ratio = (*runtime)[0].timeUs / steps->timeUs;
+  INFO("generated code " << steps->timeUs << " us, runtime model "
+                         << (*runtime)[0].timeUs << " us");
+  CHECK(ratio > 0.95);
+  CHECK(ratio < 1.05);
+  // Twice the lanes' data through the same switch takes about twice as
+  // long: the switch's throughput binds, not the threadblocks.
+  so.bytes = 2.0 * (1 << 30);
+  auto twice = simulateSteps(algo, *topo, so);
+  REQUIRE(twice.ok());
+  CHECK(twice->timeUs > 1.9 * steps->timeUs - 50);
+  // MSCCL's interpreter has no switch threadblocks.
+  so.generatedCode = false;
+  so.runtimeRules = false;
+  auto refused = simulateSteps(algo, *topo, so);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message,
+             Catch::Contains("which only generated code runs"));
+}
+
+TEST_CASE("switch lowering: instances refine the switch steps with the "
+          "program's chunks",
+          "[switch-lowering]") {
+  Schedule s = nvlsAllReduce(4, 2);
+  auto l = lowerSwitchTransfers(s, 1);
+  REQUIRE(l.ok());
+  Algo algo;
+  algo.ngpus = 4;
+  for (int r = 0; r < 4; ++r) {
+    Gpu g;
+    g.id = r;
+    algo.gpus.push_back(g);
+  }
+  attachSwitchThreadblocks(algo, *l, 4);
+  const Step &st = algo.gpus[1].tbs[0].steps[0];
+  CHECK(st.type == StepType::SwitchReduce);
+  CHECK(st.srcOff == 2 * 4);
+  CHECK(st.cnt == 2 * 4);
 }

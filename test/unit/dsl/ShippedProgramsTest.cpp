@@ -60,6 +60,7 @@ std::vector<ShippedCase> shippedCases() {
       {"tree_reduce.ccl", rooted},
       {"halo_exchange.ccl", halo},
       {"even_allgather.ccl", byRanks()},
+      {"nvls_ring_allreduce.ccl", byRanks()},
   };
 }
 

@@ -134,6 +134,10 @@ struct CompileResult {
   /// without it.
   bool coalesced = false;
   std::string uncoalesced;
+  /// Generated code (CompileTarget::Cuda): the step program the source was
+  /// generated from, switch threadblocks included (what the step model
+  /// times as generated code).
+  std::optional<msccl::Algo> program;
   bool ok() const { return output.has_value(); }
 };
 

@@ -6,8 +6,9 @@
 // NVLink and network ports carry the other share, where the switch alone
 // leaves them partly idle. Each candidate is verified and timed by the
 // in-network runtime model (simulateInNetworkRuntime), the model of
-// NCCL's NVLS and CollNet kernels; no target lowers switch transfers yet,
-// so these are predictions of schedules, not of compiled programs.
+// NCCL's NVLS and CollNet kernels: predictions of schedules. Only
+// generated code lowers switch transfers (SwitchLowering.h), so what such
+// a schedule runs as is timed by compiling it (synth does, for the best).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -30,6 +30,10 @@ struct CodeGenExportOptions {
   /// Switch threadblocks to run next to the program's own (the schedule's
   /// switch operations, lowered apart from its point-to-point transfers).
   const msccl::SwitchLowering *switches = nullptr;
+  /// The program's chunks per schedule chunk (its instances).
+  int switchRefine = 1;
+  /// Receives the step program the code was generated from (optional).
+  msccl::Algo *program = nullptr;
 };
 
 /// Writes the generated source of the program in `op`; `stats` (optional)

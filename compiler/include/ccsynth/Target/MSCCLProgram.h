@@ -86,6 +86,8 @@ struct Threadblock {
   int send = -1;
   int recv = -1;
   int chan = 0;
+  std::vector<Step> steps;
+  SourceLoc loc;
   /// A switch threadblock (generated code only): the in-network switch its
   /// SwitchReduce and Multicast steps go through, and the ranks of that
   /// switch's operations (ascending), this one included. -1: a threadblock
@@ -95,8 +97,6 @@ struct Threadblock {
   /// Which of the switch's threadblocks on each rank this is: lane l of
   /// every rank of the group meet in the same barriers.
   int switchLane = 0;
-  std::vector<Step> steps;
-  SourceLoc loc;
 };
 
 struct Gpu {

@@ -54,8 +54,11 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &schedule,
                                               int lanes = kDefaultSwitchLanes);
 
 /// Appends the switch threadblocks of `lowering` to `algo`'s ranks, after
-/// their own threadblocks.
-void attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering);
+/// their own threadblocks. `refine`: the program's chunks are the
+/// schedule's cut into that many (ccl-instances: chunk x is x*refine ..
+/// x*refine + refine - 1), and each switch step covers the same bytes.
+void attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
+                              int refine = 1);
 
 /// Whether `algo` has switch threadblocks.
 bool hasSwitchThreadblocks(const Algo &algo);

@@ -227,38 +227,60 @@ inline constexpr bool kMultimemReduces =
     (std::is_same_v<T, float> || std::is_same_v<T, __half> ||
      std::is_same_v<T, __nv_bfloat16>);
 
+/// One multimem.ld_reduce of 16 bytes (a sum of T, see kMultimemReduces).
+template <class T> CCSYNTH_DEV uint4 multimemLoadReduce(const char *mc) {
+  uint4 v;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (std::is_same_v<T, float>)
+    asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 "
+                 "{%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(mc)
+                 : "memory");
+  else if constexpr (std::is_same_v<T, __half>)
+    asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f16x2 "
+                 "{%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(mc)
+                 : "memory");
+  else
+    asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.bf16x2 "
+                 "{%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(mc)
+                 : "memory");
+#else
+  (void)mc;
+  v = uint4{};
+#endif
+  return v;
+}
+
 /// dst (unicast) = the switch's sum over every rank's copy at the multimem
-/// address mc; bytes and both addresses are multiples of 16.
+/// address mc; bytes and both addresses are multiples of 16. As blockCopy:
+/// all K::threads threads, K::loads reductions of each in flight.
 template <class K, class T>
 __device__ __noinline__ void multimemReduceBlock(char *dst, const char *mc,
                                                  std::size_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  for (std::size_t i = std::size_t(threadIdx.x) * 16; i < bytes;
-       i += std::size_t(K::threads) * 16) {
-    uint4 v;
-    if constexpr (std::is_same_v<T, float>)
-      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 "
-                   "{%0, %1, %2, %3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "l"(mc + i)
-                   : "memory");
-    else if constexpr (std::is_same_v<T, __half>)
-      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f16x2 "
-                   "{%0, %1, %2, %3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "l"(mc + i)
-                   : "memory");
-    else
-      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.bf16x2 "
-                   "{%0, %1, %2, %3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "l"(mc + i)
-                   : "memory");
-    *reinterpret_cast<uint4 *>(dst + i) = v;
+  constexpr int kThreads = K::threads, kLoads = K::loads;
+  std::size_t nvec = bytes / 16;
+  uint4 *d = reinterpret_cast<uint4 *>(dst);
+  for (std::size_t base = threadIdx.x; base < nvec;
+       base += std::size_t(kThreads) * kLoads) {
+    uint4 v[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      std::size_t i = base + std::size_t(u) * kThreads;
+      if (i < nvec)
+        v[u] = multimemLoadReduce<T>(mc + i * 16);
+    }
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      std::size_t i = base + std::size_t(u) * kThreads;
+      if (i < nvec)
+        d[i] = v[u];
+    }
   }
-#else
-  (void)dst, (void)mc, (void)bytes;
-#endif
 }
 
 /// The switch writes src to every rank's copy at the multimem address mc;
@@ -266,18 +288,32 @@ __device__ __noinline__ void multimemReduceBlock(char *dst, const char *mc,
 template <class K>
 __device__ __noinline__ void multimemStoreBlock(char *mc, const char *src,
                                                 std::size_t bytes) {
+  constexpr int kThreads = K::threads, kLoads = K::loads;
+  std::size_t nvec = bytes / 16;
+  const uint4 *s = reinterpret_cast<const uint4 *>(src);
+  for (std::size_t base = threadIdx.x; base < nvec;
+       base += std::size_t(kThreads) * kLoads) {
+    uint4 v[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      std::size_t i = base + std::size_t(u) * kThreads;
+      if (i < nvec)
+        v[u] = loadVec(s + i);
+    }
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      std::size_t i = base + std::size_t(u) * kThreads;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  for (std::size_t i = std::size_t(threadIdx.x) * 16; i < bytes;
-       i += std::size_t(K::threads) * 16) {
-    uint4 v = loadVec(reinterpret_cast<const uint4 *>(src + i));
-    asm volatile("multimem.st.relaxed.sys.global.v4.f32 [%0], "
-                 "{%1, %2, %3, %4};" ::"l"(mc + i),
-                 "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-                 : "memory");
-  }
+      if (i < nvec)
+        asm volatile("multimem.st.relaxed.sys.global.v4.f32 [%0], "
+                     "{%1, %2, %3, %4};" ::"l"(mc + i * 16),
+                     "r"(v[u].x), "r"(v[u].y), "r"(v[u].z), "r"(v[u].w)
+                     : "memory");
 #else
-  (void)mc, (void)src, (void)bytes;
+      (void)mc, (void)i;
 #endif
+    }
+  }
 }
 
 /// After multimem accesses, before the same memory is read or written

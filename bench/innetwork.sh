@@ -26,15 +26,21 @@
 #   in-net sched   `ccsynth synth --in-network --size S --no-step-level`:
 #                  the best of NCCL's NVLS/CollNet alone and mixed with
 #                  point-to-point schedules on shares of the buffer, timed
-#                  by the same runtime model. A schedule, not what runs: no
-#                  compile target lowers switch transfers yet.
+#                  by the same runtime model (a schedule's prediction)
+#   in-net gen     the same run's candidates compiled to ccsynth's
+#                  generated code (`compile --target cuda`: switch
+#                  threadblocks beside the point-to-point program), timed
+#                  at the step level: the fastest, which is what synth
+#                  writes when it beats the point-to-point program; what a
+#                  CUDA plugin runs (MSCCL XML has no switch operations)
 # and the ratios ccsynth / NCCL's best (its in-network algorithm or its
 # in-network algorithm, IB SHARP or ring, whichever is faster), best
-# p2p / NCCL's best and in-net sched / NCCL's best. The goal is
-# ccsynth >= 1.0 x NCCL's best everywhere and > 1.1 x on several nodes;
-# the last lines say where it holds. ccsynth's default output does not use
-# switch transfers (nothing lowers them yet), so on these machines the
-# first ratio shows the gap and the last what the schedules would give.
+# p2p / NCCL's best, in-net sched / NCCL's best and in-net gen / NCCL's
+# best. The goal is ccsynth >= 1.0 x NCCL's best everywhere and > 1.1 x on
+# several nodes; the last lines say where it holds. ccsynth's default
+# output (MSCCL XML) cannot carry switch transfers, so on these machines
+# the first ratio shows what MSCCL runs and the last what ccsynth's own
+# generated code runs.
 # A benchmark, not a test: gb200-nvl72 and dgx-h100x8 synthesize 64-72
 # ranks.
 #
@@ -74,6 +80,7 @@ for topo in $TOPOS; do
   : > "$OUT/ring.txt"
   : > "$OUT/sharp.txt"
   : > "$OUT/innet.txt"
+  : > "$OUT/gen.txt"
   note=-
   if "$CCSYNTH" synth -t "$topo" -c allreduce --time-limit "$LIMIT" \
       -o "$OUT/s.json" > "$OUT/synth.log" 2>&1; then
@@ -116,22 +123,34 @@ for topo in $TOPOS; do
     if "$CCSYNTH" synth -t "$topo" -c allreduce --time-limit "$LIMIT" \
         --in-network --no-step-level -q --size "$s" -o "$OUT/m.json" \
         > "$OUT/innet.log" 2>&1; then
-      python3 - "$s" "$OUT/innet.log" >> "$OUT/innet.txt" <<'PY'
+      python3 - "$s" "$OUT/innet.log" "$OUT/innet.txt" "$OUT/gen.txt" <<'PY'
 import re, sys
 units = {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}
 s = sys.argv[1]
 b = int(s[:-1]) * units[s[-1]] if s[-1] in units else int(s)
-for line in open(sys.argv[2]):
-    m = re.match(r'\s+best: (.*?)\s+([0-9.]+) us\s+([0-9.]+) GB/s', line)
-    if m:
-        print(b, m.group(1).replace(' ', '_'), m.group(3))
+gen, compiled = None, False
+with open(sys.argv[3], 'a') as sched:
+    for line in open(sys.argv[2]):
+        m = re.match(r'\s+best: (.*?)\s+([0-9.]+) us\s+([0-9.]+) GB/s', line)
+        if m:
+            print(b, m.group(1).replace(' ', '_'), m.group(3), file=sched)
+        if 'as generated code' in line:
+            compiled = True
+            continue
+        m = re.match(r'\s+(\S.*?)\s+([0-9.]+) us\s+([0-9.]+) GB/s', line)
+        if compiled and m and (gen is None or float(m.group(3)) > gen[1]):
+            gen = (m.group(1).replace(' ', '_'), float(m.group(3)))
+if gen:
+    with open(sys.argv[4], 'a') as out:
+        print(b, gen[0], gen[1], file=out)
 PY
     fi
   done
   python3 - "$topo" "$note" "$OUT/ccs.txt" "$OUT/nvls.txt" \
-      "$OUT/ring.txt" "$OUT/sharp.txt" "$OUT/innet.txt" >> "$rows" <<'PY'
+      "$OUT/ring.txt" "$OUT/sharp.txt" "$OUT/innet.txt" "$OUT/gen.txt" \
+      >> "$rows" <<'PY'
 import sys
-topo, note, ccs, nvls, ring, sharp, innet = sys.argv[1:8]
+topo, note, ccs, nvls, ring, sharp, innet, genf = sys.argv[1:9]
 def table(path, servedOnly=True):
     out = {}
     for f in (l.split() for l in open(path)):
@@ -142,12 +161,15 @@ c, n, r, sh = table(ccs), table(nvls), table(ring), table(sharp)
 own = table(ccs, servedOnly=False)
 mix = {int(f[0]): (f[1], float(f[2]))
        for f in (l.split() for l in open(innet)) if f}
+gen = {int(f[0]): (f[1], float(f[2]))
+       for f in (l.split() for l in open(genf)) if f}
 nan = float('nan')
 for b in sorted(set(own) | set(n) | set(r) | set(sh)):
     # served: MSCCL selects ccsynth's XML at this size (else NCCL runs).
     name, bw = mix.get(b, ('-', nan))
+    gname, gbw = gen.get(b, ('-', nan))
     print(topo, b, own.get(b, nan), int(b in c), n.get(b, nan),
-          r.get(b, nan), sh.get(b, nan), bw, name, note)
+          r.get(b, nan), sh.get(b, nan), bw, name, gbw, gname, note)
 PY
 done
 
@@ -168,13 +190,15 @@ print('AllReduce busbw (GB/s) at the step level; ratios of busbw (>= 1: '
 print(f'{"machine":<13} {"size":>5} {"ccsynth":>9} {"nccl nvls":>9} '
       f'{"nccl sharp":>10} {"nccl ring":>9} {"best p2p":>8} '
       f'{"runs/nccl":>9} {"p2p/nccl":>8} {"in-net sched":>12} '
-      f'{"sched/nccl":>10}  note')
+      f'{"sched/nccl":>10} {"in-net gen":>10} {"gen/nccl":>8}  note')
 ratios, multi, own_runs, rows = [], [], 0, 0
-sched, sched_multi = [], []
+sched, sched_multi, gens, gens_multi = [], [], [], []
 for line in open(sys.argv[1]):
-    topo, b, c, served, n, r, sh, mx, mixname, note = line.split()
-    b, c, served, n, r, sh, mx = (int(b), float(c), served == '1', float(n),
-                                  float(r), float(sh), float(mx))
+    (topo, b, c, served, n, r, sh, mx, mixname, gx, genname,
+     note) = line.split()
+    b, c, served, n, r, sh, mx, gx = (int(b), float(c), served == '1',
+                                      float(n), float(r), float(sh),
+                                      float(mx), float(gx))
     nccl = best(n, r, sh)
     p2p = best(c, r)
     # What runs: ccsynth's XML where MSCCL selects it, else NCCL's best.
@@ -184,14 +208,20 @@ for line in open(sys.argv[1]):
     ratio = lambda x: '-' if math.isnan(x) else f'{x:.2f}'
     mark = '' if served or math.isnan(c) else ' (N)'
     rs = mx / nccl if nccl == nccl and mx == mx else float('nan')
+    rg = gx / nccl if nccl == nccl and gx == gx else float('nan')
     print(f'{topo:<13} {size(b):>5} {cell(c) + mark:>9} {cell(n):>9} '
           f'{cell(sh):>10} {cell(r):>9} {cell(p2p):>8} {ratio(rc):>9} '
-          f'{ratio(rp):>8} {cell(mx):>12} {ratio(rs):>10}  {note} '
-          f'({mixname.replace("_", " ")})')
+          f'{ratio(rp):>8} {cell(mx):>12} {ratio(rs):>10} {cell(gx):>10} '
+          f'{ratio(rg):>8}  {note} ({mixname.replace("_", " ")}; '
+          f'gen: {genname.replace("_", " ")})')
     if not math.isnan(rs):
         sched.append(rs)
         if re.search(r'x\d+$', topo):
             sched_multi.append(rs)
+    if not math.isnan(rg):
+        gens.append(rg)
+        if re.search(r'x\d+$', topo):
+            gens_multi.append(rg)
     rows += 1
     own_runs += served
     if not math.isnan(rc):
@@ -211,8 +241,14 @@ if multi:
           f'{"yes" if min(multi) > 1.1 else "no"} (lowest {min(multi):.2f})')
 if sched:
     g = math.exp(sum(map(math.log, sched)) / len(sched))
-    print(f'in-network schedules (not lowered) / NCCL best: geomean {g:.2f}; '
-          f'lowest {min(sched):.2f}'
+    print(f'in-network schedules (runtime model) / NCCL best: geomean '
+          f'{g:.2f}; lowest {min(sched):.2f}'
           + (f'; several nodes: lowest {min(sched_multi):.2f}'
              if sched_multi else ''))
+if gens:
+    g = math.exp(sum(map(math.log, gens)) / len(gens))
+    print(f'in-network generated code (step level) / NCCL best: geomean '
+          f'{g:.2f} over {len(gens)} rows; lowest {min(gens):.2f}'
+          + (f'; several nodes: lowest {min(gens_multi):.2f}'
+             if gens_multi else '; several nodes: none lowers'))
 PY

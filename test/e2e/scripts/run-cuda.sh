@@ -114,7 +114,8 @@ gpu)
 gpu-plugins)
   [ "$gpu" = 1 ] || { echo "no GPU: skipped"; exit 77; }
   for spec in "h100_ring_allgather 64M fp32" "h100_ring_reducescatter 16M fp32,bf16" \
-    "h100_ring_allreduce 16M fp32,bf16" "h100_direct_alltoall 16M fp32"; do
+    "h100_ring_allreduce 16M fp32,bf16" "h100_direct_alltoall 16M fp32" \
+    "h100_nvls_allreduce 16M fp32,bf16"; do
     read -r name size dtypes <<<"$spec"
     for dtype in ${dtypes//,/ }; do
       expect_run "$name-$dtype" "$plugins/lib$name.so" --backend cuda \

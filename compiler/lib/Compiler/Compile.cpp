@@ -472,6 +472,28 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
 
 namespace {
 
+/// The file a schedule's transfers came from, for diagnostics.
+std::string fileOf(const Schedule &schedule) {
+  return schedule.transferLocs.empty() ? std::string("<schedule>")
+                                       : schedule.transferLocs.front().file;
+}
+
+/// Imports `schedule` (its transfers located in `file`) into a context of
+/// its own and compiles it; `switches`: switch threadblocks the generated
+/// code runs beside its program.
+CompileResult compileImported(const Schedule &schedule, const std::string &file,
+                              const CompileOptions &options,
+                              const msccl::SwitchLowering *switches = nullptr) {
+  MLIRContext ctx;
+  ctx.loadDialect<ccl::CCLDialect>();
+  ctx.printOpOnDiagnostic(false);
+  DiagnosticCollector diags(&ctx);
+  Location loc = FileLineColLoc::get(&ctx, file, 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  ccl::importSchedule(*module, schedule, loc);
+  return compileModule(ctx, diags, *module, options, switches);
+}
+
 /// Generated code for a schedule with switch operations: they become
 /// switch threadblocks (SwitchLowering.h), the point-to-point transfers go
 /// through the ccl pipeline as any schedule's, and the code runs both.
@@ -508,17 +530,7 @@ CompileResult compileWithSwitches(const Schedule &schedule,
   }
   CompileOptions o = options;
   o.verify = false;
-  MLIRContext ctx;
-  ctx.loadDialect<ccl::CCLDialect>();
-  ctx.printOpOnDiagnostic(false);
-  DiagnosticCollector diags(&ctx);
-  std::string file = schedule.transferLocs.empty()
-                         ? std::string("<schedule>")
-                         : schedule.transferLocs.front().file;
-  Location loc = FileLineColLoc::get(&ctx, file, 0, 0);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  ccl::importSchedule(*module, lowered->pointToPoint, loc);
-  return compileModule(ctx, diags, *module, o, &*lowered);
+  return compileImported(lowered->pointToPoint, fileOf(schedule), o, &*lowered);
 }
 
 } // namespace
@@ -549,17 +561,7 @@ CompileResult compileSchedule(const Schedule &schedule,
     refused.failure.error = s.error();
     return refused;
   }
-  MLIRContext ctx;
-  ctx.loadDialect<ccl::CCLDialect>();
-  ctx.printOpOnDiagnostic(false);
-  DiagnosticCollector diags(&ctx);
-  std::string file = schedule.transferLocs.empty()
-                         ? std::string("<schedule>")
-                         : schedule.transferLocs.front().file;
-  Location loc = FileLineColLoc::get(&ctx, file, 0, 0);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  ccl::importSchedule(*module, schedule, loc);
-  return compileModule(ctx, diags, *module, options);
+  return compileImported(schedule, fileOf(schedule), options);
 }
 
 CompileResult compileMlir(const std::string &file, const std::string &text,

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace ccsynth;
 using namespace ccsynth::msccl;
 
@@ -46,6 +48,21 @@ Schedule nvlsAllReduce(int n, int k) {
           s.transfers.push_back(
               switchOp(TransferOp::Multicast, 1, {r, O, c}, {j, O, c}));
   return s;
+}
+
+/// A program of `ranks` ranks without threadblocks (switch threadblocks
+/// are attached to it).
+Algo emptyProgram(int ranks, int chunks = 0) {
+  Algo algo;
+  algo.ngpus = ranks;
+  algo.nchunksperloop = std::max(1, chunks);
+  for (int r = 0; r < ranks; ++r) {
+    Gpu g;
+    g.id = r;
+    g.iChunks = g.oChunks = chunks;
+    algo.gpus.push_back(g);
+  }
+  return algo;
 }
 
 std::string refusal(const Schedule &s) {
@@ -113,14 +130,7 @@ TEST_CASE("switch lowering: the generated code meets in barriers of its own "
   Schedule s = nvlsAllReduce(4, 2);
   auto l = lowerSwitchTransfers(s, 2);
   REQUIRE(l.ok());
-  Algo algo;
-  algo.ngpus = 4;
-  for (int r = 0; r < 4; ++r) {
-    Gpu g;
-    g.id = r;
-    g.iChunks = g.oChunks = 8;
-    algo.gpus.push_back(g);
-  }
+  Algo algo = emptyProgram(4, 8);
   attachSwitchThreadblocks(algo, *l);
   CHECK(hasSwitchThreadblocks(algo));
   CHECK(algo.gpus[3].tbs[1].id == 1);
@@ -199,14 +209,7 @@ TEST_CASE("switch lowering: the step model times NCCL's NVLS AllReduce as "
   REQUIRE(s.ok());
   auto l = lowerSwitchTransfers(*s);
   REQUIRE(l.ok());
-  Algo algo;
-  algo.ngpus = 8;
-  algo.nchunksperloop = s->collective.inputChunks;
-  for (int r = 0; r < 8; ++r) {
-    Gpu g;
-    g.id = r;
-    algo.gpus.push_back(g);
-  }
+  Algo algo = emptyProgram(8, s->collective.inputChunks);
   attachSwitchThreadblocks(algo, *l);
   StepSimOptions so;
   so.bytes = 1 << 30;
@@ -242,13 +245,7 @@ TEST_CASE("switch lowering: instances refine the switch steps with the "
   Schedule s = nvlsAllReduce(4, 2);
   auto l = lowerSwitchTransfers(s, 1);
   REQUIRE(l.ok());
-  Algo algo;
-  algo.ngpus = 4;
-  for (int r = 0; r < 4; ++r) {
-    Gpu g;
-    g.id = r;
-    algo.gpus.push_back(g);
-  }
+  Algo algo = emptyProgram(4);
   attachSwitchThreadblocks(algo, *l, 4);
   const Step &st = algo.gpus[1].tbs[0].steps[0];
   CHECK(st.type == StepType::SwitchReduce);

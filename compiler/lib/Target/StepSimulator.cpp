@@ -505,12 +505,11 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
       double tbRate = perUs(reducing(st.type) ? model.tbReduceGBps[p]
                                               : model.tbCopyGBps[p]) *
                       (gen ? tbScale : 1.0);
-      double rate = sends(st.type) ? std::min(tbRate, t.rate) : tbRate;
-      // A switch operation streams at its threadblock's copy rate (the
-      // switch reduces) and its share of the ports and switch it crosses.
-      if (switchStep(st.type))
-        rate = std::min(perUs(model.tbCopyGBps[p]) * tbScale,
-                        t.rate > 0 ? t.rate : perUs(model.tbCopyGBps[p]));
+      // A switch operation, as a send, streams at its threadblock's copy
+      // rate (the switch reduces) and its share of what it crosses.
+      double rate = sends(st.type) || switchStep(st.type)
+                        ? std::min(tbRate, t.rate)
+                        : tbRate;
       // Generated code: a receive waits for the whole put's flag; one that
       // landed in its destination and forwards nothing costs nothing more.
       if (gen && receives(st.type) && sendOf[v] != kNone)

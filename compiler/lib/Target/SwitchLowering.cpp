@@ -2,7 +2,6 @@
 #include "ccsynth/Target/SwitchLowering.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -10,13 +9,6 @@
 namespace ccsynth::msccl {
 
 namespace {
-
-std::string where(const ChunkLoc &loc, int count) {
-  std::string s = toString(loc);
-  if (count > 1)
-    s += " (x" + std::to_string(count) + ")";
-  return s;
-}
 
 /// One switch operation: its transfers and what they share.
 struct Operation {
@@ -176,7 +168,7 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
         if (switchChunks.count(c))
           return Error(
               "transfer #" + std::to_string(t) + " (" + toString(tr.op) +
-                  ") touches " + where(c, 1) +
+                  ") touches " + toString(c) +
                   ", which a switch operation also reads or writes: switch "
                   "operations lower to generated code only when they share "
                   "no chunk with the point-to-point transfers",
@@ -200,8 +192,10 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
   std::vector<int> parent(ops.size());
   for (size_t i = 0; i < ops.size(); ++i)
     parent[i] = (int)i;
-  std::function<int(int)> find = [&](int i) {
-    return parent[i] == i ? i : parent[i] = find(parent[i]);
+  auto find = [&](int i) {
+    while (parent[i] != i)
+      i = parent[i] = parent[parent[i]];
+    return i;
   };
   {
     std::map<std::tuple<int, int, ChunkLoc>, int> firstOp;

@@ -17,6 +17,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 namespace ccsynth::rt {
 
@@ -129,13 +130,15 @@ public:
     size_t len = l.geom.sliceLen(pass);
     for (int c = 0; c < n; ++c) {
       T *d = reinterpret_cast<T *>(local(db, dblk, dpos + c));
-      const T *first =
-          reinterpret_cast<const T *>(groupMember(0, sb, sblk, spos + c));
+      // Element by element: d may be this rank's own operand (in place).
+      members.clear();
+      for (int m = 0; m < groupSize; ++m)
+        members.push_back(
+            reinterpret_cast<const T *>(groupMember(m, sb, sblk, spos + c)));
       for (size_t i = 0; i < len; ++i) {
-        T v = first[i];
+        T v = members[0][i];
         for (int m = 1; m < groupSize; ++m)
-          v = combine<Op>(v, reinterpret_cast<const T *>(
-                                 groupMember(m, sb, sblk, spos + c))[i]);
+          v = combine<Op>(v, members[m][i]);
         d[i] = v;
       }
     }
@@ -227,6 +230,7 @@ private:
   char *peerScratch = nullptr;
   const int *group = nullptr;
   int groupSize = 0;
+  std::vector<const T *> members; ///< a switch reduction's operands
 
   /// Chunk `pos` of block `blk` of buffer b at the m-th rank of the group.
   char *groupMember(int m, int b, int blk, int pos) {

@@ -31,7 +31,8 @@ if(CCSYNTH_ENABLE_MLIR)
   endforeach()
   list(APPEND run_cases
     "dsl-doc-nvls-allreduce=file:${CCSYNTH_SOURCE_DIR}/test/dsl/doc-examples/nvls-allreduce.ccl"
-    "innet-allreduce-dgx-h100=innet:dgx-h100:allreduce")
+    "innet-allreduce-dgx-h100=innet:dgx-h100:allreduce"
+    "nvls-allreduce-dgx-h100x2=baseline:nvls:allreduce:dgx-h100x2")
   # Synthesized schedules for every shipped sketch.
   file(GLOB sketches CONFIGURE_DEPENDS ${CCSYNTH_SOURCE_DIR}/sketches/*.json)
   foreach(s ${sketches})

@@ -96,6 +96,9 @@ def main():
                     help="e.g. 80, 90 (repeatable)")
     ap.add_argument("--define", action="append", default=[],
                     help="extra -D for nvcc (repeatable)")
+    ap.add_argument("--compile-arg", action="append", default=[],
+                    help="an extra argument for `ccsynth compile`, e.g. "
+                    "--cuda-loads=4 (repeatable)")
     ap.add_argument("--allow-nccl-stack", type=int, default=0)
     ap.add_argument("--expect-kernels", type=int, default=0,
                     help="kernels expected per architecture (0: any > 0)")
@@ -115,7 +118,7 @@ def main():
     # shape, which more instances only repeat, and the tuned program's
     # larger code would multiply nvcc's time in CI.
     run([args.ccsynth, "compile", sched, "--target", "cuda", "--no-tune",
-         "-o", cu])
+         "-o", cu] + args.compile_arg)
     with open(cu) as f:
         header = [next(f) for _ in range(4)]
     print("".join(header).rstrip())

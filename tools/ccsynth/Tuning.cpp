@@ -310,12 +310,29 @@ generatedCodeUs(const Schedule &schedule, const Topology &topology,
   CompileOptions base;
   base.target = CompileTarget::Cuda;
   base.verify = false;
-  TuneResult t = tuneCompile(schedule, topology, base, req);
   std::optional<double> best;
-  for (const TuneCandidate &c : t.candidates)
-    if (c.fromSchedule() && !c.timeUs.empty() && (!best || c.timeUs[0] < *best))
-      best = c.timeUs[0];
+  for (double tile : generatedTileCandidates(schedule, (double)(1 << 20))) {
+    req.tileBytes = tile;
+    base.tileBytes = (unsigned long long)tile;
+    TuneResult t = tuneCompile(schedule, topology, base, req);
+    std::optional<double> atTile;
+    for (const TuneCandidate &c : t.candidates)
+      if (c.fromSchedule() && !c.timeUs.empty() &&
+          (!atTile || c.timeUs[0] < *atTile))
+        atTile = c.timeUs[0];
+    // A smaller tile wins by more than the model's noise, as in the tuned
+    // compile.
+    if (atTile && (!best || *atTile < 0.98 * *best))
+      best = atTile;
+  }
   return best;
+}
+
+std::vector<double> generatedTileCandidates(const Schedule &schedule,
+                                            double tile) {
+  if (!schedule.usesSwitches())
+    return {tile};
+  return {1 << 20, 256 << 10, 64 << 10, 16 << 10};
 }
 
 TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,

@@ -173,12 +173,21 @@ std::vector<double> tuningSizes(long long minBytes, long long maxBytes);
 /// fewer for large schedules, whose lowering cost grows with instances.
 std::vector<int> tuningInstances(const Schedule &schedule);
 
+/// The tiles (bytes per chunk per pass) the tuned compile weighs for the
+/// generated code of a schedule with switch operations, largest first:
+/// switch threadblocks and the steps they wait for (NVLS-tree's network
+/// chain) overlap only across passes, so where they wait for each other
+/// smaller tiles pipeline them. Other schedules: `tile` alone.
+std::vector<double> generatedTileCandidates(const Schedule &schedule,
+                                            double tile);
+
 /// What a schedule with switch operations runs as: its generated code
-/// (compile --target cuda), its instance counts weighed as the tuned
-/// compile weighs them, timed by the step model's generated-code variant at
-/// `bytes` with 1 MiB tiles; nullopt when it does not lower or no
-/// configuration compiled. Configurations start only before `until` (the
-/// first one whatever the time).
+/// (compile --target cuda), its instance counts and tiles
+/// (generatedTileCandidates from 1 MiB) weighed as the tuned compile
+/// weighs them, timed by the step model's generated-code variant at
+/// `bytes`; nullopt when it does not lower or no configuration compiled.
+/// Configurations start only before `until` (the first one whatever the
+/// time).
 std::optional<double>
 generatedCodeUs(const Schedule &schedule, const Topology &topology,
                 double bytes,

@@ -33,9 +33,17 @@ LogicalResult exportGeneratedCode(Operation *op, llvm::raw_ostream &os,
   FailureOr<msccl::Algo> algo = programToMsccl(*prog, &origins);
   if (failed(algo))
     return failure();
+  msccl::ScheduleStepMap scheduleSteps;
+  for (const auto &[key, origin] : origins)
+    if (auto step = origin->getAttrOfType<IntegerAttr>("step"))
+      scheduleSteps[key] = (int)step.getInt();
+    else if (origin != prog->getOperation())
+      scheduleSteps[key] = 0;
   if (options.switches)
-    msccl::attachSwitchThreadblocks(*algo, *options.switches,
-                                    options.switchRefine);
+    if (Status s = msccl::attachSwitchThreadblocks(
+            *algo, *options.switches, options.switchRefine, &scheduleSteps);
+        !s)
+      return prog->emitError() << s.error().message;
   auto col = prog->buildCollective();
   if (!col)
     return prog->emitError() << col.error().message;
@@ -59,11 +67,7 @@ LogicalResult exportGeneratedCode(Operation *op, llvm::raw_ostream &os,
   prog->print(ts);
   ts.flush();
   in.irHash = codegen::hashText(text);
-  for (const auto &[key, origin] : origins)
-    if (auto step = origin->getAttrOfType<IntegerAttr>("step"))
-      in.scheduleSteps[key] = (int)step.getInt();
-    else if (origin != prog->getOperation())
-      in.scheduleSteps[key] = 0;
+  in.scheduleSteps = std::move(scheduleSteps);
   in.minBytes = (std::uint64_t)prog->getMinBytes();
   in.maxBytes = (std::uint64_t)prog->getMaxBytes();
 

@@ -24,6 +24,15 @@ struct Operation {
   int wideIndex = 0;
   ChunkLoc local;
   std::vector<int> ranks; ///< ascending
+  /// Shares a chunk with point-to-point transfers on the issuer.
+  bool ordered = false;
+};
+
+/// A switch operation's access to one rank's chunk.
+struct Access {
+  int op = 0;
+  int rank = 0;
+  bool write = false;
 };
 
 } // namespace
@@ -106,11 +115,11 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
         groupOfSwitch.try_emplace(o.sw, o.ranks, o.transfers.front());
     if (!fresh && it->second.first != o.ranks)
       return refuse(o.transfers.front(),
-                    "it spans " + std::to_string(o.ranks.size()) +
-                        " ranks, but the operation at transfer #" +
+                    "it spans ranks " + formatRankSet(o.ranks) +
+                        ", but the operation at transfer #" +
                         std::to_string(it->second.second) +
-                        " through the same switch spans " +
-                        std::to_string(it->second.first.size()) +
+                        " through the same switch spans ranks " +
+                        formatRankSet(it->second.first) +
                         ": every operation of a switch spans the same "
                         "ranks (one multicast object)");
   }
@@ -133,9 +142,6 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
                             ": the switch threadblocks of two ranks are not "
                             "ordered");
       }
-  std::set<ChunkLoc> switchChunks;
-  for (const auto &[c, owner] : wideOwner)
-    switchChunks.insert(c);
   for (const Operation &o : ops)
     for (int i = 0; i < o.count; ++i) {
       ChunkLoc c =
@@ -151,8 +157,25 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
                           std::to_string(it->second.second) +
                           "): the switch threadblocks of two ranks are not "
                           "ordered");
-      switchChunks.insert(c);
     }
+
+  // Every chunk switch operations read or write, per rank.
+  std::map<ChunkLoc, std::vector<Access>> switchAccess; // canonical
+  for (int i = 0; i < (int)ops.size(); ++i) {
+    const Operation &o = ops[i];
+    bool reduce = o.op == TransferOp::SwitchReduce;
+    for (int k = 0; k < o.count; ++k) {
+      ChunkLoc local =
+          col.canonical({o.local.rank, o.local.buffer, o.local.index + k});
+      for (int r : o.ranks) {
+        ChunkLoc wide = col.canonical({r, o.wideBuf, o.wideIndex + k});
+        // A multicast from the place it writes leaves the issuer's copy.
+        if (wide != local)
+          switchAccess[wide].push_back({i, r, !reduce});
+      }
+      switchAccess[local].push_back({i, o.issuer, reduce});
+    }
+  }
 
   SwitchLowering out;
   out.pointToPoint = s;
@@ -165,14 +188,35 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
     for (const ChunkLoc *end : {&tr.src, &tr.dst})
       for (int i = 0; i < tr.count; ++i) {
         ChunkLoc c = col.canonical({end->rank, end->buffer, end->index + i});
-        if (switchChunks.count(c))
-          return Error(
-              "transfer #" + std::to_string(t) + " (" + toString(tr.op) +
-                  ") touches " + toString(c) +
-                  ", which a switch operation also reads or writes: switch "
-                  "operations lower to generated code only when they share "
-                  "no chunk with the point-to-point transfers",
-              locOf(t));
+        auto it = switchAccess.find(c);
+        if (it == switchAccess.end())
+          continue;
+        bool write = end == &tr.dst;
+        for (const Access &a : it->second) {
+          if (!write && !a.write)
+            continue;
+          Operation &o = ops[a.op];
+          std::string what = "transfer #" + std::to_string(t) + " (" +
+                             toString(tr.op) + ") " +
+                             (write ? "writes " : "reads ") + toString(c) +
+                             ", which the switch operation at transfer #" +
+                             std::to_string(o.transfers.front()) + " " +
+                             (a.write ? "writes" : "reads");
+          if (a.rank != o.issuer)
+            return Error(what + " on rank " + std::to_string(a.rank) +
+                             " for rank " + std::to_string(o.issuer) +
+                             ", which issues it: switch operations are "
+                             "ordered with point-to-point transfers only on "
+                             "their issuing rank",
+                         locOf(t));
+          if (o.step == tr.step)
+            return Error(what + " at the same step (" +
+                             std::to_string(tr.step) +
+                             "): switch operations are ordered with "
+                             "point-to-point transfers by their steps",
+                         locOf(t));
+          o.ordered = true;
+        }
       }
     out.pointToPoint.transfers.push_back(tr);
     if (t < (int)s.transferLocs.size())
@@ -188,19 +232,25 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
                             std::pair(b.step, b.transfers.front());
                    });
   // Chains: the operations of one (issuer, switch) that share a chunk,
-  // which must stay in one threadblock, in order.
+  // which must stay in one threadblock, in order. An operation ordered with
+  // the point-to-point program orders the whole chain that way, and then
+  // each of its operations is a threadblock step of its own that waits for
+  // the others by schedule step (attachSwitchThreadblocks): a reduction
+  // runs ahead while an earlier result is still on the network.
   std::vector<int> parent(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i)
-    parent[i] = (int)i;
   auto find = [&](int i) {
     while (parent[i] != i)
       i = parent[i] = parent[parent[i]];
     return i;
   };
-  {
+  auto linkChains = [&] {
+    for (size_t i = 0; i < ops.size(); ++i)
+      parent[i] = (int)i;
     std::map<std::tuple<int, int, ChunkLoc>, int> firstOp;
     for (size_t i = 0; i < ops.size(); ++i) {
       const Operation &o = ops[i];
+      if (o.ordered)
+        continue;
       auto link = [&](ChunkLoc c) {
         auto [it, fresh] =
             firstOp.try_emplace({o.issuer, o.sw, col.canonical(c)}, (int)i);
@@ -212,6 +262,21 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
         link({o.local.rank, o.local.buffer, o.local.index + k});
       }
     }
+  };
+  {
+    std::vector<bool> sharesWithP2p(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      sharesWithP2p[i] = ops[i].ordered;
+      ops[i].ordered = false;
+    }
+    linkChains();
+    std::set<int> orderedRoots;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (sharesWithP2p[i])
+        orderedRoots.insert(find((int)i));
+    for (size_t i = 0; i < ops.size(); ++i)
+      ops[i].ordered = orderedRoots.count(find((int)i)) > 0;
+    linkChains();
   }
   // Per (issuer, switch): its chains in the order of their first operation.
   std::map<std::pair<int, int>, std::vector<int>> chainsOf; // roots
@@ -226,6 +291,7 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
     lanesOf[key.second] =
         std::max(lanesOf[key.second], std::min(lanes, (int)chains.size()));
   out.threadblocks.resize(col.numRanks);
+  out.orderedAt.resize(col.numRanks);
   std::map<std::tuple<int, int, int>, int> tbOf; // (rank, switch, lane)
   for (const auto &[sw, group] : groupOfSwitch)
     for (int r : group.first)
@@ -236,6 +302,7 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
         tb.group = group.first;
         tbOf[{r, sw, lane}] = (int)out.threadblocks[r].size();
         out.threadblocks[r].push_back(std::move(tb));
+        out.orderedAt[r].emplace_back();
       }
   // Chain c of n goes to lane c * L / n: runs of consecutive chains.
   std::vector<int> laneOfRoot(ops.size(), 0);
@@ -247,8 +314,9 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const Operation &o = ops[i];
     int lane = laneOfRoot[find((int)i)];
-    Threadblock &tb =
-        out.threadblocks[o.issuer][tbOf.at({o.issuer, o.sw, lane})];
+    int tbIndex = tbOf.at({o.issuer, o.sw, lane});
+    Threadblock &tb = out.threadblocks[o.issuer][tbIndex];
+    std::vector<int> &orderedAt = out.orderedAt[o.issuer][tbIndex];
     Step st;
     st.cnt = o.count;
     if (o.op == TransferOp::SwitchReduce) {
@@ -265,8 +333,9 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
       st.dstOff = o.wideIndex;
     }
     st.loc = locOf(o.transfers.front());
-    // The previous step of the threadblock continues into this one.
-    if (!tb.steps.empty()) {
+    // The previous step of the threadblock continues into this one, unless
+    // either waits for or is waited for by point-to-point steps.
+    if (!tb.steps.empty() && !o.ordered && orderedAt.back() < 0) {
       Step &last = tb.steps.back();
       if (last.type == st.type && last.srcBuf == st.srcBuf &&
           last.dstBuf == st.dstBuf && last.srcOff + last.cnt == st.srcOff &&
@@ -277,30 +346,227 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
     }
     st.s = (int)tb.steps.size();
     tb.steps.push_back(st);
+    orderedAt.push_back(o.ordered ? o.step : -1);
   }
   out.operations = (int)ops.size();
+  for (const Operation &o : ops)
+    out.orderedOperations += o.ordered;
   return out;
 }
 
-void attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
-                              int refine) {
+namespace {
+
+/// One step's reads and writes of its rank's chunks (canonical).
+struct StepAccess {
+  int tb = 0, step = 0, at = 0; ///< threadblock id, index, schedule step
+  std::vector<ChunkLoc> reads, writes;
+};
+
+StepAccess accessOf(const Collective &col, int rank, const Threadblock &tb,
+                    int k, int at) {
+  const Step &st = tb.steps[k];
+  StepAccess a{tb.id, k, at, {}, {}};
+  if (tb.switchId >= 0) {
+    // Every rank's copy of the address the switch reads or writes.
+    for (int i = 0; i < st.cnt; ++i) {
+      if (st.type == StepType::SwitchReduce) {
+        for (int r : tb.group)
+          a.reads.push_back(col.canonical({r, st.srcBuf, st.srcOff + i}));
+        a.writes.push_back(col.canonical({rank, st.dstBuf, st.dstOff + i}));
+      } else if (st.type == StepType::Multicast) {
+        ChunkLoc src = col.canonical({rank, st.srcBuf, st.srcOff + i});
+        a.reads.push_back(src);
+        for (int r : tb.group)
+          if (ChunkLoc c = col.canonical({r, st.dstBuf, st.dstOff + i});
+              c != src)
+            a.writes.push_back(c);
+      }
+    }
+    return a;
+  }
+  for (int i = 0; i < st.cnt; ++i) {
+    if (readsSrc(st.type))
+      a.reads.push_back(col.canonical({rank, st.srcBuf, st.srcOff + i}));
+    if (readsDst(st.type))
+      a.reads.push_back(col.canonical({rank, st.dstBuf, st.dstOff + i}));
+    if (writesDst(st.type))
+      a.writes.push_back(col.canonical({rank, st.dstBuf, st.dstOff + i}));
+  }
+  return a;
+}
+
+bool conflict(const StepAccess &a, const StepAccess &b) {
+  auto meets = [](const std::vector<ChunkLoc> &x,
+                  const std::vector<ChunkLoc> &y) {
+    for (const ChunkLoc &c : x)
+      if (std::find(y.begin(), y.end(), c) != y.end())
+        return true;
+    return false;
+  };
+  return meets(a.writes, b.writes) || meets(a.writes, b.reads) ||
+         meets(a.reads, b.writes);
+}
+
+} // namespace
+
+Status attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
+                                int refine, ScheduleStepMap *steps) {
   refine = std::max(1, refine);
+  const Collective &col = lowering.pointToPoint.collective;
+  bool needsOrder = lowering.orderedOperations > 0;
   for (Gpu &g : algo.gpus) {
     if (g.id < 0 || g.id >= (int)lowering.threadblocks.size())
       continue;
     int next = 0;
     for (const Threadblock &tb : g.tbs)
       next = std::max(next, tb.id + 1);
-    for (Threadblock tb : lowering.threadblocks[g.id]) {
+    int firstSwitchTb = next;
+    for (size_t i = 0; i < lowering.threadblocks[g.id].size(); ++i) {
+      Threadblock tb = lowering.threadblocks[g.id][i];
       tb.id = next++;
       for (Step &st : tb.steps) {
         st.srcOff *= refine;
         st.dstOff *= refine;
         st.cnt *= refine;
       }
+      if (steps)
+        for (int k = 0; k < (int)tb.steps.size(); ++k)
+          if (int at = lowering.orderedAt[g.id][i][k]; at >= 0)
+            (*steps)[{g.id, tb.id, k}] = at;
       g.tbs.push_back(std::move(tb));
     }
+    if (!needsOrder)
+      continue;
+
+    // The switch steps ordered with the point-to-point program, and that
+    // program's steps.
+    std::vector<StepAccess> switchSteps, p2pSteps;
+    for (const Threadblock &tb : g.tbs) {
+      if (tb.switchId >= 0) {
+        const std::vector<std::vector<int>> &orderedAt =
+            lowering.orderedAt[g.id];
+        for (int k = 0; k < (int)tb.steps.size(); ++k)
+          if (int at = orderedAt[tb.id - firstSwitchTb][k]; at >= 0)
+            switchSteps.push_back(accessOf(col, g.id, tb, k, at));
+        continue;
+      }
+      for (int k = 0; k < (int)tb.steps.size(); ++k) {
+        if (tb.steps[k].type == StepType::Nop)
+          continue;
+        auto it =
+            steps ? steps->find({g.id, tb.id, k}) : ScheduleStepMap::iterator();
+        if (!steps || it == steps->end())
+          return Error("rank " + std::to_string(g.id) + " threadblock " +
+                       std::to_string(tb.id) + " step " + std::to_string(k) +
+                       ": its schedule step is unknown, so it cannot be "
+                       "ordered with the switch threadblocks");
+        p2pSteps.push_back(accessOf(col, g.id, tb, k, it->second));
+      }
+    }
+    if (switchSteps.empty())
+      continue;
+    // (threadblock, step) -> per threadblock waited for, its latest step.
+    std::map<std::pair<int, int>, std::map<int, int>> waits;
+    auto wait = [&](const StepAccess &who, const StepAccess &forWhom) {
+      int &latest = waits[{who.tb, who.step}]
+                        .try_emplace(forWhom.tb, forWhom.step)
+                        .first->second;
+      latest = std::max(latest, forWhom.step);
+    };
+    auto order = [&](const StepAccess &a, const StepAccess &b) {
+      if (a.at < b.at)
+        wait(b, a);
+      else
+        wait(a, b);
+    };
+    for (const StepAccess &sw : switchSteps)
+      for (const StepAccess &p : p2pSteps)
+        if (p.at != sw.at && conflict(sw, p))
+          order(sw, p);
+    // Ordered switch operations of one chain run in several threadblocks.
+    for (size_t i = 0; i < switchSteps.size(); ++i)
+      for (size_t j = i + 1; j < switchSteps.size(); ++j) {
+        const StepAccess &a = switchSteps[i], &b = switchSteps[j];
+        if (a.tb == b.tb || !conflict(a, b))
+          continue;
+        if (a.at == b.at)
+          return Error("rank " + std::to_string(g.id) +
+                       ": two switch operations touch the same chunk at "
+                       "schedule step " +
+                       std::to_string(a.at) +
+                       ", one writing it: their order is not defined");
+        order(a, b);
+      }
+    if (waits.empty())
+      continue;
+    // Rebuild each threadblock: nops carry the waits beyond the first.
+    std::map<int, std::vector<int>> newIndex; // tb id -> old step -> new
+    for (Threadblock &tb : g.tbs) {
+      std::vector<Step> rebuilt;
+      std::vector<int> &index = newIndex[tb.id];
+      for (int k = 0; k < (int)tb.steps.size(); ++k) {
+        Step st = tb.steps[k];
+        std::vector<std::pair<int, int>> on;
+        if (st.depid >= 0)
+          on.push_back({st.depid, st.deps});
+        if (auto it = waits.find({tb.id, k}); it != waits.end())
+          for (auto [otherTb, otherStep] : it->second)
+            if (!(st.depid == otherTb && st.deps >= otherStep))
+              on.push_back({otherTb, otherStep});
+        for (size_t w = 1; w < on.size(); ++w) {
+          Step nop;
+          nop.type = StepType::Nop;
+          nop.cnt = 0;
+          nop.depid = on[w].first;
+          nop.deps = on[w].second;
+          nop.loc = st.loc;
+          rebuilt.push_back(nop);
+        }
+        if (!on.empty()) {
+          st.depid = on[0].first;
+          st.deps = on[0].second;
+        }
+        index.push_back((int)rebuilt.size());
+        rebuilt.push_back(st);
+      }
+      tb.steps = std::move(rebuilt);
+    }
+    std::map<std::pair<int, int>, bool> waitedFor;
+    for (Threadblock &tb : g.tbs)
+      for (int k = 0; k < (int)tb.steps.size(); ++k) {
+        Step &st = tb.steps[k];
+        st.s = k;
+        if (st.depid >= 0 && newIndex.count(st.depid) &&
+            st.deps < (int)newIndex[st.depid].size()) {
+          st.deps = newIndex[st.depid][st.deps];
+          waitedFor[{st.depid, st.deps}] = true;
+        }
+      }
+    for (Threadblock &tb : g.tbs)
+      for (int k = 0; k < (int)tb.steps.size(); ++k)
+        if (waitedFor.count({tb.id, k}))
+          tb.steps[k].hasdep = 1;
+    if (steps) {
+      ScheduleStepMap moved;
+      for (auto &[key, at] : *steps) {
+        auto [rank, tb, k] = key;
+        if (rank == g.id && newIndex.count(tb) && k < (int)newIndex[tb].size())
+          moved[{rank, tb, newIndex[tb][k]}] = at;
+        else
+          moved[key] = at;
+      }
+      *steps = std::move(moved);
+    }
   }
+  if (needsOrder) {
+    Matching matching = matchMessages(algo);
+    std::vector<ProgramIssue> cycle = checkDeadlock(algo, matching);
+    if (!cycle.empty())
+      return Error("ordering the switch threadblocks with the point-to-point "
+                   "program closes a cycle of waits: " +
+                   cycle.front().message);
+  }
+  return Status::success();
 }
 
 bool hasSwitchThreadblocks(const Algo &algo) {

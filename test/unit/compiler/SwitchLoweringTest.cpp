@@ -2,6 +2,7 @@
 // switch threadblocks per rank and lane, chains kept together, steps
 // joined, every refusal named, and the generated code's barriers.
 #include "ccsynth/Target/SwitchLowering.h"
+#include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/Simulator.h"
 #include "ccsynth/Core/Topology.h"
@@ -131,7 +132,7 @@ TEST_CASE("switch lowering: the generated code meets in barriers of its own "
   auto l = lowerSwitchTransfers(s, 2);
   REQUIRE(l.ok());
   Algo algo = emptyProgram(4, 8);
-  attachSwitchThreadblocks(algo, *l);
+  REQUIRE(attachSwitchThreadblocks(algo, *l).ok());
   CHECK(hasSwitchThreadblocks(algo));
   CHECK(algo.gpus[3].tbs[1].id == 1);
   codegen::CodeGenInput in;
@@ -187,16 +188,26 @@ TEST_CASE("switch lowering refuses what its synchronization cannot order",
             switchOp(TransferOp::Multicast, 2, {1, O, 0}, {j, O, 0}));
     CHECK_THAT(refusal(s), Catch::Contains("are not ordered"));
   }
-  SECTION("a point-to-point transfer on a switch operation's chunk") {
+  SECTION("a point-to-point transfer on a chunk the switch writes on a rank "
+          "that does not issue it") {
     Schedule s = nvlsAllReduce(4, 1);
     Transfer t;
     t.op = TransferOp::Copy;
     t.step = 2;
-    t.src = {0, O, 0};
-    t.dst = {1, O, 0};
+    t.src = {1, O, 0}; // rank 0's multicast wrote it
+    t.dst = {2, O, 1};
     s.transfers.push_back(t);
-    CHECK_THAT(refusal(s), Catch::Contains("share no chunk with the "
-                                           "point-to-point transfers"));
+    CHECK_THAT(refusal(s), Catch::Contains("only on their issuing rank"));
+  }
+  SECTION("a point-to-point transfer at the switch operation's step") {
+    Schedule s = nvlsAllReduce(4, 1);
+    Transfer t;
+    t.op = TransferOp::Copy;
+    t.step = 1; // rank 0's multicast reads o[0] at step 1 too
+    t.src = {3, O, 3};
+    t.dst = {0, O, 0};
+    s.transfers.push_back(t);
+    CHECK_THAT(refusal(s), Catch::Contains("at the same step (1)"));
   }
 }
 
@@ -210,7 +221,7 @@ TEST_CASE("switch lowering: the step model times NCCL's NVLS AllReduce as "
   auto l = lowerSwitchTransfers(*s);
   REQUIRE(l.ok());
   Algo algo = emptyProgram(8, s->collective.inputChunks);
-  attachSwitchThreadblocks(algo, *l);
+  REQUIRE(attachSwitchThreadblocks(algo, *l).ok());
   StepSimOptions so;
   so.bytes = 1 << 30;
   so.busBwFactor = s->collective.busBwFactor();
@@ -246,9 +257,75 @@ TEST_CASE("switch lowering: instances refine the switch steps with the "
   auto l = lowerSwitchTransfers(s, 1);
   REQUIRE(l.ok());
   Algo algo = emptyProgram(4);
-  attachSwitchThreadblocks(algo, *l, 4);
+  REQUIRE(attachSwitchThreadblocks(algo, *l, 4).ok());
   const Step &st = algo.gpus[1].tbs[0].steps[0];
   CHECK(st.type == StepType::SwitchReduce);
   CHECK(st.srcOff == 2 * 4);
   CHECK(st.cnt == 2 * 4);
+}
+
+TEST_CASE("switch lowering: NVLS-tree's switch steps wait for the network "
+          "chain and are waited for by it, on the issuing rank",
+          "[switch-lowering]") {
+  auto topo = makeBuiltinTopology("dgx-h100x2");
+  REQUIRE(topo.ok());
+  auto s = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, *topo);
+  REQUIRE(s.ok());
+  auto l = lowerSwitchTransfers(*s);
+  REQUIRE(l.ok());
+  // Each reduction's result crosses the network, each multicast sends
+  // what came back: every operation is ordered with the chain.
+  CHECK(l->orderedOperations == l->operations);
+  CompileOptions co;
+  co.target = CompileTarget::Cuda;
+  co.verify = false;
+  co.tileBytes = 64 << 10;
+  CompileResult r = compileSchedule(*s, co);
+  REQUIRE(r.ok());
+  REQUIRE(r.program);
+  const Algo &algo = *r.program;
+  // On every rank: a point-to-point step waits for a switch reduction, and
+  // a multicast (or the nop before it) waits for a point-to-point step.
+  for (const Gpu &g : algo.gpus) {
+    auto isSwitch = [&](int tb) {
+      for (const Threadblock &t : g.tbs)
+        if (t.id == tb)
+          return t.switchId >= 0;
+      return false;
+    };
+    bool p2pWaitsForReduce = false, multicastWaits = false;
+    for (const Threadblock &tb : g.tbs)
+      for (size_t k = 0; k < tb.steps.size(); ++k) {
+        const Step &st = tb.steps[k];
+        if (st.depid < 0)
+          continue;
+        if (tb.switchId < 0 && isSwitch(st.depid))
+          p2pWaitsForReduce = true;
+        if (tb.switchId >= 0 && !isSwitch(st.depid))
+          for (size_t j = k; j < tb.steps.size(); ++j)
+            if (tb.steps[j].type != StepType::Nop) {
+              multicastWaits |= tb.steps[j].type == StepType::Multicast;
+              break;
+            }
+      }
+    INFO("rank " << g.id);
+    CHECK(p2pWaitsForReduce);
+    CHECK(multicastWaits);
+  }
+  CHECK(checkDeadlock(algo, matchMessages(algo)).empty());
+  // Reductions run ahead in threadblocks of their own while earlier
+  // results are on the network: the program keeps pace with the runtime
+  // model of NCCL's NVLS-tree kernel.
+  StepSimOptions so;
+  so.bytes = 1 << 30;
+  so.busBwFactor = s->collective.busBwFactor();
+  so.generatedCode = true;
+  so.tileBytes = co.tileBytes;
+  auto steps = simulateSteps(algo, *topo, so);
+  REQUIRE(steps.ok());
+  auto runtime = simulateInNetworkRuntime(*s, *topo, {so.bytes});
+  REQUIRE(runtime.ok());
+  INFO("generated code " << steps->timeUs << " us, runtime model "
+                         << (*runtime)[0].timeUs << " us");
+  CHECK(steps->timeUs < 1.1 * (*runtime)[0].timeUs);
 }

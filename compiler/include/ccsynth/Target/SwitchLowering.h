@@ -11,12 +11,16 @@
 // What lowers (anything else is refused at the transfer):
 //  - every operation through one switch spans the same ranks, its issuer
 //    included, at one address on all of them (NVLS's multicast memory);
-//  - the point-to-point transfers touch no chunk a switch operation reads
-//    or writes (the two programs share no data, so they need no order
-//    between them);
 //  - a chunk that switch operations read or write on every rank of the
 //    group is the issuing rank's alone: no other rank's operation touches
-//    it, so one threadblock's program order is all the order they need.
+//    it, so one threadblock's program order is all the order they need;
+//  - where a point-to-point transfer and a switch operation touch the same
+//    chunk of one rank, one of them writing it, that rank is the
+//    operation's issuer and the two are at different schedule steps: the
+//    issuer's threadblocks wait for each other in schedule order (a
+//    reduction whose result crosses the network, a multicast of what
+//    arrived from it, as NVLS-tree runs). The other ranks of the group
+//    are not ordered with the point-to-point program.
 //
 // Plain C++ (no MLIR).
 //
@@ -27,6 +31,8 @@
 #include "ccsynth/Core/Schedule.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 
+#include <map>
+#include <tuple>
 #include <vector>
 
 namespace ccsynth::msccl {
@@ -36,8 +42,14 @@ struct SwitchLowering {
   Schedule pointToPoint;
   /// Per rank: its switch threadblocks (ids unset), one per switch.
   std::vector<std::vector<Threadblock>> threadblocks;
+  /// Per rank, switch threadblock and step: the schedule step at which the
+  /// step is ordered with the point-to-point program on its rank, or -1
+  /// where it shares no chunk with it.
+  std::vector<std::vector<std::vector<int>>> orderedAt;
   /// Switch operations and their steps.
   int operations = 0;
+  /// Operations ordered with point-to-point transfers.
+  int orderedOperations = 0;
 };
 
 /// Threadblocks per rank and switch by default: NCCL runs NVLS on 16
@@ -53,12 +65,26 @@ inline constexpr int kDefaultSwitchLanes = 16;
 Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &schedule,
                                               int lanes = kDefaultSwitchLanes);
 
+/// Where a program's steps come from: (rank, threadblock id, step) ->
+/// schedule step.
+using ScheduleStepMap = std::map<std::tuple<int, int, int>, int>;
+
 /// Appends the switch threadblocks of `lowering` to `algo`'s ranks, after
 /// their own threadblocks. `refine`: the program's chunks are the
 /// schedule's cut into that many (ccl-instances: chunk x is x*refine ..
 /// x*refine + refine - 1), and each switch step covers the same bytes.
-void attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
-                              int refine = 1);
+///
+/// Where switch steps are ordered with the point-to-point program, each
+/// waits for the last earlier step of each threadblock of its rank that
+/// writes what it reads or touches what it writes, and such later steps
+/// wait for it (schedule steps from `steps`, which also receives the
+/// switch steps' and follows the steps' new places). A step that waits
+/// for several threadblocks gets nops before it, one per extra wait, as
+/// MSCCL's programs do. Fails when `steps` lacks a step it needs, or the
+/// waits close a cycle.
+Status attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
+                                int refine = 1,
+                                ScheduleStepMap *steps = nullptr);
 
 /// Whether `algo` has switch threadblocks.
 bool hasSwitchThreadblocks(const Algo &algo);

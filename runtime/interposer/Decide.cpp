@@ -70,6 +70,10 @@ std::string mismatch(const CallFacts &c, const AlgoFacts &a,
   if (!(g.transport_mask & ccsynthTransportCudaIpc))
     return "not built for the CUDA IPC transport (rebuild the plugin with "
            "this ccsynth)";
+  if (g.reads_peer_inputs && !g.inplace)
+    return "its switch operations read every rank's input at one address, "
+           "and the device window stages outputs only (an in-place build of "
+           "the algorithm reads its input from there)";
   if (!a.ipcComms)
     return "the plugin has no CUDA IPC communicator entry (rebuild it with "
            "this ccsynth)";

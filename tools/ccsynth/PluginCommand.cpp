@@ -127,6 +127,9 @@ int runInfo(const std::string &path) {
     row("backend", rt::backendName(a.backend));
     row("transports", rt::transportMaskNames(a.transport_mask));
     row("graph capture", a.capture_safe ? "safe" : "no");
+    if (a.reads_peer_inputs)
+      row("inputs", "read on every rank by switch operations (every rank's "
+                    "sendbuff at one offset of the shared window)");
     row("threadblocks", std::to_string(a.threadblocks) + " per rank, " +
                             std::to_string(a.steps) + " steps at most");
     row("flag words", std::to_string(a.flag_words) + " per rank");

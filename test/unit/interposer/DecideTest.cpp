@@ -184,6 +184,14 @@ TEST_CASE("fallback reasons name what does not match") {
   l.facts[0].ipcComms = true;
   CHECK(decide(c, l.facts, ready()).algo == 0);
 
+  // Switch reductions that read every rank's input: only in place, where
+  // the input is staged into the device window, at one offset everywhere.
+  l.descs[0].reads_peer_inputs = 1;
+  CHECK(contains(why(c), "read every rank's input at one address"));
+  Loaded inplaceSwitch({algo("nvls_ip", "allreduce", ccsynthBackendCuda, 1)});
+  inplaceSwitch.descs[0].reads_peer_inputs = 1;
+  CHECK(decide(c, inplaceSwitch.facts, ready()).algo == 0);
+
   Loaded rs({algo("cuda_rs", "reducescatter", ccsynthBackendCuda, 1)});
   Decision d = decide(call("reducescatter", Memory::Device), rs.facts, ready());
   CHECK(d.algo == -1);

@@ -160,4 +160,13 @@ CCSYNTH_HD constexpr std::uint64_t epochBase(std::uint64_t epoch) {
   return epoch << 32;
 }
 
+/// Whether algorithm A's switch operations read every rank's input
+/// (generated code says so; hand-written algorithms have none).
+template <class A> constexpr bool switchReadsInputOf() {
+  if constexpr (requires { A::switchReadsInput; })
+    return A::switchReadsInput;
+  else
+    return false;
+}
+
 } // namespace ccsynth::rt

@@ -55,6 +55,7 @@
         A::shape.maxTbs,                                                       \
         A::shape.maxSteps,                                                     \
         (uint32_t)::ccsynth::rt::flagWords(A::shape),                          \
+        ::ccsynth::rt::switchReadsInputOf<A>() ? 1 : 0,                        \
         A::shape.irHash,                                                       \
         CCSYNTH_BACKEND_LAUNCH(A)};                                            \
     return &desc;                                                              \

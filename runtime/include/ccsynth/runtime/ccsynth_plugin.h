@@ -21,8 +21,9 @@ extern "C" {
 #endif
 
 /* 2: host transports share one address-free communicator layout
- *    (HostWorld.h); the host-shm transport (ranks as processes). */
-#define CCSYNTH_PLUGIN_ABI_VERSION 2
+ *    (HostWorld.h); the host-shm transport (ranks as processes).
+ * 3: ccsynthAlgorithm.reads_peer_inputs. */
+#define CCSYNTH_PLUGIN_ABI_VERSION 3
 #define CCSYNTH_PLUGIN_ENTRY "ccsynthPluginGet"
 
 /* Element types, numbered as NCCL's ncclDataType_t. */
@@ -131,6 +132,10 @@ typedef struct {
   int32_t threadblocks;    /* most threadblocks of one rank */
   int32_t steps;           /* most steps of one threadblock */
   uint32_t flag_words;     /* 64-bit flag words a rank's transport needs */
+  int32_t reads_peer_inputs; /* 1: switch operations read every rank's
+                                input at one address, so every rank's
+                                sendbuff must lie at the same offset of the
+                                transport's shared window */
   const char *ir_hash;     /* hash of the IR the code came from */
   ccsynthResult (*launch)(const ccsynthLaunchArgs *args);
 } ccsynthAlgorithm;

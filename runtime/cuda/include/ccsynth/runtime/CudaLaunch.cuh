@@ -412,15 +412,6 @@ ccsynthResult planNccl(const ccsynthLaunchArgs *a, std::size_t n,
 }
 #endif
 
-/// Whether algorithm A's switch operations read every rank's input
-/// (generated code says so; hand-written algorithms have none).
-template <class A> constexpr bool switchReadsInputOf() {
-  if constexpr (requires { A::switchReadsInput; })
-    return A::switchReadsInput;
-  else
-    return false;
-}
-
 /// One rank of a CUDA IPC launch: recvbuff and scratch must lie in the
 /// comm's data area (at the same offsets on every rank: peers put there);
 /// sendbuff may be anywhere on this rank's device (only this rank reads

@@ -978,7 +978,8 @@ Expected<GeneratedCode> Generator::run() {
         "by direct\n/// branches, and each function has one call site.\n"
      << "template <class X>\nCCSYNTH_INLINE bool Algo::run(X &x, int rank, "
         "int tb) {\n"
-     << "  const int id = tb * " << algo.ngpus << " + rank;\n"
+     << "  [[maybe_unused]] const int id = tb * " << algo.ngpus
+     << " + rank;\n"
      << "  int fn = -1;\n";
   {
     // Function of each id (tb-major, so that ranks sharing a function are

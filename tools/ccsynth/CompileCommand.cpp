@@ -220,11 +220,13 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     auto sched = loadScheduleInput(input, *defs);
     if (!sched)
       return fail(sched.error());
-    // Switch transfers lower only to generated code: every other target
-    // says so, in its own terms, before anything is written.
-    if (sched->usesSwitches() && c.target != CompileTarget::Cuda) {
+    // Switch transfers lower to generated code and MSCCL++ plans: a target
+    // that cannot take them says so, in its own terms, before anything is
+    // written.
+    if (sched->usesSwitches()) {
       locateTransfers(*sched, input);
-      return fail(refuseSwitchTransfers(*sched, c.target).error());
+      if (Status s = refuseSwitchTransfers(*sched, c.target); !s)
+        return fail(s.error());
     }
     // The topology the schedule names is read (for the proof and the
     // predictions) after the output was written.

@@ -811,8 +811,9 @@ int runSynth(const SynthCliOptions &o) {
     std::fprintf(out, "  wrote %s (verified)%s\n", o.output.c_str(),
                  written != &sched
                      ? ": the in-network schedule above, which compiles to "
-                       "generated code only (`compile --target cuda` or "
-                       "--target plugin)"
+                       "generated code (`compile --target cuda` or --target "
+                       "plugin; MSCCL++ plans take NVLS's reductions and "
+                       "multicasts of one node, MSCCL XML none)"
                      : "");
   return kExitOk;
 }
@@ -888,8 +889,9 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
       "algorithm alone are then compiled to generated code and timed at the "
       "step level, and the fastest of them is written when it beats the "
       "point-to-point schedule's compiled program. Such a schedule compiles "
-      "to generated code only (`compile --target cuda`, CUDA plugins): "
-      "MSCCL XML and MSCCL++ plans have no switch operations");
+      "to generated code (`compile --target cuda`, plugins); MSCCL++ plans "
+      "take switch reductions that are multicast back and multicasts "
+      "(glres, gstore), MSCCL XML no switch operation");
   cmd->add_flag("-q,--quiet", opts->quiet, "No progress on stderr");
   cmd->callback([opts, &ctx] { ctx.exitCode = runSynth(*opts); });
 }

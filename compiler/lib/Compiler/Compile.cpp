@@ -392,6 +392,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       }
       po.nodeOfRank = *nodes;
       po.fewerStepsMayFit = &retryable;
+      po.switches = switches;
+      po.switchRefine = std::max(1, o.instances);
       msccl::Packing packing;
       po.packing = &packing;
       exported = ccl::exportMSCCLPPPlan(*work, os, po);
@@ -402,7 +404,8 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
               po.maxThreadblocksPerRank, po.budgetReason,
               topo ? topo.str() : std::string(), *program, std::move(packing)};
       }
-      if (succeeded(exported) && o.verify) {
+      // With switch threadblocks only the plan is the whole collective.
+      if (succeeded(exported) && (o.verify || switches)) {
         // Run the plan as the executor would and prove its outputs.
         os.flush();
         auto col = (*prog).buildCollective();
@@ -539,9 +542,14 @@ Status refuseSwitchTransfers(const Schedule &schedule, CompileTarget target) {
   switch (target) {
   case CompileTarget::MscclXml:
     return pointToPointOnly(schedule, "MSCCL XML has no switch operations");
-  case CompileTarget::MscclppJson:
-    return pointToPointOnly(
-        schedule, "ccsynth's MSCCL++ plans do not use switch channels yet");
+  case CompileTarget::MscclppJson: {
+    auto lowered = msccl::lowerSwitchTransfers(schedule);
+    if (!lowered)
+      return lowered.error();
+    if (auto ops = msccl::planSwitchOps(*lowered); !ops)
+      return ops.error();
+    return Status::success();
+  }
   case CompileTarget::Cuda:
     if (auto lowered = msccl::lowerSwitchTransfers(schedule); !lowered)
       return lowered.error();
@@ -554,8 +562,16 @@ Status refuseSwitchTransfers(const Schedule &schedule, CompileTarget target) {
 
 CompileResult compileSchedule(const Schedule &schedule,
                               const CompileOptions &options) {
-  if (options.target == CompileTarget::Cuda && schedule.usesSwitches())
+  if ((options.target == CompileTarget::Cuda ||
+       options.target == CompileTarget::MscclppJson) &&
+      schedule.usesSwitches()) {
+    if (Status s = refuseSwitchTransfers(schedule, options.target); !s) {
+      CompileResult refused;
+      refused.failure.error = s.error();
+      return refused;
+    }
     return compileWithSwitches(schedule, options);
+  }
   if (Status s = refuseSwitchTransfers(schedule, options.target); !s) {
     CompileResult refused;
     refused.failure.error = s.error();

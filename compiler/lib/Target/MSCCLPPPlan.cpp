@@ -27,6 +27,13 @@ struct Key3 {
   bool operator<(const Key3 &o) const { return tie() < o.tie(); }
 };
 
+json::Array intArray(const std::vector<int> &v) {
+  json::Array a;
+  for (int x : v)
+    a.push_back(x);
+  return a;
+}
+
 json::Object buff(BufferKind b, int index, int size) {
   return json::Object{
       {"type", msccl::bufferCode(b)}, {"index", index}, {"size", size}};
@@ -69,7 +76,8 @@ public:
       : prog(prog), algo(algo), origins(origins), col(col),
         nodeOf(options.nodeOfRank),
         maxThreadblocks(options.maxThreadblocksPerRank),
-        budgetReason(options.budgetReason) {}
+        budgetReason(options.budgetReason), switches(options.switches),
+        switchRefine(std::max(1, options.switchRefine)) {}
 
   FailureOr<json::Value> build();
   /// build() failed only because of the executor's per-threadblock limits
@@ -86,6 +94,18 @@ private:
   const std::vector<int> &nodeOf;
   int maxThreadblocks;
   std::string budgetReason;
+  const msccl::SwitchLowering *switches;
+  int switchRefine;
+  /// Per rank and switch threadblock: its plan operations.
+  std::vector<std::vector<std::vector<msccl::PlanSwitchOp>>> switchOps;
+  /// Per switch: the buffers its channels bind (ascending).
+  std::map<int, std::set<BufferKind>> switchBuffers;
+  /// The (channel, peer) of lane `lane` of switch `sw`'s barrier: channel
+  /// numbers past every MSCCL channel, one per lane and switch.
+  static int barrierChannel(int sw, int lane) {
+    return 1 << 20 | sw << 8 | lane;
+  }
+  void addSwitchConnections();
 
   /// Port channels (proxy-driven, over the network) join ranks on
   /// different nodes; memory channels (peer-mapped memory) only ranks of
@@ -174,6 +194,8 @@ private:
   /// semaphores and remote buffers (registered on first use); otherwise
   /// only measured, for packing (nothing of the rank changes).
   Emitted emit(RankState &rs, const msccl::PackedThreadblock &ptb, bool final);
+  /// The rank's switch threadblock t as plan threadblock `id`.
+  json::Object emitSwitch(RankState &rs, int t, int id);
 };
 
 void PlanBuilder::planLandings() {
@@ -450,6 +472,132 @@ PlanBuilder::Emitted PlanBuilder::emit(RankState &rs,
   return e;
 }
 
+void PlanBuilder::addSwitchConnections() {
+  for (size_t r = 0; r < switches->threadblocks.size(); ++r)
+    for (const msccl::Threadblock &tb : switches->threadblocks[r])
+      for (int peer : tb.group)
+        if (peer != (int)r)
+          conns[r].insert({barrierChannel(tb.switchId, tb.switchLane), peer});
+  for (size_t r = 0; r < switchOps.size(); ++r)
+    for (size_t t = 0; t < switchOps[r].size(); ++t) {
+      const msccl::Threadblock &tb = switches->threadblocks[r][t];
+      std::set<BufferKind> &bufs = switchBuffers[tb.switchId];
+      for (const msccl::PlanSwitchOp &op : switchOps[r][t]) {
+        if (op.glres)
+          bufs.insert(op.srcBuf);
+        bufs.insert(op.dstBuf);
+        // Scratch the switch reads or writes on every rank of the group.
+        auto scratchUse = [&](BufferKind b, int off,
+                              const std::vector<int> &on) {
+          if (b == BufferKind::Scratch)
+            for (int g : on)
+              scratchChunks[g] =
+                  std::max(scratchChunks[g], (off + op.cnt) * switchRefine);
+        };
+        scratchUse(op.glres ? op.srcBuf : BufferKind::Input, op.srcOff,
+                   tb.group);
+        if (!op.glres)
+          scratchUse(op.srcBuf, op.srcOff, {(int)r});
+        scratchUse(op.dstBuf, op.dstOff, tb.group);
+      }
+    }
+}
+
+json::Object PlanBuilder::emitSwitch(RankState &rs, int t, int id) {
+  int r = rs.rank;
+  const msccl::Threadblock &tb = switches->threadblocks[r][t];
+  // The barrier's channels, per type (memory within a node), each listed
+  // once in this threadblock.
+  std::vector<int> chans[2];
+  std::vector<std::pair<int, int>> barrierIds; // (type, local id)
+  for (int peer : tb.group) {
+    if (peer == r)
+      continue;
+    int type = crossesNodes(r, peer) ? 1 : 0;
+    chans[type].push_back(
+        rs.connIndex.at({barrierChannel(tb.switchId, tb.switchLane), peer}));
+    barrierIds.push_back({type, (int)chans[type].size() - 1});
+  }
+  // The switch channels of this switch: this rank's flat ids, and the
+  // threadblock's local id of each buffer's.
+  std::vector<int> switchIds;
+  std::map<BufferKind, int> localOf;
+  int flat = 0;
+  for (const auto &[sw, bufs] : switchBuffers) {
+    bool member = false;
+    for (const msccl::Threadblock &own : switches->threadblocks[r])
+      member |= own.switchId == sw;
+    if (!member)
+      continue;
+    for (BufferKind b : bufs) {
+      if (sw == tb.switchId) {
+        localOf[b] = (int)switchIds.size();
+        switchIds.push_back(flat);
+      }
+      ++flat;
+    }
+  }
+  json::Array ops;
+  auto barrier = [&] {
+    ops.push_back(json::Object{{"name", "nop"}});
+    for (const char *name : {"signal", "wait"})
+      for (int type : {0, 1}) {
+        std::vector<int> ids;
+        for (auto [t2, local] : barrierIds)
+          if (t2 == type)
+            ids.push_back(local);
+        // At most 8 channels per operation (MAX_CHANNEL_PER_OPERATION).
+        for (size_t i = 0; i < ids.size(); i += 8) {
+          std::vector<int> part(ids.begin() + i,
+                                ids.begin() + std::min(ids.size(), i + 8));
+          ops.push_back(json::Object{{"name", name},
+                                     {"channel_type", type ? "port" : "memory"},
+                                     {"channel_ids", intArray(part)}});
+        }
+      }
+    ops.push_back(json::Object{{"name", "nop"}});
+  };
+  auto onSwitch = [&](BufferKind b, int off, int cnt) {
+    return json::Object{{"switch_channel_id", localOf.at(b)},
+                        {"index", off * switchRefine},
+                        {"size", cnt * switchRefine}};
+  };
+  barrier();
+  for (const msccl::PlanSwitchOp &op : switchOps[r][t]) {
+    if (op.glres)
+      ops.push_back(json::Object{
+          {"name", "glres"},
+          {"channel_type", "switch"},
+          {"src_buff", json::Array{onSwitch(op.srcBuf, op.srcOff, op.cnt)}},
+          {"dst_buff", json::Array{onSwitch(op.dstBuf, op.dstOff, op.cnt)}},
+          {"reduce_op", "sum"}});
+    else
+      ops.push_back(json::Object{
+          {"name", "gstore"},
+          {"channel_type", "switch"},
+          {"src_buff", json::Array{buff(op.srcBuf, op.srcOff * switchRefine,
+                                        op.cnt * switchRefine)}},
+          {"dst_buff", json::Array{onSwitch(op.dstBuf, op.dstOff, op.cnt)}}});
+  }
+  barrier();
+  json::Array tbChans, tbRefs;
+  for (int type : {0, 1}) {
+    if (type == 1 && chans[1].empty())
+      continue;
+    tbChans.push_back(json::Object{{"channel_type", type ? "port" : "memory"},
+                                   {"channel_ids", intArray(chans[type])}});
+    tbRefs.push_back(
+        json::Object{{"access_channel_type", type ? "port" : "memory"},
+                     {"remote_buffer_ids", json::Array{}}});
+  }
+  tbChans.push_back(json::Object{{"channel_type", "switch"},
+                                 {"channel_ids", intArray(switchIds)}});
+  return json::Object{{"id", id},
+                      {"ops", std::move(ops)},
+                      {"channels", std::move(tbChans)},
+                      {"remote_buffer_refs", std::move(tbRefs)}};
+}
+
 FailureOr<json::Value> PlanBuilder::build() {
   tbIndex.assign(algo.ngpus, {});
   for (const msccl::Gpu &g : algo.gpus)
@@ -491,13 +639,35 @@ FailureOr<json::Value> PlanBuilder::build() {
     conns[m.send.rank].insert({m.channel, m.recv.rank});
     conns[m.recv.rank].insert({m.channel, m.send.rank});
   }
+  int mostLanes = 0;
+  if (switches) {
+    auto ops = msccl::planSwitchOps(*switches);
+    if (!ops) {
+      prog.emitError() << ops.error().message;
+      return failure();
+    }
+    switchOps = ops.take();
+    switchOps.resize(algo.ngpus);
+    addSwitchConnections();
+    for (const auto &lanes : switches->threadblocks)
+      mostLanes = std::max(mostLanes, (int)lanes.size());
+    if (maxThreadblocks > 0 && mostLanes >= maxThreadblocks) {
+      prog.emitError() << "a rank runs " << mostLanes
+                       << " switch threadblocks, and the budget of resident "
+                          "threadblocks is "
+                       << maxThreadblocks << " (" << budgetReason << ")";
+      return failure();
+    }
+  }
   ranks.resize(algo.ngpus);
   for (const msccl::Gpu &g : algo.gpus)
     prepareRank(g);
 
   // Pack the threadblocks of ranks over the budget (MSCCLPPPacking.h).
   msccl::PackOptions po;
-  po.maxThreadblocksPerRank = maxThreadblocks;
+  // The switch threadblocks are resident beside the program's.
+  po.maxThreadblocksPerRank =
+      maxThreadblocks > 0 ? maxThreadblocks - mostLanes : 0;
   po.maxOperations = kMscclppMaxOps;
   po.operations = [&](int r, const msccl::PackedThreadblock &ptb) {
     Emitted e = emit(ranks[r], ptb, /*final=*/false);
@@ -593,6 +763,27 @@ FailureOr<json::Value> PlanBuilder::build() {
       tbObj["remote_buffer_refs"] = std::move(tbRemArr);
       tbs.push_back(std::move(tbObj));
     }
+    if (switches && r < (int)switches->threadblocks.size())
+      for (int t = 0; t < (int)switches->threadblocks[r].size(); ++t)
+        tbs.push_back(emitSwitch(rs, t, (int)tbs.size()));
+    // One switch channel per switch of the rank and buffer it binds, in
+    // (switch, buffer) order on every rank of the switch.
+    if (switches && r < (int)switches->threadblocks.size())
+      for (const auto &[sw, bufs] : switchBuffers) {
+        const msccl::Threadblock *own = nullptr;
+        for (const msccl::Threadblock &tb : switches->threadblocks[r])
+          if (tb.switchId == sw)
+            own = &tb;
+        if (!own)
+          continue;
+        for (BufferKind b : bufs)
+          rs.channels.push_back(json::Object{
+              {"channel_type", "switch"},
+              {"buffer_type", msccl::bufferCode(b)},
+              {"rank_groups",
+               json::Array{json::Object{{"size", (int)own->group.size()},
+                                        {"ranks", intArray(own->group)}}}}});
+      }
     json::Array remoteBuffers;
     for (const RemoteBuffer &b : rs.remoteBuffers)
       remoteBuffers.push_back(json::Object{

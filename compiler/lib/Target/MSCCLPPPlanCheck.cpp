@@ -45,10 +45,19 @@ struct Threadblock {
   size_t pc = 0;
   std::vector<int> channels[2]; // global channel ids per type
   std::vector<int> remotes[2];  // global remote buffer ids per type
+  std::vector<int> switches;    // the rank's switch channel ids
+};
+
+/// A switch channel: the ranks whose copies of one buffer a multicast
+/// address spans.
+struct SwitchChannel {
+  BufferKind buffer = BufferKind::Input;
+  std::vector<int> ranks;
 };
 
 struct Rank {
   int chunks[3] = {0, 0, 0};
+  std::vector<SwitchChannel> switches; ///< flat, in declaration order
   /// Per channel type: the peer of each (flattened) channel and its
   /// position among this rank's channels of that type to that peer.
   std::vector<int> peer[2];
@@ -113,6 +122,30 @@ Status PlanRun::loadRank(const Json &gpu, int r) {
   rk.chunks[(int)BufferKind::Scratch] = gpu.at("scratch_chunks").get<int>();
   std::map<std::pair<int, int>, int> perPeer; // (type, peer) -> count
   for (const Json &ch : gpu.at("channels")) {
+    if (ch.at("channel_type") == "switch") {
+      auto kind = parseBufferKind(ch.at("buffer_type").get<std::string>());
+      if (!kind)
+        return error("rank " + std::to_string(r) +
+                     ": bad switch channel buffer " + ch.dump());
+      for (const Json &g : ch.at("rank_groups")) {
+        SwitchChannel sc;
+        sc.buffer = *kind;
+        for (const Json &m : g.at("ranks")) {
+          int peer = m.get<int>();
+          if (peer < 0 || peer >= (int)ranks.size())
+            return error("rank " + std::to_string(r) +
+                         ": switch channel over rank " + std::to_string(peer));
+          sc.ranks.push_back(peer);
+        }
+        if (std::find(sc.ranks.begin(), sc.ranks.end(), r) == sc.ranks.end())
+          return error("rank " + std::to_string(r) +
+                       " declares a switch channel over ranks it is not "
+                       "among (the executor refuses it)");
+        rk.switches.push_back(std::move(sc));
+        ++summary.switchChannels;
+      }
+      continue;
+    }
     auto t = parseChanType(ch.at("channel_type"));
     if (!t)
       return error("rank " + std::to_string(r) + ": channel type " +
@@ -177,6 +210,17 @@ Status PlanRun::loadRank(const Json &gpu, int r) {
                    ": threadblock ids are not dense from 0");
     tb.ops = &t.at("ops");
     for (const Json &c : t.value("channels", Json::array())) {
+      if (c.at("channel_type") == "switch") {
+        for (const Json &id : c.at("channel_ids")) {
+          int g = id.get<int>();
+          if (g < 0 || g >= (int)rk.switches.size())
+            return error("rank " + std::to_string(r) + " threadblock " +
+                         std::to_string(tb.id) + " names switch channel " +
+                         std::to_string(g) + ", which the rank does not have");
+          tb.switches.push_back(g);
+        }
+        continue;
+      }
       auto type = parseChanType(c.at("channel_type"));
       if (!type)
         return error("rank " + std::to_string(r) + " threadblock " +
@@ -375,6 +419,92 @@ Expected<bool> PlanRun::step(Threadblock &tb) {
       data[(*out)[k]] = std::move(results[k]);
     return true;
   }
+  if (name == "glres" || name == "gstore") {
+    // Through a switch: glres sums every group rank's copy of src and
+    // stores it at dst on every rank; gstore stores a local range there.
+    if (op.value("channel_type", Json()) != "switch")
+      return error(where(tb) + ": " + name + " runs on switch channels");
+    const Json &src = op.at("src_buff");
+    const Json &dst = op.at("dst_buff");
+    if (src.size() != 1 || dst.size() != 1)
+      return error(where(tb) + ": unexpected number of buffers");
+    auto onSwitch = [&](const Json &b) -> Expected<const SwitchChannel *> {
+      int local = b.at("switch_channel_id").get<int>();
+      if (local < 0 || local >= (int)tb.switches.size())
+        return error(where(tb) + ": switch channel " + std::to_string(local) +
+                     " is not among the threadblock's");
+      return &rk.switches[tb.switches[local]];
+    };
+    auto slots = [&](const SwitchChannel &sc, const Json &b,
+                     int rank) -> Expected<std::vector<ChunkLoc>> {
+      int index = b.at("index").get<int>();
+      int size = b.at("size").get<int>();
+      int have = ranks[rank].chunks[(int)sc.buffer];
+      if (index < 0 || size < 1 || (long long)index + size > have)
+        return error(where(tb) + ": chunks " + std::to_string(index) + ".." +
+                     std::to_string((long long)index + size - 1) + " of rank " +
+                     std::to_string(rank) + "'s " + toString(sc.buffer) +
+                     " are outside its " + std::to_string(have) + " chunks");
+      std::vector<ChunkLoc> out;
+      for (int k = 0; k < size; ++k)
+        out.push_back(col.canonical({rank, sc.buffer, index + k}));
+      return out;
+    };
+    auto to = onSwitch(dst[0]);
+    if (!to)
+      return to.error();
+    std::vector<Value> values;
+    if (name == "glres") {
+      auto from = onSwitch(src[0]);
+      if (!from)
+        return from.error();
+      if ((*from)->ranks != (*to)->ranks)
+        return error(where(tb) + ": glres between switch channels over "
+                                 "different ranks");
+      for (int g : (*from)->ranks) {
+        auto in = slots(**from, src[0], g);
+        if (!in)
+          return in.error();
+        if (values.empty())
+          values.assign(in->size(), std::vector<int>{});
+        if (in->size() != values.size())
+          return error(where(tb) + ": buffers of different sizes");
+        for (size_t k = 0; k < in->size(); ++k) {
+          auto v = read(tb, (*in)[k]);
+          if (!v)
+            return v.error();
+          std::vector<int> merged;
+          std::set_union(values[k]->begin(), values[k]->end(), (*v)->begin(),
+                         (*v)->end(), std::back_inserter(merged));
+          if (merged.size() != values[k]->size() + (*v)->size())
+            return error(where(tb) + " reduces a value twice through the "
+                                     "switch");
+          values[k] = std::move(merged);
+        }
+      }
+    } else {
+      auto in = local(tb, src[0]);
+      if (!in)
+        return in.error();
+      for (const ChunkLoc &c : *in) {
+        auto v = read(tb, c);
+        if (!v)
+          return v.error();
+        values.push_back(*v);
+      }
+    }
+    for (int g : (*to)->ranks) {
+      auto out = slots(**to, dst[0], g);
+      if (!out)
+        return out.error();
+      if (out->size() != values.size())
+        return error(where(tb) + ": source and destination sizes differ");
+      for (size_t k = 0; k < out->size(); ++k)
+        data[(*out)[k]] = values[k];
+    }
+    ++summary.switchOperations;
+    return true;
+  }
   if (name == "put" || name == "pws" || name == "pwsf") {
     auto t = opType();
     if (!t)
@@ -443,6 +573,24 @@ Expected<PlanCheckSummary> PlanRun::run(const Json &plan) {
     if (Status s = loadRank(gpus[r], r); !s)
       return s.error();
   }
+  // Every rank of a switch channel declares it, and ranks sharing several
+  // declare them in the same order: the executor sets them up one after
+  // another, each collectively over its ranks.
+  for (int r = 0; r < (int)ranks.size(); ++r)
+    for (int peer = 0; peer < (int)ranks.size(); ++peer) {
+      auto shared = [&](int a, int b) {
+        std::vector<std::pair<int, std::vector<int>>> out;
+        for (const SwitchChannel &sc : ranks[a].switches)
+          if (std::find(sc.ranks.begin(), sc.ranks.end(), b) != sc.ranks.end())
+            out.push_back({(int)sc.buffer, sc.ranks});
+        return out;
+      };
+      if (peer != r && shared(r, peer) != shared(peer, r))
+        return error("ranks " + std::to_string(r) + " and " +
+                     std::to_string(peer) +
+                     " do not declare the switch channels they share alike "
+                     "(the same groups and buffers, in the same order)");
+    }
   // Both ends of a rank pair must list as many channels of each type to
   // each other, or the executor pairs them with channels nobody uses.
   for (int r = 0; r < (int)ranks.size(); ++r)

@@ -569,6 +569,75 @@ Status attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
   return Status::success();
 }
 
+Expected<std::vector<std::vector<std::vector<PlanSwitchOp>>>>
+planSwitchOps(const SwitchLowering &lowering) {
+  const Collective &col = lowering.pointToPoint.collective;
+  std::vector<std::vector<std::vector<PlanSwitchOp>>> out(
+      lowering.threadblocks.size());
+  for (size_t r = 0; r < lowering.threadblocks.size(); ++r)
+    for (size_t t = 0; t < lowering.threadblocks[r].size(); ++t) {
+      const Threadblock &tb = lowering.threadblocks[r][t];
+      std::vector<PlanSwitchOp> &ops = out[r].emplace_back();
+      std::vector<bool> taken(tb.steps.size(), false);
+      auto chunks = [&](BufferKind b, int off, int cnt) {
+        std::set<ChunkLoc> c;
+        for (int i = 0; i < cnt; ++i)
+          c.insert(col.canonical({(int)r, b, off + i}));
+        return c;
+      };
+      auto meets = [](const std::set<ChunkLoc> &a,
+                      const std::set<ChunkLoc> &b) {
+        for (const ChunkLoc &c : a)
+          if (b.count(c))
+            return true;
+        return false;
+      };
+      for (size_t k = 0; k < tb.steps.size(); ++k) {
+        const Step &st = tb.steps[k];
+        if (lowering.orderedAt[r][t][k] >= 0)
+          return Error("this switch operation does not lower to an MSCCL++ "
+                       "plan: it waits for or is waited for by point-to-point "
+                       "transfers, which plans do not order with switch "
+                       "channels yet",
+                       st.loc);
+        if (taken[k])
+          continue;
+        if (st.type == StepType::Multicast) {
+          ops.push_back(
+              {false, st.srcBuf, st.srcOff, st.dstBuf, st.dstOff, st.cnt});
+          continue;
+        }
+        // A reduction: the multicast of its result back to the same place,
+        // with nothing between them touching either range.
+        std::set<ChunkLoc> result = chunks(st.dstBuf, st.dstOff, st.cnt);
+        bool paired = false;
+        for (size_t j = k + 1; j < tb.steps.size() && !paired; ++j) {
+          const Step &m = tb.steps[j];
+          std::set<ChunkLoc> from = chunks(m.srcBuf, m.srcOff, m.cnt),
+                             to = chunks(m.dstBuf, m.dstOff, m.cnt);
+          if (m.type == StepType::Multicast && from == result && to == result) {
+            ops.push_back(
+                {true, st.srcBuf, st.srcOff, m.dstBuf, m.dstOff, st.cnt});
+            taken[j] = paired = true;
+            break;
+          }
+          std::set<ChunkLoc> touched = to;
+          touched.insert(from.begin(), from.end());
+          if (meets(touched, result))
+            break;
+        }
+        if (!paired)
+          return Error("this switch reduction does not lower to an MSCCL++ "
+                       "plan: its result is not multicast back to its place "
+                       "on every rank by the same threadblock: "
+                       "MSCCL++'s switch channels reduce into every rank's "
+                       "copy at once (glres), never into one rank alone",
+                       st.loc);
+      }
+    }
+  return out;
+}
+
 bool hasSwitchThreadblocks(const Algo &algo) {
   for (const Gpu &g : algo.gpus)
     for (const Threadblock &tb : g.tbs)

@@ -255,3 +255,106 @@ TEST_CASE("the plan checker refuses broken plans", "[mscclpp][check]") {
     CHECK(has(error(p, o), "'rppkt'"));
   }
 }
+
+TEST_CASE("MSCCL++ plans run NVLS on switch channels: glres and gstore",
+          "[mscclpp][switch]") {
+  auto topo = loadTopology("dgx-h100");
+  REQUIRE(topo.ok());
+  auto has = [](const std::string &s, const std::string &part) {
+    INFO(s);
+    return s.find(part) != std::string::npos;
+  };
+  auto count = [](const Json &p, const std::string &name) {
+    int n = 0;
+    for (const Json &g : p["gpus"])
+      for (const Json &tb : g["threadblocks"])
+        for (const Json &op : tb["ops"])
+          n += op["name"] == name;
+    return n;
+  };
+  SECTION("NVLS AllReduce: one glres per chunk, every rank's input and "
+          "output bound to the switch") {
+    Schedule sched = baseline(
+        {"dgx-h100", BaselineKind::Nvls, CollectiveKind::AllReduce}, *topo);
+    std::string text = plan(sched);
+    Json p = Json::parse(text);
+    CHECK(count(p, "glres") == sched.collective.inputChunks);
+    CHECK(count(p, "gstore") == 0);
+    for (const Json &g : p["gpus"]) {
+      std::vector<std::string> bound;
+      for (const Json &ch : g["channels"])
+        if (ch["channel_type"] == "switch") {
+          bound.push_back(ch["buffer_type"]);
+          CHECK(ch["rank_groups"][0]["ranks"].size() == 8);
+        }
+      CHECK(bound == std::vector<std::string>{"i", "o"});
+      // One plan threadblock per lane, each meeting its group before and
+      // after its operations.
+      CHECK(g["threadblocks"].size() == 16);
+      const Json &ops = g["threadblocks"][0]["ops"];
+      CHECK(ops[1]["name"] == "signal");
+      CHECK(ops[2]["name"] == "wait");
+      CHECK(ops[ops.size() - 2]["name"] == "wait");
+    }
+    msccl::PlanCheckOptions o;
+    auto run = msccl::checkMscclppPlan("p", text, sched.collective, o);
+    REQUIRE(run.ok());
+    CHECK(run->switchChannels == 16);
+    CHECK(run->switchOperations == sched.collective.inputChunks);
+
+    // The checker runs the switch: without one rank's barrier signals the
+    // group waits forever; a store to another chunk leaves a wrong output;
+    // a channel one rank of the group does not declare is refused.
+    SECTION("a lost barrier signal deadlocks") {
+      Json &ops = p["gpus"][3]["threadblocks"][0]["ops"];
+      ops[1] = Json{{"name", "nop"}};
+      auto e = msccl::checkMscclppPlan("p", p.dump(), sched.collective, o);
+      REQUIRE_FALSE(e.ok());
+      CHECK(has(e.error().message, "deadlocks"));
+    }
+    SECTION("a glres into another chunk") {
+      for (Json &op : p["gpus"][0]["threadblocks"][0]["ops"])
+        if (op["name"] == "glres")
+          op["dst_buff"][0]["index"] =
+              op["dst_buff"][0]["index"].get<int>() + 1;
+      auto e = msccl::checkMscclppPlan("p", p.dump(), sched.collective, o);
+      REQUIRE_FALSE(e.ok());
+      CHECK(has(e.error().message, "must hold"));
+    }
+    SECTION("a switch channel one rank does not declare") {
+      Json &chans = p["gpus"][5]["channels"];
+      chans.erase(chans.size() - 1);
+      for (Json &tb : p["gpus"][5]["threadblocks"])
+        for (Json &ch : tb["channels"])
+          if (ch["channel_type"] == "switch")
+            ch["channel_ids"] = Json::array({0});
+      auto e = msccl::checkMscclppPlan("p", p.dump(), sched.collective, o);
+      REQUIRE_FALSE(e.ok());
+      CHECK(has(e.error().message, "do not declare the switch channels"));
+    }
+  }
+  SECTION("NVLS AllGather: gstore") {
+    Schedule sched = baseline(
+        {"dgx-h100", BaselineKind::Nvls, CollectiveKind::AllGather}, *topo);
+    Json p = Json::parse(plan(sched));
+    CHECK(count(p, "gstore") == 8 * 16);
+    CHECK(count(p, "glres") == 0);
+  }
+  SECTION("what switch channels cannot express is refused at the transfer") {
+    CompileOptions o;
+    o.target = CompileTarget::MscclppJson;
+    Schedule rs = baseline(
+        {"dgx-h100", BaselineKind::Nvls, CollectiveKind::ReduceScatter}, *topo);
+    CompileResult r = compileSchedule(rs, o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(has(r.failure.error.message, "never into one rank alone"));
+    auto x2 = loadTopology("dgx-h100x2");
+    REQUIRE(x2.ok());
+    Schedule tree = baseline(
+        {"dgx-h100x2", BaselineKind::Nvls, CollectiveKind::AllReduce}, *x2);
+    r = compileSchedule(tree, o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(
+        has(r.failure.error.message, "do not order with switch channels yet"));
+  }
+}

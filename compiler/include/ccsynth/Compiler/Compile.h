@@ -142,8 +142,9 @@ struct CompileResult {
 };
 
 /// Success when `target` can take `schedule`'s switch transfers (it has
-/// none, or generated code lowers them: SwitchLowering.h); otherwise the
-/// error, at the first one that does not lower, that says why.
+/// none, generated code lowers them, or an MSCCL++ plan runs them on
+/// switch channels: SwitchLowering.h); otherwise the error, at the first
+/// one that does not lower, that says why.
 Status refuseSwitchTransfers(const Schedule &schedule, CompileTarget target);
 
 /// Compiles a chunk-level schedule (transfer locations, when present, are

@@ -18,6 +18,14 @@
 //   a dependency -> sem_acquire before, nop + sem_release after the producer
 //                   (a nop before the consumer when both run in one plan
 //                   threadblock)
+// Switch operations (NVLink SHARP) run in threadblocks of their own, one
+// per rank and lane of SwitchLowering.h, on switch channels (one per
+// switch and buffer, over the switch's ranks): a reduction together with
+// the multicast of its result back to its place is `glres`, a multicast
+// `gstore`. The lanes of a switch meet in a barrier (signal and wait to
+// every other rank of the group, on channels of their own) before their
+// first operation, so that every rank's input is in place, and after
+// their last, so that no rank returns before every store reached it.
 // A plan threadblock runs one MSCCL threadblock, or, on a rank with more
 // than the threadblock budget, several merged (MSCCLPPPacking.h).
 // A receive whose destination is written exactly once on its rank and holds
@@ -28,6 +36,7 @@
 #pragma once
 
 #include "ccsynth/Target/MSCCLPPPacking.h"
+#include "ccsynth/Target/SwitchLowering.h"
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
@@ -65,6 +74,12 @@ struct MscclppExportOptions {
   /// Receives (when given, on success) which MSCCL threadblocks each plan
   /// threadblock runs.
   msccl::Packing *packing = nullptr;
+  /// Switch threadblocks (SwitchLowering.h) the plan runs beside the
+  /// program's, on switch channels: one plan threadblock per rank and
+  /// lane, after the program's; their chunks are the schedule's cut into
+  /// `switchRefine` (the program's instances).
+  const msccl::SwitchLowering *switches = nullptr;
+  int switchRefine = 1;
 };
 
 /// The node of each rank of the topology the program in `op` names (its

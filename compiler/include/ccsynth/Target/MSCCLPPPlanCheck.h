@@ -40,6 +40,8 @@ struct PlanCheckSummary {
   int portChannels = 0;
   int maxThreadblocks = 0; ///< of any rank
   int operations = 0;      ///< executed, over all ranks
+  int switchChannels = 0;  ///< over all ranks
+  int switchOperations = 0; ///< glres and gstore executed
 };
 
 /// Runs the plan `text` (named `file` in errors) against `collective`.

@@ -86,6 +86,28 @@ Status attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
                                 int refine = 1,
                                 ScheduleStepMap *steps = nullptr);
 
+/// A switch threadblock step as an MSCCL++ plan runs it (the executor's
+/// execution_kernel.hpp): `glres` reads the sum of every group rank's copy
+/// of src and stores it at dst on every rank of the group (a reduction
+/// together with the multicast of its result back to that address);
+/// `gstore` stores the local src at dst on every rank of the group.
+struct PlanSwitchOp {
+  bool glres = false;
+  BufferKind srcBuf = BufferKind::Input; ///< glres: every rank's; else local
+  int srcOff = 0;
+  BufferKind dstBuf = BufferKind::Output; ///< every rank's
+  int dstOff = 0;
+  int cnt = 1;
+};
+
+/// Per rank and switch threadblock of `lowering`: its steps as MSCCL++
+/// plan operations, or the error at the first that has none: a reduction
+/// whose result is not multicast back to its place by the same threadblock
+/// (MSCCL++ has no reduction into one rank alone), and any operation
+/// ordered with point-to-point transfers (plans do not order them yet).
+Expected<std::vector<std::vector<std::vector<PlanSwitchOp>>>>
+planSwitchOps(const SwitchLowering &lowering);
+
 /// Whether `algo` has switch threadblocks.
 bool hasSwitchThreadblocks(const Algo &algo);
 

@@ -649,8 +649,18 @@ FailureOr<json::Value> PlanBuilder::build() {
     switchOps = ops.take();
     switchOps.resize(algo.ngpus);
     addSwitchConnections();
-    for (const auto &lanes : switches->threadblocks)
+    for (const auto &lanes : switches->threadblocks) {
       mostLanes = std::max(mostLanes, (int)lanes.size());
+      for (const msccl::Threadblock &tb : lanes)
+        if ((int)tb.group.size() - 1 > kMscclppMaxChannels) {
+          prog.emitError()
+              << "switch " << tb.switchId << " joins " << tb.group.size()
+              << " ranks: a lane's barrier needs a channel to each other "
+                 "rank, more than the executor's "
+              << kMscclppMaxChannels << " channels per threadblock";
+          return failure();
+        }
+    }
     if (maxThreadblocks > 0 && mostLanes >= maxThreadblocks) {
       prog.emitError() << "a rank runs " << mostLanes
                        << " switch threadblocks, and the budget of resident "

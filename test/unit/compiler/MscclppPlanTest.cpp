@@ -356,5 +356,13 @@ TEST_CASE("MSCCL++ plans run NVLS on switch channels: glres and gstore",
     REQUIRE_FALSE(r.ok());
     CHECK(
         has(r.failure.error.message, "do not order with switch channels yet"));
+    // 72 ranks on one switch: a barrier needs 71 channels per threadblock.
+    auto nvl72 = loadTopology("gb200-nvl72");
+    REQUIRE(nvl72.ok());
+    Schedule rack = baseline(
+        {"gb200-nvl72", BaselineKind::Nvls, CollectiveKind::AllReduce}, *nvl72);
+    r = compileSchedule(rack, o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(has(r.failure.error.format(), "joins 72 ranks"));
   }
 }

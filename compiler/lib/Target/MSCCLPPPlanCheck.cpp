@@ -108,6 +108,9 @@ private:
   /// owner.
   Expected<std::vector<ChunkLoc>> remote(const Threadblock &tb, const Json &b,
                                          int t, int &owner);
+  /// The slots {index, size} of `b` name in `rank`'s `buffer`.
+  Expected<std::vector<ChunkLoc>> slotsOf(const Threadblock &tb, int rank,
+                                          BufferKind buffer, const Json &b);
   /// The channel of type `t` that entry `k` of an op's channel_ids names.
   Expected<int> channel(const Threadblock &tb, const Json &op, int t, int k);
   Expected<Value> read(const Threadblock &tb, ChunkLoc loc);
@@ -285,17 +288,23 @@ PlanRun::remote(const Threadblock &tb, const Json &b, int t, int &owner) {
                  " references");
   const RemoteBuffer &rb = ranks[tb.rank].remotes[tb.remotes[t][id]];
   owner = rb.rank;
+  return slotsOf(tb, owner, rb.buffer, b);
+}
+
+Expected<std::vector<ChunkLoc>> PlanRun::slotsOf(const Threadblock &tb,
+                                                 int rank, BufferKind buffer,
+                                                 const Json &b) {
   int index = b.at("index").get<int>();
   int size = b.at("size").get<int>();
-  int have = ranks[owner].chunks[(int)rb.buffer];
+  int have = ranks[rank].chunks[(int)buffer];
   if (index < 0 || size < 1 || (long long)index + size > have)
     return error(where(tb) + ": chunks " + std::to_string(index) + ".." +
                  std::to_string((long long)index + size - 1) + " of rank " +
-                 std::to_string(owner) + "'s " + toString(rb.buffer) +
+                 std::to_string(rank) + "'s " + toString(buffer) +
                  " are outside its " + std::to_string(have) + " chunks");
   std::vector<ChunkLoc> out;
   for (int k = 0; k < size; ++k)
-    out.push_back(col.canonical({owner, rb.buffer, index + k}));
+    out.push_back(col.canonical({rank, buffer, index + k}));
   return out;
 }
 
@@ -435,20 +444,8 @@ Expected<bool> PlanRun::step(Threadblock &tb) {
                      " is not among the threadblock's");
       return &rk.switches[tb.switches[local]];
     };
-    auto slots = [&](const SwitchChannel &sc, const Json &b,
-                     int rank) -> Expected<std::vector<ChunkLoc>> {
-      int index = b.at("index").get<int>();
-      int size = b.at("size").get<int>();
-      int have = ranks[rank].chunks[(int)sc.buffer];
-      if (index < 0 || size < 1 || (long long)index + size > have)
-        return error(where(tb) + ": chunks " + std::to_string(index) + ".." +
-                     std::to_string((long long)index + size - 1) + " of rank " +
-                     std::to_string(rank) + "'s " + toString(sc.buffer) +
-                     " are outside its " + std::to_string(have) + " chunks");
-      std::vector<ChunkLoc> out;
-      for (int k = 0; k < size; ++k)
-        out.push_back(col.canonical({rank, sc.buffer, index + k}));
-      return out;
+    auto slots = [&](const SwitchChannel &sc, const Json &b, int rank) {
+      return slotsOf(tb, rank, sc.buffer, b);
     };
     auto to = onSwitch(dst[0]);
     if (!to)

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <optional>
 
 using namespace ccsynth;
 using namespace ccsynth::msccl;
@@ -64,6 +65,26 @@ Algo emptyProgram(int ranks, int chunks = 0) {
     algo.gpus.push_back(g);
   }
   return algo;
+}
+
+/// NCCL's NVLS AllReduce on a built-in machine, and its lowering.
+struct NvlsCase {
+  std::optional<Topology> topo;
+  std::optional<Schedule> schedule;
+  std::optional<SwitchLowering> lowering;
+};
+NvlsCase nvlsAllReduceOn(const char *machine) {
+  NvlsCase c;
+  auto topo = makeBuiltinTopology(machine);
+  REQUIRE(topo.ok());
+  c.topo = topo.take();
+  auto s = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, *c.topo);
+  REQUIRE(s.ok());
+  c.schedule = s.take();
+  auto l = lowerSwitchTransfers(*c.schedule);
+  REQUIRE(l.ok());
+  c.lowering = l.take();
+  return c;
 }
 
 std::string refusal(const Schedule &s) {
@@ -214,12 +235,7 @@ TEST_CASE("switch lowering refuses what its synchronization cannot order",
 TEST_CASE("switch lowering: the step model times NCCL's NVLS AllReduce as "
           "generated code at the in-network runtime model's speed",
           "[switch-lowering]") {
-  auto topo = makeBuiltinTopology("dgx-h100");
-  REQUIRE(topo.ok());
-  auto s = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, *topo);
-  REQUIRE(s.ok());
-  auto l = lowerSwitchTransfers(*s);
-  REQUIRE(l.ok());
+  auto [topo, s, l] = nvlsAllReduceOn("dgx-h100");
   Algo algo = emptyProgram(8, s->collective.inputChunks);
   REQUIRE(attachSwitchThreadblocks(algo, *l).ok());
   StepSimOptions so;
@@ -267,12 +283,7 @@ TEST_CASE("switch lowering: instances refine the switch steps with the "
 TEST_CASE("switch lowering: NVLS-tree's switch steps wait for the network "
           "chain and are waited for by it, on the issuing rank",
           "[switch-lowering]") {
-  auto topo = makeBuiltinTopology("dgx-h100x2");
-  REQUIRE(topo.ok());
-  auto s = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, *topo);
-  REQUIRE(s.ok());
-  auto l = lowerSwitchTransfers(*s);
-  REQUIRE(l.ok());
+  auto [topo, s, l] = nvlsAllReduceOn("dgx-h100x2");
   // Each reduction's result crosses the network, each multicast sends
   // what came back: every operation is ordered with the chain.
   CHECK(l->orderedOperations == l->operations);

@@ -220,13 +220,13 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     auto sched = loadScheduleInput(input, *defs);
     if (!sched)
       return fail(sched.error());
-    // Switch transfers lower to generated code and MSCCL++ plans: a target
-    // that cannot take them says so, in its own terms, before anything is
-    // written.
-    if (sched->usesSwitches()) {
+    // Switch transfers lower to generated code and MSCCL++ plans (whose
+    // compile refuses what they cannot take): any other target says so, in
+    // its own terms, before anything is written.
+    if (sched->usesSwitches() && c.target != CompileTarget::Cuda &&
+        c.target != CompileTarget::MscclppJson) {
       locateTransfers(*sched, input);
-      if (Status s = refuseSwitchTransfers(*sched, c.target); !s)
-        return fail(s.error());
+      return fail(refuseSwitchTransfers(*sched, c.target).error());
     }
     // The topology the schedule names is read (for the proof and the
     // predictions) after the output was written.

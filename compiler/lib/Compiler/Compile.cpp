@@ -497,9 +497,10 @@ CompileResult compileImported(const Schedule &schedule, const std::string &file,
   return compileModule(ctx, diags, *module, options, switches);
 }
 
-/// Generated code for a schedule with switch operations: they become
-/// switch threadblocks (SwitchLowering.h), the point-to-point transfers go
-/// through the ccl pipeline as any schedule's, and the code runs both.
+/// Generated code or an MSCCL++ plan for a schedule with switch
+/// operations: they become switch threadblocks (SwitchLowering.h), the
+/// point-to-point transfers go through the ccl pipeline as any schedule's,
+/// and the output runs both.
 CompileResult compileWithSwitches(const Schedule &schedule,
                                   const CompileOptions &options) {
   CompileResult result;
@@ -508,6 +509,11 @@ CompileResult compileWithSwitches(const Schedule &schedule,
     result.failure.error = lowered.error();
     return result;
   }
+  if (options.target == CompileTarget::MscclppJson)
+    if (auto ops = msccl::planSwitchOps(*lowered); !ops) {
+      result.failure.error = ops.error();
+      return result;
+    }
   if (options.pipeline != 1) {
     std::string why = "a schedule with switch operations compiles with one "
                       "pipeline part (got --pipeline ";
@@ -564,14 +570,8 @@ CompileResult compileSchedule(const Schedule &schedule,
                               const CompileOptions &options) {
   if ((options.target == CompileTarget::Cuda ||
        options.target == CompileTarget::MscclppJson) &&
-      schedule.usesSwitches()) {
-    if (Status s = refuseSwitchTransfers(schedule, options.target); !s) {
-      CompileResult refused;
-      refused.failure.error = s.error();
-      return refused;
-    }
+      schedule.usesSwitches())
     return compileWithSwitches(schedule, options);
-  }
   if (Status s = refuseSwitchTransfers(schedule, options.target); !s) {
     CompileResult refused;
     refused.failure.error = s.error();

@@ -106,6 +106,9 @@ private:
     return 1 << 20 | sw << 8 | lane;
   }
   void addSwitchConnections();
+  /// Rank r's switch channels in order: (switch, buffer), by switch and
+  /// buffer, for each switch it has threadblocks of.
+  std::vector<std::pair<int, BufferKind>> switchChannelsOf(int r) const;
 
   /// Port channels (proxy-driven, over the network) join ranks on
   /// different nodes; memory channels (peer-mapped memory) only ranks of
@@ -486,7 +489,8 @@ void PlanBuilder::addSwitchConnections() {
         if (op.glres)
           bufs.insert(op.srcBuf);
         bufs.insert(op.dstBuf);
-        // Scratch the switch reads or writes on every rank of the group.
+        // Scratch the switch reads or writes: a glres's source and every
+        // destination on each rank of the group, a gstore's source here.
         auto scratchUse = [&](BufferKind b, int off,
                               const std::vector<int> &on) {
           if (b == BufferKind::Scratch)
@@ -494,13 +498,25 @@ void PlanBuilder::addSwitchConnections() {
               scratchChunks[g] =
                   std::max(scratchChunks[g], (off + op.cnt) * switchRefine);
         };
-        scratchUse(op.glres ? op.srcBuf : BufferKind::Input, op.srcOff,
-                   tb.group);
-        if (!op.glres)
-          scratchUse(op.srcBuf, op.srcOff, {(int)r});
+        scratchUse(op.srcBuf, op.srcOff,
+                   op.glres ? tb.group : std::vector<int>{(int)r});
         scratchUse(op.dstBuf, op.dstOff, tb.group);
       }
     }
+}
+
+std::vector<std::pair<int, BufferKind>>
+PlanBuilder::switchChannelsOf(int r) const {
+  std::vector<std::pair<int, BufferKind>> out;
+  for (const auto &[sw, bufs] : switchBuffers) {
+    bool member = false;
+    for (const msccl::Threadblock &own : switches->threadblocks[r])
+      member |= own.switchId == sw;
+    if (member)
+      for (BufferKind b : bufs)
+        out.push_back({sw, b});
+  }
+  return out;
 }
 
 json::Object PlanBuilder::emitSwitch(RankState &rs, int t, int id) {
@@ -522,21 +538,12 @@ json::Object PlanBuilder::emitSwitch(RankState &rs, int t, int id) {
   // threadblock's local id of each buffer's.
   std::vector<int> switchIds;
   std::map<BufferKind, int> localOf;
-  int flat = 0;
-  for (const auto &[sw, bufs] : switchBuffers) {
-    bool member = false;
-    for (const msccl::Threadblock &own : switches->threadblocks[r])
-      member |= own.switchId == sw;
-    if (!member)
-      continue;
-    for (BufferKind b : bufs) {
-      if (sw == tb.switchId) {
-        localOf[b] = (int)switchIds.size();
-        switchIds.push_back(flat);
-      }
-      ++flat;
+  std::vector<std::pair<int, BufferKind>> flat = switchChannelsOf(r);
+  for (int f = 0; f < (int)flat.size(); ++f)
+    if (flat[f].first == tb.switchId) {
+      localOf[flat[f].second] = (int)switchIds.size();
+      switchIds.push_back(f);
     }
-  }
   json::Array ops;
   auto barrier = [&] {
     ops.push_back(json::Object{{"name", "nop"}});
@@ -779,20 +786,17 @@ FailureOr<json::Value> PlanBuilder::build() {
     // One switch channel per switch of the rank and buffer it binds, in
     // (switch, buffer) order on every rank of the switch.
     if (switches && r < (int)switches->threadblocks.size())
-      for (const auto &[sw, bufs] : switchBuffers) {
-        const msccl::Threadblock *own = nullptr;
+      for (auto [sw, b] : switchChannelsOf(r)) {
+        const std::vector<int> *group = nullptr;
         for (const msccl::Threadblock &tb : switches->threadblocks[r])
           if (tb.switchId == sw)
-            own = &tb;
-        if (!own)
-          continue;
-        for (BufferKind b : bufs)
-          rs.channels.push_back(json::Object{
-              {"channel_type", "switch"},
-              {"buffer_type", msccl::bufferCode(b)},
-              {"rank_groups",
-               json::Array{json::Object{{"size", (int)own->group.size()},
-                                        {"ranks", intArray(own->group)}}}}});
+            group = &tb.group;
+        rs.channels.push_back(json::Object{
+            {"channel_type", "switch"},
+            {"buffer_type", msccl::bufferCode(b)},
+            {"rank_groups",
+             json::Array{json::Object{{"size", (int)group->size()},
+                                      {"ranks", intArray(*group)}}}}});
       }
     json::Array remoteBuffers;
     for (const RemoteBuffer &b : rs.remoteBuffers)

@@ -243,13 +243,13 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
       i = parent[i] = parent[parent[i]];
     return i;
   };
-  auto linkChains = [&] {
+  auto linkChains = [&](bool skipOrdered) {
     for (size_t i = 0; i < ops.size(); ++i)
       parent[i] = (int)i;
     std::map<std::tuple<int, int, ChunkLoc>, int> firstOp;
     for (size_t i = 0; i < ops.size(); ++i) {
       const Operation &o = ops[i];
-      if (o.ordered)
+      if (skipOrdered && o.ordered)
         continue;
       auto link = [&](ChunkLoc c) {
         auto [it, fresh] =
@@ -264,19 +264,14 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
     }
   };
   {
-    std::vector<bool> sharesWithP2p(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) {
-      sharesWithP2p[i] = ops[i].ordered;
-      ops[i].ordered = false;
-    }
-    linkChains();
+    linkChains(false);
     std::set<int> orderedRoots;
     for (size_t i = 0; i < ops.size(); ++i)
-      if (sharesWithP2p[i])
+      if (ops[i].ordered)
         orderedRoots.insert(find((int)i));
     for (size_t i = 0; i < ops.size(); ++i)
       ops[i].ordered = orderedRoots.count(find((int)i)) > 0;
-    linkChains();
+    linkChains(true);
   }
   // Per (issuer, switch): its chains in the order of their first operation.
   std::map<std::pair<int, int>, std::vector<int>> chainsOf; // roots
@@ -453,14 +448,16 @@ Status attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
       for (int k = 0; k < (int)tb.steps.size(); ++k) {
         if (tb.steps[k].type == StepType::Nop)
           continue;
-        auto it =
-            steps ? steps->find({g.id, tb.id, k}) : ScheduleStepMap::iterator();
-        if (!steps || it == steps->end())
+        const int *at = nullptr;
+        if (steps)
+          if (auto it = steps->find({g.id, tb.id, k}); it != steps->end())
+            at = &it->second;
+        if (!at)
           return Error("rank " + std::to_string(g.id) + " threadblock " +
                        std::to_string(tb.id) + " step " + std::to_string(k) +
                        ": its schedule step is unknown, so it cannot be "
                        "ordered with the switch threadblocks");
-        p2pSteps.push_back(accessOf(col, g.id, tb, k, it->second));
+        p2pSteps.push_back(accessOf(col, g.id, tb, k, *at));
       }
     }
     if (switchSteps.empty())
@@ -531,7 +528,7 @@ Status attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
       }
       tb.steps = std::move(rebuilt);
     }
-    std::map<std::pair<int, int>, bool> waitedFor;
+    std::set<std::pair<int, int>> waitedFor;
     for (Threadblock &tb : g.tbs)
       for (int k = 0; k < (int)tb.steps.size(); ++k) {
         Step &st = tb.steps[k];
@@ -539,7 +536,7 @@ Status attachSwitchThreadblocks(Algo &algo, const SwitchLowering &lowering,
         if (st.depid >= 0 && newIndex.count(st.depid) &&
             st.deps < (int)newIndex[st.depid].size()) {
           st.deps = newIndex[st.depid][st.deps];
-          waitedFor[{st.depid, st.deps}] = true;
+          waitedFor.insert({st.depid, st.deps});
         }
       }
     for (Threadblock &tb : g.tbs)
@@ -611,7 +608,7 @@ planSwitchOps(const SwitchLowering &lowering) {
         // with nothing between them touching either range.
         std::set<ChunkLoc> result = chunks(st.dstBuf, st.dstOff, st.cnt);
         bool paired = false;
-        for (size_t j = k + 1; j < tb.steps.size() && !paired; ++j) {
+        for (size_t j = k + 1; j < tb.steps.size(); ++j) {
           const Step &m = tb.steps[j];
           std::set<ChunkLoc> from = chunks(m.srcBuf, m.srcOff, m.cnt),
                              to = chunks(m.dstBuf, m.dstOff, m.cnt);

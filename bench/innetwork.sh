@@ -31,16 +31,25 @@
 #                  generated code (`compile --target cuda`: switch
 #                  threadblocks beside the point-to-point program), timed
 #                  at the step level: the fastest, which is what synth
-#                  writes when it beats the point-to-point program; what a
-#                  CUDA plugin runs (MSCCL XML has no switch operations)
+#                  writes when it beats the point-to-point program
+#   plugin         what a CUDA plugin built from that run's output runs
+#                  (MSCCL XML has no switch operations): `compile --target
+#                  cuda` with no flags, which serves only the sizes where
+#                  its program is faster than what NCCL reaches (its ring
+#                  or tree, NVLS, NVLS-tree or CollNet) and writes nothing
+#                  where it is faster nowhere; the interposer sends the
+#                  other sizes to NCCL. Its ratio to NCCL is the compile's
+#                  own (printed with the range it serves), 1.00 where NCCL
+#                  runs
 # and the ratios ccsynth / NCCL's best (its in-network algorithm or its
 # in-network algorithm, IB SHARP or ring, whichever is faster), best
 # p2p / NCCL's best, in-net sched / NCCL's best and in-net gen / NCCL's
 # best. The goal is ccsynth >= 1.0 x NCCL's best everywhere and > 1.1 x on
-# several nodes; the last lines say where it holds. ccsynth's default
-# output (MSCCL XML) cannot carry switch transfers, so on these machines
-# the first ratio shows what MSCCL runs and the last what ccsynth's own
-# generated code runs.
+# several nodes; the last lines say where it holds. MSCCL XML cannot carry
+# switch transfers, so on these machines the first ratio shows what MSCCL
+# runs, the in-net gen ratio what ccsynth's generated code reaches, and
+# the plugin ratio what an application that loads ccsynth's CUDA plugin
+# through the interposer runs.
 # A benchmark, not a test: gb200-nvl72 and dgx-h100x8 synthesize 64-72
 # ranks.
 #
@@ -81,6 +90,7 @@ for topo in $TOPOS; do
   : > "$OUT/sharp.txt"
   : > "$OUT/innet.txt"
   : > "$OUT/gen.txt"
+  : > "$OUT/plugin.txt"
   note=-
   if "$CCSYNTH" synth -t "$topo" -c allreduce --time-limit "$LIMIT" \
       -o "$OUT/s.json" > "$OUT/synth.log" 2>&1; then
@@ -144,13 +154,38 @@ if gen:
     with open(sys.argv[4], 'a') as out:
         print(b, gen[0], gen[1], file=out)
 PY
+      # What the CUDA plugin of that output serves at this size.
+      "$CCSYNTH" compile "$OUT/m.json" --target cuda -o "$OUT/m.cu" \
+          > /dev/null 2> "$OUT/plugin.log" || true
+      python3 - "$s" "$OUT/plugin.log" "$OUT/plugin.txt" <<'PY'
+import re, sys
+units = {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}
+def parse(s):
+    return int(s[:-1]) * units[s[-1]] if s[-1] in units else int(s)
+b = parse(sys.argv[1])
+log = open(sys.argv[2]).read()
+ratio, why = 1.0, 'nccl'
+m = re.search(r'note: serves (every size|only \[(\S+), (\S+ ?\S*)\))', log)
+if m:
+    lo = parse(m.group(2)) if m.group(2) else 0
+    hi = None if not m.group(3) or m.group(3) == 'no bound' else parse(m.group(3))
+    r = re.search(r'\b' + re.escape(sys.argv[1]) + r' ([0-9.]+)x', log)
+    if r and b >= lo and (hi is None or b < hi):
+        ratio, why = float(r.group(1)), 'gen'
+elif 'nothing written' in log:
+    why = 'nccl(slower)'
+elif 'error' in log:
+    why = 'nccl(no-lower)'
+with open(sys.argv[3], 'a') as out:
+    print(b, ratio, why, file=out)
+PY
     fi
   done
   python3 - "$topo" "$note" "$OUT/ccs.txt" "$OUT/nvls.txt" \
       "$OUT/ring.txt" "$OUT/sharp.txt" "$OUT/innet.txt" "$OUT/gen.txt" \
-      >> "$rows" <<'PY'
+      "$OUT/plugin.txt" >> "$rows" <<'PY'
 import sys
-topo, note, ccs, nvls, ring, sharp, innet, genf = sys.argv[1:9]
+topo, note, ccs, nvls, ring, sharp, innet, genf, pluginf = sys.argv[1:10]
 def table(path, servedOnly=True):
     out = {}
     for f in (l.split() for l in open(path)):
@@ -163,13 +198,17 @@ mix = {int(f[0]): (f[1], float(f[2]))
        for f in (l.split() for l in open(innet)) if f}
 gen = {int(f[0]): (f[1], float(f[2]))
        for f in (l.split() for l in open(genf)) if f}
+plugin = {int(f[0]): (float(f[1]), f[2])
+          for f in (l.split() for l in open(pluginf)) if f}
 nan = float('nan')
 for b in sorted(set(own) | set(n) | set(r) | set(sh)):
     # served: MSCCL selects ccsynth's XML at this size (else NCCL runs).
     name, bw = mix.get(b, ('-', nan))
     gname, gbw = gen.get(b, ('-', nan))
+    pr, pwhy = plugin.get(b, (nan, '-'))
     print(topo, b, own.get(b, nan), int(b in c), n.get(b, nan),
-          r.get(b, nan), sh.get(b, nan), bw, name, gbw, gname, note)
+          r.get(b, nan), sh.get(b, nan), bw, name, gbw, gname, pr, pwhy,
+          note)
 PY
 done
 
@@ -190,15 +229,17 @@ print('AllReduce busbw (GB/s) at the step level; ratios of busbw (>= 1: '
 print(f'{"machine":<13} {"size":>5} {"ccsynth":>9} {"nccl nvls":>9} '
       f'{"nccl sharp":>10} {"nccl ring":>9} {"best p2p":>8} '
       f'{"runs/nccl":>9} {"p2p/nccl":>8} {"in-net sched":>12} '
-      f'{"sched/nccl":>10} {"in-net gen":>10} {"gen/nccl":>8}  note')
+      f'{"sched/nccl":>10} {"in-net gen":>10} {"gen/nccl":>8} '
+      f'{"plugin/nccl":>11}  note')
 ratios, multi, own_runs, rows = [], [], 0, 0
 sched, sched_multi, gens, gens_multi = [], [], [], []
+plugins, plugins_multi, plugin_gen = [], [], 0
 for line in open(sys.argv[1]):
-    (topo, b, c, served, n, r, sh, mx, mixname, gx, genname,
+    (topo, b, c, served, n, r, sh, mx, mixname, gx, genname, pr, pwhy,
      note) = line.split()
-    b, c, served, n, r, sh, mx, gx = (int(b), float(c), served == '1',
-                                      float(n), float(r), float(sh),
-                                      float(mx), float(gx))
+    b, c, served, n, r, sh, mx, gx, pr = (int(b), float(c), served == '1',
+                                          float(n), float(r), float(sh),
+                                          float(mx), float(gx), float(pr))
     nccl = best(n, r, sh)
     p2p = best(c, r)
     # What runs: ccsynth's XML where MSCCL selects it, else NCCL's best.
@@ -212,8 +253,14 @@ for line in open(sys.argv[1]):
     print(f'{topo:<13} {size(b):>5} {cell(c) + mark:>9} {cell(n):>9} '
           f'{cell(sh):>10} {cell(r):>9} {cell(p2p):>8} {ratio(rc):>9} '
           f'{ratio(rp):>8} {cell(mx):>12} {ratio(rs):>10} {cell(gx):>10} '
-          f'{ratio(rg):>8}  {note} ({mixname.replace("_", " ")}; '
-          f'gen: {genname.replace("_", " ")})')
+          f'{ratio(rg):>8} {ratio(pr):>11}  {note} '
+          f'({mixname.replace("_", " ")}; gen: {genname.replace("_", " ")}; '
+          f'plugin runs {pwhy})')
+    if not math.isnan(pr):
+        plugins.append(pr)
+        plugin_gen += pwhy == 'gen'
+        if re.search(r'x\d+$', topo):
+            plugins_multi.append(pr)
     if not math.isnan(rs):
         sched.append(rs)
         if re.search(r'x\d+$', topo):
@@ -245,6 +292,16 @@ if sched:
           f'{g:.2f}; lowest {min(sched):.2f}'
           + (f'; several nodes: lowest {min(sched_multi):.2f}'
              if sched_multi else ''))
+if plugins:
+    g = math.exp(sum(map(math.log, plugins)) / len(plugins))
+    print(f'what a CUDA plugin of synth --in-network runs / NCCL best '
+          f'(its generated code at {plugin_gen} of {len(plugins)} rows, '
+          f'NCCL at the others): geomean {g:.2f}; >= 1.0 everywhere: '
+          f'{"yes" if min(plugins) >= 1 else "no"} '
+          f'(lowest {min(plugins):.2f})'
+          + (f'; several nodes: > 1.1 everywhere: '
+             f'{"yes" if min(plugins_multi) > 1.1 else "no"} '
+             f'(lowest {min(plugins_multi):.2f})' if plugins_multi else ''))
 if gens:
     g = math.exp(sum(map(math.log, gens)) / len(gens))
     print(f'in-network generated code (step level) / NCCL best: geomean '

@@ -190,9 +190,10 @@ void compileOutputs(const CompileCliOptions &o, std::vector<PathArg> &files,
   (o.target == "msccl-dir" ? dirs : files).push_back({"-o", o.output});
 }
 
-/// The tuned compile of generated code (defined below).
-void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
-                   Schedule &sched, std::string &out);
+/// The tuned compile of generated code (defined below); non-zero (after
+/// printing why) when nothing is to be written.
+int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
+                  Schedule &sched, std::string &out);
 
 /// Compiles one input with `c`; on failure prints the error and returns
 /// the exit code. `root` receives a schedule's root (when given), `loaded`
@@ -253,7 +254,8 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     // names (the host backend is not what the step model times).
     if (result.ok() && c.target == CompileTarget::Cuda &&
         (o.target == "cuda" || o.plugin.backend == "cuda"))
-      tuneGenerated(o, c, *sched, *result.output);
+      if (int rc = tuneGenerated(o, c, *sched, *result.output))
+        return rc;
     if (loaded)
       *loaded = std::move(*sched);
   }
@@ -352,14 +354,19 @@ TuneRequest tuningRequest(const CompileCliOptions &o, const CompileOptions &c,
 /// the step model's variant for generated code and the best one replaces
 /// `out`. Generated code moves data one way (no LL protocols) and is not
 /// replaced by NCCL's program: a call it does not serve goes to NCCL
-/// through the interposer anyway. `sched` becomes the schedule written.
-void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
-                   Schedule &sched, std::string &out) {
+/// through the interposer anyway. Unless --no-fallback, the program
+/// serves only the sizes where it is faster than what NCCL itself reaches
+/// on the machine (its ring or tree, or NVLS, NVLS-tree or CollNet where
+/// the switches allow them; ncclReachUs): its byte range says so, and the
+/// interposer sends every other call to NCCL. Faster nowhere, nothing is
+/// written. `sched` becomes the schedule written.
+int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
+                  Schedule &sched, std::string &out) {
   if (o.noTune || o.explicitInstances)
-    return;
+    return kExitOk;
   auto topo = machineToTune(sched, o, "--instances chooses");
   if (!topo)
-    return;
+    return kExitOk;
   TuneRequest req = tuningRequest(o, c, sched);
   req.protocols = {"Simple"};
   req.fallback = false;
@@ -410,8 +417,98 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
   if (t.best < 0) {
     std::cerr << "ccsynth: note: not tuned: no configuration besides the "
                  "one written fits the GPU\n";
-    return;
+    return kExitOk;
   }
+  // Where the program serves: the sizes of the grid (1K, 4K, ..., 1G within
+  // the user's range) where it is faster than what NCCL reaches on the
+  // machine (timed once, when first needed). nullopt: it serves every size
+  // (--no-fallback, or NCCL runs nothing comparable here).
+  std::vector<double> grid =
+      tuningGrid(std::max(0LL, c.minBytes), std::max(0LL, c.maxBytes));
+  std::optional<std::vector<double>> ncclUs;
+  struct Guard {
+    Served served;
+    std::vector<double> us; ///< the program's times on `grid`
+  };
+  auto guard = [&](const Schedule &program, const TuneCandidate &config,
+                   const CompileOptions &timing) -> std::optional<Guard> {
+    if (o.noFallback || grid.empty())
+      return std::nullopt;
+    if (!ncclUs)
+      ncclUs = ncclReachUs(sched, *topo, grid);
+    if (ncclUs->empty())
+      return std::nullopt;
+    TuneRequest g = req;
+    g.sizes = grid;
+    g.knobs.clear();
+    if (config.knob.arch > 0)
+      g.knobs.push_back(config.knob);
+    g.tileBytes = (double)timing.tileBytes;
+    // A program the model cannot time (more threadblocks than the GPU
+    // holds at once) is left as it is.
+    auto timed = timeCandidate(program, *topo, timing, config, g);
+    if (!timed)
+      return std::nullopt;
+    Guard out;
+    TuneResult ref;
+    ref.ncclBestUs = *ncclUs;
+    out.served = servedWhereFaster(*timed, ref, grid);
+    out.us = std::move(timed->timeUs);
+    return out;
+  };
+  auto slowerNote = [&](const TuneCandidate &config, const Guard &g) {
+    char buf[192];
+    std::snprintf(buf, sizeof buf, "%s: at %s %.2f us against NCCL's %.2f us",
+                  describeCandidate(config, false).c_str(),
+                  formatBytes(grid.back()).c_str(), g.us.back(),
+                  ncclUs->back());
+    return std::string(buf);
+  };
+  auto nothingFaster = [&](const std::string &slower) {
+    std::cerr << "ccsynth: error: the generated code is slower than what "
+                 "NCCL reaches on "
+              << topo->name << " (its ring or tree, or its in-network "
+              << "algorithms where the switches allow them) at every size "
+              << "from " << formatBytes(grid.front()) << " to "
+              << formatBytes(grid.back()) << " (step-level model; " << slower
+              << "): nothing written, since the interposer would send every "
+                 "call to NCCL; --no-fallback writes it anyway\n";
+    return kExitError;
+  };
+  // A program that serves part of the sizes is compiled again with that
+  // byte range.
+  auto restrictTo = [&](const Served &sv, const Schedule &program,
+                        CompileOptions opts) -> std::optional<std::string> {
+    if (sv.minBytes > 0)
+      opts.minBytes = sv.minBytes;
+    if (sv.maxBytes > 0)
+      opts.maxBytes = sv.maxBytes;
+    CompileResult r = compileSchedule(program, opts);
+    if (!r.ok())
+      return std::nullopt;
+    return std::move(*r.output);
+  };
+  auto servedNote = [&](const Guard &g) {
+    std::string ratios;
+    for (size_t k = 0; k < grid.size(); ++k) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s %.2fx", k ? ", " : "",
+                    formatBytes(grid[k]).c_str(), (*ncclUs)[k] / g.us[k]);
+      ratios += buf;
+    }
+    bool everywhere = g.served.minBytes == 0 && g.served.maxBytes == 0;
+    std::cerr << "ccsynth: note: serves "
+              << (everywhere ? std::string("every size")
+                             : "only " + byteRange(g.served.minBytes,
+                                                   g.served.maxBytes))
+              << ": against what NCCL reaches on " << topo->name
+              << " (step-level model, NCCL's time / the generated code's): "
+              << ratios
+              << (everywhere ? ""
+                             : "; the interposer sends other sizes to "
+                               "NCCL (--no-fallback serves them all)")
+              << "\n";
+  };
   // Generated code is straight-line per threadblock: more instances make
   // it longer and its nvcc build slower (about a minute per architecture
   // for 200 KiB; several times longer per KiB past that). Within the
@@ -449,6 +546,8 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
   };
   std::optional<std::string> written;
   std::string over; // the faster programs left out for their size
+  std::string slower; // the fastest program that is nowhere faster than NCCL
+  std::optional<Guard> served; // where the written program serves
   size_t tries = 0;
   for (size_t j = 0; j < order.size() && tries < kMostTries && !written; ++j) {
     const TuneCandidate &cand = t.candidates[order[j]];
@@ -472,16 +571,53 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
                std::to_string(r.output->size() >> 10) + " KiB";
       continue;
     }
+    std::optional<Guard> g =
+        guard(candidateSchedule(t, cand, sched), cand, chosen);
+    if (g && !g->served.any) {
+      if (slower.empty())
+        slower = slowerNote(cand, *g);
+      continue;
+    }
+    if (g && (g->served.minBytes > 0 || g->served.maxBytes > 0)) {
+      r.output =
+          restrictTo(g->served, candidateSchedule(t, cand, sched), chosen);
+      if (!r.output)
+        continue;
+    }
     t.best = order[j];
     written = std::move(*r.output);
+    served = std::move(g);
   }
+  if (!written && !slower.empty())
+    return nothingFaster(slower);
   if (!written) {
     std::cerr << "ccsynth: note: not tuned: no configuration tried (" << tries
               << ", fastest first) compiled to code within "
               << (kGeneratedCodeBudget >> 10) << " KiB"
               << (over.empty() ? "" : " (the fastest: " + over + ")")
               << "; --instances chooses by hand\n";
-    return;
+    // The program written as it is serves only where it is faster too.
+    TuneCandidate plainConfig;
+    plainConfig.instances = std::max(1, c.instances);
+    plainConfig.fuse = c.fuse;
+    plainConfig.forward = c.fuseForward;
+    plainConfig.localTbs = c.localTbs;
+    plainConfig.pipeline = c.pipeline;
+    plainConfig.splitPhases = c.splitPhases;
+    if (knobEntry >= 0)
+      plainConfig.knob = c.kernelKnobs[knobEntry];
+    std::optional<Guard> g = guard(sched, plainConfig, c);
+    if (g && !g->served.any)
+      return nothingFaster(slowerNote(plainConfig, *g));
+    if (g && (g->served.minBytes > 0 || g->served.maxBytes > 0)) {
+      auto restricted = restrictTo(g->served, sched, c);
+      if (!restricted)
+        return kExitOk;
+      out = std::move(*restricted);
+    }
+    if (g)
+      servedNote(*g);
+    return kExitOk;
   }
   out = std::move(*written);
   const TuneCandidate &best = t.candidates[t.best];
@@ -536,6 +672,8 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
               << " of code) exceeds the " << (kGeneratedCodeBudget >> 10)
               << " KiB that nvcc builds in minutes; --instances and the "
                  "other lowering flags write it by hand\n";
+  if (served)
+    servedNote(*served);
   if (best.regridded() && t.regridded) {
     std::cerr << "ccsynth: note: the schedule's chunk factor "
               << sched.collective.chunkFactor << " has the odd factor "
@@ -546,6 +684,7 @@ void tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
                  "multiples of the program's loop\n";
     sched = *t.regridded;
   }
+  return kExitOk;
 }
 
 /// `--target msccl-dir` of one schedule without --split or --protocol: the
@@ -1347,7 +1486,12 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                 "MSCCL XML: write the schedule even where NCCL's own ring "
                 "(direct sends for AllToAll; for AllReduce on several nodes "
                 "its double binary tree too) lowered the same way runs "
-                "faster");
+                "faster. Generated code for GPUs (--target cuda, CUDA "
+                "plugins): serve every size, also where NCCL's ring, tree "
+                "or in-network algorithm (NVLS, NVLS-tree, CollNet) is "
+                "faster by the step-level model (by default the program's "
+                "byte range holds only the sizes where it is faster, and a "
+                "program faster nowhere is not written)");
   cmd->add_flag("--no-coalesce", opts->noCoalesce,
                 "Do not join transfers that move together when the program "
                 "does not fit otherwise");

@@ -293,6 +293,31 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
 
 } // namespace
 
+std::optional<TuneCandidate> timeCandidate(const Schedule &schedule,
+                                           const Topology &topology,
+                                           const CompileOptions &base,
+                                           const TuneCandidate &config,
+                                           const TuneRequest &request) {
+  return timeConfiguration(schedule, topology, base, config, request, nullptr);
+}
+
+std::vector<double> ncclReachUs(const Schedule &schedule,
+                                const Topology &topology,
+                                const std::vector<double> &sizes) {
+  TuneRequest req;
+  req.sizes = sizes;
+  // Every count is tried for NCCL's programs (tuneCompile's explore).
+  req.instances = {1, 2, 4, 8, 16, 32};
+  req.protocols = {"Simple", "LL128", "LL"};
+  req.fallback = true;
+  req.inNetwork = true;
+  req.ncclOnly = true;
+  CompileOptions base;
+  base.target = CompileTarget::MscclXml;
+  base.verify = false;
+  return tuneCompile(schedule, topology, base, req).ncclBestUs;
+}
+
 std::optional<double>
 generatedCodeUs(const Schedule &schedule, const Topology &topology,
                 double bytes,
@@ -457,7 +482,8 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
               break;
           }
   };
-  explore(schedule, -1);
+  if (!request.ncclOnly)
+    explore(schedule, -1);
   // A chunk factor with an odd factor puts it in nchunksperloop, and MSCCL
   // then selects none of these lowerings for a power-of-two size: the same
   // routes on a power-of-two grid of sub-chunks are candidates too.
@@ -504,6 +530,8 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   }
   result.candidates.erase(result.candidates.begin() + (long)written,
                           result.candidates.end());
+  if (request.ncclOnly)
+    return result;
   // MSCCL selects a program only for sizes that are multiples of its
   // nchunksperloop: a candidate whose loop has an odd factor the schedule's
   // own does not have would serve none of the power-of-two sizes the

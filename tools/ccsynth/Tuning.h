@@ -60,6 +60,9 @@ struct TuneRequest {
   /// choices (fusion, local threadblocks, split phases) stay as `base`
   /// has them. For schedules too large to weigh every choice.
   bool narrow = false;
+  /// Only NCCL's programs (with `fallback`): the schedule's own
+  /// configurations are not timed; TuneResult::ncclBestUs is what counts.
+  bool ncclOnly = false;
 };
 
 struct TuneCandidate {
@@ -192,6 +195,29 @@ std::optional<double>
 generatedCodeUs(const Schedule &schedule, const Topology &topology,
                 double bytes,
                 std::optional<std::chrono::steady_clock::time_point> until);
+
+/// What NCCL itself reaches at `sizes` (µs per size, nccl-tests' bytes) for
+/// `schedule`'s collective on `topology`: the fastest of its ring (and, for
+/// AllReduce on several nodes, double binary tree) programs as MSCCL lowers
+/// them, at every instance count and protocol, in place and out of place,
+/// and of its in-network algorithms (NVLS, NVLS-tree, CollNet) where the
+/// machine's switches allow them. Empty when NCCL runs none of them here
+/// (another collective, or the schedule's rank count is not the
+/// machine's).
+std::vector<double> ncclReachUs(const Schedule &schedule,
+                                const Topology &topology,
+                                const std::vector<double> &sizes);
+
+/// Times one configuration of `schedule` (its instances, protocol, fusion,
+/// local threadblocks, pipeline parts and phases as `config` holds them)
+/// as `request` asks: at its sizes, as MSCCL or as generated code (with
+/// its tile and each of its knobs, keeping the fastest). nullopt when it
+/// does not compile or fit.
+std::optional<TuneCandidate> timeCandidate(const Schedule &schedule,
+                                           const Topology &topology,
+                                           const CompileOptions &base,
+                                           const TuneCandidate &config,
+                                           const TuneRequest &request);
 
 /// Times every configuration of `request` for `schedule` (and NCCL's ring
 /// when asked) with the step-level model on `topology`, and picks the one

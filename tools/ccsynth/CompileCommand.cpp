@@ -12,6 +12,7 @@
 #include "ccsynth/Import/ScheduleText.h"
 #include "ccsynth/Target/MSCCLDir.h"
 #include "ccsynth/Target/MSCCLXml.h"
+#include "ccsynth/Target/SwitchLowering.h"
 
 #include <algorithm>
 #include <cctype>
@@ -195,6 +196,19 @@ void compileOutputs(const CompileCliOptions &o, std::vector<PathArg> &files,
 int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
                   Schedule &sched, std::string &out);
 
+/// The most loads in flight a generated kernel of `sched` keeps by default
+/// (0: no cap). Where switch operations wait for point-to-point steps
+/// (NVLS-tree), the straight-line kernel keeps more live across them: at
+/// 8 loads it spilled on sm_90 (80 and 108 bytes in the virtual-ranks and
+/// NCCL kernels of NCCL's dgx-h100x2 NVLS-tree, nvcc 13.0), at 4 it does
+/// not. --cuda-loads overrides it.
+int defaultLoadsCap(const Schedule &sched, const CompileCliOptions &o) {
+  if (o.cudaLoads || !sched.usesSwitches())
+    return 0;
+  auto lowering = msccl::lowerSwitchTransfers(sched);
+  return lowering && lowering->orderedOperations > 0 ? 4 : 0;
+}
+
 /// Compiles one input with `c`; on failure prints the error and returns
 /// the exit code. `root` receives a schedule's root (when given), `loaded`
 /// the schedule (when the input is not .mlir), `packing` how an MSCCL++
@@ -249,12 +263,17 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     locateTransfers(*sched, input);
     if (root)
       *root = sched->collective.root;
-    result = compileSchedule(*sched, c);
+    CompileOptions capped = c;
+    if (int cap =
+            c.target == CompileTarget::Cuda ? defaultLoadsCap(*sched, o) : 0)
+      for (codegen::KernelKnob &k : capped.kernelKnobs)
+        k.loads = std::min(k.loads, cap);
+    result = compileSchedule(*sched, capped);
     // Generated code for GPUs is tuned for the GPU machine the schedule
     // names (the host backend is not what the step model times).
     if (result.ok() && c.target == CompileTarget::Cuda &&
         (o.target == "cuda" || o.plugin.backend == "cuda"))
-      if (int rc = tuneGenerated(o, c, *sched, *result.output))
+      if (int rc = tuneGenerated(o, capped, *sched, *result.output))
         return rc;
     if (loaded)
       *loaded = std::move(*sched);
@@ -385,9 +404,10 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
       codegen::kernelKnobEntry(c.kernelKnobs, topo->stepModel.smArch);
   if (knobEntry >= 0) {
     int arch = c.kernelKnobs[knobEntry].arch;
+    int cap = defaultLoadsCap(sched, o);
     for (codegen::KernelKnob k : codegen::kernelKnobCandidates(arch))
       if ((!o.cudaThreads || k.threads == o.cudaThreads) &&
-          (!o.cudaLoads || k.loads == o.cudaLoads))
+          (!o.cudaLoads || k.loads == o.cudaLoads) && (!cap || k.loads <= cap))
         req.knobs.push_back(k);
     if (req.knobs.empty())
       req.knobs.push_back(c.kernelKnobs[knobEntry]);
@@ -1414,7 +1434,9 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "Generated CUDA kernels: 16-byte loads each thread keeps "
                   "in flight, 1, 2, 4, 8 or 16 (default: the tuned "
                   "compile's choice for the machine's GPU, else 8, as "
-                  "NCCL's copy loops unroll from sm_80 on)");
+                  "NCCL's copy loops unroll from sm_80 on; at most 4 where "
+                  "switch operations wait for point-to-point steps, as in "
+                  "NVLS-tree, whose kernels spill at 8)");
   cmd->add_option("--cxx", opts->plugin.cxx,
                   "--backend host: the C++ compiler (default $CXX or c++)");
   cmd->add_option("--nvcc", opts->plugin.nvcc,

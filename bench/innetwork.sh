@@ -159,9 +159,11 @@ PY
           > /dev/null 2> "$OUT/plugin.log" || true
       python3 - "$s" "$OUT/plugin.log" "$OUT/plugin.txt" <<'PY'
 import re, sys
-units = {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}
+units = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
 def parse(s):
-    return int(s[:-1]) * units[s[-1]] if s[-1] in units else int(s)
+    # formatBytes' forms: 0B, 512B, 64K, 1.5M, 1G
+    m = re.fullmatch(r'([0-9.]+)([KMGT]?)B?', s)
+    return int(float(m.group(1)) * units[m.group(2)])
 b = parse(sys.argv[1])
 log = open(sys.argv[2]).read()
 ratio, why = 1.0, 'nccl'

@@ -200,12 +200,14 @@ struct CompiledCandidate {
 /// The in-network part of the summary: NCCL's in-network algorithms alone,
 /// the fastest mix, what they compile to, and what was written (null: the
 /// point-to-point schedule), against the point-to-point schedule (`p2pUs`,
-/// its compiled program when `p2pSteps`) and NCCL's ring (`ncclRingUs`,
+/// at the level `p2pLevel` names: its compiled MSCCL program ("steps"), its
+/// generated code ("generated code") or its transfers ("chunks")) and
+/// NCCL's ring (`ncclRingUs`,
 /// step level; infinite when not timed).
 void printInNetwork(FILE *out, const InNetworkSearch &s,
                     const std::vector<CompiledCandidate> &compiled,
                     bool compileCut, const Schedule *written, double p2pUs,
-                    bool p2pSteps, double bytes, double factor,
+                    const std::string &p2pLevel, double bytes, double factor,
                     double ncclRingUs) {
   auto busbw = [&](double us) { return bytes / us / 1e3 * factor; };
   std::fprintf(out,
@@ -215,18 +217,18 @@ void printInNetwork(FILE *out, const InNetworkSearch &s,
                s.cutShort ? ", the time limit cut the search short" : "");
   double ncclBest = ncclRingUs;
   for (const InNetworkCandidate &c : s.alone) {
-    std::fprintf(out, "  %28s %12.2f us %9.2f GB/s\n",
+    std::fprintf(out, "  %31s %12.2f us %9.2f GB/s\n",
                  ("NCCL " + c.name).c_str(), c.timeUs, busbw(c.timeUs));
     ncclBest = std::min(ncclBest, c.timeUs);
   }
   if (std::isfinite(ncclRingUs))
-    std::fprintf(out, "  %28s %12.2f us %9.2f GB/s\n", "NCCL ring (steps)",
+    std::fprintf(out, "  %31s %12.2f us %9.2f GB/s\n", "NCCL ring (steps)",
                  ncclRingUs, busbw(ncclRingUs));
-  std::fprintf(out, "  %28s %12.2f us %9.2f GB/s\n",
-               p2pSteps ? "point-to-point (steps)" : "point-to-point (chunks)",
-               p2pUs, busbw(p2pUs));
+  std::fprintf(out, "  %31s %12.2f us %9.2f GB/s\n",
+               ("point-to-point (" + p2pLevel + ")").c_str(), p2pUs,
+               busbw(p2pUs));
   if (s.best)
-    std::fprintf(out, "  %28s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
+    std::fprintf(out, "  %31s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
                  ("best: " + s.best->name).c_str(), s.best->timeUs,
                  busbw(s.best->timeUs), ncclBest / s.best->timeUs);
   if (!compiled.empty()) {
@@ -234,12 +236,12 @@ void printInNetwork(FILE *out, const InNetworkSearch &s,
                       "level; what runs):\n");
     for (const CompiledCandidate &c : compiled) {
       if (!std::isfinite(c.us)) {
-        std::fprintf(out, "  %28s  does not lower to generated code\n",
+        std::fprintf(out, "  %31s  does not lower to generated code\n",
                      c.candidate->name.c_str());
         continue;
       }
       std::fprintf(
-          out, "  %28s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
+          out, "  %31s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
           c.candidate->name.c_str(), c.us, busbw(c.us), ncclBest / c.us);
     }
     if (compileCut)
@@ -630,11 +632,11 @@ int runSynth(const SynthCliOptions &o) {
   std::vector<CompiledCandidate> inNetworkCompiled;
   bool inNetworkCompileCut = false;
   double p2pUs = result->timeUs, ncclRingUs = INFINITY;
-  bool p2pSteps = false;
+  std::string p2pLevel = "chunks";
 #ifdef CCSYNTH_HAVE_MLIR
   if (steps && steps->absent.empty() && std::isfinite(steps->ownUs[targetAt])) {
     p2pUs = steps->ownUs[targetAt];
-    p2pSteps = true;
+    p2pLevel = "steps";
   }
   if (steps && !steps->ncclUs.empty())
     ncclRingUs = steps->ncclUs[targetAt];
@@ -696,6 +698,15 @@ int runSynth(const SynthCliOptions &o) {
         chosen = c;
       }
     }
+    // Without the step level the point-to-point schedule is weighed as
+    // generated code too (what it runs as beside them), not by its
+    // transfers.
+    if (p2pLevel == "chunks" && !sched.usesSwitches())
+      if (std::optional<double> us =
+              generatedCodeUs(sched, *topo, so.targetBytes, *io.until)) {
+        p2pUs = *us;
+        p2pLevel = "generated code";
+      }
 #endif
     if (chosen && chosenUs < p2pUs) {
       recordTopology(chosen->schedule, o.topo, hashText);
@@ -805,7 +816,7 @@ int runSynth(const SynthCliOptions &o) {
     std::fprintf(out, "  note: %s\n", rankedNote.c_str());
   if (inNetwork)
     printInNetwork(out, *inNetwork, inNetworkCompiled, inNetworkCompileCut,
-                   written != &sched ? written : nullptr, p2pUs, p2pSteps,
+                   written != &sched ? written : nullptr, p2pUs, p2pLevel,
                    so.targetBytes, sched.collective.busBwFactor(), ncclRingUs);
   if (o.output != "-")
     std::fprintf(out, "  wrote %s (verified)%s\n", o.output.c_str(),

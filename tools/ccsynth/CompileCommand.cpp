@@ -383,7 +383,9 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
                   Schedule &sched, std::string &out) {
   if (o.noTune || o.explicitInstances)
     return kExitOk;
-  auto topo = machineToTune(sched, o, "--instances chooses");
+  // Too large to tune, the program is still weighed against NCCL.
+  bool tooLarge = sched.transfers.size() > kMaxTunedTransfers;
+  auto topo = tuningMachine(sched, o, "not tuned");
   if (!topo)
     return kExitOk;
   TuneRequest req = tuningRequest(o, c, sched);
@@ -411,33 +413,6 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
         req.knobs.push_back(k);
     if (req.knobs.empty())
       req.knobs.push_back(c.kernelKnobs[knobEntry]);
-  }
-  // Where switch threadblocks wait for point-to-point steps the tile
-  // decides how they overlap: each tile the user left open is weighed, and
-  // a smaller one wins only by more than the model's noise (2%).
-  TuneResult t;
-  double tile = (double)c.tileBytes, tileScore = 0;
-  for (double candidate : o.tileBytes.empty()
-                              ? generatedTileCandidates(sched, tile)
-                              : std::vector<double>{tile}) {
-    req.tileBytes = candidate;
-    TuneResult r = tuneCompile(sched, *topo, c, req);
-    if (r.best < 0)
-      continue;
-    double score = 0;
-    for (double us : r.candidates[r.best].timeUs)
-      score += std::log(us);
-    if (t.best < 0 || score < tileScore + std::log(0.98)) {
-      t = std::move(r);
-      tile = candidate;
-      tileScore = score;
-    }
-  }
-  req.tileBytes = tile;
-  if (t.best < 0) {
-    std::cerr << "ccsynth: note: not tuned: no configuration besides the "
-                 "one written fits the GPU\n";
-    return kExitOk;
   }
   // Where the program serves: the sizes of the grid (1K, 4K, ..., 1G within
   // the user's range) where it is faster than what NCCL reaches on the
@@ -469,6 +444,11 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
     auto timed = timeCandidate(program, *topo, timing, config, g);
     if (!timed)
       return std::nullopt;
+    // Generated code takes any count of a built-in collective (ragged
+    // tiles: its plugin's count multiple is 1), not only multiples of the
+    // MSCCL program's loop it was timed through.
+    if (program.collective.kind != CollectiveKind::Custom)
+      timed->nchunksperloop = 1;
     Guard out;
     TuneResult ref;
     ref.ncclBestUs = *ncclUs;
@@ -529,6 +509,65 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
                                "NCCL (--no-fallback serves them all)")
               << "\n";
   };
+  // The program written as it is (untuned) serves only where it is faster
+  // too.
+  auto plainGuard = [&]() -> int {
+    TuneCandidate plainConfig;
+    plainConfig.instances = std::max(1, c.instances);
+    plainConfig.fuse = c.fuse;
+    plainConfig.forward = c.fuseForward;
+    plainConfig.localTbs = c.localTbs;
+    plainConfig.pipeline = c.pipeline;
+    plainConfig.splitPhases = c.splitPhases;
+    if (knobEntry >= 0)
+      plainConfig.knob = c.kernelKnobs[knobEntry];
+    std::optional<Guard> g = guard(sched, plainConfig, c);
+    if (g && !g->served.any)
+      return nothingFaster(slowerNote(plainConfig, *g));
+    if (g && (g->served.minBytes > 0 || g->served.maxBytes > 0)) {
+      auto restricted = restrictTo(g->served, sched, c);
+      if (!restricted)
+        return kExitOk;
+      out = std::move(*restricted);
+    }
+    if (g)
+      servedNote(*g);
+    return kExitOk;
+  };
+  if (tooLarge) {
+    std::cerr << "ccsynth: note: not tuned: " << sched.transfers.size()
+              << " transfers (tuning compiles every configuration; it stops "
+                 "at "
+              << kMaxTunedTransfers << "); --instances chooses by hand\n";
+    return plainGuard();
+  }
+  // Where switch threadblocks wait for point-to-point steps the tile
+  // decides how they overlap: each tile the user left open is weighed, and
+  // a smaller one wins only by more than the model's noise (2%).
+  TuneResult t;
+  double tile = (double)c.tileBytes, tileScore = 0;
+  for (double candidate : o.tileBytes.empty()
+                              ? generatedTileCandidates(sched, tile)
+                              : std::vector<double>{tile}) {
+    req.tileBytes = candidate;
+    TuneResult r = tuneCompile(sched, *topo, c, req);
+    if (r.best < 0)
+      continue;
+    double score = 0;
+    for (double us : r.candidates[r.best].timeUs)
+      score += std::log(us);
+    if (t.best < 0 || score < tileScore + std::log(0.98)) {
+      t = std::move(r);
+      tile = candidate;
+      tileScore = score;
+    }
+  }
+  req.tileBytes = tile;
+  if (t.best < 0) {
+    std::cerr << "ccsynth: note: not tuned: no configuration besides the "
+                 "one written fits the GPU\n";
+    return plainGuard();
+  }
   // Generated code is straight-line per threadblock: more instances make
   // it longer and its nvcc build slower (about a minute per architecture
   // for 200 KiB; several times longer per KiB past that). Within the
@@ -616,28 +655,7 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
               << (kGeneratedCodeBudget >> 10) << " KiB"
               << (over.empty() ? "" : " (the fastest: " + over + ")")
               << "; --instances chooses by hand\n";
-    // The program written as it is serves only where it is faster too.
-    TuneCandidate plainConfig;
-    plainConfig.instances = std::max(1, c.instances);
-    plainConfig.fuse = c.fuse;
-    plainConfig.forward = c.fuseForward;
-    plainConfig.localTbs = c.localTbs;
-    plainConfig.pipeline = c.pipeline;
-    plainConfig.splitPhases = c.splitPhases;
-    if (knobEntry >= 0)
-      plainConfig.knob = c.kernelKnobs[knobEntry];
-    std::optional<Guard> g = guard(sched, plainConfig, c);
-    if (g && !g->served.any)
-      return nothingFaster(slowerNote(plainConfig, *g));
-    if (g && (g->served.minBytes > 0 || g->served.maxBytes > 0)) {
-      auto restricted = restrictTo(g->served, sched, c);
-      if (!restricted)
-        return kExitOk;
-      out = std::move(*restricted);
-    }
-    if (g)
-      servedNote(*g);
-    return kExitOk;
+    return plainGuard();
   }
   out = std::move(*written);
   const TuneCandidate &best = t.candidates[t.best];

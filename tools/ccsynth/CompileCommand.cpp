@@ -191,9 +191,10 @@ void compileOutputs(const CompileCliOptions &o, std::vector<PathArg> &files,
   (o.target == "msccl-dir" ? dirs : files).push_back({"-o", o.output});
 }
 
-/// The tuned compile of generated code (defined below); non-zero (after
-/// printing why) when nothing is to be written.
-int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
+/// The tuned compile of generated code (defined below); `loadsCap` bounds
+/// the loads in flight it weighs (0: none). Non-zero (after printing why)
+/// when nothing is to be written.
+int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
                   Schedule &sched, std::string &out);
 
 /// The most loads in flight a generated kernel of `sched` keeps by default
@@ -264,8 +265,8 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     if (root)
       *root = sched->collective.root;
     CompileOptions capped = c;
-    if (int cap =
-            c.target == CompileTarget::Cuda ? defaultLoadsCap(*sched, o) : 0)
+    int cap = c.target == CompileTarget::Cuda ? defaultLoadsCap(*sched, o) : 0;
+    if (cap)
       for (codegen::KernelKnob &k : capped.kernelKnobs)
         k.loads = std::min(k.loads, cap);
     result = compileSchedule(*sched, capped);
@@ -273,7 +274,7 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     // names (the host backend is not what the step model times).
     if (result.ok() && c.target == CompileTarget::Cuda &&
         (o.target == "cuda" || o.plugin.backend == "cuda"))
-      if (int rc = tuneGenerated(o, capped, *sched, *result.output))
+      if (int rc = tuneGenerated(o, capped, cap, *sched, *result.output))
         return rc;
     if (loaded)
       *loaded = std::move(*sched);
@@ -336,19 +337,26 @@ std::optional<Topology> tuningMachine(const Schedule &sched,
   return std::nullopt;
 }
 
+/// Whether `sched` has too many transfers to tune (a note ending "`byHand`
+/// by hand" says so).
+bool tooLargeToTune(const Schedule &sched, const char *byHand) {
+  if (sched.transfers.size() <= kMaxTunedTransfers)
+    return false;
+  std::cerr << "ccsynth: note: not tuned: " << sched.transfers.size()
+            << " transfers (tuning compiles every configuration; it stops "
+               "at "
+            << kMaxTunedTransfers << "); " << byHand << " by hand\n";
+  return true;
+}
+
 /// The machine a tuned compile of one output times `sched` on; none (and a
 /// note ending "`byHand` by hand") when the schedule has too many transfers
 /// to tune or names no machine.
 std::optional<Topology> machineToTune(const Schedule &sched,
                                       const CompileCliOptions &o,
                                       const char *byHand) {
-  if (sched.transfers.size() > kMaxTunedTransfers) {
-    std::cerr << "ccsynth: note: not tuned: " << sched.transfers.size()
-              << " transfers (tuning compiles every configuration; it stops "
-                 "at "
-              << kMaxTunedTransfers << "); " << byHand << " by hand\n";
+  if (tooLargeToTune(sched, byHand))
     return std::nullopt;
-  }
   return tuningMachine(sched, o, "not tuned");
 }
 
@@ -379,12 +387,10 @@ TuneRequest tuningRequest(const CompileCliOptions &o, const CompileOptions &c,
 /// the switches allow them; ncclReachUs): its byte range says so, and the
 /// interposer sends every other call to NCCL. Faster nowhere, nothing is
 /// written. `sched` becomes the schedule written.
-int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
+int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
                   Schedule &sched, std::string &out) {
   if (o.noTune || o.explicitInstances)
     return kExitOk;
-  // Too large to tune, the program is still weighed against NCCL.
-  bool tooLarge = sched.transfers.size() > kMaxTunedTransfers;
   auto topo = tuningMachine(sched, o, "not tuned");
   if (!topo)
     return kExitOk;
@@ -406,10 +412,10 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
       codegen::kernelKnobEntry(c.kernelKnobs, topo->stepModel.smArch);
   if (knobEntry >= 0) {
     int arch = c.kernelKnobs[knobEntry].arch;
-    int cap = defaultLoadsCap(sched, o);
     for (codegen::KernelKnob k : codegen::kernelKnobCandidates(arch))
       if ((!o.cudaThreads || k.threads == o.cudaThreads) &&
-          (!o.cudaLoads || k.loads == o.cudaLoads) && (!cap || k.loads <= cap))
+          (!o.cudaLoads || k.loads == o.cudaLoads) &&
+          (!loadsCap || k.loads <= loadsCap))
         req.knobs.push_back(k);
     if (req.knobs.empty())
       req.knobs.push_back(c.kernelKnobs[knobEntry]);
@@ -534,13 +540,9 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c,
       servedNote(*g);
     return kExitOk;
   };
-  if (tooLarge) {
-    std::cerr << "ccsynth: note: not tuned: " << sched.transfers.size()
-              << " transfers (tuning compiles every configuration; it stops "
-                 "at "
-              << kMaxTunedTransfers << "); --instances chooses by hand\n";
+  // Too large to tune, the program is still weighed against NCCL.
+  if (tooLargeToTune(sched, "--instances chooses"))
     return plainGuard();
-  }
   // Where switch threadblocks wait for point-to-point steps the tile
   // decides how they overlap: each tile the user left open is weighed, and
   // a smaller one wins only by more than the model's noise (2%).

@@ -15,18 +15,20 @@
 #   nccl nvls      `ccsynth baseline nvls` (NVLS on one node, NVLS-tree on
 #                  several), timed by the NVLS runtime model
 #                  (docs/calibration.md, "In-network reduction")
-#   nccl sharp     `ccsynth baseline collnet` (NCCL's CollNet Direct
-#                  through IB SHARP, on several nodes), timed by the same
-#                  runtime model
+#   nccl sharp     the faster of `ccsynth baseline collnet` (NCCL's CollNet
+#                  Direct through IB SHARP) and `ccsynth baseline
+#                  nvls-sharp` (NCCL's NVLS with SHARP across nodes), on
+#                  several nodes, timed by the same runtime model
 #   nccl ring      NCCL's ring (`baseline ring --inplace` compiled with 1
 #                  to 32 instances, Simple and LL128: the best per size,
 #                  as if NCCL's tuner chose perfectly; the configuration the
 #                  calibration table's ring rows use)
 #   best p2p       the faster of ccsynth and NCCL's ring
 #   in-net sched   `ccsynth synth --in-network --size S --no-step-level`:
-#                  the best of NCCL's NVLS/CollNet alone and mixed with
-#                  point-to-point schedules on shares of the buffer, timed
-#                  by the same runtime model (a schedule's prediction)
+#                  the best of NCCL's NVLS/CollNet/NVLS+SHARP alone and
+#                  mixed with point-to-point schedules on shares of the
+#                  buffer, timed by the same runtime model (a schedule's
+#                  prediction)
 #   in-net gen     the same run's candidates compiled to ccsynth's
 #                  generated code (`compile --target cuda`: switch
 #                  threadblocks beside the point-to-point program), timed
@@ -36,11 +38,11 @@
 #                  (MSCCL XML has no switch operations): `compile --target
 #                  cuda` with no flags, which serves only the sizes where
 #                  its program is faster than what NCCL reaches (its ring
-#                  or tree, NVLS, NVLS-tree or CollNet) and writes nothing
-#                  where it is faster nowhere; the interposer sends the
-#                  other sizes to NCCL. Its ratio to NCCL is the compile's
-#                  own (printed with the range it serves), 1.00 where NCCL
-#                  runs
+#                  or tree, NVLS, NVLS-tree, CollNet or NVLS+SHARP) and
+#                  writes nothing where it is faster nowhere; the
+#                  interposer sends the other sizes to NCCL. Its ratio to
+#                  NCCL is the compile's own (printed with the range it
+#                  serves), 1.00 where NCCL runs
 # and the ratios ccsynth / NCCL's best (its in-network algorithm or its
 # in-network algorithm, IB SHARP or ring, whichever is faster), best
 # p2p / NCCL's best, in-net sched / NCCL's best and in-net gen / NCCL's
@@ -117,6 +119,10 @@ for topo in $TOPOS; do
   if "$CCSYNTH" baseline collnet -c allreduce -t "$topo" -o "$OUT/c.json" \
       > /dev/null 2>&1; then
     busbw "$OUT/c.json" "$topo" > "$OUT/sharp.txt"
+  fi
+  if "$CCSYNTH" baseline nvls-sharp -c allreduce -t "$topo" \
+      -o "$OUT/ns.json" > /dev/null 2>&1; then
+    busbw "$OUT/ns.json" "$topo" >> "$OUT/sharp.txt"
   fi
   if "$CCSYNTH" baseline ring -c allreduce -t "$topo" --inplace \
       -o "$OUT/r.json" > /dev/null 2>&1; then

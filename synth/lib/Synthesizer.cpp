@@ -1149,6 +1149,7 @@ double baselineTransfersEstimate(BaselineKind kind, CollectiveKind c,
     break;
   case BaselineKind::Nvls:
   case BaselineKind::Collnet:
+  case BaselineKind::NvlsSharp:
     // Not among the synthesizer's fallbacks: its switch transfers do not
     // lower to the step programs yet.
     return 2.0 * n * n;

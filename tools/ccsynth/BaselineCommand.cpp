@@ -25,8 +25,8 @@ int runBaseline(const BaselineCliOptions &o) {
   auto kind = parseBaselineKind(o.kind);
   if (!kind)
     return usage(Error("unknown baseline '" + o.kind +
-                       "' (expected ring, tree, direct, hierarchical, nvls or "
-                       "collnet)"));
+                       "' (expected ring, tree, direct, hierarchical, nvls, "
+                       "collnet or nvls-sharp)"));
   auto coll = parseCollectiveKind(o.collective);
   if (!coll || *coll == CollectiveKind::Custom)
     return usage(Error("unknown collective '" + o.collective +
@@ -71,7 +71,7 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
   auto opts = std::make_shared<BaselineCliOptions>();
   CLI::App *cmd = app.add_subcommand(
       "baseline", "Write a verified reference schedule (ring, tree, direct, "
-                  "hierarchical, nvls, collnet).");
+                  "hierarchical, nvls, collnet, nvls-sharp).");
   cmd->footer(
       "Kinds: ring (NCCL-style, as many edge-disjoint rings as the topology "
       "has; alltoall relays every chunk along the ring), tree (double binary "
@@ -88,11 +88,18 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
       "their slices to the slice's head over NVLink, the network's switches "
       "add the heads' partials and return the total, and the heads send it "
       "to their node; needs several nodes joined by a SHARP switch, as on "
-      "dgx-h100xN, dgx-b200xN and gb200-nvl72xN; simulated, not compiled). "
+      "dgx-h100xN, dgx-b200xN and gb200-nvl72xN; simulated, not compiled), "
+      "nvls-sharp (NCCL's NVLS allreduce across nodes where the network "
+      "reduces: each node's NVSwitch reduces slice k into its rank k, the "
+      "network's SHARP switches add the nodes' partials and return the "
+      "total, and rank k multicasts it to its node through the NVSwitch; "
+      "needs an NVLS switch per node and a SHARP switch, as on dgx-h100xN, "
+      "dgx-b200xN and gb200-nvl72xN; simulated, not compiled). "
       "Where ranks are not adjacent the chunks are forwarded along the "
       "shortest route.");
   cmd->add_option("KIND", opts->kind,
-                  "ring | tree | direct | hierarchical | nvls | collnet")
+                  "ring | tree | direct | hierarchical | nvls | collnet | "
+                  "nvls-sharp")
       ->required();
   cmd->add_option("-c,--collective", opts->collective,
                   "allgather, reducescatter, allreduce, broadcast, reduce, "

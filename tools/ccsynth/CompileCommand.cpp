@@ -383,10 +383,10 @@ TuneRequest tuningRequest(const CompileCliOptions &o, const CompileOptions &c,
 /// replaced by NCCL's program: a call it does not serve goes to NCCL
 /// through the interposer anyway. Unless --no-fallback, the program
 /// serves only the sizes where it is faster than what NCCL itself reaches
-/// on the machine (its ring or tree, or NVLS, NVLS-tree or CollNet where
-/// the switches allow them; ncclReachUs): its byte range says so, and the
-/// interposer sends every other call to NCCL. Faster nowhere, nothing is
-/// written. `sched` becomes the schedule written.
+/// on the machine (its ring or tree, or NVLS, NVLS-tree, CollNet or NVLS with
+/// SHARP where the switches allow them; ncclReachUs): its byte range says so,
+/// and the interposer sends every other call to NCCL. Faster nowhere, nothing
+/// is written. `sched` becomes the schedule written.
 int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
                   Schedule &sched, std::string &out) {
   if (o.noTune || o.explicitInstances)
@@ -1524,16 +1524,17 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                 "CUDA plugins): write one instance in the schedule's "
                 "protocol instead of the configuration the step-level model "
                 "times fastest");
-  cmd->add_flag("--no-fallback", opts->noFallback,
-                "MSCCL XML: write the schedule even where NCCL's own ring "
-                "(direct sends for AllToAll; for AllReduce on several nodes "
-                "its double binary tree too) lowered the same way runs "
-                "faster. Generated code for GPUs (--target cuda, CUDA "
-                "plugins): serve every size, also where NCCL's ring, tree "
-                "or in-network algorithm (NVLS, NVLS-tree, CollNet) is "
-                "faster by the step-level model (by default the program's "
-                "byte range holds only the sizes where it is faster, and a "
-                "program faster nowhere is not written)");
+  cmd->add_flag(
+      "--no-fallback", opts->noFallback,
+      "MSCCL XML: write the schedule even where NCCL's own ring "
+      "(direct sends for AllToAll; for AllReduce on several nodes "
+      "its double binary tree too) lowered the same way runs "
+      "faster. Generated code for GPUs (--target cuda, CUDA "
+      "plugins): serve every size, also where NCCL's ring, tree "
+      "or in-network algorithm (NVLS, NVLS-tree, CollNet, NVLS with SHARP) is "
+      "faster by the step-level model (by default the program's "
+      "byte range holds only the sizes where it is faster, and a "
+      "program faster nowhere is not written)");
   cmd->add_flag("--no-coalesce", opts->noCoalesce,
                 "Do not join transfers that move together when the program "
                 "does not fit otherwise");

@@ -893,7 +893,8 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
                 "next to NCCL's ring tuned the same way)");
   cmd->add_flag(
       "--in-network", opts->inNetwork,
-      "Also weigh NCCL's in-network algorithms (NVLS, NVLS-tree, CollNet) "
+      "Also weigh NCCL's in-network algorithms (NVLS, NVLS-tree, CollNet, NVLS "
+      "with SHARP) "
       "alone and mixed with point-to-point schedules (the ring baseline, the "
       "synthesized schedule) on shares of the buffer, timed by the runtime "
       "model of NCCL's NVLS and CollNet kernels; the fastest mix and each "

@@ -32,7 +32,8 @@ struct TuneRequest {
   /// Also try NCCL's ring for the collective on this machine.
   bool fallback = true;
   /// With `fallback`: what NCCL reaches includes its in-network algorithms
-  /// (NVLS, NVLS-tree, CollNet) where the machine's switches allow them.
+  /// (NVLS, NVLS-tree, CollNet, NVLS with SHARP) where the machine's switches
+  /// allow them.
   bool inNetwork = true;
   /// No configuration is started that would not end by this (unset: no
   /// deadline): the first is expected to take `firstEstimateSeconds`, each
@@ -140,9 +141,9 @@ struct TuneResult {
   /// Per size of the request: the fastest of NCCL's program's
   /// configurations (what NCCL itself reaches there; for an out-of-place
   /// schedule its in-place program's too, which NCCL matches out of
-  /// place), and of its in-network algorithms (NVLS, NVLS-tree, CollNet)
-  /// where the machine's switches allow them, which no XML holds but NCCL
-  /// runs; empty when none of them was a candidate.
+  /// place), and of its in-network algorithms (NVLS, NVLS-tree, CollNet, NVLS
+  /// with SHARP) where the machine's switches allow them, which no XML holds
+  /// but NCCL runs; empty when none of them was a candidate.
   std::vector<double> ncclBestUs;
   /// Best configuration of the input schedule alone (-1: none compiled).
   int bestOwn = -1;
@@ -200,9 +201,9 @@ generatedCodeUs(const Schedule &schedule, const Topology &topology,
 /// `schedule`'s collective on `topology`: the fastest of its ring (and, for
 /// AllReduce on several nodes, double binary tree) programs as MSCCL lowers
 /// them, at every instance count and protocol, in place and out of place,
-/// and of its in-network algorithms (NVLS, NVLS-tree, CollNet) where the
-/// machine's switches allow them. Empty when NCCL runs none of them here
-/// (another collective, or the schedule's rank count is not the
+/// and of its in-network algorithms (NVLS, NVLS-tree, CollNet, NVLS with SHARP)
+/// where the machine's switches allow them. Empty when NCCL runs none of them
+/// here (another collective, or the schedule's rank count is not the
 /// machine's).
 std::vector<double> ncclReachUs(const Schedule &schedule,
                                 const Topology &topology,

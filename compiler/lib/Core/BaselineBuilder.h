@@ -188,6 +188,9 @@ Expected<Schedule> makeNvlsBaseline(CollectiveKind kind, const Topology &topo,
 Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
                                        const Topology &topo,
                                        const BaselineOptions &options);
+Expected<Schedule> makeNvlsSharpBaseline(CollectiveKind kind,
+                                         const Topology &topo,
+                                         const BaselineOptions &options);
 
 /// The ranks of each node, in rank order.
 std::vector<std::vector<int>> ranksByNode(const Topology &topo);

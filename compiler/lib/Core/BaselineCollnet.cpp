@@ -20,10 +20,38 @@
 // sum while it still receives the last total, and leave its other
 // direction idle).
 //
+// NCCL's NVLS algorithm on several nodes with CollNet support (NVLS +
+// SHARP) keeps the network phase and replaces both NVLink phases with the
+// node's NVLS switch: the switch reduces every rank's copy of slice k into
+// head k (multimem.ld_reduce), and after the fabric's round trip head k
+// multicasts the total to its node (multimem.st). A rank's port then moves
+// what an NVLS AllReduce moves on one node, where CollNet Direct sends its
+// seven slices out and, as a head, the total out seven times.
+//
 //===----------------------------------------------------------------------===//
 #include "BaselineBuilder.h"
 
 namespace ccsynth::baseline {
+
+namespace {
+
+/// The fabric adds the partials of chunk i that slice k's heads hold and
+/// returns the total to every head.
+void sharpRoundTrip(ScheduleBuilder &b, int sw,
+                    const std::vector<std::vector<int>> &ranks, int k, int i) {
+  int nodes = (int)ranks.size();
+  int to = k % nodes;
+  std::vector<ChunkLoc> partials, others;
+  for (int m = 0; m < nodes; ++m) {
+    partials.push_back(b.output(ranks[m][k], i));
+    if (m != to)
+      others.push_back(b.output(ranks[m][k], i));
+  }
+  b.switchReduce(sw, partials, b.output(ranks[to][k], i));
+  b.multicast(sw, b.output(ranks[to][k], i), others);
+}
+
+} // namespace
 
 int sharpSwitchOf(const Topology &topo) {
   for (size_t i = 0; i < topo.switches.size(); ++i) {
@@ -72,17 +100,7 @@ Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
         for (ChunkLoc tmp : received)
           b.reduce(tmp, b.output(head, i));
       }
-      // The fabric adds the heads' partials and returns the total to
-      // every head.
-      int to = k % nodes;
-      std::vector<ChunkLoc> partials, others;
-      for (int m = 0; m < nodes; ++m) {
-        partials.push_back(b.output(ranks[m][k], i));
-        if (m != to)
-          others.push_back(b.output(ranks[m][k], i));
-      }
-      b.switchReduce(sw, partials, b.output(ranks[to][k], i));
-      b.multicast(sw, b.output(ranks[to][k], i), others);
+      sharpRoundTrip(b, sw, ranks, k, i);
       // Each head sends the total to its node's other ranks.
       for (int m = 0; m < nodes; ++m)
         for (int j = 1; j < g; ++j)
@@ -91,6 +109,43 @@ Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
     }
   return b.finish(baselineName(BaselineKind::Collnet, kind),
                   "baseline:collnet");
+}
+
+Expected<Schedule> makeNvlsSharpBaseline(CollectiveKind kind,
+                                         const Topology &topo,
+                                         const BaselineOptions &options) {
+  // makeBaseline has checked the collective, both switches and the nodes.
+  int sharp = sharpSwitchOf(topo);
+  std::vector<int> nvls = nvlsSwitchesOf(topo);
+  int nodes = topo.numNodes();
+  std::vector<std::vector<int>> ranks = ranksByNode(topo);
+  int g = (int)ranks[0].size();
+  int p = pipelineOr(options, 16);
+  auto col = makeCollective(kind, topo.numRanks(), g * p, options.inPlace,
+                            options.root);
+  if (!col)
+    return col.error();
+  ScheduleBuilder b(topo, col.take(), options.until);
+  for (int q = 0; q < p; ++q)
+    for (int k = 0; k < g; ++k) {
+      int i = k * p + q;
+      for (int m = 0; m < nodes; ++m) {
+        std::vector<ChunkLoc> srcs;
+        for (int r : ranks[m])
+          srcs.push_back(b.input(r, i));
+        b.switchReduce(nvls[m], srcs, b.output(ranks[m][k], i));
+      }
+      sharpRoundTrip(b, sharp, ranks, k, i);
+      for (int m = 0; m < nodes; ++m) {
+        std::vector<ChunkLoc> others;
+        for (int r : ranks[m])
+          if (r != ranks[m][k])
+            others.push_back(b.output(r, i));
+        b.multicast(nvls[m], b.output(ranks[m][k], i), others);
+      }
+    }
+  return b.finish(baselineName(BaselineKind::NvlsSharp, kind),
+                  "baseline:nvls-sharp");
 }
 
 } // namespace ccsynth::baseline

@@ -24,6 +24,7 @@ constexpr KindName kKinds[] = {
     {BaselineKind::Hierarchical, "hierarchical"},
     {BaselineKind::Nvls, "nvls"},
     {BaselineKind::Collnet, "collnet"},
+    {BaselineKind::NvlsSharp, "nvls-sharp"},
 };
 
 /// Largest pipelining depth accepted: beyond it schedules get huge without
@@ -62,6 +63,7 @@ std::vector<CollectiveKind> familyCollectives(BaselineKind kind) {
   case BaselineKind::Nvls:
     return {C::AllGather, C::ReduceScatter, C::AllReduce};
   case BaselineKind::Collnet:
+  case BaselineKind::NvlsSharp:
     return {C::AllReduce};
   }
   return {};
@@ -103,9 +105,12 @@ bool baselineSupports(BaselineKind kind, CollectiveKind collective,
     return false;
   if (kind == BaselineKind::Nvls)
     return baseline::nvlsSupports(collective, topology);
-  if (kind == BaselineKind::Collnet &&
+  if ((kind == BaselineKind::Collnet || kind == BaselineKind::NvlsSharp) &&
       (topology.numNodes() < 2 || !uniformNodes(topology) ||
        baseline::sharpSwitchOf(topology) < 0))
+    return false;
+  if (kind == BaselineKind::NvlsSharp &&
+      baseline::nvlsSwitchesOf(topology).empty())
     return false;
   for (CollectiveKind c : familyCollectives(kind))
     if (c == collective)
@@ -152,7 +157,23 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
                  "dgx-h100xN, dgx-b200xN and gb200-nvl72xN (N >= 2) have "
                  "one; a topology file declares one with \"kind\": "
                  "\"sharp\"");
-  if (kind == BaselineKind::Collnet && !uniformNodes(topology))
+  if (kind == BaselineKind::NvlsSharp &&
+      (topology.numNodes() < 2 || baseline::sharpSwitchOf(topology) < 0 ||
+       baseline::nvlsSwitchesOf(topology).empty()))
+    return Error(what +
+                     " needs several nodes, each with an NVLS switch joining "
+                     "its ranks, and an IB SHARP switch with a port for "
+                     "every rank; '" +
+                     topology.name + "' lacks " +
+                     (topology.numNodes() < 2 ? "several nodes"
+                      : baseline::nvlsSwitchesOf(topology).empty()
+                          ? "an NVLS switch in every node"
+                          : "a SHARP switch"),
+                 {},
+                 "dgx-h100xN, dgx-b200xN and gb200-nvl72xN (N >= 2) have "
+                 "both");
+  if ((kind == BaselineKind::Collnet || kind == BaselineKind::NvlsSharp) &&
+      !uniformNodes(topology))
     return Error(what + " needs the same number of ranks in every node of '" +
                  topology.name + "'");
   if (!baselineSupports(kind, collective, topology))
@@ -179,6 +200,8 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
     return baseline::makeNvlsBaseline(collective, topology, options);
   case BaselineKind::Collnet:
     return baseline::makeCollnetBaseline(collective, topology, options);
+  case BaselineKind::NvlsSharp:
+    return baseline::makeNvlsSharpBaseline(collective, topology, options);
   }
   return Error(what + " is unknown");
 }

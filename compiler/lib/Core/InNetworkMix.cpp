@@ -8,7 +8,10 @@
 // share of the buffer and a point-to-point schedule the rest, both at once
 // over the same ports; the runtime model charges the ports, the switch's
 // throughput and the network as shared resources, so a share too large for
-// either side only slows the mix down. See InNetworkMix.h.
+// either side only slows the mix down. Two of NCCL's algorithms mix the
+// same way: NVLS with SHARP and CollNet Direct both reach the network
+// through SHARP, but the first crosses the NVLink ports as switch
+// operations and the second as sends. See InNetworkMix.h.
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Core/InNetworkMix.h"
@@ -26,10 +29,11 @@ namespace ccsynth {
 
 namespace {
 
-// CollNet first: on several nodes it is NCCL's fastest (NVLS-tree pays a
-// long chain), and on one node it does not apply.
-constexpr BaselineKind kInNetworkKinds[] = {BaselineKind::Collnet,
-                                            BaselineKind::Nvls};
+// On several nodes NVLS + SHARP first, then CollNet Direct: NCCL's fastest
+// where the fabric reduces (NVLS-tree pays a long chain); on one node
+// neither applies.
+constexpr BaselineKind kInNetworkKinds[] = {
+    BaselineKind::NvlsSharp, BaselineKind::Collnet, BaselineKind::Nvls};
 
 std::string percent(double share) {
   char buf[16];
@@ -113,10 +117,20 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
             [](const InNetworkCandidate *x, const InNetworkCandidate *y) {
               return x->timeUs < y->timeUs;
             });
-  for (const InNetworkCandidate *inNet : order) {
-    const InNetworkCandidate &alone = *inNet;
+  for (size_t o = 0; o < order.size(); ++o) {
+    const InNetworkCandidate &alone = *order[o];
     const int fa = alone.schedule.collective.chunkFactor;
-    for (const auto &[name, b] : p2p) {
+    // Its partners: the point-to-point schedules, then the slower
+    // in-network algorithms (NVLS with SHARP beside CollNet Direct: the
+    // switch operations of one and the NVLink sends of the other share the
+    // ports).
+    std::vector<std::pair<std::string, const Schedule *>> partners;
+    for (const auto &[name, b] : p2p)
+      partners.emplace_back(name, &b);
+    for (size_t j = o + 1; j < order.size(); ++j)
+      partners.emplace_back(order[j]->name, &order[j]->schedule);
+    for (const auto &[name, bp] : partners) {
+      const Schedule &b = *bp;
       const int fb = b.collective.chunkFactor;
       // Each share as a ratio of whole re-cuts: the in-network schedule's
       // chunks cut in m, the other's in n, m and n up to 16: the coarsest

@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 
 using namespace ccsynth;
 
@@ -472,6 +473,81 @@ TEST_CASE("the collnet baseline reduces across nodes through IB SHARP and "
                          builtin("dgx-h100x2")));
 }
 
+TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
+          "across them through IB SHARP, and frees H100's NVLink ports",
+          "[innetwork][baselines]") {
+  Topology topo = builtin("dgx-h100x2");
+  for (bool inPlace : {false, true}) {
+    INFO((inPlace ? "in place" : "out of place"));
+    BaselineOptions o;
+    o.inPlace = inPlace;
+    auto s = makeBaseline(BaselineKind::NvlsSharp, CollectiveKind::AllReduce,
+                          topo, o);
+    if (!s)
+      FAIL(s.error().message);
+    VerifyOptions vo;
+    vo.topology = &topo;
+    CHECK(verifySchedule(*s, vo).ok());
+    CHECK(s->origin == "baseline:nvls-sharp");
+    // Every transfer goes through a switch: NVLS inside nodes, SHARP
+    // between them.
+    std::set<SwitchKind> kinds;
+    for (const Transfer &t : s->transfers) {
+      REQUIRE(isSwitchOp(t.op));
+      kinds.insert(topo.switches[t.sw].kind);
+    }
+    CHECK(kinds == std::set<SwitchKind>{SwitchKind::NVLS, SwitchKind::SHARP});
+  }
+  // CollNet Direct sends each rank's seven slices out of its NVLink port
+  // and, as a head, the total out seven times: on H100 the port, not the
+  // NIC, bounds it. NVLS moves half that through the port.
+  double bytes = 1 << 30;
+  auto ns =
+      makeBaseline(BaselineKind::NvlsSharp, CollectiveKind::AllReduce, topo);
+  auto cn =
+      makeBaseline(BaselineKind::Collnet, CollectiveKind::AllReduce, topo);
+  REQUIRE(ns.ok());
+  REQUIRE(cn.ok());
+  auto tn = simulateInNetworkRuntime(*ns, topo, {bytes});
+  auto tc = simulateInNetworkRuntime(*cn, topo, {bytes});
+  REQUIRE(tn.ok());
+  REQUIRE(tc.ok());
+  CHECK(tn->front().timeUs * 1.15 < tc->front().timeUs);
+  CHECK(lowerBound(ns->collective, topo, bytes).timeUs() < tn->front().timeUs);
+  // Refusals: one node, no SHARP, other collectives.
+  for (const char *name : {"dgx-h100", "ndv5x2"}) {
+    INFO(name);
+    Topology t = builtin(name);
+    CHECK_FALSE(baselineSupports(BaselineKind::NvlsSharp,
+                                 CollectiveKind::AllReduce, t));
+    auto e =
+        makeBaseline(BaselineKind::NvlsSharp, CollectiveKind::AllReduce, t);
+    REQUIRE_FALSE(e.ok());
+    CHECK_THAT(e.error().message, Catch::Contains("SHARP switch"));
+  }
+  auto ag =
+      makeBaseline(BaselineKind::NvlsSharp, CollectiveKind::AllGather, topo);
+  REQUIRE_FALSE(ag.ok());
+  CHECK_THAT(ag.error().message, Catch::Contains("does not implement"));
+
+  // The search mixes each algorithm with the ring and with each slower
+  // in-network algorithm: three alone give 3 + 2 + 1 mixes at one share.
+  // CollNet's NVLink sends beside NVLS-tree's switch operations beat both.
+  InNetworkOptions io;
+  io.bytes = bytes;
+  io.shares = {2.0 / 3};
+  auto found = searchInNetwork(CollectiveKind::AllReduce, topo, io);
+  REQUIRE(found);
+  REQUIRE(found->alone.size() == 3);
+  CHECK(found->mixesTried == 6);
+  REQUIRE(found->best);
+  CHECK_THAT(found->best->name, Catch::Contains("+ collnet"));
+  double fastestAlone = INFINITY;
+  for (const InNetworkCandidate &c : found->alone)
+    fastestAlone = std::min(fastestAlone, c.timeUs);
+  CHECK(found->best->timeUs * 1.02 < fastestAlone);
+}
+
 TEST_CASE("in-network algorithms mixed with point-to-point schedules on "
           "shares of the buffer verify, and the runtime model finds NVLS's "
           "idle port time",
@@ -527,11 +603,11 @@ TEST_CASE("in-network algorithms mixed with point-to-point schedules on "
   CHECK(cut->mixesTried == 0);
   REQUIRE(cut->best);
   CHECK(cut->best->name == "nvls");
-  // Across nodes CollNet comes first; late, NVLS-tree is not timed.
+  // Across nodes NVLS + SHARP comes first; late, the others are not timed.
   auto nodes =
       searchInNetwork(CollectiveKind::AllReduce, builtin("dgx-b200x2"), late);
   REQUIRE(nodes);
   CHECK(nodes->cutShort);
   REQUIRE(nodes->alone.size() == 1);
-  CHECK(nodes->alone[0].name == "collnet");
+  CHECK(nodes->alone[0].name == "nvls-sharp");
 }

@@ -24,7 +24,15 @@
 
 namespace ccsynth {
 
-enum class BaselineKind { Ring, Tree, Direct, Hierarchical, Nvls, Collnet };
+enum class BaselineKind {
+  Ring,
+  Tree,
+  Direct,
+  Hierarchical,
+  Nvls,
+  Collnet,
+  NvlsSharp
+};
 const char *toString(BaselineKind kind);
 std::optional<BaselineKind> parseBaselineKind(const std::string &s);
 

@@ -1,7 +1,8 @@
 //===- InNetworkMix.h - In-network schedules mixed with point-to-point ---===//
 //
-// Schedules that run an in-network algorithm (NVLS, NVLS-tree, CollNet)
-// and a point-to-point schedule side by side on shares of the buffer: the
+// Schedules that run an in-network algorithm (NVLS, NVLS-tree, CollNet,
+// NVLS with SHARP) and a point-to-point schedule, or a second in-network
+// algorithm, side by side on shares of the buffer: the
 // switch carries its share at the switch's own throughput while the
 // NVLink and network ports carry the other share, where the switch alone
 // leaves them partly idle. Each candidate is verified and timed by the
@@ -65,7 +66,8 @@ struct InNetworkOptions {
 bool inNetworkApplies(CollectiveKind kind, const Topology &topology);
 
 /// Builds NCCL's in-network algorithms for `kind` on `topology` and their
-/// mixes with the ring baseline and `options.pointToPoint` at each share,
+/// mixes with the ring baseline, `options.pointToPoint` and each slower
+/// in-network algorithm at each share,
 /// verifies each against the topology and times it at `options.bytes`.
 /// Fails when no in-network algorithm applies.
 Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,

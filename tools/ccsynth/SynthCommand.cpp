@@ -670,8 +670,9 @@ int runSynth(const SynthCliOptions &o) {
     // algorithms alone, compiled to generated code (the only target that
     // lowers switch operations) and timed at the step level; the fastest
     // of them is written when it beats what the point-to-point schedule
-    // runs as. NCCL's algorithms alone go first (the first whatever the
-    // time, the others and the mix within the deadline).
+    // runs as. NCCL's algorithms alone go first (until one lowers whatever
+    // the time: those through IB SHARP fail at once; the others and the
+    // mix within the deadline).
     progress->operator()("in-network: compiling the candidates to "
                          "generated code");
     std::vector<InNetworkCandidate *> toCompile;
@@ -684,7 +685,7 @@ int runSynth(const SynthCliOptions &o) {
                      }))
       toCompile.push_back(&*inNetwork->best);
     for (InNetworkCandidate *c : toCompile) {
-      bool first = inNetworkCompiled.empty();
+      bool first = chosen == nullptr;
       if (!first && std::chrono::steady_clock::now() > *io.until) {
         inNetworkCompileCut = true;
         break;

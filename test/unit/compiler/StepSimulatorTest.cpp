@@ -551,15 +551,16 @@ TEST_CASE("the step-level model meets every published figure of the "
                 << row.metric);
     machines.insert(row.machine);
     Topology topo = machine(row.machine);
-    if (row.program == "baseline nvls" || row.program == "baseline collnet") {
-      // NCCL's NVLS and CollNet: the nvls or collnet baseline, timed by the
-      // in-network runtime model (switch operations have no step program).
+    auto family = row.program.rfind("baseline ", 0) == 0
+                      ? parseBaselineKind(row.program.substr(9))
+                      : std::nullopt;
+    if (family && *family != BaselineKind::Ring) {
+      // NCCL's NVLS and CollNet: the nvls, collnet or nvls-sharp baseline,
+      // timed by the in-network runtime model (switch operations have no
+      // step program).
       auto kind = parseCollectiveKind(row.collective);
       REQUIRE(kind.has_value());
-      auto b =
-          makeBaseline(row.program == "baseline nvls" ? BaselineKind::Nvls
-                                                      : BaselineKind::Collnet,
-                       *kind, topo);
+      auto b = makeBaseline(*family, *kind, topo);
       REQUIRE(b.ok());
       auto r = simulateInNetworkRuntime(*b, topo, {sizeBytes(row.size)});
       REQUIRE(r.ok());

@@ -206,6 +206,33 @@ std::vector<int> nvlsSwitchesOf(const Topology &topo);
 /// ReduceScatter and AllGather on one node.
 bool nvlsSupports(CollectiveKind kind, const Topology &topo);
 
+/// Chunk q of slice k of a per-slice in-network baseline on nodes of g
+/// ranks each: chunk k * p + q of the buffer, slice k owned by each node's
+/// local rank k.
+struct SliceChunk {
+  int k;
+  int q;
+  int index;
+};
+using SliceBody = std::function<void(
+    ScheduleBuilder &, const std::vector<std::vector<int>> &ranksByNode,
+    SliceChunk)>;
+/// Builds `kind` on nodes of equal size with the buffer cut into one slice
+/// per local rank and `options.pipeline` chunks per slice (16 by default):
+/// `body` emits each chunk, chunk 0 of every slice first.
+Expected<Schedule> buildSliced(CollectiveKind kind, const Topology &topo,
+                               const BaselineOptions &options,
+                               BaselineKind family, const SliceBody &body);
+
+/// Node switch `sw` reduces every copy of chunk `index` on the node's
+/// `ranks` into the output of `owner`.
+void nvlsReduceInto(ScheduleBuilder &b, int sw, const std::vector<int> &ranks,
+                    int owner, int index);
+/// Node switch `sw` multicasts `owner`'s output chunk `index` to the
+/// outputs of the node's other `ranks`.
+void nvlsMulticastFrom(ScheduleBuilder &b, int sw,
+                       const std::vector<int> &ranks, int owner, int index);
+
 /// "ring-allreduce".
 std::string baselineName(BaselineKind kind, CollectiveKind collective);
 

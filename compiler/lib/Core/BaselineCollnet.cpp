@@ -73,42 +73,30 @@ Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
                                        const BaselineOptions &options) {
   // makeBaseline has checked the collective, the switch and the nodes.
   int sw = sharpSwitchOf(topo);
-  int nodes = topo.numNodes();
-  std::vector<std::vector<int>> ranks = ranksByNode(topo);
-  int g = (int)ranks[0].size();
-  int p = pipelineOr(options, 16);
-  auto col = makeCollective(kind, topo.numRanks(), g * p, options.inPlace,
-                            options.root);
-  if (!col)
-    return col.error();
-  ScheduleBuilder b(topo, col.take(), options.until);
-  for (int q = 0; q < p; ++q)
-    for (int k = 0; k < g; ++k) {
-      // Chunk q of slice k.
-      int i = k * p + q;
-      // Each node's head k gathers the node's copies and adds them.
-      for (int m = 0; m < nodes; ++m) {
-        int head = ranks[m][k];
-        std::vector<ChunkLoc> received;
-        for (int j = 1; j < g; ++j) {
-          int from = ranks[m][(k + j) % g];
-          ChunkLoc tmp = b.scratch(head);
-          b.copy(b.input(from, i), tmp);
-          received.push_back(tmp);
+  return buildSliced(
+      kind, topo, options, BaselineKind::Collnet,
+      [&](ScheduleBuilder &b, const std::vector<std::vector<int>> &ranks,
+          SliceChunk c) {
+        int g = (int)ranks[0].size(), k = c.k, i = c.index;
+        // Each node's head k gathers the node's copies and adds them.
+        for (const std::vector<int> &node : ranks) {
+          int head = node[k];
+          std::vector<ChunkLoc> received;
+          for (int j = 1; j < g; ++j) {
+            ChunkLoc tmp = b.scratch(head);
+            b.copy(b.input(node[(k + j) % g], i), tmp);
+            received.push_back(tmp);
+          }
+          b.copyLocal(b.input(head, i), b.output(head, i));
+          for (ChunkLoc tmp : received)
+            b.reduce(tmp, b.output(head, i));
         }
-        b.copyLocal(b.input(head, i), b.output(head, i));
-        for (ChunkLoc tmp : received)
-          b.reduce(tmp, b.output(head, i));
-      }
-      sharpRoundTrip(b, sw, ranks, k, i);
-      // Each head sends the total to its node's other ranks.
-      for (int m = 0; m < nodes; ++m)
-        for (int j = 1; j < g; ++j)
-          b.copy(b.output(ranks[m][k], i),
-                 b.output(ranks[m][(k + j) % g], i));
-    }
-  return b.finish(baselineName(BaselineKind::Collnet, kind),
-                  "baseline:collnet");
+        sharpRoundTrip(b, sw, ranks, k, i);
+        // Each head sends the total to its node's other ranks.
+        for (const std::vector<int> &node : ranks)
+          for (int j = 1; j < g; ++j)
+            b.copy(b.output(node[k], i), b.output(node[(k + j) % g], i));
+      });
 }
 
 Expected<Schedule> makeNvlsSharpBaseline(CollectiveKind kind,
@@ -117,35 +105,16 @@ Expected<Schedule> makeNvlsSharpBaseline(CollectiveKind kind,
   // makeBaseline has checked the collective, both switches and the nodes.
   int sharp = sharpSwitchOf(topo);
   std::vector<int> nvls = nvlsSwitchesOf(topo);
-  int nodes = topo.numNodes();
-  std::vector<std::vector<int>> ranks = ranksByNode(topo);
-  int g = (int)ranks[0].size();
-  int p = pipelineOr(options, 16);
-  auto col = makeCollective(kind, topo.numRanks(), g * p, options.inPlace,
-                            options.root);
-  if (!col)
-    return col.error();
-  ScheduleBuilder b(topo, col.take(), options.until);
-  for (int q = 0; q < p; ++q)
-    for (int k = 0; k < g; ++k) {
-      int i = k * p + q;
-      for (int m = 0; m < nodes; ++m) {
-        std::vector<ChunkLoc> srcs;
-        for (int r : ranks[m])
-          srcs.push_back(b.input(r, i));
-        b.switchReduce(nvls[m], srcs, b.output(ranks[m][k], i));
-      }
-      sharpRoundTrip(b, sharp, ranks, k, i);
-      for (int m = 0; m < nodes; ++m) {
-        std::vector<ChunkLoc> others;
-        for (int r : ranks[m])
-          if (r != ranks[m][k])
-            others.push_back(b.output(r, i));
-        b.multicast(nvls[m], b.output(ranks[m][k], i), others);
-      }
-    }
-  return b.finish(baselineName(BaselineKind::NvlsSharp, kind),
-                  "baseline:nvls-sharp");
+  return buildSliced(
+      kind, topo, options, BaselineKind::NvlsSharp,
+      [&](ScheduleBuilder &b, const std::vector<std::vector<int>> &ranks,
+          SliceChunk c) {
+        for (size_t m = 0; m < ranks.size(); ++m)
+          nvlsReduceInto(b, nvls[m], ranks[m], ranks[m][c.k], c.index);
+        sharpRoundTrip(b, sharp, ranks, c.k, c.index);
+        for (size_t m = 0; m < ranks.size(); ++m)
+          nvlsMulticastFrom(b, nvls[m], ranks[m], ranks[m][c.k], c.index);
+      });
 }
 
 } // namespace ccsynth::baseline

@@ -24,6 +24,8 @@
 //===----------------------------------------------------------------------===//
 #include "BaselineBuilder.h"
 
+#include <numeric>
+
 namespace ccsynth::baseline {
 
 std::vector<std::vector<int>> ranksByNode(const Topology &topo) {
@@ -56,6 +58,41 @@ std::vector<int> nvlsSwitchesOf(const Topology &topo) {
   return of;
 }
 
+Expected<Schedule> buildSliced(CollectiveKind kind, const Topology &topo,
+                               const BaselineOptions &options,
+                               BaselineKind family, const SliceBody &body) {
+  std::vector<std::vector<int>> ranks = ranksByNode(topo);
+  int g = (int)ranks[0].size();
+  int p = pipelineOr(options, 16);
+  auto col = makeCollective(kind, topo.numRanks(), g * p, options.inPlace,
+                            options.root);
+  if (!col)
+    return col.error();
+  ScheduleBuilder b(topo, col.take(), options.until);
+  for (int q = 0; q < p; ++q)
+    for (int k = 0; k < g; ++k)
+      body(b, ranks, SliceChunk{k, q, k * p + q});
+  return b.finish(baselineName(family, kind),
+                  std::string("baseline:") + toString(family));
+}
+
+void nvlsReduceInto(ScheduleBuilder &b, int sw, const std::vector<int> &ranks,
+                    int owner, int index) {
+  std::vector<ChunkLoc> srcs;
+  for (int r : ranks)
+    srcs.push_back(b.input(r, index));
+  b.switchReduce(sw, srcs, b.output(owner, index));
+}
+
+void nvlsMulticastFrom(ScheduleBuilder &b, int sw,
+                       const std::vector<int> &ranks, int owner, int index) {
+  std::vector<ChunkLoc> others;
+  for (int r : ranks)
+    if (r != owner)
+      others.push_back(b.output(r, index));
+  b.multicast(sw, b.output(owner, index), others);
+}
+
 bool nvlsSupports(CollectiveKind kind, const Topology &topo) {
   std::vector<int> sws = nvlsSwitchesOf(topo);
   if (sws.empty())
@@ -74,45 +111,29 @@ Expected<Schedule> makeNvlsTree(CollectiveKind kind, const Topology &topo,
     return Error("the nvls baseline across nodes (NVLS-tree) implements "
                  "allreduce only, as NCCL's does");
   int nodes = (int)sws.size();
-  std::vector<std::vector<int>> ranks = ranksByNode(topo);
-  int g = (int)ranks[0].size();
-  int p = pipelineOr(options, 16);
-  auto col = makeCollective(kind, topo.numRanks(), g * p, options.inPlace,
-                            options.root);
-  if (!col)
-    return col.error();
-  ScheduleBuilder b(topo, col.take(), options.until);
-  for (int q = 0; q < p; ++q)
-    for (int k = 0; k < g; ++k) {
-      int i = k * p + q;
-      // Each node's switch reduces chunk i into the node's rank k.
-      for (int m = 0; m < nodes; ++m) {
-        std::vector<ChunkLoc> srcs;
-        for (int r : ranks[m])
-          srcs.push_back(b.input(r, i));
-        b.switchReduce(sws[m], srcs, b.output(ranks[m][k], i));
-      }
-      // The rail of rank k combines the partials along a chain of nodes
-      // that starts at another node for each chunk, and spreads the total
-      // back along it.
-      std::vector<int> chain;
-      for (int m = 0; m < nodes; ++m)
-        chain.push_back(ranks[(m + q * g + k) % nodes][k]);
-      SlotAt at = [&](int pos) { return b.output(chain[pos], i); };
-      reduceChain(b, chain, at, at);
-      std::vector<int> back(chain.rbegin(), chain.rend());
-      broadcastChain(b, back, b.output(back.front(), i),
-                     [&](int pos) { return b.output(back[pos], i); });
-      // Each node's switch multicasts the total from its rank k.
-      for (int m = 0; m < nodes; ++m) {
-        std::vector<ChunkLoc> others;
-        for (int r : ranks[m])
-          if (r != ranks[m][k])
-            others.push_back(b.output(r, i));
-        b.multicast(sws[m], b.output(ranks[m][k], i), others);
-      }
-    }
-  return b.finish(baselineName(BaselineKind::Nvls, kind), "baseline:nvls");
+  return buildSliced(
+      kind, topo, options, BaselineKind::Nvls,
+      [&](ScheduleBuilder &b, const std::vector<std::vector<int>> &ranks,
+          SliceChunk c) {
+        int g = (int)ranks[0].size(), k = c.k, i = c.index;
+        // Each node's switch reduces chunk i into the node's rank k.
+        for (int m = 0; m < nodes; ++m)
+          nvlsReduceInto(b, sws[m], ranks[m], ranks[m][k], i);
+        // The rail of rank k combines the partials along a chain of nodes
+        // that starts at another node for each chunk, and spreads the
+        // total back along it.
+        std::vector<int> chain;
+        for (int m = 0; m < nodes; ++m)
+          chain.push_back(ranks[(m + c.q * g + k) % nodes][k]);
+        SlotAt at = [&](int pos) { return b.output(chain[pos], i); };
+        reduceChain(b, chain, at, at);
+        std::vector<int> back(chain.rbegin(), chain.rend());
+        broadcastChain(b, back, b.output(back.front(), i),
+                       [&](int pos) { return b.output(back[pos], i); });
+        // Each node's switch multicasts the total from its rank k.
+        for (int m = 0; m < nodes; ++m)
+          nvlsMulticastFrom(b, sws[m], ranks[m], ranks[m][k], i);
+      });
 }
 
 } // namespace
@@ -141,20 +162,17 @@ Expected<Schedule> makeNvlsBaseline(CollectiveKind kind, const Topology &topo,
     return out;
   };
   switch (kind) {
-  case CollectiveKind::AllReduce:
+  case CollectiveKind::AllReduce: {
     // Chunk q of rank r's slice is chunk r * p + q of the buffer.
+    std::vector<int> all(n);
+    std::iota(all.begin(), all.end(), 0);
     for (int q = 0; q < p; ++q)
       for (int r = 0; r < n; ++r) {
-        int i = r * p + q;
-        b.switchReduce(sw, every([&](int j) { return b.input(j, i); }),
-                       b.output(r, i));
-        std::vector<ChunkLoc> others;
-        for (int j = 0; j < n; ++j)
-          if (j != r)
-            others.push_back(b.output(j, i));
-        b.multicast(sw, b.output(r, i), others);
+        nvlsReduceInto(b, sw, all, r, r * p + q);
+        nvlsMulticastFrom(b, sw, all, r, r * p + q);
       }
     break;
+  }
   case CollectiveKind::ReduceScatter:
     for (int q = 0; q < p; ++q)
       for (int r = 0; r < n; ++r)

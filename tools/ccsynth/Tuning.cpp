@@ -193,8 +193,7 @@ std::vector<double> ncclInNetworkUs(const Schedule &schedule,
     return best;
   BaselineOptions bo;
   bo.inPlace = col.inPlace;
-  for (BaselineKind kind :
-       {BaselineKind::Nvls, BaselineKind::Collnet, BaselineKind::NvlsSharp}) {
+  for (BaselineKind kind : kInNetworkBaselines) {
     if (!baselineSupports(kind, col.kind, topology))
       continue;
     auto s = makeBaseline(kind, col.kind, topology, bo);

@@ -36,6 +36,11 @@ bool isRooted(CollectiveKind kind) {
          kind == CollectiveKind::Gather || kind == CollectiveKind::Scatter;
 }
 
+/// The families that cross the network through an IB SHARP switch.
+bool usesSharp(BaselineKind kind) {
+  return kind == BaselineKind::Collnet || kind == BaselineKind::NvlsSharp;
+}
+
 bool uniformNodes(const Topology &topo) {
   std::vector<int> sizes(topo.numNodes(), 0);
   for (int node : topo.nodeOf)
@@ -105,9 +110,8 @@ bool baselineSupports(BaselineKind kind, CollectiveKind collective,
     return false;
   if (kind == BaselineKind::Nvls)
     return baseline::nvlsSupports(collective, topology);
-  if ((kind == BaselineKind::Collnet || kind == BaselineKind::NvlsSharp) &&
-      (topology.numNodes() < 2 || !uniformNodes(topology) ||
-       baseline::sharpSwitchOf(topology) < 0))
+  if (usesSharp(kind) && (topology.numNodes() < 2 || !uniformNodes(topology) ||
+                          baseline::sharpSwitchOf(topology) < 0))
     return false;
   if (kind == BaselineKind::NvlsSharp &&
       baseline::nvlsSwitchesOf(topology).empty())
@@ -157,23 +161,24 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
                  "dgx-h100xN, dgx-b200xN and gb200-nvl72xN (N >= 2) have "
                  "one; a topology file declares one with \"kind\": "
                  "\"sharp\"");
-  if (kind == BaselineKind::NvlsSharp &&
-      (topology.numNodes() < 2 || baseline::sharpSwitchOf(topology) < 0 ||
-       baseline::nvlsSwitchesOf(topology).empty()))
-    return Error(what +
-                     " needs several nodes, each with an NVLS switch joining "
-                     "its ranks, and an IB SHARP switch with a port for "
-                     "every rank; '" +
-                     topology.name + "' lacks " +
-                     (topology.numNodes() < 2 ? "several nodes"
-                      : baseline::nvlsSwitchesOf(topology).empty()
-                          ? "an NVLS switch in every node"
-                          : "a SHARP switch"),
-                 {},
-                 "dgx-h100xN, dgx-b200xN and gb200-nvl72xN (N >= 2) have "
-                 "both");
-  if ((kind == BaselineKind::Collnet || kind == BaselineKind::NvlsSharp) &&
-      !uniformNodes(topology))
+  if (kind == BaselineKind::NvlsSharp) {
+    const char *lacks = topology.numNodes() < 2 ? "several nodes"
+                        : baseline::nvlsSwitchesOf(topology).empty()
+                            ? "an NVLS switch in every node"
+                        : baseline::sharpSwitchOf(topology) < 0
+                            ? "a SHARP switch"
+                            : nullptr;
+    if (lacks)
+      return Error(what +
+                       " needs several nodes, each with an NVLS switch "
+                       "joining its ranks, and an IB SHARP switch with a "
+                       "port for every rank; '" +
+                       topology.name + "' lacks " + lacks,
+                   {},
+                   "dgx-h100xN, dgx-b200xN and gb200-nvl72xN (N >= 2) have "
+                   "both");
+  }
+  if (usesSharp(kind) && !uniformNodes(topology))
     return Error(what + " needs the same number of ranks in every node of '" +
                  topology.name + "'");
   if (!baselineSupports(kind, collective, topology))

@@ -29,12 +29,6 @@ namespace ccsynth {
 
 namespace {
 
-// On several nodes NVLS + SHARP first, then CollNet Direct: NCCL's fastest
-// where the fabric reduces (NVLS-tree pays a long chain); on one node
-// neither applies.
-constexpr BaselineKind kInNetworkKinds[] = {
-    BaselineKind::NvlsSharp, BaselineKind::Collnet, BaselineKind::Nvls};
-
 std::string percent(double share) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%.0f%%", 100 * share);
@@ -44,7 +38,7 @@ std::string percent(double share) {
 } // namespace
 
 bool inNetworkApplies(CollectiveKind kind, const Topology &topology) {
-  for (BaselineKind k : kInNetworkKinds)
+  for (BaselineKind k : kInNetworkBaselines)
     if (baselineSupports(k, kind, topology))
       return true;
   return false;
@@ -93,7 +87,7 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
       p2p.emplace_back(name, *s);
   // NCCL's algorithms alone first (the first of them whatever the
   // deadline): they are what the mixes are measured against.
-  for (BaselineKind k : kInNetworkKinds) {
+  for (BaselineKind k : kInNetworkBaselines) {
     if (!baselineSupports(k, kind, topology))
       continue;
     if (!out.alone.empty() && past()) {

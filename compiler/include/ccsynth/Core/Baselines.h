@@ -36,6 +36,13 @@ enum class BaselineKind {
 const char *toString(BaselineKind kind);
 std::optional<BaselineKind> parseBaselineKind(const std::string &s);
 
+/// NCCL's in-network algorithms among the families: NVLS with SHARP and
+/// CollNet Direct first (NCCL's fastest where the network reduces, so a
+/// search cut short by its deadline still times them), then NVLS
+/// (NVLS-tree on several nodes).
+inline constexpr BaselineKind kInNetworkBaselines[] = {
+    BaselineKind::NvlsSharp, BaselineKind::Collnet, BaselineKind::Nvls};
+
 struct BaselineOptions {
   bool inPlace = false;
   int root = 0;

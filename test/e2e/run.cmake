@@ -25,14 +25,17 @@ if(CCSYNTH_ENABLE_MLIR)
   endforeach()
   # Switch operations (NVLink SHARP) on dgx-h100: NCCL's NVLS algorithms,
   # the docs' NVLS AllReduce in the DSL, and synth's in-network mix (NVLS
-  # on most of the buffer, a ring on the rest, at once).
+  # on most of the buffer, a ring on the rest, at once); NVLS-tree on two
+  # nodes, and synth's in-network output on four nodes without SHARP
+  # (NVLS with rail rings).
   foreach(coll allgather reducescatter allreduce)
     list(APPEND run_cases "nvls-${coll}-dgx-h100=baseline:nvls:${coll}:dgx-h100")
   endforeach()
   list(APPEND run_cases
     "dsl-doc-nvls-allreduce=file:${CCSYNTH_SOURCE_DIR}/test/dsl/doc-examples/nvls-allreduce.ccl"
     "innet-allreduce-dgx-h100=innet:dgx-h100:allreduce"
-    "nvls-allreduce-dgx-h100x2=baseline:nvls:allreduce:dgx-h100x2")
+    "nvls-allreduce-dgx-h100x2=baseline:nvls:allreduce:dgx-h100x2"
+    "innet-allreduce-ndv5x4=innet:ndv5x4:allreduce")
   # Synthesized schedules for every shipped sketch.
   file(GLOB sketches CONFIGURE_DEPENDS ${CCSYNTH_SOURCE_DIR}/sketches/*.json)
   foreach(s ${sketches})

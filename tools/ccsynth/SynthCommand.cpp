@@ -224,6 +224,10 @@ void printInNetwork(FILE *out, const InNetworkSearch &s,
   if (std::isfinite(ncclRingUs))
     std::fprintf(out, "  %31s %12.2f us %9.2f GB/s\n", "NCCL ring (steps)",
                  ncclRingUs, busbw(ncclRingUs));
+  for (const InNetworkCandidate &c : s.own)
+    std::fprintf(out, "  %31s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
+                 ("ccsynth " + c.name).c_str(), c.timeUs, busbw(c.timeUs),
+                 ncclBest / c.timeUs);
   std::fprintf(out, "  %31s %12.2f us %9.2f GB/s\n",
                ("point-to-point (" + p2pLevel + ")").c_str(), p2pUs,
                busbw(p2pUs));
@@ -676,13 +680,15 @@ int runSynth(const SynthCliOptions &o) {
     progress->operator()("in-network: compiling the candidates to "
                          "generated code");
     std::vector<InNetworkCandidate *> toCompile;
+    for (InNetworkCandidate &c : inNetwork->own)
+      toCompile.push_back(&c);
     for (InNetworkCandidate &c : inNetwork->alone)
       toCompile.push_back(&c);
-    if (inNetwork->best &&
-        std::none_of(inNetwork->alone.begin(), inNetwork->alone.end(),
-                     [&](const InNetworkCandidate &c) {
-                       return c.name == inNetwork->best->name;
-                     }))
+    if (inNetwork->best && std::none_of(toCompile.begin(), toCompile.end(),
+                                        [&](const InNetworkCandidate *c) {
+                                          return c->name ==
+                                                 inNetwork->best->name;
+                                        }))
       toCompile.push_back(&*inNetwork->best);
     for (InNetworkCandidate *c : toCompile) {
       bool first = chosen == nullptr;

@@ -130,7 +130,7 @@ void ScheduleBuilder::place(
     std::span<const std::pair<ChunkLoc, ChunkLoc>> members, int count) {
   // Every member reads before any writes: the step follows the state
   // before the operation.
-  int step = 0;
+  int step = minStep;
   for (const auto &[src, dst] : members)
     for (int k = 0; k < count; ++k) {
       const SlotState &s = slot({src.rank, src.buffer, src.index + k});

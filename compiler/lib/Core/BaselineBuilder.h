@@ -62,6 +62,11 @@ public:
 
   /// Lowering hint stamped on the transfers emitted from now on.
   void setChannel(int channel) { currentChannel = channel; }
+  /// The transfers emitted from now on get at least this step: a pipeline
+  /// whose chunk q starts at step q runs as a wavefront (a link carries its
+  /// transfers in step order, so chunks that all start at step 0 would
+  /// pass each link phase by phase).
+  void setMinStep(int step) { minStep = step; }
 
   /// Copies within one rank, unless the slots alias (then nothing to do).
   void copyLocal(ChunkLoc src, ChunkLoc dst, int count = 1);
@@ -104,6 +109,7 @@ private:
   std::vector<std::vector<SlotState>> state;
   std::vector<int> scratchUsed;
   int currentChannel = -1;
+  int minStep = 0;
   std::optional<Error> failure;
   std::optional<std::chrono::steady_clock::time_point> until;
   bool pastDeadline();

@@ -103,9 +103,34 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
     out.alone.push_back(alone);
     consider(alone);
   }
+  // ccsynth's own: NVLS inside the nodes, rings along the rails, in both
+  // forms (the runtime model times the wavefront as a pipelined kernel
+  // would run it; generated code pipelines by its passes, where the
+  // phased form's fewer steps cost less: it goes first, and synth compiles
+  // in this order).
+  if (nvlsRailsSupports(kind, topology))
+    for (bool wavefront : {false, true}) {
+      if (past()) {
+        out.cutShort = true;
+        break;
+      }
+      BaselineOptions ro = bo;
+      ro.until = options.until;
+      auto s = makeNvlsRails(topology, ro, wavefront);
+      if (!s)
+        continue;
+      InNetworkCandidate rails{wavefront ? "nvls-rails" : "nvls-rails-phased",
+                               s.take(), 0, 1};
+      if (measure(rails)) {
+        out.own.push_back(rails);
+        consider(rails);
+      }
+    }
   // The faster algorithm's mixes first.
   std::vector<const InNetworkCandidate *> order;
   for (const InNetworkCandidate &c : out.alone)
+    order.push_back(&c);
+  for (const InNetworkCandidate &c : out.own)
     order.push_back(&c);
   std::sort(order.begin(), order.end(),
             [](const InNetworkCandidate *x, const InNetworkCandidate *y) {
@@ -121,8 +146,13 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
     std::vector<std::pair<std::string, const Schedule *>> partners;
     for (const auto &[name, b] : p2p)
       partners.emplace_back(name, &b);
+    // (ccsynth's two forms of one algorithm do not mix with each other).
+    auto own = [&](const InNetworkCandidate *c) {
+      return c >= out.own.data() && c < out.own.data() + out.own.size();
+    };
     for (size_t j = o + 1; j < order.size(); ++j)
-      partners.emplace_back(order[j]->name, &order[j]->schedule);
+      if (!own(order[o]) || !own(order[j]))
+        partners.emplace_back(order[j]->name, &order[j]->schedule);
     for (const auto &[name, bp] : partners) {
       const Schedule &b = *bp;
       const int fb = b.collective.chunkFactor;

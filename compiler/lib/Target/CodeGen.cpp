@@ -342,7 +342,7 @@ void Generator::emitThreadblock(int rank, const msccl::Threadblock &tb) {
   bool switchTb = tb.switchId >= 0;
   if (switchTb)
     os << i1 << "CCSYNTH_TRY(x.switchJoin(" << H((long long)tb.steps.size())
-       << ", kSwitchRanks" << tb.switchId << ", "
+       << ", kSwitchRanks[" << H(tb.switchId) << "], "
        << H((long long)tb.group.size()) << "));\n";
   os << i1 << "const int passes = x.numPasses();\n";
   os << i1 << "for (int p = 0; p < passes; ++p) {\n";
@@ -960,17 +960,30 @@ Expected<GeneratedCode> Generator::run() {
      << "  template <class X> static CCSYNTH_INLINE bool run(X &x, int rank, "
         "int tb);\n"
      << "};\n";
-  // The ranks of each switch's operations (switch threadblocks).
+  // The ranks of each switch's operations (switch threadblocks), one row
+  // per switch id: a threadblock names its switch by an integer, so that
+  // the same threadblock of every node shares one function.
   std::map<int, std::vector<int>> switchRanks;
+  size_t widest = 0;
   for (const msccl::Gpu &g : algo.gpus)
     for (const msccl::Threadblock &tb : g.tbs)
-      if (tb.switchId >= 0)
+      if (tb.switchId >= 0) {
         switchRanks[tb.switchId] = tb.group;
-  for (const auto &[sw, ranks] : switchRanks) {
-    os << "CCSYNTH_TABLE int kSwitchRanks" << sw << "[" << ranks.size()
+        widest = std::max(widest, tb.group.size());
+      }
+  if (!switchRanks.empty()) {
+    int rows = switchRanks.rbegin()->first + 1;
+    os << "CCSYNTH_TABLE int kSwitchRanks[" << rows << "][" << widest
        << "] = {";
-    for (size_t i = 0; i < ranks.size(); ++i)
-      os << (i ? ", " : "") << ranks[i];
+    for (int sw = 0; sw < rows; ++sw) {
+      auto it = switchRanks.find(sw);
+      os << (sw ? ",\n    {" : "\n    {");
+      for (size_t i = 0; i < widest; ++i)
+        os << (i ? ", " : "")
+           << (it != switchRanks.end() && i < it->second.size() ? it->second[i]
+                                                                : 0);
+      os << "}";
+    }
     os << "};\n";
   }
   os << body.str() << "\n"

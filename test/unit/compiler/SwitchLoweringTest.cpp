@@ -165,8 +165,8 @@ TEST_CASE("switch lowering: the generated code meets in barriers of its own "
   auto code = codegen::generateCode(in);
   REQUIRE(code.ok());
   const std::string &src = code->source;
-  CHECK(src.find("CCSYNTH_TABLE int kSwitchRanks0[4] = {0, 1, 2, 3};") !=
-        std::string::npos);
+  CHECK(src.find("CCSYNTH_TABLE int kSwitchRanks[1][4] = {\n    {0, 1, 2, "
+                 "3}};") != std::string::npos);
   CHECK(src.find("x.switchJoin(") != std::string::npos);
   CHECK(src.find("x.switchReduce(In, 0, 0, Out, 0, 0, 1);") !=
         std::string::npos);

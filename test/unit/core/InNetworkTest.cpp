@@ -531,15 +531,18 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
   CHECK_THAT(ag.error().message, Catch::Contains("does not implement"));
 
   // The search mixes each algorithm with the ring and with each slower
-  // in-network algorithm: three alone give 3 + 2 + 1 mixes at one share.
-  // CollNet's NVLink sends beside NVLS-tree's switch operations beat both.
+  // in-network algorithm: NCCL's three and ccsynth's NVLS with rail rings
+  // in two forms (which do not mix with each other) give 5 + 4 + 3 + 2 + 1
+  // - 1 mixes at one share. CollNet's NVLink sends beside switch
+  // operations beat both.
   InNetworkOptions io;
   io.bytes = bytes;
   io.shares = {2.0 / 3};
   auto found = searchInNetwork(CollectiveKind::AllReduce, topo, io);
   REQUIRE(found);
   REQUIRE(found->alone.size() == 3);
-  CHECK(found->mixesTried == 6);
+  REQUIRE(found->own.size() == 2);
+  CHECK(found->mixesTried == 14);
   REQUIRE(found->best);
   CHECK_THAT(found->best->name, Catch::Contains("+ collnet"));
   double fastestAlone = INFINITY;
@@ -610,4 +613,69 @@ TEST_CASE("in-network algorithms mixed with point-to-point schedules on "
   CHECK(nodes->cutShort);
   REQUIRE(nodes->alone.size() == 1);
   CHECK(nodes->alone[0].name == "nvls-sharp");
+}
+
+TEST_CASE("NVLS with rail rings reduces inside nodes through the switch and "
+          "across them along one ring per rail, above NCCL's NVLS-tree "
+          "where the network does not reduce",
+          "[innetwork]") {
+  Topology topo = builtin("ndv5x2");
+  CHECK(nvlsRailsSupports(CollectiveKind::AllReduce, topo));
+  int steps[2] = {0, 0};
+  for (bool wavefront : {false, true})
+    for (bool inPlace : {false, true}) {
+      INFO((wavefront ? "wavefront" : "phased")
+           << (inPlace ? ", in place" : ", out of place"));
+      BaselineOptions o;
+      o.inPlace = inPlace;
+      auto s = makeNvlsRails(topo, o, wavefront);
+      if (!s)
+        FAIL(s.error().message);
+      VerifyOptions vo;
+      vo.topology = &topo;
+      CHECK(verifySchedule(*s, vo).ok());
+      CHECK(s->origin == "synth:nvls-rails");
+      CHECK(s->collective.chunkFactor == 8 * (wavefront ? 16 : 4) * 2);
+      // Switch operations through each node's NVLS switch; sends only
+      // between the same local rank of two nodes (one rail, one NIC).
+      for (const Transfer &t : s->transfers) {
+        if (isSwitchOp(t.op)) {
+          CHECK(topo.switches[t.sw].kind == SwitchKind::NVLS);
+          continue;
+        }
+        CHECK(topo.nodeOf[t.src.rank] != topo.nodeOf[t.dst.rank]);
+        CHECK(t.src.rank % 8 == t.dst.rank % 8);
+      }
+      steps[wavefront] = s->numSteps();
+    }
+  // The wavefront starts chunk q at step q: 16 chunks add 15 steps.
+  CHECK(steps[1] == steps[0] + 15);
+
+  // On 4 nodes without SHARP each NIC carries 2 x 3/4 of its slice in a
+  // ring where NCCL's tree (a chain here) moves the same bytes with a
+  // longer pipeline fill: 1.33 x NVLS-tree in the runtime model, within
+  // the point-to-point bound across the nodes.
+  Topology four = builtin("ndv5x4");
+  double bytes = 1 << 30;
+  auto rails = makeNvlsRails(four, {});
+  auto tree = makeBaseline(BaselineKind::Nvls, CollectiveKind::AllReduce, four);
+  REQUIRE(rails.ok());
+  REQUIRE(tree.ok());
+  auto tr = simulateInNetworkRuntime(*rails, four, {bytes});
+  auto tt = simulateInNetworkRuntime(*tree, four, {bytes});
+  REQUIRE(tr.ok());
+  REQUIRE(tt.ok());
+  CHECK(tr->front().timeUs * 1.2 < tt->front().timeUs);
+  CHECK(lowerBound(rails->collective, four, bytes).timeUs() <
+        tr->front().timeUs);
+
+  // Refusals: one node, no NVLS, other collectives.
+  for (const char *name : {"dgx-h100", "dgx-a100x2"}) {
+    INFO(name);
+    CHECK_FALSE(nvlsRailsSupports(CollectiveKind::AllReduce, builtin(name)));
+    auto e = makeNvlsRails(builtin(name), {});
+    REQUIRE_FALSE(e.ok());
+    CHECK_THAT(e.error().message, Catch::Contains("NVLS switch"));
+  }
+  CHECK_FALSE(nvlsRailsSupports(CollectiveKind::AllGather, topo));
 }

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/Diagnostic.h"
 #include "ccsynth/Core/Schedule.h"
 #include "ccsynth/Core/Topology.h"
@@ -39,6 +40,9 @@ struct InNetworkSearch {
   /// NCCL's in-network algorithms the machine allows for the collective,
   /// alone (as NCCL runs them).
   std::vector<InNetworkCandidate> alone;
+  /// ccsynth's own in-network schedules the machine allows, alone (NVLS
+  /// with rail rings on several nodes).
+  std::vector<InNetworkCandidate> own;
   /// The fastest of everything tried (alone and mixed), when any.
   std::optional<InNetworkCandidate> best;
   /// Mixed candidates verified and timed.
@@ -64,6 +68,24 @@ struct InNetworkOptions {
 /// Whether the machine has a switch that some in-network algorithm of
 /// `kind` can use (NVLS or CollNet, as the baselines build them).
 bool inNetworkApplies(CollectiveKind kind, const Topology &topology);
+
+/// Whether makeNvlsRails builds `kind` on `topology`: AllReduce on
+/// several nodes of equal size, each joined by its own NVLS switch.
+bool nvlsRailsSupports(CollectiveKind kind, const Topology &topology);
+
+/// ccsynth's AllReduce for several NVLS nodes: each node's switch reduces
+/// slice k into local rank k, rail k (the local ranks k of every node)
+/// runs a ring AllReduce of it over the network in one piece per node, and
+/// each node's switch multicasts the total from rank k; in and out of
+/// place, verified. `options.pipeline` chunks per slice. With `wavefront`
+/// (16 chunks by default) chunk q starts at step q, so that every link
+/// carries the chunks in pipeline order; without it (4 by default) each
+/// transfer takes the earliest step its data allows, so that a phase's
+/// transfers share steps (generated code pipelines by its passes, and
+/// fewer steps cost it less).
+Expected<Schedule> makeNvlsRails(const Topology &topology,
+                                 const BaselineOptions &options,
+                                 bool wavefront = true);
 
 /// Builds NCCL's in-network algorithms for `kind` on `topology` and their
 /// mixes with the ring baseline, `options.pointToPoint` and each slower

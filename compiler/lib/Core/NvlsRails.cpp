@@ -1,0 +1,91 @@
+//===- NvlsRails.cpp - NVLS inside nodes, rings along the rails ----------===//
+//
+// ccsynth's own AllReduce for several NVLS nodes whose network does not
+// reduce: each node's switch reduces slice k of the buffer into the node's
+// local rank k (multimem.ld_reduce), the local ranks k of every node (one
+// rail, one NIC each) run a ring AllReduce of that slice over the network,
+// and each node's switch multicasts the total from rank k (multimem.st).
+//
+// NCCL's NVLS-tree moves the same bytes per NIC but along a tree (here a
+// chain) of whole chunks; the rail ring cuts each chunk into one piece per
+// node, so a piece's way across the nodes is 2 (nodes - 1) hops of
+// 1/nodes of a chunk and every NIC carries its 2 (nodes - 1) / nodes of
+// the slice both ways at once: the bandwidth bound of a point-to-point
+// AllReduce across the nodes, with the NVLink ports left to the switch.
+//
+// A link carries its transfers in step order. Built phase by phase (every
+// chunk's reduction at step 0, its first ring hop at step 1, ...) a rail
+// link would carry every chunk's first hop before any second one, so that
+// the ring waits for the last reduction; the wavefront form starts chunk q
+// at step q, as a pipelined kernel runs the chunks. Generated code
+// pipelines by its passes over tiles, and there the phased form's fewer,
+// larger steps are the faster program.
+//
+//===----------------------------------------------------------------------===//
+#include "ccsynth/Core/InNetworkMix.h"
+
+#include "BaselineBuilder.h"
+
+namespace ccsynth {
+
+bool nvlsRailsSupports(CollectiveKind kind, const Topology &topology) {
+  return kind == CollectiveKind::AllReduce && topology.numNodes() > 1 &&
+         !baseline::nvlsSwitchesOf(topology).empty();
+}
+
+Expected<Schedule> makeNvlsRails(const Topology &topo,
+                                 const BaselineOptions &options,
+                                 bool wavefront) {
+  using namespace baseline;
+  std::vector<int> sws = nvlsSwitchesOf(topo);
+  if (topo.numNodes() < 2 || sws.empty())
+    return Error("NVLS with rail rings needs several nodes, each with an "
+                 "NVLS switch joining its ranks; '" +
+                 topo.name + "' lacks them");
+  std::vector<std::vector<int>> ranks = ranksByNode(topo);
+  int nodes = (int)ranks.size(), g = (int)ranks[0].size();
+  int p = pipelineOr(options, wavefront ? 16 : 4);
+  auto col = makeCollective(CollectiveKind::AllReduce, topo.numRanks(),
+                            g * p * nodes, options.inPlace, 0);
+  if (!col)
+    return col.error();
+  ScheduleBuilder b(topo, col.take(), options.until);
+  for (int q = 0; q < p; ++q)
+    for (int k = 0; k < g; ++k) {
+      if (wavefront)
+        b.setMinStep(q);
+      // Chunk q of slice k: pieces base .. base + nodes - 1.
+      int base = (k * p + q) * nodes;
+      for (int m = 0; m < nodes; ++m) {
+        std::vector<ChunkLoc> srcs;
+        for (int r : ranks[m])
+          srcs.push_back(b.input(r, base));
+        b.switchReduce(sws[m], srcs, b.output(ranks[m][k], base), nodes);
+      }
+      // Rail k's ring: piece j is summed along the ring ending at node j
+      // and passed on around it from there.
+      for (int j = 0; j < nodes; ++j) {
+        std::vector<int> in, out;
+        for (int s = 1; s <= nodes; ++s)
+          in.push_back(ranks[(j + s) % nodes][k]);
+        for (int s = 0; s < nodes; ++s)
+          out.push_back(ranks[(j + s) % nodes][k]);
+        SlotAt inAt = [&](int pos) { return b.output(in[pos], base + j); };
+        reduceChain(b, in, inAt, inAt);
+        broadcastChain(b, out, b.output(out.front(), base + j),
+                       [&](int pos) { return b.output(out[pos], base + j); });
+      }
+      for (int m = 0; m < nodes; ++m) {
+        std::vector<ChunkLoc> dsts;
+        for (int r : ranks[m])
+          if (r != ranks[m][k])
+            dsts.push_back(b.output(r, base));
+        b.multicast(sws[m], b.output(ranks[m][k], base), dsts, nodes);
+      }
+    }
+  return b.finish(wavefront ? "nvls-rails-allreduce"
+                            : "nvls-rails-phased-allreduce",
+                  "synth:nvls-rails");
+}
+
+} // namespace ccsynth

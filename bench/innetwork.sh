@@ -25,7 +25,8 @@
 #                  calibration table's ring rows use)
 #   best p2p       the faster of ccsynth and NCCL's ring
 #   in-net sched   `ccsynth synth --in-network --size S --no-step-level`:
-#                  the best of NCCL's NVLS/CollNet/NVLS+SHARP alone and
+#                  the best of NCCL's NVLS/CollNet/NVLS+SHARP and, on
+#                  several nodes, ccsynth's NVLS with rail rings, alone and
 #                  mixed with point-to-point schedules on shares of the
 #                  buffer, timed by the same runtime model (a schedule's
 #                  prediction)
@@ -52,8 +53,11 @@
 # runs, the in-net gen ratio what ccsynth's generated code reaches, and
 # the plugin ratio what an application that loads ccsynth's CUDA plugin
 # through the interposer runs.
-# A benchmark, not a test: gb200-nvl72 and dgx-h100x8 synthesize 64-72
-# ranks.
+# ndv5x4 and ndv5x8 are H100 nodes whose network does not reduce (no
+# SHARP): there NCCL's best is its ring or NVLS-tree, and the last line
+# compares with them alone.
+# A benchmark, not a test: gb200-nvl72, dgx-h100x8 and ndv5x8 synthesize
+# 64-72 ranks.
 #
 # Usage: bench/innetwork.sh [-b BUILD] [-l SECONDS] [-t TOPOS] [-s SIZES]
 #   e.g. bench/innetwork.sh -t "dgx-h100 dgx-b200" -l 10
@@ -61,7 +65,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build
 LIMIT=30
-TOPOS="dgx-h100 dgx-h100x2 dgx-h100x8 dgx-b200 dgx-b200x4 gb200-nvl72"
+TOPOS="dgx-h100 dgx-h100x2 dgx-h100x8 dgx-b200 dgx-b200x4 gb200-nvl72 ndv5x4 ndv5x8"
 COLLS=allreduce
 SIZES="64M 1G"
 . bench/common.sh
@@ -240,6 +244,7 @@ print(f'{"machine":<13} {"size":>5} {"ccsynth":>9} {"nccl nvls":>9} '
       f'{"sched/nccl":>10} {"in-net gen":>10} {"gen/nccl":>8} '
       f'{"plugin/nccl":>11}  note')
 ratios, multi, own_runs, rows = [], [], 0, 0
+nosharp = {'sched': [], 'gen': [], 'plugin': []}
 sched, sched_multi, gens, gens_multi = [], [], [], []
 plugins, plugins_multi, plugin_gen = [], [], 0
 for line in open(sys.argv[1]):
@@ -277,6 +282,10 @@ for line in open(sys.argv[1]):
         gens.append(rg)
         if re.search(r'x\d+$', topo):
             gens_multi.append(rg)
+    if re.search(r'x\d+$', topo) and math.isnan(sh):
+        for k, x in (('sched', rs), ('gen', rg), ('plugin', pr)):
+            if not math.isnan(x):
+                nosharp[k].append(x)
     rows += 1
     own_runs += served
     if not math.isnan(rc):
@@ -316,4 +325,14 @@ if gens:
           f'{g:.2f} over {len(gens)} rows; lowest {min(gens):.2f}'
           + (f'; several nodes: lowest {min(gens_multi):.2f}'
              if gens_multi else '; several nodes: none lowers'))
+if any(nosharp.values()):
+    def summary(xs):
+        if not xs:
+            return '-'
+        g = math.exp(sum(map(math.log, xs)) / len(xs))
+        return f'geomean {g:.2f}, lowest {min(xs):.2f}, highest {max(xs):.2f}'
+    print('several nodes whose network does not reduce (NCCL: ring or '
+          'NVLS-tree) / NCCL best: in-network schedules '
+          f'{summary(nosharp["sched"])}; generated code '
+          f'{summary(nosharp["gen"])}; plugin {summary(nosharp["plugin"])}')
 PY

@@ -26,7 +26,7 @@
 #   best p2p       the faster of ccsynth and NCCL's ring
 #   in-net sched   `ccsynth synth --in-network --size S --no-step-level`:
 #                  the best of NCCL's NVLS/CollNet/NVLS+SHARP and, on
-#                  several nodes, ccsynth's NVLS with rail exchanges, alone and
+#                  several nodes, ccsynth's NVLS with rail rings, alone and
 #                  mixed with point-to-point schedules on shares of the
 #                  buffer, timed by the same runtime model (a schedule's
 #                  prediction)

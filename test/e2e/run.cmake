@@ -27,7 +27,7 @@ if(CCSYNTH_ENABLE_MLIR)
   # the docs' NVLS AllReduce in the DSL, and synth's in-network mix (NVLS
   # on most of the buffer, a ring on the rest, at once); NVLS-tree on two
   # nodes, and synth's in-network output on four nodes without SHARP
-  # (NVLS with rail exchanges).
+  # (NVLS with rail rings).
   foreach(coll allgather reducescatter allreduce)
     list(APPEND run_cases "nvls-${coll}-dgx-h100=baseline:nvls:${coll}:dgx-h100")
   endforeach()

@@ -103,8 +103,7 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
     out.alone.push_back(alone);
     consider(alone);
   }
-  // ccsynth's own: NVLS inside the nodes, direct exchanges along the
-  // rails, in both
+  // ccsynth's own: NVLS inside the nodes, rings along the rails, in both
   // forms (the runtime model times the wavefront as a pipelined kernel
   // would run it; generated code pipelines by its passes, where the
   // phased form's fewer steps cost less: it goes first, and synth compiles

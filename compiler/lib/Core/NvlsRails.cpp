@@ -1,27 +1,25 @@
-//===- NvlsRails.cpp - NVLS inside nodes, direct exchanges along rails -===//
+//===- NvlsRails.cpp - NVLS inside nodes, rings along the rails ----------===//
 //
 // ccsynth's own AllReduce for several NVLS nodes whose network does not
 // reduce: each node's switch reduces slice k of the buffer into the node's
 // local rank k (multimem.ld_reduce), the local ranks k of every node (one
-// rail, one NIC each) AllReduce that slice over the network, and each
-// node's switch multicasts the total from rank k (multimem.st).
+// rail, one NIC each) run a ring AllReduce of that slice over the network,
+// and each node's switch multicasts the total from rank k (multimem.st).
 //
-// Along a rail each chunk is cut into one piece per node and node j owns
-// piece j: every other node sends it its partial of the piece, and it
-// sends the total back to each (a reduce-scatter and an all-gather by
-// direct sends). Every NIC carries 2 (nodes - 1) / nodes of the slice,
-// both ways at once: the bandwidth bound of a point-to-point AllReduce
-// across the nodes, with the NVLink ports left to the switch, in two hops
-// where a ring takes 2 (nodes - 1) (NCCL's NVLS-tree moves as many bytes
-// along its tree, with a pipeline fill that grows with the nodes).
+// NCCL's NVLS-tree moves the same bytes per NIC but along a tree (here a
+// chain) of whole chunks; the rail ring cuts each chunk into one piece per
+// node, so a piece's way across the nodes is 2 (nodes - 1) hops of
+// 1/nodes of a chunk and every NIC carries its 2 (nodes - 1) / nodes of
+// the slice both ways at once: the bandwidth bound of a point-to-point
+// AllReduce across the nodes, with the NVLink ports left to the switch.
 //
 // A link carries its transfers in step order. Built phase by phase (every
-// chunk's reduction at step 0, its sends at step 1, ...) a rail link would
-// carry every chunk's partials before any total, so that the exchange
-// waits for the last reduction; the wavefront form starts chunk q at step
-// q, as a pipelined kernel runs the chunks. Generated code pipelines by
-// its passes over tiles, and there the phased form's fewer, larger steps
-// are the faster program.
+// chunk's reduction at step 0, its first ring hop at step 1, ...) a rail
+// link would carry every chunk's first hop before any second one, so that
+// the ring waits for the last reduction; the wavefront form starts chunk q
+// at step q, as a pipelined kernel runs the chunks. Generated code
+// pipelines by its passes over tiles, and there the phased form's fewer,
+// larger steps are the faster program.
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Core/InNetworkMix.h"
@@ -41,7 +39,7 @@ Expected<Schedule> makeNvlsRails(const Topology &topo,
   using namespace baseline;
   std::vector<int> sws = nvlsSwitchesOf(topo);
   if (topo.numNodes() < 2 || sws.empty())
-    return Error("NVLS with rail exchanges needs several nodes, each with an "
+    return Error("NVLS with rail rings needs several nodes, each with an "
                  "NVLS switch joining its ranks; '" +
                  topo.name + "' lacks them");
   std::vector<std::vector<int>> ranks = ranksByNode(topo);
@@ -64,22 +62,18 @@ Expected<Schedule> makeNvlsRails(const Topology &topo,
           srcs.push_back(b.input(r, base));
         b.switchReduce(sws[m], srcs, b.output(ranks[m][k], base), nodes);
       }
-      // Rail k's exchange: node j owns piece j; every other node sends it
-      // its partial (into scratch, added locally), and it sends the total
-      // back to each of them.
+      // Rail k's ring: piece j is summed along the ring ending at node j
+      // and passed on around it from there.
       for (int j = 0; j < nodes; ++j) {
-        int owner = ranks[j][k];
-        std::vector<ChunkLoc> got;
-        for (int s = 1; s < nodes; ++s) {
-          ChunkLoc tmp = b.scratch(owner);
-          b.copy(b.output(ranks[(j + s) % nodes][k], base + j), tmp);
-          got.push_back(tmp);
-        }
-        for (ChunkLoc tmp : got)
-          b.reduce(tmp, b.output(owner, base + j));
-        for (int s = 1; s < nodes; ++s)
-          b.copy(b.output(owner, base + j),
-                 b.output(ranks[(j + s) % nodes][k], base + j));
+        std::vector<int> in, out;
+        for (int s = 1; s <= nodes; ++s)
+          in.push_back(ranks[(j + s) % nodes][k]);
+        for (int s = 0; s < nodes; ++s)
+          out.push_back(ranks[(j + s) % nodes][k]);
+        SlotAt inAt = [&](int pos) { return b.output(in[pos], base + j); };
+        reduceChain(b, in, inAt, inAt);
+        broadcastChain(b, out, b.output(out.front(), base + j),
+                       [&](int pos) { return b.output(out[pos], base + j); });
       }
       for (int m = 0; m < nodes; ++m) {
         std::vector<ChunkLoc> dsts;

@@ -41,7 +41,7 @@ struct InNetworkSearch {
   /// alone (as NCCL runs them).
   std::vector<InNetworkCandidate> alone;
   /// ccsynth's own in-network schedules the machine allows, alone (NVLS
-  /// with rail exchanges on several nodes).
+  /// with rail rings on several nodes).
   std::vector<InNetworkCandidate> own;
   /// The fastest of everything tried (alone and mixed), when any.
   std::optional<InNetworkCandidate> best;
@@ -75,8 +75,7 @@ bool nvlsRailsSupports(CollectiveKind kind, const Topology &topology);
 
 /// ccsynth's AllReduce for several NVLS nodes: each node's switch reduces
 /// slice k into local rank k, rail k (the local ranks k of every node)
-/// AllReduces it over the network (one piece per node: the others send
-/// each piece's partial to its node, which sends the total back), and
+/// runs a ring AllReduce of it over the network in one piece per node, and
 /// each node's switch multicasts the total from rank k; in and out of
 /// place, verified. `options.pipeline` chunks per slice. With `wavefront`
 /// (16 chunks by default) chunk q starts at step q, so that every link

@@ -230,14 +230,15 @@ Expected<Schedule> buildSliced(CollectiveKind kind, const Topology &topo,
                                const BaselineOptions &options,
                                BaselineKind family, const SliceBody &body);
 
-/// Node switch `sw` reduces every copy of chunk `index` on the node's
-/// `ranks` into the output of `owner`.
+/// Node switch `sw` reduces every copy of chunks `index` .. `index` +
+/// `count` - 1 on the node's `ranks` into the output of `owner`.
 void nvlsReduceInto(ScheduleBuilder &b, int sw, const std::vector<int> &ranks,
-                    int owner, int index);
-/// Node switch `sw` multicasts `owner`'s output chunk `index` to the
-/// outputs of the node's other `ranks`.
+                    int owner, int index, int count = 1);
+/// Node switch `sw` multicasts `owner`'s output chunks `index` .. `index` +
+/// `count` - 1 to the outputs of the node's other `ranks`.
 void nvlsMulticastFrom(ScheduleBuilder &b, int sw,
-                       const std::vector<int> &ranks, int owner, int index);
+                       const std::vector<int> &ranks, int owner, int index,
+                       int count = 1);
 
 /// "ring-allreduce".
 std::string baselineName(BaselineKind kind, CollectiveKind collective);

@@ -77,20 +77,21 @@ Expected<Schedule> buildSliced(CollectiveKind kind, const Topology &topo,
 }
 
 void nvlsReduceInto(ScheduleBuilder &b, int sw, const std::vector<int> &ranks,
-                    int owner, int index) {
+                    int owner, int index, int count) {
   std::vector<ChunkLoc> srcs;
   for (int r : ranks)
     srcs.push_back(b.input(r, index));
-  b.switchReduce(sw, srcs, b.output(owner, index));
+  b.switchReduce(sw, srcs, b.output(owner, index), count);
 }
 
 void nvlsMulticastFrom(ScheduleBuilder &b, int sw,
-                       const std::vector<int> &ranks, int owner, int index) {
+                       const std::vector<int> &ranks, int owner, int index,
+                       int count) {
   std::vector<ChunkLoc> others;
   for (int r : ranks)
     if (r != owner)
       others.push_back(b.output(r, index));
-  b.multicast(sw, b.output(owner, index), others);
+  b.multicast(sw, b.output(owner, index), others, count);
 }
 
 bool nvlsSupports(CollectiveKind kind, const Topology &topo) {

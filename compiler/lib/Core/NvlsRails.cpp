@@ -56,12 +56,8 @@ Expected<Schedule> makeNvlsRails(const Topology &topo,
         b.setMinStep(q);
       // Chunk q of slice k: pieces base .. base + nodes - 1.
       int base = (k * p + q) * nodes;
-      for (int m = 0; m < nodes; ++m) {
-        std::vector<ChunkLoc> srcs;
-        for (int r : ranks[m])
-          srcs.push_back(b.input(r, base));
-        b.switchReduce(sws[m], srcs, b.output(ranks[m][k], base), nodes);
-      }
+      for (int m = 0; m < nodes; ++m)
+        nvlsReduceInto(b, sws[m], ranks[m], ranks[m][k], base, nodes);
       // Rail k's ring: piece j is summed along the ring ending at node j
       // and passed on around it from there.
       for (int j = 0; j < nodes; ++j) {
@@ -75,13 +71,8 @@ Expected<Schedule> makeNvlsRails(const Topology &topo,
         broadcastChain(b, out, b.output(out.front(), base + j),
                        [&](int pos) { return b.output(out[pos], base + j); });
       }
-      for (int m = 0; m < nodes; ++m) {
-        std::vector<ChunkLoc> dsts;
-        for (int r : ranks[m])
-          if (r != ranks[m][k])
-            dsts.push_back(b.output(r, base));
-        b.multicast(sws[m], b.output(ranks[m][k], base), dsts, nodes);
-      }
+      for (int m = 0; m < nodes; ++m)
+        nvlsMulticastFrom(b, sws[m], ranks[m], ranks[m][k], base, nodes);
     }
   return b.finish(wavefront ? "nvls-rails-allreduce"
                             : "nvls-rails-phased-allreduce",

@@ -41,9 +41,10 @@
 #                  its program is faster than what NCCL reaches (its ring
 #                  or tree, NVLS, NVLS-tree, CollNet or NVLS+SHARP) and
 #                  writes nothing where it is faster nowhere; the
-#                  interposer sends the other sizes to NCCL. Its ratio to
-#                  NCCL is the compile's own (printed with the range it
-#                  serves), 1.00 where NCCL runs
+#                  interposer sends the other sizes to NCCL (each run of
+#                  sizes where it is faster is a descriptor of its own).
+#                  Its ratio to NCCL is the compile's own (printed with the
+#                  ranges it serves), 1.00 where NCCL runs
 # and the ratios ccsynth / NCCL's best (its in-network algorithm or its
 # in-network algorithm, IB SHARP or ring, whichever is faster), best
 # p2p / NCCL's best, in-net sched / NCCL's best and in-net gen / NCCL's
@@ -177,12 +178,16 @@ def parse(s):
 b = parse(sys.argv[1])
 log = open(sys.argv[2]).read()
 ratio, why = 1.0, 'nccl'
-m = re.search(r'note: serves (every size|only \[(\S+), (\S+ ?\S*)\))', log)
+# "serves every size" or "serves only [A, B)[, [C, D)...] and [E, F)": a
+# descriptor per range.
+m = re.search(r'note: serves (every size|only .*?):', log)
 if m:
-    lo = parse(m.group(2)) if m.group(2) else 0
-    hi = None if not m.group(3) or m.group(3) == 'no bound' else parse(m.group(3))
+    ranges = [(parse(lo), None if hi == 'no bound' else parse(hi))
+              for lo, hi in re.findall(r'\[(\S+), ([^)]*)\)', m.group(1))]
+    if m.group(1) == 'every size':
+        ranges = [(0, None)]
     r = re.search(r'\b' + re.escape(sys.argv[1]) + r' ([0-9.]+)x', log)
-    if r and b >= lo and (hi is None or b < hi):
+    if r and any(b >= lo and (hi is None or b < hi) for lo, hi in ranges):
         ratio, why = float(r.group(1)), 'gen'
 elif 'nothing written' in log:
     why = 'nccl(slower)'

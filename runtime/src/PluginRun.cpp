@@ -95,6 +95,20 @@ std::optional<unsigned long long> parseByteSize(const std::string &text) {
   return v << shift;
 }
 
+namespace {
+
+/// Whether every algorithm of `plugin` is the same code (one program under a
+/// descriptor per byte range it serves).
+bool oneCode(const Plugin &plugin) {
+  const ccsynthAlgorithm &first = *plugin.begin();
+  for (const ccsynthAlgorithm &a : plugin)
+    if (a.launch != first.launch)
+      return false;
+  return true;
+}
+
+} // namespace
+
 PluginRunOutcome runPluginAlgorithm(const Plugin &plugin,
                                     const PluginRunRequest &req, FILE *out) {
   using S = PluginRunOutcome;
@@ -104,7 +118,7 @@ PluginRunOutcome runPluginAlgorithm(const Plugin &plugin,
     if (!algo)
       return failure(S::Error,
                      "the plugin has no algorithm '" + req.algorithm + "'");
-  } else if (plugin.table().num_algorithms == 1) {
+  } else if (plugin.table().num_algorithms == 1 || oneCode(plugin)) {
     algo = plugin.begin();
   } else {
     return failure(S::Usage, "the plugin holds several algorithms: choose one "

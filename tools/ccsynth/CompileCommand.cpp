@@ -458,7 +458,7 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
     Guard out;
     TuneResult ref;
     ref.ncclBestUs = *ncclUs;
-    out.served = servedWhereFaster(*timed, ref, grid);
+    out.served = servedRunsWhereFaster(*timed, ref, grid);
     out.us = std::move(timed->timeUs);
     return out;
   };
@@ -481,14 +481,20 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
                  "call to NCCL; --no-fallback writes it anyway\n";
     return kExitError;
   };
-  // A program that serves part of the sizes is compiled again with that
-  // byte range.
+  // A program that serves part of the sizes is compiled again with those
+  // byte ranges (one plugin descriptor each).
+  auto partly = [](const Served &sv) {
+    return sv.ranges.size() > 1 || sv.minBytes > 0 || sv.maxBytes > 0;
+  };
   auto restrictTo = [&](const Served &sv, const Schedule &program,
                         CompileOptions opts) -> std::optional<std::string> {
     if (sv.minBytes > 0)
       opts.minBytes = sv.minBytes;
     if (sv.maxBytes > 0)
       opts.maxBytes = sv.maxBytes;
+    for (size_t i = 1; i < sv.ranges.size(); ++i)
+      opts.moreByteRanges.push_back(
+          {sv.ranges[i].minBytes, sv.ranges[i].maxBytes});
     CompileResult r = compileSchedule(program, opts);
     if (!r.ok())
       return std::nullopt;
@@ -502,11 +508,16 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
                     formatBytes(grid[k]).c_str(), (*ncclUs)[k] / g.us[k]);
       ratios += buf;
     }
-    bool everywhere = g.served.minBytes == 0 && g.served.maxBytes == 0;
+    bool everywhere = !partly(g.served);
+    std::string where;
+    for (size_t i = 0; i < g.served.ranges.size(); ++i)
+      where +=
+          (i == 0                            ? ""
+           : i + 1 == g.served.ranges.size() ? " and "
+                                             : ", ") +
+          byteRange(g.served.ranges[i].minBytes, g.served.ranges[i].maxBytes);
     std::cerr << "ccsynth: note: serves "
-              << (everywhere ? std::string("every size")
-                             : "only " + byteRange(g.served.minBytes,
-                                                   g.served.maxBytes))
+              << (everywhere ? std::string("every size") : "only " + where)
               << ": against what NCCL reaches on " << topo->name
               << " (step-level model, NCCL's time / the generated code's): "
               << ratios
@@ -530,7 +541,7 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
     std::optional<Guard> g = guard(sched, plainConfig, c);
     if (g && !g->served.any)
       return nothingFaster(slowerNote(plainConfig, *g));
-    if (g && (g->served.minBytes > 0 || g->served.maxBytes > 0)) {
+    if (g && partly(g->served)) {
       auto restricted = restrictTo(g->served, sched, c);
       if (!restricted)
         return kExitOk;
@@ -639,7 +650,7 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
         slower = slowerNote(cand, *g);
       continue;
     }
-    if (g && (g->served.minBytes > 0 || g->served.maxBytes > 0)) {
+    if (g && partly(g->served)) {
       r.output =
           restrictTo(g->served, candidateSchedule(t, cand, sched), chosen);
       if (!r.output)

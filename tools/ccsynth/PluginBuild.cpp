@@ -4,12 +4,14 @@
 #include "ccsynth/Core/ChildProcess.h"
 #include "ccsynth/runtime/PluginLoader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <spawn.h>
+#include <string_view>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -162,15 +164,47 @@ Expected<std::string> generatedName(const std::string &source) {
   return source.substr(start, end - start);
 }
 
+std::vector<std::string> descriptorNames(const std::string &source) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < source.size();) {
+    size_t end = source.find('\n', at);
+    if (end == std::string::npos)
+      end = source.size();
+    std::string_view line(source.data() + at, end - at);
+    for (std::string_view key :
+         {"CCSYNTH_DEFINE_ALGORITHM(", "CCSYNTH_DEFINE_ALGORITHM_RANGE("})
+      if (line.substr(0, key.size()) == key) {
+        // The second argument: the descriptor's name.
+        size_t comma = line.find(',');
+        if (comma == std::string_view::npos)
+          break;
+        size_t start = line.find_first_not_of(' ', comma + 1);
+        size_t stop = line.find_first_of(",)", start);
+        if (start != std::string_view::npos && stop != std::string_view::npos)
+          out.emplace_back(line.substr(start, stop - start));
+      }
+    at = end + 1;
+  }
+  return out;
+}
+
 Status buildPlugin(const std::vector<GeneratedSource> &algos,
                    const PluginBuildOptions &o, const std::string &output) {
   if (algos.empty())
     return Error("a plugin needs at least one algorithm");
-  for (size_t i = 0; i < algos.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (algos[i].name == algos[j].name)
-        return Error("two algorithms are named '" + algos[i].name +
+  // The descriptors of each source (one per byte range it serves).
+  std::vector<std::string> entries;
+  for (const GeneratedSource &a : algos) {
+    std::vector<std::string> own = descriptorNames(a.source);
+    if (own.empty())
+      own.push_back(a.name);
+    for (const std::string &e : own) {
+      if (std::find(entries.begin(), entries.end(), e) != entries.end())
+        return Error("two algorithms are named '" + e +
                      "'; rename one (--name)");
+      entries.push_back(e);
+    }
+  }
   TempDir dir;
   if (dir.path.empty())
     return Error(std::string("cannot create a temporary directory: ") +
@@ -187,10 +221,9 @@ Status buildPlugin(const std::vector<GeneratedSource> &algos,
   std::string table = "// The algorithm table of this plugin.\n"
                       "#include \"ccsynth/runtime/PluginTable.h\"\n";
   std::string list;
-  for (const GeneratedSource &a : algos) {
-    table += "CCSYNTH_DECLARE_ALGORITHM(" + a.name + ")\n";
-    list +=
-        (list.empty() ? "" : ", ") + std::string("ccsynthAlgorithm_") + a.name;
+  for (const std::string &e : entries) {
+    table += "CCSYNTH_DECLARE_ALGORITHM(" + e + ")\n";
+    list += (list.empty() ? "" : ", ") + std::string("ccsynthAlgorithm_") + e;
   }
   table += "CCSYNTH_PLUGIN_TABLE(" + list + ")\n";
   std::string tableFile = dir.path + "/table" + ext;

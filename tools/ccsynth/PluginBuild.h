@@ -43,6 +43,11 @@ Status buildPlugin(const std::vector<GeneratedSource> &algos,
 /// The identifier generated code gives an algorithm (from its source).
 Expected<std::string> generatedName(const std::string &source);
 
+/// The plugin descriptors a generated source defines (its
+/// CCSYNTH_DEFINE_ALGORITHM lines: the algorithm's own name, then one per
+/// further byte range it serves).
+std::vector<std::string> descriptorNames(const std::string &source);
+
 /// Parses "fp32,bf16" / "sum,max" (or "all") into ABI bit masks.
 Expected<unsigned> parseDtypeMask(const std::string &list);
 Expected<unsigned> parseOpMask(const std::string &list);

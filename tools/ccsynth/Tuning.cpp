@@ -87,6 +87,45 @@ Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
   return best;
 }
 
+Served servedRunsWhereFaster(const TuneCandidate &c, const TuneResult &t,
+                             const std::vector<double> &sizes) {
+  Served out;
+  if (t.ncclBestUs.size() != sizes.size())
+    return out;
+  size_t n = sizes.size();
+  double logSum = 0;
+  for (size_t a = 0; a < n;) {
+    auto faster = [&](size_t k) {
+      return c.selectableAt(sizes[k]) && c.timeUs[k] <= t.ncclBestUs[k] * 1.001;
+    };
+    if (!faster(a)) {
+      ++a;
+      continue;
+    }
+    size_t b = a;
+    double gain = 0;
+    for (; b < n && faster(b); ++b)
+      gain += std::log(t.ncclBestUs[b] / c.timeUs[b]);
+    // [a, b): a run, served where it gains in all.
+    if (gain > 0) {
+      Served::Range r;
+      r.minBytes = a == 0 ? 0 : (long long)(sizes[a - 1] * 2);
+      r.maxBytes = b == n ? 0 : (long long)(sizes[b - 1] * 2) - 1;
+      out.ranges.push_back(r);
+      out.count += b - a;
+      logSum += gain;
+    }
+    a = b;
+  }
+  if (out.ranges.empty())
+    return out;
+  out.any = true;
+  out.minBytes = out.ranges.front().minBytes;
+  out.maxBytes = out.ranges.front().maxBytes;
+  out.score = std::exp(logSum / (double)n);
+  return out;
+}
+
 const Schedule &candidateSchedule(const TuneResult &t, const TuneCandidate &c,
                                   const Schedule &input) {
   if (c.regridded() && t.regridded)

@@ -245,9 +245,23 @@ struct Served {
   /// Geometric mean over every size of NCCL's time / the program's, 1
   /// outside the served run.
   double score = 1;
+  /// servedRunsWhereFaster: every run served, ascending and disjoint (the
+  /// first is minBytes..maxBytes); servedWhereFaster leaves it empty.
+  struct Range {
+    long long minBytes = 0, maxBytes = 0;
+  };
+  std::vector<Range> ranges;
 };
 Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
                          const std::vector<double> &sizes, bool ties = false);
+
+/// Where generated code serves: as servedWhereFaster, but every maximal run
+/// of consecutive sizes where the program is no slower than `ncclBestUs`
+/// and gains over it in all (a plugin holds one descriptor per run, so the
+/// interposer runs the program at each), not only the best run. `count` is
+/// the sizes of all runs, `score` the geometric mean over every size.
+Served servedRunsWhereFaster(const TuneCandidate &c, const TuneResult &t,
+                             const std::vector<double> &sizes);
 
 /// "4 instances, Simple, fused without forwarding, ..." (without the
 /// protocol for generated code, which has none to choose).

@@ -1013,8 +1013,13 @@ Expected<GeneratedCode> Generator::run() {
      << "#if defined(CCSYNTH_PLUGIN)\n"
      << "#include \"ccsynth/runtime/PluginEntry.h\"\n"
      << "CCSYNTH_DEFINE_ALGORITHM(ccsynth_gen_" << ns << "::Algo, " << ns
-     << ")\n"
-     << "#endif\n";
+     << ")\n";
+  // The same code under one more descriptor per further byte range.
+  for (size_t i = 0; i < in.moreRanges.size(); ++i)
+    os << "CCSYNTH_DEFINE_ALGORITHM_RANGE(ccsynth_gen_" << ns << "::Algo, "
+       << ns << "_range" << i + 2 << ", " << in.moreRanges[i].minBytes
+       << "ull, " << in.moreRanges[i].maxBytes << "ull)\n";
+  os << "#endif\n";
   return GeneratedCode{os.str(), stats};
 }
 
@@ -1032,6 +1037,17 @@ Expected<GeneratedCode> generateCode(const CodeGenInput &input) {
     if (!(std::isalnum((unsigned char)c) || c == '_'))
       return Error("algorithm name '" + input.name +
                    "' is not an identifier (letters, digits, '_')");
+  for (size_t i = 0; i < input.moreRanges.size(); ++i) {
+    const ByteRange &r = input.moreRanges[i];
+    std::uint64_t below =
+        i == 0 ? input.maxBytes : input.moreRanges[i - 1].maxBytes;
+    if (below == 0 || r.minBytes <= below ||
+        (r.maxBytes != 0 && r.maxBytes < r.minBytes))
+      return Error("byte range " + std::to_string(i + 2) + " [" +
+                   std::to_string(r.minBytes) + ", " +
+                   (r.maxBytes ? std::to_string(r.maxBytes) : "unbounded") +
+                   "] is empty or not above the one before it");
+  }
   if (input.algo->ngpus != input.collective->numRanks)
     return Error("the program has " + std::to_string(input.algo->ngpus) +
                  " ranks but its collective " +

@@ -70,6 +70,7 @@ LogicalResult exportGeneratedCode(Operation *op, llvm::raw_ostream &os,
   in.scheduleSteps = std::move(scheduleSteps);
   in.minBytes = (std::uint64_t)prog->getMinBytes();
   in.maxBytes = (std::uint64_t)prog->getMaxBytes();
+  in.moreRanges = options.moreRanges;
 
   auto code = codegen::generateCode(in);
   if (!code)

@@ -176,6 +176,47 @@ TEST_CASE("switch lowering: the generated code meets in barriers of its own "
   CHECK(src.find(", 0, 0, 12, 0, 2, 2, false,") != std::string::npos);
 }
 
+TEST_CASE("generated code serves several byte ranges under one descriptor "
+          "each",
+          "[switch-lowering]") {
+  Schedule s = nvlsAllReduce(4, 1);
+  auto l = lowerSwitchTransfers(s, 1);
+  REQUIRE(l.ok());
+  Algo algo = emptyProgram(4, 4);
+  REQUIRE(attachSwitchThreadblocks(algo, *l).ok());
+  codegen::CodeGenInput in;
+  in.algo = &algo;
+  in.collective = &s.collective;
+  in.name = "nvls";
+  in.collectiveName = "allreduce";
+  in.minBytes = 1024;
+  in.maxBytes = 4095;
+  in.moreRanges = {{65536, 262143}, {1 << 20, 0}};
+  auto code = codegen::generateCode(in);
+  REQUIRE(code.ok());
+  const std::string &src = code->source;
+  CHECK(src.find("minBytes = 1024ull, maxBytes = 4095ull;") !=
+        std::string::npos);
+  CHECK(src.find("CCSYNTH_DEFINE_ALGORITHM(ccsynth_gen_nvls::Algo, nvls)\n"
+                 "CCSYNTH_DEFINE_ALGORITHM_RANGE(ccsynth_gen_nvls::Algo, "
+                 "nvls_range2, 65536ull, 262143ull)\n"
+                 "CCSYNTH_DEFINE_ALGORITHM_RANGE(ccsynth_gen_nvls::Algo, "
+                 "nvls_range3, 1048576ull, 0ull)\n#endif") !=
+        std::string::npos);
+  // Ranges must ascend without overlap, after a bounded first one.
+  for (auto bad : std::vector<std::vector<codegen::ByteRange>>{
+           {{4095, 8191}}, {{1 << 20, 0}, {1 << 22, 0}}, {{8192, 4096}}}) {
+    in.moreRanges = bad;
+    auto refused = codegen::generateCode(in);
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(refused.error().message,
+               Catch::Contains("is empty or not above the one before it"));
+  }
+  in.moreRanges = {{8192, 0}};
+  in.maxBytes = 0;
+  CHECK_FALSE(codegen::generateCode(in).ok());
+}
+
 TEST_CASE("switch lowering refuses what its synchronization cannot order",
           "[switch-lowering]") {
   SECTION("two addresses in one operation") {

@@ -222,6 +222,27 @@ TEST_CASE("the first matching algorithm wins; the closest miss is named") {
   CHECK(contains(miss.reason, "a: 16384 bytes outside its range"));
 }
 
+TEST_CASE("one program under two byte ranges: the sizes between go to NCCL") {
+  // A generated program faster than NCCL at small and large sizes only: one
+  // descriptor per range, the same launch.
+  Loaded l({algo("rails", "allreduce", ccsynthBackendCuda),
+            algo("rails_range2", "allreduce", ccsynthBackendCuda)});
+  l.descs[0].min_bytes = 1024;
+  l.descs[0].max_bytes = 4095;
+  l.descs[1].min_bytes = 1 << 20;
+  auto at = [&](std::uint64_t bytes) {
+    return decide(call("allreduce", Memory::Device, bytes / 4), l.facts,
+                  ready());
+  };
+  CHECK(at(512).algo == -1);
+  CHECK(at(2048).algo == 0);
+  Decision between = at(64 << 10);
+  CHECK(between.algo == -1);
+  CHECK(contains(between.reason, "rails: 65536 bytes outside its range"));
+  CHECK(at(1 << 20).algo == 1);
+  CHECK(at(std::uint64_t(48) << 20).algo == 1);
+}
+
 TEST_CASE("placement: out-of-place algorithms read the user's input") {
   ccsynthAlgorithm out = algo("o", "allreduce", ccsynthBackendCuda, 0);
   ccsynthAlgorithm in = algo("i", "allreduce", ccsynthBackendCuda, 1);

@@ -81,6 +81,10 @@ struct CompileOptions {
   int maxThreadblocksPerRank = -1;
   long long minBytes = -1;
   long long maxBytes = -1;
+  /// Generated code: byte ranges it serves besides minBytes..maxBytes
+  /// (ascending, disjoint, above it; 0 as the upper bound: unbounded), each
+  /// its own descriptor of a plugin.
+  std::vector<std::pair<long long, long long>> moreByteRanges;
   std::string name;
   /// Generated code: bytes per chunk slice per pass.
   unsigned long long tileBytes = 1 << 20;

@@ -26,6 +26,12 @@
 
 namespace ccsynth::codegen {
 
+/// Bytes of the larger buffer a plugin descriptor serves (0 as maxBytes:
+/// unbounded).
+struct ByteRange {
+  std::uint64_t minBytes = 0, maxBytes = 0;
+};
+
 struct CodeGenInput {
   const msccl::Algo *algo = nullptr;
   const Collective *collective = nullptr;
@@ -44,6 +50,10 @@ struct CodeGenInput {
   /// The byte range the algorithm is meant for (0 = unbounded).
   std::uint64_t minBytes = 0;
   std::uint64_t maxBytes = 0;
+  /// Further ranges it serves (ascending, disjoint, above maxBytes): in a
+  /// plugin each is a descriptor of its own, `<name>_range<k>` (k = 2, ...),
+  /// running the same code.
+  std::vector<ByteRange> moreRanges;
   /// Bytes per chunk slice per pass (multiple of 16).
   std::uint64_t tileBytes = 1 << 20;
   /// Threadblocks of different ranks whose code differs only in integers

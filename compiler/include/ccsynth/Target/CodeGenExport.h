@@ -34,6 +34,8 @@ struct CodeGenExportOptions {
   int switchRefine = 1;
   /// Receives the step program the code was generated from (optional).
   msccl::Algo *program = nullptr;
+  /// Byte ranges served besides the program's min_bytes..max_bytes.
+  std::vector<codegen::ByteRange> moreRanges;
 };
 
 /// Writes the generated source of the program in `op`; `stats` (optional)

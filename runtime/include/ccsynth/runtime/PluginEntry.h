@@ -2,7 +2,10 @@
 //
 // Included at the end of a generated source when it is built as (part of)
 // a plugin (-DCCSYNTH_PLUGIN). CCSYNTH_DEFINE_ALGORITHM(Algo, name) defines
-// `ccsynthAlgorithm_<name>()`, returning the algorithm's descriptor; the
+// `ccsynthAlgorithm_<name>()`, returning the algorithm's descriptor for its
+// byte range Algo::minBytes..maxBytes;
+// CCSYNTH_DEFINE_ALGORITHM_RANGE(Algo, name, min, max) the same code under
+// another name for another range (a program that serves several). The
 // plugin's table (PluginTable.h) lists them. The dtypes and operators built
 // in are chosen with -DCCSYNTH_DTYPE_MASK / -DCCSYNTH_OP_MASK (bits as in
 // ccsynth_plugin.h; default: all).
@@ -35,16 +38,19 @@
 #endif
 
 #define CCSYNTH_DEFINE_ALGORITHM(A, NAME)                                      \
+  CCSYNTH_DEFINE_ALGORITHM_RANGE(A, NAME, A::minBytes, A::maxBytes)
+
+#define CCSYNTH_DEFINE_ALGORITHM_RANGE(A, NAME, MIN_BYTES, MAX_BYTES)          \
   extern "C" const ccsynthAlgorithm *ccsynthAlgorithm_##NAME(void) {           \
     static const ccsynthAlgorithm desc = {                                     \
         sizeof(ccsynthAlgorithm),                                              \
-        A::shape.name,                                                         \
+        #NAME,                                                                 \
         A::shape.collective,                                                   \
         A::shape.ranks,                                                        \
         A::shape.root,                                                         \
         A::shape.inplace ? 1 : 0,                                              \
-        A::minBytes,                                                           \
-        A::maxBytes,                                                           \
+        (MIN_BYTES),                                                           \
+        (MAX_BYTES),                                                           \
         (CCSYNTH_DTYPE_MASK),                                                  \
         A::shape.reduces ? (CCSYNTH_OP_MASK) : 0u,                             \
         ::ccsynth::rt::scratchBytes(A::shape, A::tileBytes),                   \

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# served-ranges.sh CCSYNTH RUNTIME_INCLUDE WORKDIR
+#
+# Generated code that beats NCCL at two separate runs of sizes serves both:
+# synth's in-network AllReduce on 4 x 8 H100 without SHARP (NVLS with rail
+# rings) is faster than NCCL's best around 256K-1M and from 256M up, slower
+# in between, by the step-level model. `compile --target cuda` must say it
+# serves two ranges and define one plugin descriptor per range, the same
+# code under both; a plugin built from that source must list both with
+# those ranges, and `ccsynth run` must run it (one code) correctly.
+set -euo pipefail
+cc=$1 inc=$2 work=$3
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+"$cc" synth --topo ndv5x4 --collective allreduce --size 1G --in-network \
+  --time-limit 4 --no-step-level -q -o sched.json > synth.log
+"$cc" compile sched.json --target cuda -o algo.cu 2> compile.log
+note=$(grep 'note: serves ' compile.log || true)
+echo "$note"
+# "serves only [A, B) and [C, D)" (D may be "no bound").
+ranges=$(grep -o '\[[0-9.]*[KMGT]\?B\?, [^)]*)' <<<"$note" || true)
+count=$(grep -c . <<<"$ranges" || true)
+if ((count < 2)); then
+  echo "expected two or more served ranges in the note" >&2
+  exit 1
+fi
+name=$(sed -n 's/^namespace ccsynth_gen_\([A-Za-z0-9_]*\) {$/\1/p' algo.cu)
+mapfile -t descs < <(sed -n \
+  's/^CCSYNTH_DEFINE_ALGORITHM\(_RANGE\)\?([^,]*, *\([A-Za-z0-9_]*\).*/\2/p' \
+  algo.cu)
+if ((${#descs[@]} != count)) || [[ ${descs[0]} != "$name" ]]; then
+  echo "expected $count descriptors, the first '$name'; got: ${descs[*]}" >&2
+  exit 1
+fi
+{
+  echo '#include "ccsynth/runtime/PluginTable.h"'
+  list=
+  for d in "${descs[@]}"; do
+    echo "CCSYNTH_DECLARE_ALGORITHM($d)"
+    list+="${list:+, }ccsynthAlgorithm_$d"
+  done
+  echo "CCSYNTH_PLUGIN_TABLE($list)"
+} > table.cpp
+${CXX:-c++} -std=c++20 -O0 -fPIC -shared -pthread -DCCSYNTH_PLUGIN \
+  '-DCCSYNTH_VERSION_STRING="test"' -DCCSYNTH_DTYPE_MASK=0x80u \
+  -DCCSYNTH_OP_MASK=1u -I"$inc" -x c++ algo.cu table.cpp -o lib.so
+"$cc" plugin info lib.so > info.txt
+# Each descriptor's sizes: the note's ranges, as bytes (min .. max - 1).
+python3 - "$ranges" info.txt <<'PY'
+import re, sys
+units = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
+def parse(s):
+    m = re.fullmatch(r'([0-9.]+)([KMGT]?)B?', s)
+    return int(float(m.group(1)) * units[m.group(2)])
+want = []
+for r in sys.argv[1].splitlines():
+    lo, hi = re.fullmatch(r'\[(\S+), (.*)\)', r).groups()
+    want.append((parse(lo), None if hi == 'no bound' else parse(hi) - 1))
+got = []
+for line in open(sys.argv[2]):
+    m = re.match(r'  sizes +(\S+) \.\. (\S+)$', line)
+    if m:
+        got.append((parse(m.group(1)),
+                    None if m.group(2) == 'unbounded' else parse(m.group(2))))
+if got != want:
+    sys.exit(f'plugin sizes {got}, the note says {want}')
+print(f'{len(got)} descriptors with the served ranges: {got}')
+PY
+"$cc" run lib.so --count 4099 --dtype fp32 --op sum --iters 1 --timeout 300
+echo "served ranges: ok"

@@ -581,33 +581,13 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
                  "one written fits the GPU\n";
     return plainGuard();
   }
-  // Generated code is straight-line per threadblock: more instances make
-  // it longer and its nvcc build slower (about a minute per architecture
-  // for 200 KiB; several times longer per KiB past that). Within the
-  // model's noise, 2%, of the fastest, the program with the fewest
-  // instances goes first; then the others, fastest first. The first whose
-  // code fits kGeneratedCodeBudget is written.
-  constexpr size_t kGeneratedCodeBudget = 256 << 10;
-  std::vector<int> order;
-  const TuneCandidate &fastest = t.candidates[t.best];
-  for (int i = 0; i < (int)t.candidates.size(); ++i)
-    if (t.candidates[i].fromSchedule() &&
-        t.candidates[i].oddFactor() <= fastest.oddFactor())
-      order.push_back(i);
-  auto near = [&](int i) {
-    return t.candidates[i].score <= fastest.score * 1.02;
-  };
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    const TuneCandidate &x = t.candidates[a], &y = t.candidates[b];
-    if (near(a) != near(b))
-      return near(a);
-    if (near(a) && x.instances != y.instances)
-      return x.instances < y.instances;
-    return x.score < y.score;
-  });
+  // Generated code is straight-line per threadblock: the first
+  // configuration of generatedOrder (the fewest instances within 2% of the
+  // fastest first) whose code fits kGeneratedCodeBudget is written.
+  std::vector<int> order = generatedOrder(t);
   // A configuration with at least as many instances, local threadblocks
   // and pipeline parts as one over the budget is over it too: not tried.
-  constexpr size_t kMostTries = 8;
+  constexpr size_t kMostTries = kGeneratedCodeTries;
   std::vector<const TuneCandidate *> tooLong;
   auto dominated = [&](const TuneCandidate &cand) {
     return std::any_of(

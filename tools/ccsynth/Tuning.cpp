@@ -4,8 +4,10 @@
 #include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/Rings.h"
 #include "ccsynth/Core/Simulator.h"
+#include "ccsynth/Target/KernelKnobs.h"
 #include "ccsynth/Target/MSCCLXml.h"
 #include "ccsynth/Target/StepSimulator.h"
+#include "ccsynth/Target/SwitchLowering.h"
 
 #include <algorithm>
 #include <cmath>
@@ -296,6 +298,8 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   }
   cand.nchunksperloop = std::max(1, algo->nchunksperloop);
   cand.protocol = algo->proto;
+  if (switches)
+    cand.codeBytes = r.output->size();
   // Generated code: timed with each knob choice; the fastest (geometric
   // mean over the sizes; the earlier choice, fewer loads in flight, within
   // 0.1%) is kept. The choice changes only the threadblocks' throughput:
@@ -374,22 +378,91 @@ generatedCodeUs(const Schedule &schedule, const Topology &topology,
   CompileOptions base;
   base.target = CompileTarget::Cuda;
   base.verify = false;
-  std::optional<double> best;
+  // As the tuned compile chooses: the tile whose fastest configuration is
+  // fastest (a smaller one by more than the model's noise, 2%), there the
+  // first configuration in its order whose code fits the budget.
+  std::optional<TuneResult> chosen;
+  std::optional<double> chosenUs;
+  double chosenTile = 0;
   for (double tile : generatedTileCandidates(schedule, (double)(1 << 20))) {
     req.tileBytes = tile;
     base.tileBytes = (unsigned long long)tile;
     TuneResult t = tuneCompile(schedule, topology, base, req);
-    std::optional<double> atTile;
-    for (const TuneCandidate &c : t.candidates)
-      if (c.fromSchedule() && !c.timeUs.empty() &&
-          (!atTile || c.timeUs[0] < *atTile))
-        atTile = c.timeUs[0];
-    // A smaller tile wins by more than the model's noise, as in the tuned
-    // compile.
-    if (atTile && (!best || *atTile < 0.98 * *best))
-      best = atTile;
+    if (t.best < 0)
+      continue;
+    double fastest = t.candidates[t.best].timeUs[0];
+    if (!chosenUs || fastest < 0.98 * *chosenUs) {
+      chosenUs = fastest;
+      chosenTile = tile;
+      chosen = std::move(t);
+    }
   }
-  return best;
+  if (!chosen)
+    return std::nullopt;
+  base.tileBytes = (unsigned long long)chosenTile;
+  std::vector<int> order = generatedOrder(*chosen);
+  for (size_t j = 0; j < order.size() && j < kGeneratedCodeTries; ++j) {
+    const TuneCandidate &c = chosen->candidates[order[j]];
+    if (c.timeUs.empty())
+      continue;
+    size_t codeBytes = c.codeBytes;
+    if (!codeBytes) {
+      CompileOptions o = base;
+      c.applyTo(o);
+      o.protocol = base.protocol;
+      CompileResult r =
+          compileSchedule(candidateSchedule(*chosen, c, schedule), o);
+      if (!r.ok())
+        continue;
+      codeBytes = r.output->size();
+    }
+    if (codeBytes <= kGeneratedCodeBudget)
+      return c.timeUs[0];
+  }
+  // None fits: the schedule as written untuned (one instance, 1 MiB tiles,
+  // the GPU's default kernel knobs, at most 4 loads in flight where switch
+  // operations wait for point-to-point steps).
+  TuneCandidate plain;
+  TuneRequest one = req;
+  one.tileBytes = (double)(1 << 20);
+  base.tileBytes = 1 << 20;
+  if (int arch = topology.stepModel.smArch; arch > 0) {
+    // The entries generated code carries: sm_80 and sm_90 (Blackwell runs
+    // the latter).
+    codegen::KernelKnob knob = codegen::defaultKernelKnob(arch >= 90 ? 90 : 80);
+    if (schedule.usesSwitches())
+      if (auto l = msccl::lowerSwitchTransfers(schedule);
+          l && l->orderedOperations > 0)
+        knob.loads = std::min(knob.loads, 4);
+    one.knobs = {knob};
+  }
+  auto timed = timeCandidate(schedule, topology, base, plain, one);
+  if (!timed || timed->timeUs.empty())
+    return std::nullopt;
+  return timed->timeUs[0];
+}
+
+std::vector<int> generatedOrder(const TuneResult &t) {
+  std::vector<int> order;
+  if (t.best < 0)
+    return order;
+  const TuneCandidate &fastest = t.candidates[t.best];
+  for (int i = 0; i < (int)t.candidates.size(); ++i)
+    if (t.candidates[i].fromSchedule() &&
+        t.candidates[i].oddFactor() <= fastest.oddFactor())
+      order.push_back(i);
+  auto near = [&](int i) {
+    return t.candidates[i].score <= fastest.score * 1.02;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const TuneCandidate &x = t.candidates[a], &y = t.candidates[b];
+    if (near(a) != near(b))
+      return near(a);
+    if (near(a) && x.instances != y.instances)
+      return x.instances < y.instances;
+    return x.score < y.score;
+  });
+  return order;
 }
 
 std::vector<double> generatedTileCandidates(const Schedule &schedule,

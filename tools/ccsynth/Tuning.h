@@ -98,6 +98,9 @@ struct TuneCandidate {
   codegen::KernelKnob knob;
   /// Step-level time at each size of the request, in µs.
   std::vector<double> timeUs;
+  /// Bytes of its generated source where it was timed on it (schedules with
+  /// switch operations, as generated code); 0 when not known.
+  size_t codeBytes = 0;
   /// Geometric mean over the sizes of time / the best time at that size.
   double score = 0;
   long long nchunksperloop = 1;
@@ -185,11 +188,28 @@ std::vector<int> tuningInstances(const Schedule &schedule);
 std::vector<double> generatedTileCandidates(const Schedule &schedule,
                                             double tile);
 
-/// What a schedule with switch operations runs as: its generated code
-/// (compile --target cuda), its instance counts and tiles
-/// (generatedTileCandidates from 1 MiB) weighed as the tuned compile
-/// weighs them, timed by the step model's generated-code variant at
-/// `bytes`; nullopt when it does not lower or no configuration compiled.
+/// Generated code is straight-line per threadblock: more instances make
+/// it longer and its nvcc build slower (about a minute per architecture
+/// for 200 KiB; several times longer per KiB past that). The tuned compile
+/// writes the first configuration of generatedOrder whose code fits this
+/// many bytes (of at most kGeneratedCodeTries tried), else the schedule
+/// untuned at one instance.
+constexpr size_t kGeneratedCodeBudget = 256 << 10;
+constexpr size_t kGeneratedCodeTries = 8;
+
+/// The order in which the tuned compile of generated code tries the
+/// schedule's own configurations of `t`: within the model's noise, 2%, of
+/// the fastest (t.best), the fewest instances first; then the others,
+/// fastest first. Only configurations whose loop has no larger odd factor
+/// than the fastest's.
+std::vector<int> generatedOrder(const TuneResult &t);
+
+/// What a schedule runs as generated code (compile --target cuda): its
+/// instance counts and tiles (generatedTileCandidates from 1 MiB) weighed
+/// as the tuned compile weighs them, the configuration it would write
+/// (generatedOrder, within kGeneratedCodeBudget; one instance when none
+/// fits) timed by the step model's generated-code variant at `bytes`;
+/// nullopt when it does not lower or no configuration compiled.
 /// Configurations start only before `until` (the first one whatever the
 /// time).
 std::optional<double>

@@ -103,29 +103,32 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
     out.alone.push_back(alone);
     consider(alone);
   }
-  // ccsynth's own: NVLS inside the nodes, rings along the rails, in both
-  // forms (the runtime model times the wavefront as a pipelined kernel
-  // would run it; generated code pipelines by its passes, where the
-  // phased form's fewer steps cost less: it goes first, and synth compiles
-  // in this order).
+  // ccsynth's own: NVLS inside the nodes, rings or direct exchanges along
+  // the rails, each in both forms (the runtime model times the wavefront as
+  // a pipelined kernel would run it; generated code pipelines by its
+  // passes, where the phased form's fewer steps cost less: those go first,
+  // and synth compiles in this order).
   if (nvlsRailsSupports(kind, topology))
-    for (bool wavefront : {false, true}) {
-      if (past()) {
-        out.cutShort = true;
-        break;
+    for (bool wavefront : {false, true})
+      for (RailAllReduce rail : {RailAllReduce::Ring, RailAllReduce::Direct}) {
+        if (past()) {
+          out.cutShort = true;
+          break;
+        }
+        BaselineOptions ro = bo;
+        ro.until = options.until;
+        auto s = makeNvlsRails(topology, ro, wavefront, rail);
+        if (!s)
+          continue;
+        std::string name = std::string("nvls-rails") +
+                           (rail == RailAllReduce::Direct ? "-direct" : "") +
+                           (wavefront ? "" : "-phased");
+        InNetworkCandidate rails{name, s.take(), 0, 1};
+        if (measure(rails)) {
+          out.own.push_back(rails);
+          consider(rails);
+        }
       }
-      BaselineOptions ro = bo;
-      ro.until = options.until;
-      auto s = makeNvlsRails(topology, ro, wavefront);
-      if (!s)
-        continue;
-      InNetworkCandidate rails{wavefront ? "nvls-rails" : "nvls-rails-phased",
-                               s.take(), 0, 1};
-      if (measure(rails)) {
-        out.own.push_back(rails);
-        consider(rails);
-      }
-    }
   // The faster algorithm's mixes first.
   std::vector<const InNetworkCandidate *> order;
   for (const InNetworkCandidate &c : out.alone)
@@ -146,7 +149,7 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
     std::vector<std::pair<std::string, const Schedule *>> partners;
     for (const auto &[name, b] : p2p)
       partners.emplace_back(name, &b);
-    // (ccsynth's two forms of one algorithm do not mix with each other).
+    // (ccsynth's own algorithms, forms of one, do not mix with each other).
     auto own = [&](const InNetworkCandidate *c) {
       return c >= out.own.data() && c < out.own.data() + out.own.size();
     };

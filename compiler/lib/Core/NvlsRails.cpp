@@ -1,17 +1,20 @@
-//===- NvlsRails.cpp - NVLS inside nodes, rings along the rails ----------===//
+//===- NvlsRails.cpp - NVLS inside nodes, AllReduce along the rails ------===//
 //
 // ccsynth's own AllReduce for several NVLS nodes whose network does not
 // reduce: each node's switch reduces slice k of the buffer into the node's
 // local rank k (multimem.ld_reduce), the local ranks k of every node (one
-// rail, one NIC each) run a ring AllReduce of that slice over the network,
-// and each node's switch multicasts the total from rank k (multimem.st).
+// rail, one NIC each) AllReduce that slice over the network, and each
+// node's switch multicasts the total from rank k (multimem.st).
 //
 // NCCL's NVLS-tree moves the same bytes per NIC but along a tree (here a
-// chain) of whole chunks; the rail ring cuts each chunk into one piece per
-// node, so a piece's way across the nodes is 2 (nodes - 1) hops of
-// 1/nodes of a chunk and every NIC carries its 2 (nodes - 1) / nodes of
-// the slice both ways at once: the bandwidth bound of a point-to-point
-// AllReduce across the nodes, with the NVLink ports left to the switch.
+// chain) of whole chunks; a rail cuts each chunk into one piece per node,
+// and every NIC carries its 2 (nodes - 1) / nodes of the slice both ways
+// at once: the bandwidth bound of a point-to-point AllReduce across the
+// nodes, with the NVLink ports left to the switch. Along a rail either a
+// ring (a piece's way is 2 (nodes - 1) hops) or direct exchanges: node j
+// owns piece j, every other node sends it its partial and it sends the
+// total back to each (two hops; more peers per NIC, and more code, since
+// each rank's peers differ).
 //
 // A link carries its transfers in step order. Built phase by phase (every
 // chunk's reduction at step 0, its first ring hop at step 1, ...) a rail
@@ -34,8 +37,8 @@ bool nvlsRailsSupports(CollectiveKind kind, const Topology &topology) {
 }
 
 Expected<Schedule> makeNvlsRails(const Topology &topo,
-                                 const BaselineOptions &options,
-                                 bool wavefront) {
+                                 const BaselineOptions &options, bool wavefront,
+                                 RailAllReduce rail) {
   using namespace baseline;
   std::vector<int> sws = nvlsSwitchesOf(topo);
   if (topo.numNodes() < 2 || sws.empty())
@@ -58,9 +61,25 @@ Expected<Schedule> makeNvlsRails(const Topology &topo,
       int base = (k * p + q) * nodes;
       for (int m = 0; m < nodes; ++m)
         nvlsReduceInto(b, sws[m], ranks[m], ranks[m][k], base, nodes);
+      for (int j = 0; j < nodes && rail == RailAllReduce::Direct; ++j) {
+        // Node j owns piece j: the others' partials land in its scratch and
+        // are added there; it sends the total back to each.
+        int owner = ranks[j][k];
+        std::vector<ChunkLoc> got;
+        for (int s = 1; s < nodes; ++s) {
+          ChunkLoc tmp = b.scratch(owner);
+          b.copy(b.output(ranks[(j + s) % nodes][k], base + j), tmp);
+          got.push_back(tmp);
+        }
+        for (ChunkLoc tmp : got)
+          b.reduce(tmp, b.output(owner, base + j));
+        for (int s = 1; s < nodes; ++s)
+          b.copy(b.output(owner, base + j),
+                 b.output(ranks[(j + s) % nodes][k], base + j));
+      }
       // Rail k's ring: piece j is summed along the ring ending at node j
       // and passed on around it from there.
-      for (int j = 0; j < nodes; ++j) {
+      for (int j = 0; j < nodes && rail == RailAllReduce::Ring; ++j) {
         std::vector<int> in, out;
         for (int s = 1; s <= nodes; ++s)
           in.push_back(ranks[(j + s) % nodes][k]);
@@ -74,9 +93,10 @@ Expected<Schedule> makeNvlsRails(const Topology &topo,
       for (int m = 0; m < nodes; ++m)
         nvlsMulticastFrom(b, sws[m], ranks[m], ranks[m][k], base, nodes);
     }
-  return b.finish(wavefront ? "nvls-rails-allreduce"
-                            : "nvls-rails-phased-allreduce",
-                  "synth:nvls-rails");
+  std::string name = std::string("nvls-rails") +
+                     (rail == RailAllReduce::Direct ? "-direct" : "");
+  return b.finish(name + (wavefront ? "" : "-phased") + "-allreduce",
+                  "synth:" + name);
 }
 
 } // namespace ccsynth

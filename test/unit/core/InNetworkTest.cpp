@@ -532,17 +532,17 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
 
   // The search mixes each algorithm with the ring and with each slower
   // in-network algorithm: NCCL's three and ccsynth's NVLS with rail rings
-  // in two forms (which do not mix with each other) give 5 + 4 + 3 + 2 + 1
-  // - 1 mixes at one share. CollNet's NVLink sends beside switch
-  // operations beat both.
+  // and with rail exchanges, each in two forms (ccsynth's four do not mix
+  // with each other), give 7 with the ring and 21 - 6 pairs at one share.
+  // CollNet's NVLink sends beside switch operations beat both.
   InNetworkOptions io;
   io.bytes = bytes;
   io.shares = {2.0 / 3};
   auto found = searchInNetwork(CollectiveKind::AllReduce, topo, io);
   REQUIRE(found);
   REQUIRE(found->alone.size() == 3);
-  REQUIRE(found->own.size() == 2);
-  CHECK(found->mixesTried == 14);
+  REQUIRE(found->own.size() == 4);
+  CHECK(found->mixesTried == 22);
   REQUIRE(found->best);
   CHECK_THAT(found->best->name, Catch::Contains("+ collnet"));
   double fastestAlone = INFINITY;
@@ -615,41 +615,59 @@ TEST_CASE("in-network algorithms mixed with point-to-point schedules on "
   CHECK(nodes->alone[0].name == "nvls-sharp");
 }
 
-TEST_CASE("NVLS with rail rings reduces inside nodes through the switch and "
-          "across them along one ring per rail, above NCCL's NVLS-tree "
-          "where the network does not reduce",
+TEST_CASE("NVLS with rail rings or exchanges reduces inside nodes through "
+          "the switch and across them along each rail, above NCCL's "
+          "NVLS-tree where the network does not reduce",
           "[innetwork]") {
-  Topology topo = builtin("ndv5x2");
+  Topology topo = builtin("ndv5x4");
   CHECK(nvlsRailsSupports(CollectiveKind::AllReduce, topo));
-  int steps[2] = {0, 0};
-  for (bool wavefront : {false, true})
-    for (bool inPlace : {false, true}) {
-      INFO((wavefront ? "wavefront" : "phased")
-           << (inPlace ? ", in place" : ", out of place"));
-      BaselineOptions o;
-      o.inPlace = inPlace;
-      auto s = makeNvlsRails(topo, o, wavefront);
-      if (!s)
-        FAIL(s.error().message);
-      VerifyOptions vo;
-      vo.topology = &topo;
-      CHECK(verifySchedule(*s, vo).ok());
-      CHECK(s->origin == "synth:nvls-rails");
-      CHECK(s->collective.chunkFactor == 8 * (wavefront ? 16 : 4) * 2);
-      // Switch operations through each node's NVLS switch; sends only
-      // between the same local rank of two nodes (one rail, one NIC).
-      for (const Transfer &t : s->transfers) {
-        if (isSwitchOp(t.op)) {
-          CHECK(topo.switches[t.sw].kind == SwitchKind::NVLS);
-          continue;
+  int steps[2][2] = {{0, 0}, {0, 0}};
+  for (RailAllReduce rail : {RailAllReduce::Ring, RailAllReduce::Direct})
+    for (bool wavefront : {false, true})
+      for (bool inPlace : {false, true}) {
+        bool direct = rail == RailAllReduce::Direct;
+        INFO((direct ? "exchanges, " : "rings, ")
+             << (wavefront ? "wavefront" : "phased")
+             << (inPlace ? ", in place" : ", out of place"));
+        BaselineOptions o;
+        o.inPlace = inPlace;
+        auto s = makeNvlsRails(topo, o, wavefront, rail);
+        if (!s)
+          FAIL(s.error().message);
+        VerifyOptions vo;
+        vo.topology = &topo;
+        CHECK(verifySchedule(*s, vo).ok());
+        CHECK(s->origin == std::string(direct ? "synth:nvls-rails-direct"
+                                              : "synth:nvls-rails"));
+        CHECK(s->collective.chunkFactor == 8 * (wavefront ? 16 : 4) * 4);
+        // Switch operations through each node's NVLS switch; sends only
+        // between the same local rank of two nodes (one rail, one NIC);
+        // exchanges add partials in the owner's scratch.
+        int sends = 0;
+        for (const Transfer &t : s->transfers) {
+          if (isSwitchOp(t.op)) {
+            CHECK(topo.switches[t.sw].kind == SwitchKind::NVLS);
+            continue;
+          }
+          if (t.src.rank == t.dst.rank) {
+            CHECK(direct);
+            CHECK(t.op == TransferOp::Reduce);
+            continue;
+          }
+          ++sends;
+          CHECK(topo.nodeOf[t.src.rank] != topo.nodeOf[t.dst.rank]);
+          CHECK(t.src.rank % 8 == t.dst.rank % 8);
         }
-        CHECK(topo.nodeOf[t.src.rank] != topo.nodeOf[t.dst.rank]);
-        CHECK(t.src.rank % 8 == t.dst.rank % 8);
+        // Either way each piece crosses 2 x 3 links: a ring's 2 (N - 1) hops
+        // or the 3 partials in and 3 totals out of its owner.
+        CHECK(sends == s->collective.chunkFactor * 2 * 3);
+        steps[direct][wavefront] = s->numSteps();
       }
-      steps[wavefront] = s->numSteps();
-    }
-  // The wavefront starts chunk q at step q: 16 chunks add 15 steps.
-  CHECK(steps[1] == steps[0] + 15);
+  // The wavefront starts chunk q at step q: 16 chunks add 15 steps; an
+  // exchange takes two hops where the ring takes 6.
+  for (int d = 0; d < 2; ++d)
+    CHECK(steps[d][1] == steps[d][0] + 15);
+  CHECK(steps[1][0] < steps[0][0]);
 
   // On 4 nodes without SHARP each NIC carries 2 x 3/4 of its slice in a
   // ring where NCCL's tree (a chain here) moves the same bytes with a
@@ -668,6 +686,14 @@ TEST_CASE("NVLS with rail rings reduces inside nodes through the switch and "
   CHECK(tr->front().timeUs * 1.2 < tt->front().timeUs);
   CHECK(lowerBound(rails->collective, four, bytes).timeUs() <
         tr->front().timeUs);
+  // The exchanges' two hops: faster still, within the same bound.
+  auto exchanges = makeNvlsRails(four, {}, true, RailAllReduce::Direct);
+  REQUIRE(exchanges.ok());
+  auto te = simulateInNetworkRuntime(*exchanges, four, {bytes});
+  REQUIRE(te.ok());
+  CHECK(te->front().timeUs < tr->front().timeUs);
+  CHECK(lowerBound(exchanges->collective, four, bytes).timeUs() <
+        te->front().timeUs);
 
   // Refusals: one node, no NVLS, other collectives.
   for (const char *name : {"dgx-h100", "dgx-a100x2"}) {

@@ -73,9 +73,14 @@ bool inNetworkApplies(CollectiveKind kind, const Topology &topology);
 /// several nodes of equal size, each joined by its own NVLS switch.
 bool nvlsRailsSupports(CollectiveKind kind, const Topology &topology);
 
+/// How a rail AllReduces its slice across the nodes (one piece per node):
+/// a ring, or direct exchanges (node j owns piece j: the others send it
+/// their partials, it sends each the total).
+enum class RailAllReduce { Ring, Direct };
+
 /// ccsynth's AllReduce for several NVLS nodes: each node's switch reduces
 /// slice k into local rank k, rail k (the local ranks k of every node)
-/// runs a ring AllReduce of it over the network in one piece per node, and
+/// AllReduces it over the network in one piece per node (`rail`), and
 /// each node's switch multicasts the total from rank k; in and out of
 /// place, verified. `options.pipeline` chunks per slice. With `wavefront`
 /// (16 chunks by default) chunk q starts at step q, so that every link
@@ -85,7 +90,8 @@ bool nvlsRailsSupports(CollectiveKind kind, const Topology &topology);
 /// fewer steps cost it less).
 Expected<Schedule> makeNvlsRails(const Topology &topology,
                                  const BaselineOptions &options,
-                                 bool wavefront = true);
+                                 bool wavefront = true,
+                                 RailAllReduce rail = RailAllReduce::Ring);
 
 /// Builds NCCL's in-network algorithms for `kind` on `topology` and their
 /// mixes with the ring baseline, `options.pointToPoint` and each slower

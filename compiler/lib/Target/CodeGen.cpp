@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <numeric>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace ccsynth::codegen {
 
@@ -189,9 +191,26 @@ void Generator::planLandings() {
   landingChunks.assign(algo.ngpus, 0);
   dataFlags.assign(algo.ngpus, 0);
   creditFlags.assign(algo.ngpus, 0);
-  for (const msccl::Message &m : messages) {
+  landing.assign(messages.size(), Landing{});
+  // Flags and landing slots are numbered in each rank's own order (its
+  // threadblocks and their steps), not the order of the messages: ranks
+  // whose threadblocks correspond then use the same numbers, and share
+  // generated code.
+  std::vector<int> order(messages.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto byEnd = [&](bool recv) {
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      const msccl::Message &x = messages[a], &y = messages[b];
+      const auto &ex = recv ? x.recv : x.send, &ey = recv ? y.recv : y.send;
+      return std::tuple(ex.rank, ex.tb, ex.step) <
+             std::tuple(ey.rank, ey.tb, ey.step);
+    });
+  };
+  byEnd(true);
+  for (int i : order) {
+    const msccl::Message &m = messages[i];
     const msccl::Step &st = tbOf(m.recv.rank, m.recv.tb).steps[m.recv.step];
-    Landing l;
+    Landing &l = landing[i];
     l.dataFlag = dataFlags[m.recv.rank]++;
     // Straight into the destination only when no reader or writer of the
     // range can race the sender, and only into output: output slices
@@ -210,10 +229,12 @@ void Generator::planLandings() {
     } else {
       l.offset = landingChunks[m.recv.rank];
       landingChunks[m.recv.rank] += st.cnt;
-      l.creditFlag = creditFlags[m.send.rank]++;
     }
-    landing.push_back(l);
   }
+  byEnd(false);
+  for (int i : order)
+    if (!landing[i].direct)
+      landing[i].creditFlag = creditFlags[messages[i].send.rank]++;
 }
 
 void Generator::planSwitchFlags() {
@@ -1023,6 +1044,46 @@ Expected<GeneratedCode> Generator::run() {
   return GeneratedCode{os.str(), stats};
 }
 
+/// `algo` with each rank's threadblocks renumbered: point-to-point ones by
+/// channel, then send peer rank + d and receive peer rank - d (d modulo the
+/// ranks, ascending), then peerless ones, then switch threadblocks, each
+/// kind in its old order; dependencies follow. `steps` receives
+/// `scheduleSteps` under the new numbers.
+msccl::Algo
+relativeThreadblockIds(const msccl::Algo &algo,
+                       const std::map<std::tuple<int, int, int>, int> &old,
+                       std::map<std::tuple<int, int, int>, int> &steps) {
+  msccl::Algo out = algo;
+  const int n = algo.ngpus;
+  for (msccl::Gpu &g : out.gpus) {
+    auto key = [&](const msccl::Threadblock &tb) {
+      int sd = tb.send >= 0 ? ((tb.send - g.id) % n + n) % n : n;
+      int rd = tb.recv >= 0 ? ((g.id - tb.recv) % n + n) % n : n;
+      bool local = tb.send < 0 && tb.recv < 0;
+      return std::tuple(tb.switchId >= 0, tb.chan, local, sd, rd, tb.id);
+    };
+    std::stable_sort(
+        g.tbs.begin(), g.tbs.end(),
+        [&](const msccl::Threadblock &a, const msccl::Threadblock &b) {
+          return key(a) < key(b);
+        });
+    std::map<int, int> id;
+    for (int i = 0; i < (int)g.tbs.size(); ++i)
+      id[g.tbs[i].id] = i;
+    for (msccl::Threadblock &tb : g.tbs) {
+      for (msccl::Step &st : tb.steps)
+        if (st.depid >= 0)
+          st.depid = id.at(st.depid);
+      tb.id = id.at(tb.id);
+    }
+    for (const auto &[k, v] : old)
+      if (std::get<0>(k) == g.id)
+        if (auto it = id.find(std::get<1>(k)); it != id.end())
+          steps[{g.id, it->second, std::get<2>(k)}] = v;
+  }
+  return out;
+}
+
 } // namespace
 
 Expected<GeneratedCode> generateCode(const CodeGenInput &input) {
@@ -1072,7 +1133,27 @@ Expected<GeneratedCode> generateCode(const CodeGenInput &input) {
       return Error("two kernel knob entries for sm_" + std::to_string(k.arch));
   }
   Generator gen(in, *shape);
-  return gen.run();
+  auto code = gen.run();
+  if (!code || !in.shareRanks)
+    return code;
+  // Threadblocks numbered by their peers relative to the rank: where the
+  // lowering numbered them in an order that differs between ranks of the
+  // same role (the order their connections first appeared in), this makes
+  // the ranks' code correspond, so that they share functions. The program
+  // is the same; the fewer functions (then the shorter source) is kept.
+  std::map<std::tuple<int, int, int>, int> steps;
+  msccl::Algo relative =
+      relativeThreadblockIds(*in.algo, in.scheduleSteps, steps);
+  CodeGenInput rin = in;
+  rin.algo = &relative;
+  rin.scheduleSteps = std::move(steps);
+  Generator other(rin, *shape);
+  auto alt = other.run();
+  if (alt && (alt->stats.functions < code->stats.functions ||
+              (alt->stats.functions == code->stats.functions &&
+               alt->source.size() < code->source.size())))
+    return alt;
+  return code;
 }
 
 } // namespace ccsynth::codegen

@@ -8,7 +8,11 @@
 #     the growth of one rank's steps (63 / 7);
 #   - dgx-h100x8 (64 ranks, a ring that is not rank order): at most one
 #     function per threadblock of a rank, and under 5% of the source that
-#     --no-rank-sharing writes for the same program.
+#     --no-rank-sharing writes for the same program;
+#   - direct sends on fc:16 (every rank to every other, whose connections
+#     the lowering meets in an order that differs by rank): threadblocks,
+#     flags and landing slots numbered relative to the rank, so that every
+#     threadblock role is one function with no table of per-rank values.
 set -uo pipefail
 cc=$1 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
@@ -54,4 +58,16 @@ echo "dgx-h100x8: $ranks ranks, $tbs threadblocks: $fns functions," \
   fail "dgx-h100x8: $fns functions for $tbs threadblocks of $ranks ranks"
 [ $((lines * 20)) -lt "$lines_u" ] ||
   fail "dgx-h100x8: $lines lines shared against $lines_u unshared"
+
+"$cc" baseline direct -c allreduce -t fc:16 -o direct16.json >/dev/null ||
+  fail "direct baseline on fc:16"
+"$cc" compile direct16.json --target cuda --no-tune -o direct16.cu ||
+  fail "compile direct16"
+read -r tbs ranks fns lines <<<"$(header direct16)"
+tables=$(grep -c 'CCSYNTH_TABLE int t' direct16.cu)
+echo "direct fc:16: $ranks ranks, $tbs threadblocks, $fns functions," \
+  "$tables tables, $lines lines"
+[ "$fns" -le $((tbs / ranks)) ] ||
+  fail "direct fc:16: $fns functions for $((tbs / ranks)) threadblocks per rank"
+[ "$tables" -eq 0 ] || fail "direct fc:16: $tables tables of per-rank values"
 echo "shared"

@@ -110,7 +110,7 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
   // and synth compiles in this order).
   if (nvlsRailsSupports(kind, topology))
     for (bool wavefront : {false, true})
-      for (RailAllReduce rail : {RailAllReduce::Ring, RailAllReduce::Direct}) {
+      for (RailAllReduce rail : {RailAllReduce::Direct, RailAllReduce::Ring}) {
         if (past()) {
           out.cutShort = true;
           break;

@@ -61,21 +61,26 @@ Expected<Schedule> makeNvlsRails(const Topology &topo,
       int base = (k * p + q) * nodes;
       for (int m = 0; m < nodes; ++m)
         nvlsReduceInto(b, sws[m], ranks[m], ranks[m][k], base, nodes);
-      for (int j = 0; j < nodes && rail == RailAllReduce::Direct; ++j) {
+      if (rail == RailAllReduce::Direct) {
         // Node j owns piece j: the others' partials land in its scratch and
-        // are added there; it sends the total back to each.
-        int owner = ranks[j][k];
-        std::vector<ChunkLoc> got;
-        for (int s = 1; s < nodes; ++s) {
-          ChunkLoc tmp = b.scratch(owner);
-          b.copy(b.output(ranks[(j + s) % nodes][k], base + j), tmp);
-          got.push_back(tmp);
-        }
-        for (ChunkLoc tmp : got)
-          b.reduce(tmp, b.output(owner, base + j));
+        // are added there; it sends the total back to each. Round s pairs
+        // every node with the one s after it, so that each rank meets its
+        // peers in the same order relative to itself (its code then is
+        // every other rank's, shifted).
+        std::vector<std::vector<ChunkLoc>> got(nodes);
         for (int s = 1; s < nodes; ++s)
-          b.copy(b.output(owner, base + j),
-                 b.output(ranks[(j + s) % nodes][k], base + j));
+          for (int j = 0; j < nodes; ++j) {
+            ChunkLoc tmp = b.scratch(ranks[j][k]);
+            b.copy(b.output(ranks[(j + nodes - s) % nodes][k], base + j), tmp);
+            got[j].push_back(tmp);
+          }
+        for (int s = 1; s < nodes; ++s)
+          for (int j = 0; j < nodes; ++j)
+            b.reduce(got[j][s - 1], b.output(ranks[j][k], base + j));
+        for (int s = 1; s < nodes; ++s)
+          for (int j = 0; j < nodes; ++j)
+            b.copy(b.output(ranks[j][k], base + j),
+                   b.output(ranks[(j + s) % nodes][k], base + j));
       }
       // Rail k's ring: piece j is summed along the ring ending at node j
       // and passed on around it from there.

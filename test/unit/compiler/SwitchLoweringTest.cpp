@@ -93,6 +93,26 @@ std::string refusal(const Schedule &s) {
   return l.error().message;
 }
 
+/// `s`'s switch operations lowered on `lanes` lanes and attached to an
+/// empty program of `chunks` chunks.
+Algo switchProgram(const Schedule &s, int lanes, int chunks) {
+  auto l = lowerSwitchTransfers(s, lanes);
+  REQUIRE(l.ok());
+  Algo algo = emptyProgram(s.collective.numRanks, chunks);
+  REQUIRE(attachSwitchThreadblocks(algo, *l).ok());
+  return algo;
+}
+
+/// Code generation of `algo`, the program of NVLS AllReduce `s` ("nvls").
+codegen::CodeGenInput nvlsCodeInput(const Algo &algo, const Schedule &s) {
+  codegen::CodeGenInput in;
+  in.algo = &algo;
+  in.collective = &s.collective;
+  in.name = "nvls";
+  in.collectiveName = "allreduce";
+  return in;
+}
+
 } // namespace
 
 TEST_CASE("switch lowering: NVLS AllReduce becomes one switch threadblock "
@@ -150,17 +170,10 @@ TEST_CASE("switch lowering: the generated code meets in barriers of its own "
           "flags and reduces through the switch",
           "[switch-lowering]") {
   Schedule s = nvlsAllReduce(4, 2);
-  auto l = lowerSwitchTransfers(s, 2);
-  REQUIRE(l.ok());
-  Algo algo = emptyProgram(4, 8);
-  REQUIRE(attachSwitchThreadblocks(algo, *l).ok());
+  Algo algo = switchProgram(s, 2, 8);
   CHECK(hasSwitchThreadblocks(algo));
   CHECK(algo.gpus[3].tbs[1].id == 1);
-  codegen::CodeGenInput in;
-  in.algo = &algo;
-  in.collective = &s.collective;
-  in.name = "nvls";
-  in.collectiveName = "allreduce";
+  codegen::CodeGenInput in = nvlsCodeInput(algo, s);
   in.shareRanks = false;
   auto code = codegen::generateCode(in);
   REQUIRE(code.ok());
@@ -180,15 +193,8 @@ TEST_CASE("generated code serves several byte ranges under one descriptor "
           "each",
           "[switch-lowering]") {
   Schedule s = nvlsAllReduce(4, 1);
-  auto l = lowerSwitchTransfers(s, 1);
-  REQUIRE(l.ok());
-  Algo algo = emptyProgram(4, 4);
-  REQUIRE(attachSwitchThreadblocks(algo, *l).ok());
-  codegen::CodeGenInput in;
-  in.algo = &algo;
-  in.collective = &s.collective;
-  in.name = "nvls";
-  in.collectiveName = "allreduce";
+  Algo algo = switchProgram(s, 1, 4);
+  codegen::CodeGenInput in = nvlsCodeInput(algo, s);
   in.minBytes = 1024;
   in.maxBytes = 4095;
   in.moreRanges = {{65536, 262143}, {1 << 20, 0}};

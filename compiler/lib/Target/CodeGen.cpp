@@ -1048,8 +1048,9 @@ Expected<GeneratedCode> Generator::run() {
 /// channel, then send peer rank + d and receive peer rank - d (d modulo the
 /// ranks, ascending), then peerless ones, then switch threadblocks, each
 /// kind in its old order; dependencies follow. `steps` receives
-/// `scheduleSteps` under the new numbers.
-msccl::Algo
+/// `scheduleSteps` under the new numbers. None when a dependency names a
+/// threadblock its rank does not have.
+std::optional<msccl::Algo>
 relativeThreadblockIds(const msccl::Algo &algo,
                        const std::map<std::tuple<int, int, int>, int> &old,
                        std::map<std::tuple<int, int, int>, int> &steps) {
@@ -1072,8 +1073,12 @@ relativeThreadblockIds(const msccl::Algo &algo,
       id[g.tbs[i].id] = i;
     for (msccl::Threadblock &tb : g.tbs) {
       for (msccl::Step &st : tb.steps)
-        if (st.depid >= 0)
-          st.depid = id.at(st.depid);
+        if (st.depid >= 0) {
+          auto it = id.find(st.depid);
+          if (it == id.end())
+            return std::nullopt;
+          st.depid = it->second;
+        }
       tb.id = id.at(tb.id);
     }
     for (const auto &[k, v] : old)
@@ -1142,10 +1147,12 @@ Expected<GeneratedCode> generateCode(const CodeGenInput &input) {
   // the ranks' code correspond, so that they share functions. The program
   // is the same; the fewer functions (then the shorter source) is kept.
   std::map<std::tuple<int, int, int>, int> steps;
-  msccl::Algo relative =
+  std::optional<msccl::Algo> relative =
       relativeThreadblockIds(*in.algo, in.scheduleSteps, steps);
+  if (!relative)
+    return code;
   CodeGenInput rin = in;
-  rin.algo = &relative;
+  rin.algo = &*relative;
   rin.scheduleSteps = std::move(steps);
   Generator other(rin, *shape);
   auto alt = other.run();

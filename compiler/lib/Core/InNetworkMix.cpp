@@ -120,10 +120,8 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
         auto s = makeNvlsRails(topology, ro, wavefront, rail);
         if (!s)
           continue;
-        std::string name = std::string("nvls-rails") +
-                           (rail == RailAllReduce::Direct ? "-direct" : "") +
-                           (wavefront ? "" : "-phased");
-        InNetworkCandidate rails{name, s.take(), 0, 1};
+        InNetworkCandidate rails{nvlsRailsName(rail, wavefront), s.take(), 0,
+                                 1};
         if (measure(rails)) {
           out.own.push_back(rails);
           consider(rails);

@@ -36,6 +36,12 @@ bool nvlsRailsSupports(CollectiveKind kind, const Topology &topology) {
          !baseline::nvlsSwitchesOf(topology).empty();
 }
 
+std::string nvlsRailsName(RailAllReduce rail, bool wavefront) {
+  return std::string("nvls-rails") +
+         (rail == RailAllReduce::Direct ? "-direct" : "") +
+         (wavefront ? "" : "-phased");
+}
+
 Expected<Schedule> makeNvlsRails(const Topology &topo,
                                  const BaselineOptions &options, bool wavefront,
                                  RailAllReduce rail) {
@@ -81,27 +87,27 @@ Expected<Schedule> makeNvlsRails(const Topology &topo,
           for (int j = 0; j < nodes; ++j)
             b.copy(b.output(ranks[j][k], base + j),
                    b.output(ranks[(j + s) % nodes][k], base + j));
-      }
-      // Rail k's ring: piece j is summed along the ring ending at node j
-      // and passed on around it from there.
-      for (int j = 0; j < nodes && rail == RailAllReduce::Ring; ++j) {
-        std::vector<int> in, out;
-        for (int s = 1; s <= nodes; ++s)
-          in.push_back(ranks[(j + s) % nodes][k]);
-        for (int s = 0; s < nodes; ++s)
-          out.push_back(ranks[(j + s) % nodes][k]);
-        SlotAt inAt = [&](int pos) { return b.output(in[pos], base + j); };
-        reduceChain(b, in, inAt, inAt);
-        broadcastChain(b, out, b.output(out.front(), base + j),
-                       [&](int pos) { return b.output(out[pos], base + j); });
+      } else {
+        // Rail k's ring: piece j is summed along the ring ending at node j
+        // and passed on around it from there.
+        for (int j = 0; j < nodes; ++j) {
+          std::vector<int> in, out;
+          for (int s = 1; s <= nodes; ++s)
+            in.push_back(ranks[(j + s) % nodes][k]);
+          for (int s = 0; s < nodes; ++s)
+            out.push_back(ranks[(j + s) % nodes][k]);
+          SlotAt inAt = [&](int pos) { return b.output(in[pos], base + j); };
+          reduceChain(b, in, inAt, inAt);
+          broadcastChain(b, out, b.output(out.front(), base + j),
+                         [&](int pos) { return b.output(out[pos], base + j); });
+        }
       }
       for (int m = 0; m < nodes; ++m)
         nvlsMulticastFrom(b, sws[m], ranks[m], ranks[m][k], base, nodes);
     }
-  std::string name = std::string("nvls-rails") +
-                     (rail == RailAllReduce::Direct ? "-direct" : "");
-  return b.finish(name + (wavefront ? "" : "-phased") + "-allreduce",
-                  "synth:" + name);
+  // The origin names the algorithm, whichever its form.
+  return b.finish(nvlsRailsName(rail, wavefront) + "-allreduce",
+                  "synth:" + nvlsRailsName(rail, /*wavefront=*/true));
 }
 
 } // namespace ccsynth

@@ -78,6 +78,10 @@ bool nvlsRailsSupports(CollectiveKind kind, const Topology &topology);
 /// their partials, it sends each the total).
 enum class RailAllReduce { Ring, Direct };
 
+/// The name of makeNvlsRails' algorithm in one form: "nvls-rails" with
+/// "-direct" for exchanges and "-phased" without the wavefront.
+std::string nvlsRailsName(RailAllReduce rail, bool wavefront);
+
 /// ccsynth's AllReduce for several NVLS nodes: each node's switch reduces
 /// slice k into local rank k, rail k (the local ranks k of every node)
 /// AllReduces it over the network in one piece per node (`rail`), and

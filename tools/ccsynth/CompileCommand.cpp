@@ -12,7 +12,6 @@
 #include "ccsynth/Import/ScheduleText.h"
 #include "ccsynth/Target/MSCCLDir.h"
 #include "ccsynth/Target/MSCCLXml.h"
-#include "ccsynth/Target/SwitchLowering.h"
 
 #include <algorithm>
 #include <cctype>
@@ -198,16 +197,9 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
                   Schedule &sched, std::string &out);
 
 /// The most loads in flight a generated kernel of `sched` keeps by default
-/// (0: no cap). Where switch operations wait for point-to-point steps
-/// (NVLS-tree), the straight-line kernel keeps more live across them: at
-/// 8 loads it spilled on sm_90 (80 and 108 bytes in the virtual-ranks and
-/// NCCL kernels of NCCL's dgx-h100x2 NVLS-tree, nvcc 13.0), at 4 it does
-/// not. --cuda-loads overrides it.
+/// (0: no cap; switchLoadsCap). --cuda-loads overrides it.
 int defaultLoadsCap(const Schedule &sched, const CompileCliOptions &o) {
-  if (o.cudaLoads || !sched.usesSwitches())
-    return 0;
-  auto lowering = msccl::lowerSwitchTransfers(sched);
-  return lowering && lowering->orderedOperations > 0 ? 4 : 0;
+  return o.cudaLoads ? 0 : switchLoadsCap(sched);
 }
 
 /// Compiles one input with `c`; on failure prints the error and returns
@@ -587,7 +579,6 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
   std::vector<int> order = generatedOrder(t);
   // A configuration with at least as many instances, local threadblocks
   // and pipeline parts as one over the budget is over it too: not tried.
-  constexpr size_t kMostTries = kGeneratedCodeTries;
   std::vector<const TuneCandidate *> tooLong;
   auto dominated = [&](const TuneCandidate &cand) {
     return std::any_of(
@@ -601,7 +592,8 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
   std::string slower; // the fastest program that is nowhere faster than NCCL
   std::optional<Guard> served; // where the written program serves
   size_t tries = 0;
-  for (size_t j = 0; j < order.size() && tries < kMostTries && !written; ++j) {
+  for (size_t j = 0;
+       j < order.size() && tries < kGeneratedCodeTries && !written; ++j) {
     const TuneCandidate &cand = t.candidates[order[j]];
     if (dominated(cand))
       continue;

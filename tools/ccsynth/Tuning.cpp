@@ -426,20 +426,25 @@ generatedCodeUs(const Schedule &schedule, const Topology &topology,
   TuneRequest one = req;
   one.tileBytes = (double)(1 << 20);
   base.tileBytes = 1 << 20;
-  if (int arch = topology.stepModel.smArch; arch > 0) {
-    // The entries generated code carries: sm_80 and sm_90 (Blackwell runs
-    // the latter).
-    codegen::KernelKnob knob = codegen::defaultKernelKnob(arch >= 90 ? 90 : 80);
-    if (schedule.usesSwitches())
-      if (auto l = msccl::lowerSwitchTransfers(schedule);
-          l && l->orderedOperations > 0)
-        knob.loads = std::min(knob.loads, 4);
+  std::vector<codegen::KernelKnob> table = codegen::defaultKernelKnobs();
+  if (int entry = codegen::kernelKnobEntry(table, topology.stepModel.smArch);
+      entry >= 0) {
+    codegen::KernelKnob knob = table[entry];
+    if (int cap = switchLoadsCap(schedule))
+      knob.loads = std::min(knob.loads, cap);
     one.knobs = {knob};
   }
   auto timed = timeCandidate(schedule, topology, base, plain, one);
   if (!timed || timed->timeUs.empty())
     return std::nullopt;
   return timed->timeUs[0];
+}
+
+int switchLoadsCap(const Schedule &schedule) {
+  if (!schedule.usesSwitches())
+    return 0;
+  auto lowering = msccl::lowerSwitchTransfers(schedule);
+  return lowering && lowering->orderedOperations > 0 ? 4 : 0;
 }
 
 std::vector<int> generatedOrder(const TuneResult &t) {

@@ -188,6 +188,14 @@ std::vector<int> tuningInstances(const Schedule &schedule);
 std::vector<double> generatedTileCandidates(const Schedule &schedule,
                                             double tile);
 
+/// The most loads in flight a generated kernel of `schedule` may keep (0:
+/// no cap). Where switch operations wait for point-to-point steps
+/// (NVLS-tree), the straight-line kernel keeps more live across them: at
+/// 8 loads it spilled on sm_90 (80 and 108 bytes in the virtual-ranks and
+/// NCCL kernels of NCCL's dgx-h100x2 NVLS-tree, nvcc 13.0), at 4 it does
+/// not.
+int switchLoadsCap(const Schedule &schedule);
+
 /// Generated code is straight-line per threadblock: more instances make
 /// it longer and its nvcc build slower (about a minute per architecture
 /// for 200 KiB; several times longer per KiB past that). The tuned compile

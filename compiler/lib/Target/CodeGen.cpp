@@ -1122,7 +1122,7 @@ Expected<GeneratedCode> generateCode(const CodeGenInput &input) {
   // takes the last entry at or below the code's architecture).
   CodeGenInput in = input;
   if (in.kernelKnobs.empty())
-    in.kernelKnobs = {defaultKernelKnob(80), defaultKernelKnob(90)};
+    in.kernelKnobs = defaultKernelKnobs();
   std::sort(
       in.kernelKnobs.begin(), in.kernelKnobs.end(),
       [](const KernelKnob &a, const KernelKnob &b) { return a.arch < b.arch; });

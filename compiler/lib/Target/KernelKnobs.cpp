@@ -26,6 +26,10 @@ std::vector<KernelKnob> kernelKnobCandidates(int arch) {
 
 KernelKnob defaultKernelKnob(int arch) { return {arch, 256, 8}; }
 
+std::vector<KernelKnob> defaultKernelKnobs() {
+  return {defaultKernelKnob(80), defaultKernelKnob(90)};
+}
+
 double kernelKnobScale(const KernelKnob &k, const StepModel &model) {
   double inFlight = 16.0 * k.threads * k.loads;
   return std::min(1.0, inFlight / std::max(16.0, model.tbInFlightBytes));

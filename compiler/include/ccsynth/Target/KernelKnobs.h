@@ -48,6 +48,10 @@ std::vector<KernelKnob> kernelKnobCandidates(int arch);
 /// (ncclCollUnroll): 32 KiB in flight, past what the model needs.
 KernelKnob defaultKernelKnob(int arch);
 
+/// The table generated code carries when it is given none: the default
+/// choice for sm_80 and for sm_90 (which later architectures run).
+std::vector<KernelKnob> defaultKernelKnobs();
+
 /// The fraction of the step model's per-threadblock throughput a kernel
 /// with these knobs reaches: bytes in flight over tbInFlightBytes, at most
 /// 1.

@@ -396,7 +396,7 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
   if (sched.usesSwitches())
     req.narrow = true;
   req.tileBytes = (double)c.tileBytes;
-  req.sizes = tuningSizes(c.minBytes, c.maxBytes);
+  req.sizes = generatedTuningSizes(sched, c.minBytes, c.maxBytes);
   // The knob entry that runs on the machine's GPU: each configuration is
   // timed with every choice the kernels compile to (within the user's
   // --cuda-threads/--cuda-loads).

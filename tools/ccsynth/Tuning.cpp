@@ -29,6 +29,22 @@ std::vector<double> tuningSizes(long long minBytes, long long maxBytes) {
   return out;
 }
 
+std::vector<double> generatedTuningSizes(const Schedule &schedule,
+                                         long long minBytes,
+                                         long long maxBytes) {
+  std::vector<double> out = tuningSizes(minBytes, maxBytes);
+  if (!schedule.usesSwitches())
+    return out;
+  double lo = minBytes > 0 ? (double)minBytes : 0;
+  double hi = maxBytes > 0 ? (double)maxBytes : 1e300;
+  for (double b = 4.0 * 1048576; b < 1073741824.0; b *= 4)
+    if (b >= lo && b <= hi)
+      out.push_back(b);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::vector<double> tuningGrid(long long lo, long long hi) {
   std::vector<double> out;
   for (double b = 1024; b <= 1073741824.0; b *= 4)

@@ -175,6 +175,16 @@ std::vector<double> tuningGrid(long long lo, long long hi);
 /// else the range's ends.
 std::vector<double> tuningSizes(long long minBytes, long long maxBytes);
 
+/// The sizes the tuned compile of generated code weighs: tuningSizes, and
+/// for a schedule with switch operations also 4M, 16M, 64M and 256M within
+/// the range. There the tile decides how switch threadblocks overlap the
+/// steps they wait for, which shows between 1M and 1G (on 4 H100 nodes
+/// NVLS with rail exchanges ran 1.27 x faster at 16M with 16 KiB tiles than
+/// with 64 KiB, which were within 2% at 1K, 1M and 1G).
+std::vector<double> generatedTuningSizes(const Schedule &schedule,
+                                         long long minBytes,
+                                         long long maxBytes);
+
 /// Instance counts worth trying for a schedule: powers of two up to
 /// MSCCL's 32 channels (they keep nchunksperloop's odd factors as they are),
 /// fewer for large schedules, whose lowering cost grows with instances.

@@ -3,11 +3,14 @@
 #
 # Generated code that beats NCCL at two separate runs of sizes serves both:
 # synth's in-network AllReduce on 4 x 8 H100 without SHARP (NVLS with rail
-# rings) is faster than NCCL's best around 256K-1M and from 256M up, slower
-# in between, by the step-level model. `compile --target cuda` must say it
-# serves two ranges and define one plugin descriptor per range, the same
-# code under both; a plugin built from that source must list both with
-# those ranges, and `ccsynth run` must run it (one code) correctly.
+# exchanges) is faster than NCCL's best around 64K-1M and from 32M up,
+# slower in between, by the step-level model. `compile --target cuda` must
+# say it serves two ranges and define one plugin descriptor per range, the
+# same code under both; a plugin built from that source must list both
+# with those ranges, and `ccsynth run` must run it (one code) correctly.
+# The compile weighs its tile between 1M and 1G too: at 64M the code must
+# keep synth's gain over NCCL (1.12 x with 16 KiB tiles and 2 instances;
+# 1.03 x with the 64 KiB tiles chosen at 1K, 1M and 1G alone).
 set -euo pipefail
 cc=$1 inc=$2 work=$3
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -21,6 +24,11 @@ ranges=$(grep -o '\[[0-9.]*[KMGT]\?B\?, [^)]*)' <<<"$note" || true)
 count=$(grep -c . <<<"$ranges" || true)
 if ((count < 2)); then
   echo "expected two or more served ranges in the note" >&2
+  exit 1
+fi
+ratio64=$(grep -o '64M [0-9.]*x' <<<"$note" | head -1 | sed 's/64M \(.*\)x/\1/')
+if ! python3 -c "import sys; sys.exit(0 if float('${ratio64:-0}') >= 1.10 else 1)"; then
+  echo "expected at least 1.10 x NCCL at 64M, got '${ratio64}'" >&2
   exit 1
 fi
 name=$(sed -n 's/^namespace ccsynth_gen_\([A-Za-z0-9_]*\) {$/\1/p' algo.cu)

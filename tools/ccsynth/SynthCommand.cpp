@@ -670,13 +670,13 @@ int runSynth(const SynthCliOptions &o) {
     InNetworkCandidate *chosen = nullptr;
     double chosenUs = INFINITY;
 #ifdef CCSYNTH_HAVE_MLIR
-    // What the candidates run as: the fastest mix and each of NCCL's
-    // algorithms alone, compiled to generated code (the only target that
-    // lowers switch operations) and timed at the step level; the fastest
-    // of them is written when it beats what the point-to-point schedule
-    // runs as. NCCL's algorithms alone go first (until one lowers whatever
-    // the time: those through IB SHARP fail at once; the others and the
-    // mix within the deadline).
+    // What the candidates run as: the fastest mix (and the fastest without
+    // IB SHARP) and each of NCCL's algorithms alone, compiled to generated code
+    // (the only target that lowers switch operations) and timed at the step
+    // level; the fastest of them is written when it beats what the
+    // point-to-point schedule runs as. NCCL's algorithms alone go first (until
+    // one lowers whatever the time: those through IB SHARP fail at once; the
+    // others and the mix within the deadline).
     progress->operator()("in-network: compiling the candidates to "
                          "generated code");
     std::vector<InNetworkCandidate *> toCompile;
@@ -684,12 +684,15 @@ int runSynth(const SynthCliOptions &o) {
       toCompile.push_back(&c);
     for (InNetworkCandidate &c : inNetwork->alone)
       toCompile.push_back(&c);
-    if (inNetwork->best && std::none_of(toCompile.begin(), toCompile.end(),
-                                        [&](const InNetworkCandidate *c) {
-                                          return c->name ==
-                                                 inNetwork->best->name;
-                                        }))
-      toCompile.push_back(&*inNetwork->best);
+    // The fastest mix, and where it goes through IB SHARP (which no kernel
+    // issues) the fastest without it.
+    for (std::optional<InNetworkCandidate> *c :
+         {&inNetwork->best, &inNetwork->bestWithoutSharp})
+      if (*c && std::none_of(toCompile.begin(), toCompile.end(),
+                             [&](const InNetworkCandidate *d) {
+                               return d->name == (*c)->name;
+                             }))
+        toCompile.push_back(&**c);
     for (InNetworkCandidate *c : toCompile) {
       bool first = chosen == nullptr;
       if (!first && std::chrono::steady_clock::now() > *io.until) {

@@ -69,9 +69,19 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
     c.timeUs = t->front().timeUs;
     return true;
   };
+  auto throughSharp = [&](const Schedule &s) {
+    return std::any_of(
+        s.transfers.begin(), s.transfers.end(), [&](const Transfer &t) {
+          return t.sw >= 0 && t.sw < (int)topology.switches.size() &&
+                 topology.switches[t.sw].kind == SwitchKind::SHARP;
+        });
+  };
   auto consider = [&](const InNetworkCandidate &c) {
     if (!out.best || c.timeUs < out.best->timeUs)
       out.best = c;
+    if ((!out.bestWithoutSharp || c.timeUs < out.bestWithoutSharp->timeUs) &&
+        !throughSharp(c.schedule))
+      out.bestWithoutSharp = c;
   };
   BaselineOptions bo;
   bo.inPlace = options.inPlace;

@@ -549,6 +549,19 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
   for (const InNetworkCandidate &c : found->alone)
     fastestAlone = std::min(fastestAlone, c.timeUs);
   CHECK(found->best->timeUs * 1.02 < fastestAlone);
+  // What a kernel can issue: the fastest with no IB SHARP operation, no
+  // faster than the best and at least as fast as each of ccsynth's own
+  // algorithms (NVLS inside nodes, point-to-point along the rails).
+  REQUIRE(found->bestWithoutSharp);
+  const InNetworkCandidate &plain = *found->bestWithoutSharp;
+  for (const Transfer &t : plain.schedule.transfers)
+    if (t.sw >= 0)
+      CHECK(topo.switches[t.sw].kind == SwitchKind::NVLS);
+  CHECK_THAT(plain.name,
+             !Catch::Contains("collnet") && !Catch::Contains("sharp"));
+  CHECK(plain.timeUs >= found->best->timeUs);
+  for (const InNetworkCandidate &c : found->own)
+    CHECK(plain.timeUs <= c.timeUs);
 }
 
 TEST_CASE("in-network algorithms mixed with point-to-point schedules on "
@@ -581,6 +594,9 @@ TEST_CASE("in-network algorithms mixed with point-to-point schedules on "
   CHECK(s->best->schedule.usesSwitches());
   CHECK(s->best->share < 1);
   CHECK_THAT(s->best->name, Catch::StartsWith("nvls "));
+  // No IB SHARP on one node: the best is what a kernel can issue.
+  REQUIRE(s->bestWithoutSharp);
+  CHECK(s->bestWithoutSharp->name == s->best->name);
   // NVLS leaves the ports partly idle (476 GB/s of bus bandwidth over
   // 450 GB/s ports, against 2 x 7/8 of the port rate the ring can reach):
   // the mix is at least 5% faster in the model, and still above the bound.
@@ -613,6 +629,7 @@ TEST_CASE("in-network algorithms mixed with point-to-point schedules on "
   CHECK(nodes->cutShort);
   REQUIRE(nodes->alone.size() == 1);
   CHECK(nodes->alone[0].name == "nvls-sharp");
+  CHECK_FALSE(nodes->bestWithoutSharp);
 }
 
 TEST_CASE("NVLS with rail rings or exchanges reduces inside nodes through "

@@ -45,6 +45,10 @@ struct InNetworkSearch {
   std::vector<InNetworkCandidate> own;
   /// The fastest of everything tried (alone and mixed), when any.
   std::optional<InNetworkCandidate> best;
+  /// The fastest of everything tried that has no operation through an IB
+  /// SHARP switch (what a GPU kernel can issue: NCCL's device API has no
+  /// in-network reduction across nodes), when any.
+  std::optional<InNetworkCandidate> bestWithoutSharp;
   /// Mixed candidates verified and timed.
   int mixesTried = 0;
   /// The deadline stopped the search before every share was tried.

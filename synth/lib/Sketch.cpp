@@ -45,6 +45,7 @@ private:
   Status readInternode();
   Status readSymmetry();
   Status readHyperparameters();
+  Status readInNetwork();
   Expected<std::vector<int>> intList(const std::string &ptr, int lo,
                                      const std::string &what);
   Expected<std::vector<SenderEntry>> senderMap(const std::string &ptr,
@@ -355,13 +356,39 @@ Status SketchReader::readHyperparameters() {
   return Status::success();
 }
 
+Status SketchReader::readInNetwork() {
+  if (!in.has("", "in_network"))
+    return Status::success();
+  const std::string p = "/in_network";
+  if (Status s = in.array(p); !s)
+    return s;
+  std::vector<SwitchKind> kinds;
+  for (size_t i = 0; i < in.at(p).size(); ++i) {
+    std::string ptr = jsonPath(p, i);
+    auto name = in.string(ptr);
+    if (!name)
+      return name.error();
+    auto kind = parseSwitchKind(*name);
+    if (!kind)
+      return in.error(ptr, "unknown in-network switch kind '" + *name +
+                               "' (expected nvls or sharp)");
+    if (std::find(kinds.begin(), kinds.end(), *kind) != kinds.end())
+      return in.error(ptr, "in_network lists '" + *name + "' twice");
+    kinds.push_back(*kind);
+  }
+  sk.inNetwork = std::move(kinds);
+  sk.inNetworkLoc = doc.locate(p);
+  return Status::success();
+}
+
 Expected<Sketch> SketchReader::read() {
   sk.file = doc.file();
   if (!doc.root().is_object())
     return in.error("", "a sketch must be a JSON object");
-  if (Status s = in.onlyKeys("", {"nnodes", "intranode_sketch",
-                                  "internode_sketch", "symmetry_offsets",
-                                  "hyperparameters", "description"});
+  if (Status s =
+          in.onlyKeys("", {"nnodes", "intranode_sketch", "internode_sketch",
+                           "symmetry_offsets", "hyperparameters", "in_network",
+                           "description"});
       !s)
     return s.error();
   auto n = in.integer("/nnodes");
@@ -381,6 +408,8 @@ Expected<Sketch> SketchReader::read() {
   if (Status s = readSymmetry(); !s)
     return s.error();
   if (Status s = readHyperparameters(); !s)
+    return s.error();
+  if (Status s = readInNetwork(); !s)
     return s.error();
   if (in.has("", "description")) {
     if (auto d = in.string("/description"); !d)

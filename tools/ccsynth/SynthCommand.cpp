@@ -410,7 +410,36 @@ int runSynth(const SynthCliOptions &o) {
                          " is not a rank of '" + topo->name + "' (0.." +
                          std::to_string(topo->numRanks() - 1) + ")"));
   }
-  if (o.inNetwork && !inNetworkApplies(so.kind, *topo))
+  // A sketch's `in_network` turns the in-network search on with only its
+  // switch kinds ([] allows none).
+  bool inNetworkOn = o.inNetwork;
+  std::vector<SwitchKind> allowedSwitches;
+  if (sketch.inNetwork) {
+    if (sketch.inNetwork->empty() && o.inNetwork)
+      return usage(Error("--in-network: the sketch allows no in-network "
+                         "switch (\"in_network\": []); leave out one or the "
+                         "other",
+                         sketch.inNetworkLoc));
+    if (!sketch.inNetwork->empty()) {
+      inNetworkOn = true;
+      allowedSwitches = *sketch.inNetwork;
+      if (!inNetworkApplies(so.kind, *topo, allowedSwitches)) {
+        std::string kinds;
+        for (SwitchKind k : allowedSwitches)
+          kinds += std::string(kinds.empty() ? "" : ", ") + toString(k);
+        return usage(Error(
+            "the sketch's in_network allows " + kinds +
+                " switches, and no in-network algorithm applies to " +
+                std::string(toString(so.kind)) + " on '" + topo->name +
+                "' with only those (NVLS and NVLS-tree use NVLS switches, "
+                "CollNet SHARP switches, NVLS with SHARP both; nvls on "
+                "dgx-h100, dgx-b200 and gb200-nvl72, sharp on several of "
+                "their nodes)",
+            sketch.inNetworkLoc));
+      }
+    }
+  }
+  if (inNetworkOn && !inNetworkApplies(so.kind, *topo))
     return usage(Error(
         "--in-network: no in-network algorithm applies to " +
         std::string(toString(so.kind)) + " on '" + topo->name +
@@ -646,12 +675,13 @@ int runSynth(const SynthCliOptions &o) {
     ncclRingUs = steps->ncclUs[targetAt];
 #endif
   const Schedule *written = &sched;
-  if (o.inNetwork) {
+  if (inNetworkOn) {
     progress->operator()("in-network: NVLS/CollNet alone and mixed with "
                          "point-to-point schedules");
     InNetworkOptions io;
     io.bytes = so.targetBytes;
     io.inPlace = sched.collective.inPlace;
+    io.allowedSwitches = allowedSwitches;
     if (!sched.usesSwitches() && !result->isBaseline)
       io.pointToPoint.push_back({"synthesized", &sched});
     // Mixes start within the time limit, and within a quarter of it (at
@@ -907,13 +937,16 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
       "with SHARP) "
       "alone and mixed with point-to-point schedules (the ring baseline, the "
       "synthesized schedule) on shares of the buffer, timed by the runtime "
-      "model of NCCL's NVLS and CollNet kernels; the fastest mix and each "
+      "model of NCCL's NVLS and CollNet kernels; ccsynth's NVLS with rails, "
+      "the fastest mix (and the fastest without IB SHARP) and each "
       "algorithm alone are then compiled to generated code and timed at the "
       "step level, and the fastest of them is written when it beats the "
       "point-to-point schedule's compiled program. Such a schedule compiles "
       "to generated code (`compile --target cuda`, plugins); MSCCL++ plans "
       "take switch reductions that are multicast back and multicasts "
-      "(glres, gstore), MSCCL XML no switch operation");
+      "(glres, gstore), MSCCL XML no switch operation. A sketch's "
+      "\"in_network\": [\"nvls\", \"sharp\"] does the same with only the "
+      "switches it lists");
   cmd->add_flag("-q,--quiet", opts->quiet, "No progress on stderr");
   cmd->callback([opts, &ctx] { ctx.exitCode = runSynth(*opts); });
 }

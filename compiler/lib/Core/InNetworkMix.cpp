@@ -37,9 +37,36 @@ std::string percent(double share) {
 
 } // namespace
 
-bool inNetworkApplies(CollectiveKind kind, const Topology &topology) {
+std::vector<SwitchKind> inNetworkSwitchKinds(BaselineKind kind) {
+  switch (kind) {
+  case BaselineKind::Nvls:
+    return {SwitchKind::NVLS};
+  case BaselineKind::Collnet:
+    return {SwitchKind::SHARP};
+  case BaselineKind::NvlsSharp:
+    return {SwitchKind::NVLS, SwitchKind::SHARP};
+  default:
+    return {};
+  }
+}
+
+namespace {
+
+bool allows(const std::vector<SwitchKind> &allowed,
+            const std::vector<SwitchKind> &used) {
+  return allowed.empty() ||
+         std::all_of(used.begin(), used.end(), [&](SwitchKind k) {
+           return std::find(allowed.begin(), allowed.end(), k) != allowed.end();
+         });
+}
+
+} // namespace
+
+bool inNetworkApplies(CollectiveKind kind, const Topology &topology,
+                      const std::vector<SwitchKind> &allowed) {
   for (BaselineKind k : kInNetworkBaselines)
-    if (baselineSupports(k, kind, topology))
+    if (allows(allowed, inNetworkSwitchKinds(k)) &&
+        baselineSupports(k, kind, topology))
       return true;
   return false;
 }
@@ -47,10 +74,12 @@ bool inNetworkApplies(CollectiveKind kind, const Topology &topology) {
 Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
                                           const Topology &topology,
                                           const InNetworkOptions &options) {
-  if (!inNetworkApplies(kind, topology))
+  const std::vector<SwitchKind> &allowed = options.allowedSwitches;
+  if (!inNetworkApplies(kind, topology, allowed))
     return Error("no in-network algorithm applies to " +
-                 std::string(toString(kind)) + " on '" + topology.name +
-                 "': NVLS needs an NVLS switch joining the ranks of every "
+                 std::string(toString(kind)) + " on '" + topology.name + "'" +
+                 (allowed.empty() ? "" : " with the switches allowed") +
+                 ": NVLS needs an NVLS switch joining the ranks of every "
                  "node, CollNet a SHARP switch joining several nodes "
                  "(AllReduce only)");
   InNetworkSearch out;
@@ -98,7 +127,8 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
   // NCCL's algorithms alone first (the first of them whatever the
   // deadline): they are what the mixes are measured against.
   for (BaselineKind k : kInNetworkBaselines) {
-    if (!baselineSupports(k, kind, topology))
+    if (!allows(allowed, inNetworkSwitchKinds(k)) ||
+        !baselineSupports(k, kind, topology))
       continue;
     if (!out.alone.empty() && past()) {
       out.cutShort = true;
@@ -118,7 +148,7 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
   // a pipelined kernel would run it; generated code pipelines by its
   // passes, where the phased form's fewer steps cost less: those go first,
   // and synth compiles in this order).
-  if (nvlsRailsSupports(kind, topology))
+  if (allows(allowed, {SwitchKind::NVLS}) && nvlsRailsSupports(kind, topology))
     for (bool wavefront : {false, true})
       for (RailAllReduce rail : {RailAllReduce::Direct, RailAllReduce::Ring}) {
         if (past()) {

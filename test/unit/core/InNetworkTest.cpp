@@ -562,6 +562,34 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
   CHECK(plain.timeUs >= found->best->timeUs);
   for (const InNetworkCandidate &c : found->own)
     CHECK(plain.timeUs <= c.timeUs);
+
+  // A sketch that allows NVLS alone: NCCL's NVLS-tree and ccsynth's own,
+  // none through SHARP; SHARP alone: CollNet only; on one node, no SHARP.
+  InNetworkOptions nvlsOnly = io;
+  nvlsOnly.allowedSwitches = {SwitchKind::NVLS};
+  auto onlyNvls = searchInNetwork(CollectiveKind::AllReduce, topo, nvlsOnly);
+  REQUIRE(onlyNvls);
+  REQUIRE(onlyNvls->alone.size() == 1);
+  CHECK(onlyNvls->alone[0].name == "nvls");
+  CHECK(onlyNvls->own.size() == 4);
+  REQUIRE(onlyNvls->best);
+  CHECK(onlyNvls->best->name == onlyNvls->bestWithoutSharp->name);
+  CHECK(onlyNvls->best->timeUs == Approx(plain.timeUs));
+  InNetworkOptions sharpOnly = io;
+  sharpOnly.allowedSwitches = {SwitchKind::SHARP};
+  auto onlySharp = searchInNetwork(CollectiveKind::AllReduce, topo, sharpOnly);
+  REQUIRE(onlySharp);
+  REQUIRE(onlySharp->alone.size() == 1);
+  CHECK(onlySharp->alone[0].name == "collnet");
+  CHECK(onlySharp->own.empty());
+  CHECK_FALSE(onlySharp->bestWithoutSharp);
+  CHECK_FALSE(inNetworkApplies(CollectiveKind::AllReduce, builtin("dgx-h100"),
+                               {SwitchKind::SHARP}));
+  auto oneNode = searchInNetwork(CollectiveKind::AllReduce, builtin("dgx-h100"),
+                                 sharpOnly);
+  REQUIRE_FALSE(oneNode);
+  CHECK_THAT(oneNode.error().message,
+             Catch::Contains("with the switches allowed"));
 }
 
 TEST_CASE("in-network algorithms mixed with point-to-point schedules on "

@@ -99,6 +99,27 @@ struct BadCase {
 
 } // namespace
 
+TEST_CASE("a sketch's in_network lists the switch kinds the schedule may "
+          "use",
+          "[sketch]") {
+  auto none =
+      parse(R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"}})");
+  REQUIRE(none);
+  CHECK_FALSE(none->inNetwork);
+  auto both = parse(R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
+  "in_network": ["sharp", "nvls"]})");
+  REQUIRE(both);
+  REQUIRE(both->inNetwork);
+  CHECK(*both->inNetwork ==
+        std::vector<SwitchKind>{SwitchKind::SHARP, SwitchKind::NVLS});
+  CHECK(both->inNetworkLoc.line == 2);
+  auto empty = parse(R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
+  "in_network": []})");
+  REQUIRE(empty);
+  REQUIRE(empty->inNetwork);
+  CHECK(empty->inNetwork->empty());
+}
+
 TEST_CASE("malformed sketches get located errors", "[sketch]") {
   const BadCase cases[] = {
       // Unknown intranode strategy, pointing at the value.
@@ -131,6 +152,16 @@ TEST_CASE("malformed sketches get located errors", "[sketch]") {
       {R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
   "hyperparameters": {"input_chunkup": 0}})",
        2, 40, "input_chunkup must be between 1 and 1024"},
+      // in_network names switch kinds, each once.
+      {R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
+  "in_network": ["nvls", "nvswitch"]})",
+       2, 26, "unknown in-network switch kind 'nvswitch'"},
+      {R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
+  "in_network": ["sharp", "sharp"]})",
+       2, 27, "in_network lists 'sharp' twice"},
+      {R"({"nnodes": 1, "intranode_sketch": {"strategy": "none"},
+  "in_network": "nvls"})",
+       2, 17, "must be an array"},
       // Broken JSON.
       {R"({"nnodes": 1,
   "intranode_sketch": {"strategy": "none",}})",

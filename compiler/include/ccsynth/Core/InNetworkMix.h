@@ -67,11 +67,20 @@ struct InNetworkOptions {
   /// No new candidate starts past this instant (but the first algorithm
   /// alone).
   std::optional<std::chrono::steady_clock::time_point> until;
+  /// The kinds of switch a candidate may use (a sketch's `in_network`);
+  /// empty: every kind.
+  std::vector<SwitchKind> allowedSwitches;
 };
 
+/// The kinds of switch an in-network baseline's operations go through
+/// (NVLS: NVLS; CollNet: SHARP; NVLS with SHARP: both).
+std::vector<SwitchKind> inNetworkSwitchKinds(BaselineKind kind);
+
 /// Whether the machine has a switch that some in-network algorithm of
-/// `kind` can use (NVLS or CollNet, as the baselines build them).
-bool inNetworkApplies(CollectiveKind kind, const Topology &topology);
+/// `kind` can use (NVLS or CollNet, as the baselines build them), using only
+/// the switch kinds of `allowed` (empty: every kind).
+bool inNetworkApplies(CollectiveKind kind, const Topology &topology,
+                      const std::vector<SwitchKind> &allowed = {});
 
 /// Whether makeNvlsRails builds `kind` on `topology`: AllReduce on
 /// several nodes of equal size, each joined by its own NVLS switch.
@@ -105,7 +114,9 @@ Expected<Schedule> makeNvlsRails(const Topology &topology,
 /// mixes with the ring baseline, `options.pointToPoint` and each slower
 /// in-network algorithm at each share,
 /// verifies each against the topology and times it at `options.bytes`.
-/// Fails when no in-network algorithm applies.
+/// Only algorithms whose switches `options.allowedSwitches` allows take
+/// part (ccsynth's NVLS with rails uses NVLS). Fails when no in-network
+/// algorithm applies.
 Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
                                           const Topology &topology,
                                           const InNetworkOptions &options);

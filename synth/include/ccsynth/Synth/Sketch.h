@@ -12,13 +12,18 @@
 //     it) or "any" (chunks may be forwarded through intermediate nodes, e.g.
 //     rings across nodes);
 //   - hyperparameters."chunkup_candidates": list of splits to try instead of
-//     the divisors and multiples of input_chunkup.
+//     the divisors and multiples of input_chunkup;
+//   - "in_network": the in-network switches ("nvls", "sharp") whose
+//     reductions and multicasts the schedule may use (`synth --in-network`
+//     restricted to them; [] allows none).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Core/Topology.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +92,13 @@ struct Sketch {
   /// Explicit chunkup candidates (extension); empty = derive from
   /// inputChunkup.
   std::vector<int> chunkupCandidates;
+
+  /// `in_network` (extension): the kinds of in-network switch whose
+  /// reductions and multicasts the schedule may use (synth --in-network
+  /// with only these); an empty list allows none. Unset: as the command
+  /// line says.
+  std::optional<std::vector<SwitchKind>> inNetwork;
+  SourceLoc inNetworkLoc;
 };
 
 /// Reads a sketch; every structural error is located at its JSON field.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <string_view>
 #include <unistd.h>
 
@@ -98,11 +99,18 @@ std::optional<unsigned long long> parseByteSize(const std::string &text) {
 namespace {
 
 /// Whether every algorithm of `plugin` is the same code (one program under a
-/// descriptor per byte range it serves).
+/// descriptor per byte range it serves, each with its tile): one launch
+/// entry, or one IR and shape.
 bool oneCode(const Plugin &plugin) {
   const ccsynthAlgorithm &first = *plugin.begin();
   for (const ccsynthAlgorithm &a : plugin)
-    if (a.launch != first.launch)
+    if (a.launch != first.launch &&
+        (!a.ir_hash || !first.ir_hash ||
+         std::strcmp(a.ir_hash, first.ir_hash) != 0 || !a.collective ||
+         !first.collective ||
+         std::strcmp(a.collective, first.collective) != 0 ||
+         a.ranks != first.ranks || a.root != first.root ||
+         a.inplace != first.inplace || a.backend != first.backend))
       return false;
   return true;
 }

@@ -105,6 +105,10 @@ def main():
     ap.add_argument("--expect-ptx", action="append", default=[],
                     help="an instruction every architecture's PTX must "
                     "hold, e.g. multimem.st (repeatable)")
+    ap.add_argument("--extra-tile", type=int, default=0,
+                    help="also define a descriptor of the same code with "
+                    "this tile (bytes), as the tuned compile writes for a "
+                    "size range: it must compile no kernel of its own")
     args = ap.parse_args()
 
     os.makedirs(args.workdir, exist_ok=True)
@@ -122,6 +126,15 @@ def main():
     with open(cu) as f:
         header = [next(f) for _ in range(4)]
     print("".join(header).rstrip())
+    if args.extra_tile:
+        with open(cu) as f:
+            ns = re.search(r"^namespace (ccsynth_gen_\w+) \{$", f.read(),
+                           re.M).group(1)
+        with open(cu, "a") as f:
+            f.write("#if defined(CCSYNTH_PLUGIN)\n"
+                    "CCSYNTH_DEFINE_ALGORITHM_TILED(%s::Algo, %s_extra_tile, "
+                    "0ull, 0ull, %dull)\n#endif\n" %
+                    (ns, ns[len("ccsynth_gen_"):], args.extra_tile))
 
     errors = []
     for arch in args.arch:

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 
 namespace ccsynth::cli {
 
@@ -419,9 +420,16 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
   std::vector<double> grid =
       tuningGrid(std::max(0LL, c.minBytes), std::max(0LL, c.maxBytes));
   std::optional<std::vector<double>> ncclUs;
+  // The tiles a size may run with, where the user left the tile open: the
+  // code does not depend on the tile, so each served range is a plugin
+  // descriptor that runs it with the tile fastest for its sizes.
+  std::vector<double> tileChoices =
+      o.tileBytes.empty() ? generatedTileCandidates(sched, (double)c.tileBytes)
+                          : std::vector<double>{};
   struct Guard {
     Served served;
-    std::vector<double> us; ///< the program's times on `grid`
+    std::vector<double> us;    ///< the program's times on `grid`
+    std::vector<double> tiles; ///< and the tile of each
   };
   auto guard = [&](const Schedule &program, const TuneCandidate &config,
                    const CompileOptions &timing) -> std::optional<Guard> {
@@ -448,9 +456,31 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
     if (program.collective.kind != CollectiveKind::Custom)
       timed->nchunksperloop = 1;
     Guard out;
+    // Each size with the fastest tile: another than the program's where it
+    // is faster by more than the model's noise (2%).
+    std::vector<double> own = timed->timeUs;
+    out.tiles.assign(grid.size(), (double)timing.tileBytes);
+    for (double tile : tileChoices) {
+      if (tile == (double)timing.tileBytes)
+        continue;
+      TuneRequest gt = g;
+      gt.tileBytes = tile;
+      CompileOptions tt = timing;
+      tt.tileBytes = (unsigned long long)tile;
+      auto other = timeCandidate(program, *topo, tt, config, gt);
+      if (!other || other->timeUs.size() != grid.size())
+        continue;
+      for (size_t k = 0; k < grid.size(); ++k)
+        if (other->timeUs[k] * 1.02 < own[k] &&
+            other->timeUs[k] < timed->timeUs[k]) {
+          timed->timeUs[k] = other->timeUs[k];
+          out.tiles[k] = tile;
+        }
+    }
     TuneResult ref;
     ref.ncclBestUs = *ncclUs;
-    out.served = servedRunsWhereFaster(*timed, ref, grid);
+    out.served = splitServedByTile(servedRunsWhereFaster(*timed, ref, grid),
+                                   grid, out.tiles);
     out.us = std::move(timed->timeUs);
     return out;
   };
@@ -473,10 +503,16 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
                  "call to NCCL; --no-fallback writes it anyway\n";
     return kExitError;
   };
-  // A program that serves part of the sizes is compiled again with those
-  // byte ranges (one plugin descriptor each).
+  // A program that serves part of the sizes, or all with another tile, is
+  // compiled again with those byte ranges (one plugin descriptor each, with
+  // its tile).
   auto partly = [](const Served &sv) {
     return sv.ranges.size() > 1 || sv.minBytes > 0 || sv.maxBytes > 0;
+  };
+  auto rewrite = [&](const Served &sv, unsigned long long tile) {
+    return partly(sv) ||
+           (!sv.ranges.empty() && sv.ranges.front().tileBytes != 0 &&
+            sv.ranges.front().tileBytes != tile);
   };
   auto restrictTo = [&](const Served &sv, const Schedule &program,
                         CompileOptions opts) -> std::optional<std::string> {
@@ -484,9 +520,12 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
       opts.minBytes = sv.minBytes;
     if (sv.maxBytes > 0)
       opts.maxBytes = sv.maxBytes;
+    if (!sv.ranges.empty() && sv.ranges.front().tileBytes != 0)
+      opts.tileBytes = sv.ranges.front().tileBytes;
     for (size_t i = 1; i < sv.ranges.size(); ++i)
-      opts.moreByteRanges.push_back(
-          {sv.ranges[i].minBytes, sv.ranges[i].maxBytes});
+      opts.moreByteRanges.push_back({(std::uint64_t)sv.ranges[i].minBytes,
+                                     (std::uint64_t)sv.ranges[i].maxBytes,
+                                     sv.ranges[i].tileBytes});
     CompileResult r = compileSchedule(program, opts);
     if (!r.ok())
       return std::nullopt;
@@ -500,14 +539,26 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
                     formatBytes(grid[k]).c_str(), (*ncclUs)[k] / g.us[k]);
       ratios += buf;
     }
-    bool everywhere = !partly(g.served);
+    // The runs of sizes served (ranges that meet, cut only where the tile
+    // changes, are one run).
+    std::vector<Served::Range> runs;
+    std::set<unsigned long long> tiles;
+    for (const Served::Range &r : g.served.ranges) {
+      tiles.insert(r.tileBytes);
+      if (!runs.empty() && runs.back().maxBytes != 0 &&
+          runs.back().maxBytes + 1 == r.minBytes)
+        runs.back().maxBytes = r.maxBytes;
+      else
+        runs.push_back(r);
+    }
+    bool everywhere = runs.size() == 1 && runs.front().minBytes == 0 &&
+                      runs.front().maxBytes == 0;
     std::string where;
-    for (size_t i = 0; i < g.served.ranges.size(); ++i)
-      where +=
-          (i == 0                            ? ""
-           : i + 1 == g.served.ranges.size() ? " and "
-                                             : ", ") +
-          byteRange(g.served.ranges[i].minBytes, g.served.ranges[i].maxBytes);
+    for (size_t i = 0; i < runs.size(); ++i)
+      where += (i == 0                 ? ""
+                : i + 1 == runs.size() ? " and "
+                                       : ", ") +
+               byteRange(runs[i].minBytes, runs[i].maxBytes);
     std::cerr << "ccsynth: note: serves "
               << (everywhere ? std::string("every size") : "only " + where)
               << ": against what NCCL reaches on " << topo->name
@@ -517,6 +568,15 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
                              : "; the interposer sends other sizes to "
                                "NCCL (--no-fallback serves them all)")
               << "\n";
+    if (tiles.size() > 1) {
+      std::string each;
+      for (const Served::Range &r : g.served.ranges)
+        each += (each.empty() ? "" : ", ") + byteRange(r.minBytes, r.maxBytes) +
+                " " + formatBytes((double)r.tileBytes);
+      std::cerr << "ccsynth: note: tiles per size range (a plugin descriptor "
+                   "each, the same code): "
+                << each << "\n";
+    }
   };
   // The program written as it is (untuned) serves only where it is faster
   // too.
@@ -533,7 +593,7 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
     std::optional<Guard> g = guard(sched, plainConfig, c);
     if (g && !g->served.any)
       return nothingFaster(slowerNote(plainConfig, *g));
-    if (g && partly(g->served)) {
+    if (g && rewrite(g->served, c.tileBytes)) {
       auto restricted = restrictTo(g->served, sched, c);
       if (!restricted)
         return kExitOk;
@@ -622,7 +682,7 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
         slower = slowerNote(cand, *g);
       continue;
     }
-    if (g && partly(g->served)) {
+    if (g && rewrite(g->served, chosen.tileBytes)) {
       r.output =
           restrictTo(g->served, candidateSchedule(t, cand, sched), chosen);
       if (!r.output)

@@ -172,7 +172,8 @@ std::vector<std::string> descriptorNames(const std::string &source) {
       end = source.size();
     std::string_view line(source.data() + at, end - at);
     for (std::string_view key :
-         {"CCSYNTH_DEFINE_ALGORITHM(", "CCSYNTH_DEFINE_ALGORITHM_RANGE("})
+         {"CCSYNTH_DEFINE_ALGORITHM(", "CCSYNTH_DEFINE_ALGORITHM_RANGE(",
+          "CCSYNTH_DEFINE_ALGORITHM_TILED("})
       if (line.substr(0, key.size()) == key) {
         // The second argument: the descriptor's name.
         size_t comma = line.find(',');

@@ -144,6 +144,43 @@ Served servedRunsWhereFaster(const TuneCandidate &c, const TuneResult &t,
   return out;
 }
 
+Served splitServedByTile(const Served &served, const std::vector<double> &sizes,
+                         const std::vector<double> &tileAt) {
+  Served out = served;
+  out.ranges.clear();
+  size_t n = std::min(sizes.size(), tileAt.size());
+  for (const Served::Range &r : served.ranges) {
+    // The sizes the range holds: [a, b].
+    size_t a = 0;
+    while (a < n && sizes[a] < (double)r.minBytes)
+      ++a;
+    size_t b = a;
+    while (b + 1 < n && (r.maxBytes == 0 || sizes[b + 1] <= (double)r.maxBytes))
+      ++b;
+    if (a >= n) {
+      out.ranges.push_back(r);
+      continue;
+    }
+    size_t start = a;
+    for (size_t k = a; k <= b; ++k) {
+      if (k < b && tileAt[k + 1] == tileAt[start])
+        continue;
+      Served::Range piece;
+      piece.minBytes =
+          start == a ? r.minBytes : (long long)(sizes[start - 1] * 2);
+      piece.maxBytes = k == b ? r.maxBytes : (long long)(sizes[k] * 2) - 1;
+      piece.tileBytes = (unsigned long long)tileAt[start];
+      out.ranges.push_back(piece);
+      start = k + 1;
+    }
+  }
+  if (!out.ranges.empty()) {
+    out.minBytes = out.ranges.front().minBytes;
+    out.maxBytes = out.ranges.front().maxBytes;
+  }
+  return out;
+}
+
 const Schedule &candidateSchedule(const TuneResult &t, const TuneCandidate &c,
                                   const Schedule &input) {
   if (c.regridded() && t.regridded)

@@ -287,6 +287,8 @@ struct Served {
   /// first is minBytes..maxBytes); servedWhereFaster leaves it empty.
   struct Range {
     long long minBytes = 0, maxBytes = 0;
+    /// Generated code: the tile the range runs with (0: the program's).
+    unsigned long long tileBytes = 0;
   };
   std::vector<Range> ranges;
 };
@@ -300,6 +302,13 @@ Served servedWhereFaster(const TuneCandidate &c, const TuneResult &t,
 /// the sizes of all runs, `score` the geometric mean over every size.
 Served servedRunsWhereFaster(const TuneCandidate &c, const TuneResult &t,
                              const std::vector<double> &sizes);
+
+/// `served` with each range cut where the tile that runs its sizes changes
+/// (`tileAt`: per size of `sizes`, the tile generated code runs it with;
+/// the cuts at the same byte bounds as between runs), each piece with its
+/// tile: one plugin descriptor each, the same code.
+Served splitServedByTile(const Served &served, const std::vector<double> &sizes,
+                         const std::vector<double> &tileAt);
 
 /// "4 instances, Simple, fused without forwarding, ..." (without the
 /// protocol for generated code, which has none to choose).

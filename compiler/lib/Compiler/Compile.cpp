@@ -427,13 +427,10 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     }
     case CompileTarget::Cuda: {
       msccl::Algo program;
-      std::vector<codegen::ByteRange> moreRanges;
-      for (auto [lo, hi] : o.moreByteRanges)
-        moreRanges.push_back({(std::uint64_t)lo, (std::uint64_t)hi});
       exported = ccl::exportGeneratedCode(
           *work, os,
           {o.tileBytes, o.origin, o.shareRanks, o.kernelKnobs, switches,
-           std::max(1, o.instances), &program, moreRanges});
+           std::max(1, o.instances), &program, o.moreByteRanges});
       if (succeeded(exported))
         result.program = std::move(program);
       break;

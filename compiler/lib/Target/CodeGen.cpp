@@ -1035,11 +1035,18 @@ Expected<GeneratedCode> Generator::run() {
      << "#include \"ccsynth/runtime/PluginEntry.h\"\n"
      << "CCSYNTH_DEFINE_ALGORITHM(ccsynth_gen_" << ns << "::Algo, " << ns
      << ")\n";
-  // The same code under one more descriptor per further byte range.
-  for (size_t i = 0; i < in.moreRanges.size(); ++i)
-    os << "CCSYNTH_DEFINE_ALGORITHM_RANGE(ccsynth_gen_" << ns << "::Algo, "
-       << ns << "_range" << i + 2 << ", " << in.moreRanges[i].minBytes
-       << "ull, " << in.moreRanges[i].maxBytes << "ull)\n";
+  // The same code under one more descriptor per further byte range, with
+  // its own tile where it has one.
+  for (size_t i = 0; i < in.moreRanges.size(); ++i) {
+    const ByteRange &r = in.moreRanges[i];
+    bool tiled = r.tileBytes != 0 && r.tileBytes != in.tileBytes;
+    os << "CCSYNTH_DEFINE_ALGORITHM_" << (tiled ? "TILED" : "RANGE")
+       << "(ccsynth_gen_" << ns << "::Algo, " << ns << "_range" << i + 2 << ", "
+       << r.minBytes << "ull, " << r.maxBytes << "ull";
+    if (tiled)
+      os << ", " << r.tileBytes << "ull";
+    os << ")\n";
+  }
   os << "#endif\n";
   return GeneratedCode{os.str(), stats};
 }
@@ -1113,6 +1120,9 @@ Expected<GeneratedCode> generateCode(const CodeGenInput &input) {
                    std::to_string(r.minBytes) + ", " +
                    (r.maxBytes ? std::to_string(r.maxBytes) : "unbounded") +
                    "] is empty or not above the one before it");
+    if (r.tileBytes != 0 && (r.tileBytes < 16 || r.tileBytes % 16 != 0))
+      return Error("byte range " + std::to_string(i + 2) +
+                   ": tile bytes must be a positive multiple of 16");
   }
   if (input.algo->ngpus != input.collective->numRanks)
     return Error("the program has " + std::to_string(input.algo->ngpus) +

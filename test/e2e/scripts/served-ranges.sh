@@ -19,8 +19,12 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work"
 "$cc" compile sched.json --target cuda -o algo.cu 2> compile.log
 note=$(grep 'note: serves ' compile.log || true)
 echo "$note"
-# "serves only [A, B) and [C, D)" (D may be "no bound").
-ranges=$(grep -o '\[[0-9.]*[KMGT]\?B\?, [^)]*)' <<<"$note" || true)
+# "serves only [A, B) and [C, D)" (D may be "no bound"); where the ranges
+# run with different tiles, one descriptor per range and tile, listed in
+# the tiles note.
+tiles=$(grep 'note: tiles per size range' compile.log || true)
+echo "$tiles"
+ranges=$(grep -o '\[[0-9.]*[KMGT]\?B\?, [^)]*)' <<<"${tiles:-$note}" || true)
 count=$(grep -c . <<<"$ranges" || true)
 if ((count < 2)); then
   echo "expected two or more served ranges in the note" >&2
@@ -33,12 +37,24 @@ if ! python3 -c "import sys; sys.exit(0 if float('${ratio64:-0}') >= 1.10 else 1
 fi
 name=$(sed -n 's/^namespace ccsynth_gen_\([A-Za-z0-9_]*\) {$/\1/p' algo.cu)
 mapfile -t descs < <(sed -n \
-  's/^CCSYNTH_DEFINE_ALGORITHM\(_RANGE\)\?([^,]*, *\([A-Za-z0-9_]*\).*/\2/p' \
+  's/^CCSYNTH_DEFINE_ALGORITHM\(_RANGE\|_TILED\)\?([^,]*, *\([A-Za-z0-9_]*\).*/\2/p' \
   algo.cu)
 if ((${#descs[@]} != count)) || [[ ${descs[0]} != "$name" ]]; then
   echo "expected $count descriptors, the first '$name'; got: ${descs[*]}" >&2
   exit 1
 fi
+# One more descriptor of the same code with another tile (as the compile
+# writes where a range runs faster with it): the runtime must run the code
+# with that tile and size its scratch for it. 1 KiB tiles: several passes
+# over each chunk of the run below, where the program's tile takes one.
+tile=$(sed -n 's/.*tileBytes = \([0-9]*\)ull;.*/\1/p' algo.cu | head -1)
+other=$((tile == 1024 ? 2048 : 1024))
+cat >> algo.cu <<EOF
+#if defined(CCSYNTH_PLUGIN)
+CCSYNTH_DEFINE_ALGORITHM_TILED(ccsynth_gen_$name::Algo, ${name}_othertile, 0ull, 0ull, ${other}ull)
+#endif
+EOF
+descs+=("${name}_othertile")
 {
   echo '#include "ccsynth/runtime/PluginTable.h"'
   list=
@@ -63,15 +79,24 @@ want = []
 for r in sys.argv[1].splitlines():
     lo, hi = re.fullmatch(r'\[(\S+), (.*)\)', r).groups()
     want.append((parse(lo), None if hi == 'no bound' else parse(hi) - 1))
-got = []
+got, scratch = [], []
 for line in open(sys.argv[2]):
     m = re.match(r'  sizes +(\S+) \.\. (\S+)$', line)
     if m:
         got.append((parse(m.group(1)),
                     None if m.group(2) == 'unbounded' else parse(m.group(2))))
-if got != want:
-    sys.exit(f'plugin sizes {got}, the note says {want}')
-print(f'{len(got)} descriptors with the served ranges: {got}')
+    m = re.match(r'  scratch +([0-9]+) bytes', line)
+    if m:
+        scratch.append(int(m.group(1)))
+# The last descriptor is the hand-added one with another tile.
+if got[:-1] != want:
+    sys.exit(f'plugin sizes {got[:-1]}, the note says {want}')
+if len(scratch) == len(got) and scratch[-1] == scratch[0]:
+    sys.exit(f'the descriptor with another tile needs other scratch: {scratch}')
+print(f'{len(got) - 1} descriptors with the served ranges: {got[:-1]}; '
+      f'scratch {scratch}')
 PY
 "$cc" run lib.so --count 4099 --dtype fp32 --op sum --iters 1 --timeout 300
+"$cc" run lib.so --algorithm "${name}_othertile" --count 300007 --dtype fp32 \
+  --op sum --iters 1 --timeout 300
 echo "served ranges: ok"

@@ -218,6 +218,41 @@ TEST_CASE("generated code serves several byte ranges under one descriptor "
     CHECK_THAT(refused.error().message,
                Catch::Contains("is empty or not above the one before it"));
   }
+  // A range with its own tile: the same code under a tiled descriptor (its
+  // tile equal to the program's: a plain one); tiles are multiples of 16.
+  in.tileBytes = 65536;
+  in.moreRanges = {{65536, 262143, 16384}, {1 << 20, 0, 65536}};
+  auto tiled = codegen::generateCode(in);
+  REQUIRE(tiled.ok());
+  CHECK(tiled->source.find(
+            "CCSYNTH_DEFINE_ALGORITHM_TILED(ccsynth_gen_nvls::Algo, "
+            "nvls_range2, 65536ull, 262143ull, 16384ull)\n"
+            "CCSYNTH_DEFINE_ALGORITHM_RANGE(ccsynth_gen_nvls::Algo, "
+            "nvls_range3, 1048576ull, 0ull)\n#endif") != std::string::npos);
+  // The code itself does not depend on the tile: only the constant and
+  // the descriptors differ.
+  auto body = [](const std::string &text) {
+    std::string out;
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t end = text.find('\n', at);
+      if (end == std::string::npos)
+        end = text.size();
+      std::string line = text.substr(at, end - at);
+      if (line.rfind("#if defined(CCSYNTH_PLUGIN)", 0) == 0)
+        break;
+      if (line.find("tileBytes =") == std::string::npos)
+        out += line + "\n";
+      at = end + 1;
+    }
+    return out;
+  };
+  CHECK(body(tiled->source) == body(src));
+  in.moreRanges = {{65536, 262143, 1000}};
+  auto badTile = codegen::generateCode(in);
+  REQUIRE_FALSE(badTile.ok());
+  CHECK_THAT(badTile.error().message,
+             Catch::Contains("tile bytes must be a positive multiple of 16"));
   in.moreRanges = {{8192, 0}};
   in.maxBytes = 0;
   CHECK_FALSE(codegen::generateCode(in).ok());

@@ -10,6 +10,7 @@
 
 #include "ccsynth/Core/Diagnostic.h"
 #include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Target/CodeGen.h"
 #include "ccsynth/Target/KernelKnobs.h"
 #include "ccsynth/Target/MSCCLPPPacking.h"
 
@@ -83,8 +84,9 @@ struct CompileOptions {
   long long maxBytes = -1;
   /// Generated code: byte ranges it serves besides minBytes..maxBytes
   /// (ascending, disjoint, above it; 0 as the upper bound: unbounded), each
-  /// its own descriptor of a plugin.
-  std::vector<std::pair<long long, long long>> moreByteRanges;
+  /// its own descriptor of a plugin, with its own tile where it names one
+  /// (0: tileBytes).
+  std::vector<codegen::ByteRange> moreByteRanges;
   std::string name;
   /// Generated code: bytes per chunk slice per pass.
   unsigned long long tileBytes = 1 << 20;

@@ -27,9 +27,10 @@
 namespace ccsynth::codegen {
 
 /// Bytes of the larger buffer a plugin descriptor serves (0 as maxBytes:
-/// unbounded).
+/// unbounded), and the tile it runs the code with (0: the program's).
 struct ByteRange {
   std::uint64_t minBytes = 0, maxBytes = 0;
+  std::uint64_t tileBytes = 0;
 };
 
 struct CodeGenInput {
@@ -52,7 +53,7 @@ struct CodeGenInput {
   std::uint64_t maxBytes = 0;
   /// Further ranges it serves (ascending, disjoint, above maxBytes): in a
   /// plugin each is a descriptor of its own, `<name>_range<k>` (k = 2, ...),
-  /// running the same code.
+  /// running the same code, with its own tile where it names one.
   std::vector<ByteRange> moreRanges;
   /// Bytes per chunk slice per pass (multiple of 16).
   std::uint64_t tileBytes = 1 << 20;

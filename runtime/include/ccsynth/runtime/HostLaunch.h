@@ -36,7 +36,8 @@ inline ccsynthResult finishRun(const ccsynthLaunchArgs *a, CommHeader *comm,
 
 template <class A, class T, class Op>
 ccsynthResult hostRun(const ccsynthLaunchArgs *a, CommHeader *comm,
-                      std::size_t blockCount, long inBlockOffset) {
+                      std::size_t blockCount, long inBlockOffset,
+                      std::uint64_t tile) {
   const Shape &s = A::shape;
   int rank = a->rank;
   RankSlot &me = commSlot(comm, rank);
@@ -47,8 +48,8 @@ ccsynthResult hostRun(const ccsynthLaunchArgs *a, CommHeader *comm,
   launch.tbs = A::threadblocks[rank];
   launch.epoch = ++me.epoch;
   launch.timeout = timeoutOf(a->timeout_seconds);
-  launch.geom.init(s, blockCount, sizeof(T), A::tileBytes, a->sendbuff,
-                   a->recvbuff, a->scratch, inBlockOffset);
+  launch.geom.init(s, blockCount, sizeof(T), tile, a->sendbuff, a->recvbuff,
+                   a->scratch, inBlockOffset);
   me.send = commPublish(comm, a->sendbuff);
   me.recv = commPublish(comm, a->recvbuff);
   me.scratch = commPublish(comm, a->scratch);
@@ -97,24 +98,24 @@ ccsynthResult hostRun(const ccsynthLaunchArgs *a, CommHeader *comm,
 
 template <class A, class T>
 ccsynthResult hostRunOp(const ccsynthLaunchArgs *a, CommHeader *w,
-                        std::size_t n, long off) {
+                        std::size_t n, long off, std::uint64_t tile) {
   constexpr std::uint32_t ops = CCSYNTH_OP_MASK;
   switch (a->op) {
   case ccsynthSum:
     if constexpr ((ops & 1u) != 0)
-      return hostRun<A, T, SumOp>(a, w, n, off);
+      return hostRun<A, T, SumOp>(a, w, n, off, tile);
     break;
   case ccsynthProd:
     if constexpr ((ops & 2u) != 0)
-      return hostRun<A, T, ProdOp>(a, w, n, off);
+      return hostRun<A, T, ProdOp>(a, w, n, off, tile);
     break;
   case ccsynthMax:
     if constexpr ((ops & 4u) != 0)
-      return hostRun<A, T, MaxOp>(a, w, n, off);
+      return hostRun<A, T, MaxOp>(a, w, n, off, tile);
     break;
   case ccsynthMin:
     if constexpr ((ops & 8u) != 0)
-      return hostRun<A, T, MinOp>(a, w, n, off);
+      return hostRun<A, T, MinOp>(a, w, n, off, tile);
     break;
   }
   return ccsynthUnsupported;
@@ -122,22 +123,25 @@ ccsynthResult hostRunOp(const ccsynthLaunchArgs *a, CommHeader *w,
 
 template <class A, class T>
 ccsynthResult hostRunType(const ccsynthLaunchArgs *a, CommHeader *w,
-                          std::size_t n, long off) {
+                          std::size_t n, long off, std::uint64_t tile) {
   if constexpr (A::shape.reduces)
-    return hostRunOp<A, T>(a, w, n, off);
+    return hostRunOp<A, T>(a, w, n, off, tile);
   else
-    return hostRun<A, T, NoOp>(a, w, n, off);
+    return hostRun<A, T, NoOp>(a, w, n, off, tile);
 }
 
 /// Host dtypes of a reducing algorithm (elements) or a copying one
-/// (unsigned words of the element's size).
-template <class A> ccsynthResult hostLaunch(const ccsynthLaunchArgs *a) {
+/// (unsigned words of the element's size). `Tile`: bytes per chunk per pass
+/// (a descriptor may run the same code with another tile than A's).
+template <class A, unsigned long long Tile = A::tileBytes>
+ccsynthResult hostLaunch(const ccsynthLaunchArgs *a) {
+  constexpr std::uint64_t tile = Tile;
   const Shape &s = A::shape;
   constexpr std::uint32_t dtypes = CCSYNTH_DTYPE_MASK;
   constexpr std::uint32_t ops = A::shape.reduces ? CCSYNTH_OP_MASK : 0u;
   std::size_t n = 0;
   long off = 0;
-  ccsynthResult r = checkLaunch(s, A::tileBytes, dtypes, ops, a, n, off);
+  ccsynthResult r = checkLaunch(s, tile, dtypes, ops, a, n, off);
   if (r != ccsynthSuccess)
     return r;
   bool shm = a->transport == ccsynthTransportHostShm;
@@ -194,43 +198,43 @@ template <class A> ccsynthResult hostLaunch(const ccsynthLaunchArgs *a) {
     switch (t) {
     case ccsynthInt8:
       if constexpr ((dtypes & (1u << ccsynthInt8)) != 0)
-        return hostRunType<A, std::int8_t>(a, w, n, off);
+        return hostRunType<A, std::int8_t>(a, w, n, off, tile);
       break;
     case ccsynthUint8:
       if constexpr ((dtypes & (1u << ccsynthUint8)) != 0)
-        return hostRunType<A, std::uint8_t>(a, w, n, off);
+        return hostRunType<A, std::uint8_t>(a, w, n, off, tile);
       break;
     case ccsynthInt32:
       if constexpr ((dtypes & (1u << ccsynthInt32)) != 0)
-        return hostRunType<A, std::int32_t>(a, w, n, off);
+        return hostRunType<A, std::int32_t>(a, w, n, off, tile);
       break;
     case ccsynthUint32:
       if constexpr ((dtypes & (1u << ccsynthUint32)) != 0)
-        return hostRunType<A, std::uint32_t>(a, w, n, off);
+        return hostRunType<A, std::uint32_t>(a, w, n, off, tile);
       break;
     case ccsynthInt64:
       if constexpr ((dtypes & (1u << ccsynthInt64)) != 0)
-        return hostRunType<A, std::int64_t>(a, w, n, off);
+        return hostRunType<A, std::int64_t>(a, w, n, off, tile);
       break;
     case ccsynthUint64:
       if constexpr ((dtypes & (1u << ccsynthUint64)) != 0)
-        return hostRunType<A, std::uint64_t>(a, w, n, off);
+        return hostRunType<A, std::uint64_t>(a, w, n, off, tile);
       break;
     case ccsynthFloat16:
       if constexpr ((dtypes & (1u << ccsynthFloat16)) != 0)
-        return hostRunType<A, Half>(a, w, n, off);
+        return hostRunType<A, Half>(a, w, n, off, tile);
       break;
     case ccsynthFloat32:
       if constexpr ((dtypes & (1u << ccsynthFloat32)) != 0)
-        return hostRunType<A, float>(a, w, n, off);
+        return hostRunType<A, float>(a, w, n, off, tile);
       break;
     case ccsynthFloat64:
       if constexpr ((dtypes & (1u << ccsynthFloat64)) != 0)
-        return hostRunType<A, double>(a, w, n, off);
+        return hostRunType<A, double>(a, w, n, off, tile);
       break;
     case ccsynthBfloat16:
       if constexpr ((dtypes & (1u << ccsynthBfloat16)) != 0)
-        return hostRunType<A, Bf16>(a, w, n, off);
+        return hostRunType<A, Bf16>(a, w, n, off, tile);
       break;
     }
     return ccsynthUnsupported;
@@ -245,19 +249,19 @@ template <class A> ccsynthResult hostLaunch(const ccsynthLaunchArgs *a) {
     switch (dtypeSize(t)) {
     case 1:
       if constexpr ((dtypes & size1) != 0)
-        return hostRun<A, std::uint8_t, NoOp>(a, w, n, off);
+        return hostRun<A, std::uint8_t, NoOp>(a, w, n, off, tile);
       break;
     case 2:
       if constexpr ((dtypes & size2) != 0)
-        return hostRun<A, std::uint16_t, NoOp>(a, w, n, off);
+        return hostRun<A, std::uint16_t, NoOp>(a, w, n, off, tile);
       break;
     case 4:
       if constexpr ((dtypes & size4) != 0)
-        return hostRun<A, std::uint32_t, NoOp>(a, w, n, off);
+        return hostRun<A, std::uint32_t, NoOp>(a, w, n, off, tile);
       break;
     default:
       if constexpr ((dtypes & ~(size1 | size2 | size4)) != 0)
-        return hostRun<A, std::uint64_t, NoOp>(a, w, n, off);
+        return hostRun<A, std::uint64_t, NoOp>(a, w, n, off, tile);
       break;
     }
     return ccsynthUnsupported;

@@ -143,7 +143,7 @@ public:
   CCSYNTH_DEV CudaContext(Tr &tr, int tbs) : tr(tr), tbs(tbs) {
     constexpr Shape s = kShape;
     es = kAnyWord ? std::size_t(tr.elemSize) : sizeof(T);
-    geom.init(s, tr.count, es, A::tileBytes, tr.in, tr.out, tr.scratch,
+    geom.init(s, tr.count, es, tr.tileBytes, tr.in, tr.out, tr.scratch,
               tr.inBlockOffset);
     base = epochBase(tr.epoch);
     if (threadIdx.x == 0) {

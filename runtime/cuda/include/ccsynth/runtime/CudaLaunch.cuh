@@ -42,7 +42,11 @@
 
 namespace ccsynth::rt {
 
-template <class A> ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a);
+/// `Tile`: bytes per chunk per pass; a descriptor may run A's code with
+/// another tile than A's (the kernels take it at launch, so the code is
+/// compiled once).
+template <class A, unsigned long long Tile = A::tileBytes>
+ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a);
 
 /// One kernel per (algorithm, element type, operator, transport), with the
 /// threads per block of the architecture it is compiled for (A's
@@ -251,7 +255,7 @@ inline std::uint64_t timeoutNsOf(double seconds) {
 template <class P>
 void takeLaunch(P &q, const ccsynthLaunchArgs *a, const char *base,
                 std::size_t scratchNeed, std::size_t n, std::size_t es,
-                long inBlockOffset) {
+                long inBlockOffset, std::uint64_t tile) {
   q.in = static_cast<const char *>(a->sendbuff);
   q.out = static_cast<char *>(a->recvbuff);
   q.scratch = static_cast<char *>(a->scratch);
@@ -260,6 +264,7 @@ void takeLaunch(P &q, const ccsynthLaunchArgs *a, const char *base,
   q.count = n;
   q.elemSize = std::uint32_t(es);
   q.inBlockOffset = int(inBlockOffset);
+  q.tileBytes = tile;
   q.timeoutNs = timeoutNsOf(a->timeout_seconds);
 }
 
@@ -283,6 +288,7 @@ inline ccsynthResult previousFailure(const CudaFailureRecord &rec, int rank,
 /// thread-safe: one host thread posts a group.
 template <class A>
 ccsynthResult planVirtual(const ccsynthLaunchArgs *a, std::size_t n,
+                          std::uint64_t tile, const void *self,
                           CudaLaunchPlan<A> &plan, bool &complete) {
   const Shape &s = A::shape;
   ccsynthError *err = a->error;
@@ -300,7 +306,6 @@ ccsynthResult planVirtual(const ccsynthLaunchArgs *a, std::size_t n,
                       s.name, c->ranks, c->flagWords, s.ranks, flagWords(s));
   if (reinterpret_cast<volatile CudaFailureRecord *>(c->failureHost)->failed)
     return previousFailure(*c->failureHost, a->rank, err);
-  const void *self = reinterpret_cast<const void *>(&cudaLaunch<A>);
   if (c->posted == 0) {
     c->groupAlgo = self;
     c->count = a->count;
@@ -338,6 +343,7 @@ ccsynthResult planVirtual(const ccsynthLaunchArgs *a, std::size_t n,
   c->posted = 0;
   plan.virt.count = n;
   plan.virt.elemSize = std::uint32_t(dtypeSize(c->dtype));
+  plan.virt.tileBytes = tile;
   plan.virt.state = c->state;
   plan.virt.failure = c->failureDev;
   plan.virt.flagWords = c->flagWords;
@@ -350,7 +356,8 @@ ccsynthResult planVirtual(const ccsynthLaunchArgs *a, std::size_t n,
 #if CCSYNTH_WITH_NCCL
 template <class A>
 ccsynthResult planNccl(const ccsynthLaunchArgs *a, std::size_t n,
-                       long inBlockOffset, CudaLaunchPlan<A> &plan) {
+                       long inBlockOffset, std::uint64_t tile,
+                       CudaLaunchPlan<A> &plan) {
   const Shape &s = A::shape;
   ccsynthError *err = a->error;
   auto *c = static_cast<CudaNcclComm *>(a->comm);
@@ -384,7 +391,7 @@ ccsynthResult planNccl(const ccsynthLaunchArgs *a, std::size_t n,
   };
   bool needsSend = !((s.coll == Coll::Broadcast || s.coll == Coll::Scatter) &&
                      a->rank != s.root);
-  std::size_t scratchNeed = scratchBytes(s, A::tileBytes);
+  std::size_t scratchNeed = scratchBytes(s, tile);
   if (!inside(a->recvbuff, blockBytes * s.outBlocks) ||
       (needsSend && !inside(a->sendbuff, blockBytes * s.inBlocks)) ||
       (scratchNeed > 0 && !inside(a->scratch, scratchNeed)))
@@ -400,7 +407,7 @@ ccsynthResult planNccl(const ccsynthLaunchArgs *a, std::size_t n,
   q.dataWindow = c->dataWindow;
   q.flagWindow = c->flagWindow;
   q.dataBase = c->dataBase;
-  takeLaunch(q, a, c->dataBase, scratchNeed, n, es, inBlockOffset);
+  takeLaunch(q, a, c->dataBase, scratchNeed, n, es, inBlockOffset, tile);
   q.header = c->flags;
   q.failure = c->failureDev;
   q.flagWords = c->flagWords;
@@ -418,7 +425,8 @@ ccsynthResult planNccl(const ccsynthLaunchArgs *a, std::size_t n,
 /// it).
 template <class A>
 ccsynthResult planIpc(const ccsynthLaunchArgs *a, std::size_t n,
-                      long inBlockOffset, CudaLaunchPlan<A> &plan) {
+                      long inBlockOffset, std::uint64_t tile,
+                      CudaLaunchPlan<A> &plan) {
   const Shape &s = A::shape;
   ccsynthError *err = a->error;
   CudaIpcComm *c = asIpcComm(a->comm);
@@ -444,7 +452,7 @@ ccsynthResult planIpc(const ccsynthLaunchArgs *a, std::size_t n,
   auto inside = [&](const void *p, std::size_t bytes) {
     return insideWindow(p, bytes, data, c->dataBytes);
   };
-  std::size_t scratchNeed = scratchBytes(s, A::tileBytes);
+  std::size_t scratchNeed = scratchBytes(s, tile);
   if (!inside(a->recvbuff, blockBytes * s.outBlocks) ||
       (scratchNeed > 0 && !inside(a->scratch, scratchNeed)))
     return cudaReport(err, ccsynthInvalidArgument, CudaStatus::OutsideWindow,
@@ -464,7 +472,7 @@ ccsynthResult planIpc(const ccsynthLaunchArgs *a, std::size_t n,
                         "[%p, +%zu) at the same offset on every rank",
                         s.name, static_cast<const void *>(data), c->dataBytes);
   auto &q = plan.ipc;
-  takeLaunch(q, a, data, scratchNeed, n, es, inBlockOffset);
+  takeLaunch(q, a, data, scratchNeed, n, es, inBlockOffset, tile);
   q.inOffset = inputShared ? std::size_t(q.in - data) : 0;
   q.rank = a->rank;
   q.failure = c->failureDev;
@@ -479,15 +487,18 @@ ccsynthResult planIpc(const ccsynthLaunchArgs *a, std::size_t n,
   return ccsynthSuccess;
 }
 
-/// The plugin entry of algorithm A on the CUDA backend.
-template <class A> ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a) {
+/// The plugin entry of algorithm A on the CUDA backend, with `Tile` bytes
+/// per chunk per pass.
+template <class A, unsigned long long Tile>
+ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a) {
   const Shape &s = A::shape;
+  constexpr std::uint64_t tile = Tile;
   constexpr std::uint32_t dtypes =
       A::shape.reduces ? CCSYNTH_DTYPE_MASK : 0x3ffu;
   constexpr std::uint32_t ops = A::shape.reduces ? CCSYNTH_OP_MASK : 0u;
   std::size_t n = 0;
   long off = 0;
-  ccsynthResult r = checkLaunch(s, A::tileBytes, dtypes, ops, a, n, off);
+  ccsynthResult r = checkLaunch(s, tile, dtypes, ops, a, n, off);
   if (r != ccsynthSuccess)
     return r;
   CudaLaunchPlan<A> plan;
@@ -495,16 +506,19 @@ template <class A> ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a) {
   plan.rank = a->rank;
   if (a->transport == ccsynthTransportCudaVirtual) {
     bool complete = false;
-    r = planVirtual<A>(a, n, plan, complete);
+    // A virtual-ranks group is one launch of one descriptor (code and
+    // tile).
+    const void *self = reinterpret_cast<const void *>(&cudaLaunch<A, Tile>);
+    r = planVirtual<A>(a, n, tile, self, plan, complete);
     if (r != ccsynthSuccess || !complete)
       return r;
   } else if (a->transport == ccsynthTransportCudaIpc) {
-    r = planIpc<A>(a, n, off, plan);
+    r = planIpc<A>(a, n, off, tile, plan);
     if (r != ccsynthSuccess)
       return r;
 #if CCSYNTH_WITH_NCCL
   } else if (a->transport == ccsynthTransportNcclDevice) {
-    r = planNccl<A>(a, n, off, plan);
+    r = planNccl<A>(a, n, off, tile, plan);
     if (r != ccsynthSuccess)
       return r;
 #endif

@@ -168,6 +168,7 @@ struct LaunchView {
   long inBlockOffset;
   std::size_t count;
   std::uint32_t elemSize;
+  std::uint64_t tileBytes; ///< bytes per chunk per pass
   std::uint64_t *flags;
   std::uint64_t epoch;
   std::uint64_t timeoutNs;
@@ -185,6 +186,7 @@ protected:
     inBlockOffset = p.inBlockOffset;
     count = p.count;
     elemSize = p.elemSize;
+    tileBytes = p.tileBytes;
     flags = header + kHeaderWords;
     epoch = loadAcquireGpu(header + kHdrEpoch);
     timeoutNs = p.timeoutNs;
@@ -201,6 +203,7 @@ template <int N> struct VirtualParams {
   int inBlockOffset[N];
   std::size_t count;
   std::uint32_t elemSize;
+  std::uint64_t tileBytes;
   std::uint64_t *state; ///< header then ranks x flagWords
   CudaFailureRecord *failure;
   std::uint32_t flagWords;
@@ -221,6 +224,7 @@ public:
     inBlockOffset = pickIndex(p.inBlockOffset, rank);
     count = p.count;
     elemSize = p.elemSize;
+    tileBytes = p.tileBytes;
     flags = p.state + kHeaderWords + std::size_t(rank) * p.flagWords;
     epoch = loadAcquireGpu(p.state + kHdrEpoch);
     timeoutNs = p.timeoutNs;
@@ -283,6 +287,7 @@ template <int N> struct IpcParams {
   std::size_t inOffset; ///< of the input in the data area, when it is there
   std::size_t count;
   std::uint32_t elemSize;
+  std::uint64_t tileBytes;
   int inBlockOffset;
   int rank;
   CudaFailureRecord *failure;
@@ -372,6 +377,7 @@ struct NcclParams {
   std::size_t outOffset, scratchOffset; ///< in dataWindow
   std::size_t count;
   std::uint32_t elemSize;
+  std::uint64_t tileBytes;
   int inBlockOffset;
   std::uint64_t *header; ///< local: kHeaderWords, then the flags
   CudaFailureRecord *failure;

@@ -565,9 +565,13 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
 
   // A sketch that allows NVLS alone: NCCL's NVLS-tree and ccsynth's own,
   // none through SHARP; SHARP alone: CollNet only; on one node, no SHARP.
-  InNetworkOptions nvlsOnly = io;
-  nvlsOnly.allowedSwitches = {SwitchKind::NVLS};
-  auto onlyNvls = searchInNetwork(CollectiveKind::AllReduce, topo, nvlsOnly);
+  auto searchWith = [&](const Topology &machine,
+                        std::vector<SwitchKind> allowed) {
+    InNetworkOptions only = io;
+    only.allowedSwitches = std::move(allowed);
+    return searchInNetwork(CollectiveKind::AllReduce, machine, only);
+  };
+  auto onlyNvls = searchWith(topo, {SwitchKind::NVLS});
   REQUIRE(onlyNvls);
   REQUIRE(onlyNvls->alone.size() == 1);
   CHECK(onlyNvls->alone[0].name == "nvls");
@@ -575,9 +579,7 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
   REQUIRE(onlyNvls->best);
   CHECK(onlyNvls->best->name == onlyNvls->bestWithoutSharp->name);
   CHECK(onlyNvls->best->timeUs == Approx(plain.timeUs));
-  InNetworkOptions sharpOnly = io;
-  sharpOnly.allowedSwitches = {SwitchKind::SHARP};
-  auto onlySharp = searchInNetwork(CollectiveKind::AllReduce, topo, sharpOnly);
+  auto onlySharp = searchWith(topo, {SwitchKind::SHARP});
   REQUIRE(onlySharp);
   REQUIRE(onlySharp->alone.size() == 1);
   CHECK(onlySharp->alone[0].name == "collnet");
@@ -585,8 +587,7 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
   CHECK_FALSE(onlySharp->bestWithoutSharp);
   CHECK_FALSE(inNetworkApplies(CollectiveKind::AllReduce, builtin("dgx-h100"),
                                {SwitchKind::SHARP}));
-  auto oneNode = searchInNetwork(CollectiveKind::AllReduce, builtin("dgx-h100"),
-                                 sharpOnly);
+  auto oneNode = searchWith(builtin("dgx-h100"), {SwitchKind::SHARP});
   REQUIRE_FALSE(oneNode);
   CHECK_THAT(oneNode.error().message,
              Catch::Contains("with the switches allowed"));

@@ -8,6 +8,7 @@
 #ifdef CCSYNTH_HAVE_MLIR
 #include "ccsynth/Import/MSCCLToSchedule.h"
 #endif
+#include "ccsynth/Target/CodeGen.h"
 
 #include <cerrno>
 #include <cmath>
@@ -84,7 +85,7 @@ Expected<long long> parseTileBytes(const std::string &value) {
   auto v = parseByteCount("--tile-bytes", value);
   if (!v)
     return v.error();
-  if (*v < 16 || *v % 16 != 0)
+  if (!codegen::validTileBytes(*v))
     return Error("--tile-bytes must be a positive multiple of 16");
   return *v;
 }

@@ -423,23 +423,23 @@ int runSynth(const SynthCliOptions &o) {
     if (!sketch.inNetwork->empty()) {
       inNetworkOn = true;
       allowedSwitches = *sketch.inNetwork;
-      if (!inNetworkApplies(so.kind, *topo, allowedSwitches)) {
-        std::string kinds;
-        for (SwitchKind k : allowedSwitches)
-          kinds += std::string(kinds.empty() ? "" : ", ") + toString(k);
-        return usage(Error(
-            "the sketch's in_network allows " + kinds +
-                " switches, and no in-network algorithm applies to " +
-                std::string(toString(so.kind)) + " on '" + topo->name +
-                "' with only those (NVLS and NVLS-tree use NVLS switches, "
-                "CollNet SHARP switches, NVLS with SHARP both; nvls on "
-                "dgx-h100, dgx-b200 and gb200-nvl72, sharp on several of "
-                "their nodes)",
-            sketch.inNetworkLoc));
-      }
     }
   }
-  if (inNetworkOn && !inNetworkApplies(so.kind, *topo))
+  if (inNetworkOn && !inNetworkApplies(so.kind, *topo, allowedSwitches)) {
+    if (!allowedSwitches.empty()) {
+      std::string kinds;
+      for (SwitchKind k : allowedSwitches)
+        kinds += std::string(kinds.empty() ? "" : ", ") + toString(k);
+      return usage(
+          Error("the sketch's in_network allows " + kinds +
+                    " switches, and no in-network algorithm applies to " +
+                    std::string(toString(so.kind)) + " on '" + topo->name +
+                    "' with only those (NVLS and NVLS-tree use NVLS switches, "
+                    "CollNet SHARP switches, NVLS with SHARP both; nvls on "
+                    "dgx-h100, dgx-b200 and gb200-nvl72, sharp on several of "
+                    "their nodes)",
+                sketch.inNetworkLoc));
+    }
     return usage(Error(
         "--in-network: no in-network algorithm applies to " +
         std::string(toString(so.kind)) + " on '" + topo->name +
@@ -447,6 +447,7 @@ int runSynth(const SynthCliOptions &o) {
         "dgx-h100, dgx-b200 and gb200-nvl72, for allreduce, and on one node "
         "for reducescatter and allgather; CollNet a SHARP switch joining "
         "several nodes, for allreduce)"));
+  }
   so.chunkup = o.chunks;
   if (o.exactChunkup) {
     // TACCL's meaning: input_chunkup is the split, not a first guess.

@@ -35,10 +35,8 @@ std::vector<double> generatedTuningSizes(const Schedule &schedule,
   std::vector<double> out = tuningSizes(minBytes, maxBytes);
   if (!schedule.usesSwitches())
     return out;
-  double lo = minBytes > 0 ? (double)minBytes : 0;
-  double hi = maxBytes > 0 ? (double)maxBytes : 1e300;
-  for (double b = 4.0 * 1048576; b < 1073741824.0; b *= 4)
-    if (b >= lo && b <= hi)
+  for (double b : tuningGrid(std::max(0LL, minBytes), std::max(0LL, maxBytes)))
+    if (b > 1048576.0 && b < 1073741824.0)
       out.push_back(b);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

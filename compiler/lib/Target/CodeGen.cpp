@@ -1101,7 +1101,7 @@ relativeThreadblockIds(const msccl::Algo &algo,
 Expected<GeneratedCode> generateCode(const CodeGenInput &input) {
   if (!input.algo || !input.collective)
     return Error("cannot generate code: no program");
-  if (input.tileBytes < 16 || input.tileBytes % 16 != 0)
+  if (!validTileBytes((long long)input.tileBytes))
     return Error("tile bytes must be a positive multiple of 16");
   auto shape = blockShapeOf(*input.collective);
   if (!shape)
@@ -1120,7 +1120,7 @@ Expected<GeneratedCode> generateCode(const CodeGenInput &input) {
                    std::to_string(r.minBytes) + ", " +
                    (r.maxBytes ? std::to_string(r.maxBytes) : "unbounded") +
                    "] is empty or not above the one before it");
-    if (r.tileBytes != 0 && (r.tileBytes < 16 || r.tileBytes % 16 != 0))
+    if (r.tileBytes != 0 && !validTileBytes((long long)r.tileBytes))
       return Error("byte range " + std::to_string(i + 2) +
                    ": tile bytes must be a positive multiple of 16");
   }

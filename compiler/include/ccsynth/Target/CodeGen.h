@@ -33,6 +33,12 @@ struct ByteRange {
   std::uint64_t tileBytes = 0;
 };
 
+/// Whether generated code can run with `tileBytes` per chunk per pass: a
+/// positive multiple of 16 bytes.
+inline bool validTileBytes(long long tileBytes) {
+  return tileBytes >= 16 && tileBytes % 16 == 0;
+}
+
 struct CodeGenInput {
   const msccl::Algo *algo = nullptr;
   const Collective *collective = nullptr;

@@ -190,6 +190,10 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
 }
 #endif
 
+/// How many screened in-network candidates synth compiles (the fastest
+/// screened; each compile tunes, which takes seconds to minutes).
+constexpr size_t kInNetworkCompiles = 3;
+
 /// An in-network candidate and what its generated code takes at the
 /// target size (step level; infinite when it does not lower).
 struct CompiledCandidate {
@@ -206,9 +210,9 @@ struct CompiledCandidate {
 /// step level; infinite when not timed).
 void printInNetwork(FILE *out, const InNetworkSearch &s,
                     const std::vector<CompiledCandidate> &compiled,
-                    bool compileCut, const Schedule *written, double p2pUs,
-                    const std::string &p2pLevel, double bytes, double factor,
-                    double ncclRingUs) {
+                    int screened, bool compileCut, const Schedule *written,
+                    double p2pUs, const std::string &p2pLevel, double bytes,
+                    double factor, double ncclRingUs) {
   auto busbw = [&](double us) { return bytes / us / 1e3 * factor; };
   std::fprintf(out,
                "  in-network at %s (runtime model of NCCL's NVLS/CollNet "
@@ -236,8 +240,11 @@ void printInNetwork(FILE *out, const InNetworkSearch &s,
                  ("best: " + s.best->name).c_str(), s.best->timeUs,
                  busbw(s.best->timeUs), ncclBest / s.best->timeUs);
   if (!compiled.empty()) {
-    std::fprintf(out, "  as generated code (compile --target cuda, step "
-                      "level; what runs):\n");
+    std::fprintf(out,
+                 "  as generated code (compile --target cuda, step level; what "
+                 "runs; %d of %zu candidates without IB SHARP screened by a "
+                 "quick timing, the fastest compiled):\n",
+                 screened, s.runnable.size());
     for (const CompiledCandidate &c : compiled) {
       if (!std::isfinite(c.us)) {
         std::fprintf(out, "  %31s  does not lower to generated code\n",
@@ -665,6 +672,7 @@ int runSynth(const SynthCliOptions &o) {
   std::optional<InNetworkSearch> inNetwork;
   std::vector<CompiledCandidate> inNetworkCompiled;
   bool inNetworkCompileCut = false;
+  int inNetworkScreened = 0;
   double p2pUs = result->timeUs, ncclRingUs = INFINITY;
   std::string p2pLevel = "chunks";
 #ifdef CCSYNTH_HAVE_MLIR
@@ -701,31 +709,59 @@ int runSynth(const SynthCliOptions &o) {
     InNetworkCandidate *chosen = nullptr;
     double chosenUs = INFINITY;
 #ifdef CCSYNTH_HAVE_MLIR
-    // What the candidates run as: the fastest mix (and the fastest without
-    // IB SHARP) and each of NCCL's algorithms alone, compiled to generated code
-    // (the only target that lowers switch operations) and timed at the step
-    // level; the fastest of them is written when it beats what the
-    // point-to-point schedule runs as. NCCL's algorithms alone go first (until
-    // one lowers whatever the time: those through IB SHARP fail at once; the
-    // others and the mix within the deadline).
+    // What the candidates run as. Each that a kernel can run (no IB SHARP)
+    // is first screened: a quick timing of its generated code (a few
+    // configurations) ranks them, since the runtime model ranks what
+    // NCCL's kernels would run and generated code runs the point-to-point
+    // share of a mix with fewer threadblocks. Screening and compiling go
+    // within the deadline, the first of each whatever the time. The
+    // candidates are then compiled to generated code (the only target that
+    // lowers switch operations), the screened fastest first, then those
+    // the deadline left unscreened in the search's order, and timed at the
+    // step level; the fastest is written when it beats what the
+    // point-to-point schedule runs as. The fastest mix goes last where it
+    // goes through IB SHARP (it fails to lower at once, and the summary
+    // says so).
+    progress->operator()("in-network: screening the candidates as "
+                         "generated code");
+    std::vector<std::pair<double, InNetworkCandidate *>> screened;
+    std::vector<InNetworkCandidate *> unscreened;
+    for (InNetworkCandidate &c : inNetwork->runnable) {
+      if (!screened.empty() && std::chrono::steady_clock::now() > *io.until) {
+        unscreened.push_back(&c);
+        continue;
+      }
+      std::optional<double> us =
+          screenGeneratedCodeUs(c.schedule, *topo, so.targetBytes);
+      screened.push_back({us ? *us : INFINITY, &c});
+      ++inNetworkScreened;
+    }
+    std::stable_sort(
+        screened.begin(), screened.end(),
+        [](const auto &a, const auto &b) { return a.first < b.first; });
     progress->operator()("in-network: compiling the candidates to "
                          "generated code");
+    // Those the screen cannot tell apart (within the model's noise, 2%, of
+    // the fastest) are all compiled whatever the time.
     std::vector<InNetworkCandidate *> toCompile;
-    for (InNetworkCandidate &c : inNetwork->own)
-      toCompile.push_back(&c);
-    for (InNetworkCandidate &c : inNetwork->alone)
-      toCompile.push_back(&c);
-    // The fastest mix, and where it goes through IB SHARP (which no kernel
-    // issues) the fastest without it.
-    for (std::optional<InNetworkCandidate> *c :
-         {&inNetwork->best, &inNetwork->bestWithoutSharp})
-      if (*c && std::none_of(toCompile.begin(), toCompile.end(),
-                             [&](const InNetworkCandidate *d) {
-                               return d->name == (*c)->name;
-                             }))
-        toCompile.push_back(&**c);
-    for (InNetworkCandidate *c : toCompile) {
-      bool first = chosen == nullptr;
+    size_t tied = 0;
+    for (const auto &[us, c] : screened)
+      if (std::isfinite(us) && toCompile.size() < kInNetworkCompiles) {
+        toCompile.push_back(c);
+        if (us <= 1.02 * screened.front().first)
+          ++tied;
+      }
+    for (InNetworkCandidate *c : unscreened)
+      toCompile.push_back(c);
+    if (inNetwork->best &&
+        std::none_of(inNetwork->runnable.begin(), inNetwork->runnable.end(),
+                     [&](const InNetworkCandidate &d) {
+                       return d.name == inNetwork->best->name;
+                     }))
+      toCompile.push_back(&*inNetwork->best);
+    for (size_t i = 0; i < toCompile.size(); ++i) {
+      InNetworkCandidate *c = toCompile[i];
+      bool first = chosen == nullptr || i < tied;
       if (!first && std::chrono::steady_clock::now() > *io.until) {
         inNetworkCompileCut = true;
         break;
@@ -856,9 +892,10 @@ int runSynth(const SynthCliOptions &o) {
   if (!rankedNote.empty())
     std::fprintf(out, "  note: %s\n", rankedNote.c_str());
   if (inNetwork)
-    printInNetwork(out, *inNetwork, inNetworkCompiled, inNetworkCompileCut,
-                   written != &sched ? written : nullptr, p2pUs, p2pLevel,
-                   so.targetBytes, sched.collective.busBwFactor(), ncclRingUs);
+    printInNetwork(out, *inNetwork, inNetworkCompiled, inNetworkScreened,
+                   inNetworkCompileCut, written != &sched ? written : nullptr,
+                   p2pUs, p2pLevel, so.targetBytes,
+                   sched.collective.busBwFactor(), ncclRingUs);
   if (o.output != "-")
     std::fprintf(out, "  wrote %s (verified)%s\n", o.output.c_str(),
                  written != &sched
@@ -938,11 +975,12 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
       "with SHARP) "
       "alone and mixed with point-to-point schedules (the ring baseline, the "
       "synthesized schedule) on shares of the buffer, timed by the runtime "
-      "model of NCCL's NVLS and CollNet kernels; ccsynth's NVLS with rails, "
-      "the fastest mix (and the fastest without IB SHARP) and each "
-      "algorithm alone are then compiled to generated code and timed at the "
-      "step level, and the fastest of them is written when it beats the "
-      "point-to-point schedule's compiled program. Such a schedule compiles "
+      "model of NCCL's NVLS and CollNet kernels; those a kernel can run (no "
+      "IB SHARP: each algorithm alone, ccsynth's NVLS with rails, the "
+      "fastest mixes) are screened as generated code, the fastest screened "
+      "compiled to generated code and timed at the step level, and the "
+      "fastest of them is written when it beats the point-to-point "
+      "schedule's compiled program. Such a schedule compiles "
       "to generated code (`compile --target cuda`, plugins); MSCCL++ plans "
       "take switch reductions that are multicast back and multicasts "
       "(glres, gstore), MSCCL XML no switch operation. A sketch's "

@@ -412,6 +412,48 @@ std::vector<double> ncclReachUs(const Schedule &schedule,
   return tuneCompile(schedule, topology, base, req).ncclBestUs;
 }
 
+std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
+                                            const Topology &topology,
+                                            double bytes) {
+  std::optional<double> best;
+  bool switches = schedule.usesSwitches();
+  int resident = residentThreadblocks(topology.name, nullptr);
+  for (int instances : tuningInstances(schedule)) {
+    if (instances > 4)
+      break;
+    // As timeConfiguration lowers a generated-code configuration.
+    CompileOptions c;
+    c.target = switches ? CompileTarget::Cuda : CompileTarget::MscclXml;
+    c.instances = instances;
+    c.protocol = "Simple";
+    c.boundedBuffers = false;
+    c.maxChannels = 64;
+    c.verify = false;
+    c.checkLinks = false;
+    c.checkRoundTrip = false;
+    c.coalesce = false;
+    CompileResult r = compileSchedule(schedule, c);
+    if (!r.ok())
+      continue;
+    auto algo = switches && r.program
+                    ? Expected<msccl::Algo>(std::move(*r.program))
+                    : msccl::parseXml("<screened>", *r.output);
+    if (!algo || (resident > 0 && algo->threadblocksPerRank() > resident))
+      continue;
+    for (double tile : generatedTileCandidates(schedule, (double)(1 << 20))) {
+      msccl::StepSimOptions so;
+      so.bytes = bytes;
+      so.busBwFactor = schedule.collective.busBwFactor();
+      so.generatedCode = true;
+      so.tileBytes = tile;
+      auto t = msccl::simulateSteps(*algo, topology, so);
+      if (t && (!best || t->timeUs < *best))
+        best = t->timeUs;
+    }
+  }
+  return best;
+}
+
 std::optional<double>
 generatedCodeUs(const Schedule &schedule, const Topology &topology,
                 double bytes,

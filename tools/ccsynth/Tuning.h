@@ -235,6 +235,16 @@ generatedCodeUs(const Schedule &schedule, const Topology &topology,
                 double bytes,
                 std::optional<std::chrono::steady_clock::time_point> until);
 
+/// A quick estimate of what a schedule runs as generated code at `bytes`,
+/// to rank candidates before their tuned compile (generatedCodeUs): the
+/// fastest of its programs at 1, 2 and 4 instances (those tuningInstances
+/// allows), each lowered once and timed by the step model's generated-code
+/// variant with every tile generatedTileCandidates weighs, default kernel
+/// knobs. nullopt when it lowers at none.
+std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
+                                            const Topology &topology,
+                                            double bytes);
+
 /// What NCCL itself reaches at `sizes` (µs per size, nccl-tests' bytes) for
 /// `schedule`'s collective on `topology`: the fastest of its ring (and, for
 /// AllReduce on several nodes, double binary tree) programs as MSCCL lowers

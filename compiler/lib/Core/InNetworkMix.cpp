@@ -105,12 +105,36 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
                  topology.switches[t.sw].kind == SwitchKind::SHARP;
         });
   };
-  auto consider = [&](const InNetworkCandidate &c) {
+  // Runnable mixes, fastest first, at most keepMixes of them.
+  std::vector<InNetworkCandidate> runnableMixes;
+  auto consider = [&](const InNetworkCandidate &c, bool mix) {
     if (!out.best || c.timeUs < out.best->timeUs)
       out.best = c;
-    if ((!out.bestWithoutSharp || c.timeUs < out.bestWithoutSharp->timeUs) &&
-        !throughSharp(c.schedule))
+    if (throughSharp(c.schedule))
+      return;
+    if (!out.bestWithoutSharp || c.timeUs < out.bestWithoutSharp->timeUs)
       out.bestWithoutSharp = c;
+    if (!mix || options.keepMixes <= 0)
+      return;
+    auto at = std::upper_bound(
+        runnableMixes.begin(), runnableMixes.end(), c,
+        [](const InNetworkCandidate &x, const InNetworkCandidate &y) {
+          return x.timeUs < y.timeUs;
+        });
+    if (at - runnableMixes.begin() >= options.keepMixes)
+      return;
+    runnableMixes.insert(at, c);
+    if ((int)runnableMixes.size() > options.keepMixes)
+      runnableMixes.pop_back();
+  };
+  // Fills InNetworkSearch::runnable once the search ends.
+  auto finish = [&] {
+    for (const auto *list : {&out.own, &out.alone})
+      for (const InNetworkCandidate &c : *list)
+        if (!throughSharp(c.schedule))
+          out.runnable.push_back(c);
+    for (InNetworkCandidate &c : runnableMixes)
+      out.runnable.push_back(std::move(c));
   };
   BaselineOptions bo;
   bo.inPlace = options.inPlace;
@@ -141,7 +165,7 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
     if (!measure(alone))
       continue;
     out.alone.push_back(alone);
-    consider(alone);
+    consider(alone, false);
   }
   // ccsynth's own: NVLS inside the nodes, rings or direct exchanges along
   // the rails, each in both forms (the runtime model times the wavefront as
@@ -164,7 +188,7 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
                                  1};
         if (measure(rails)) {
           out.own.push_back(rails);
-          consider(rails);
+          consider(rails, false);
         }
       }
   // The faster algorithm's mixes first.
@@ -227,6 +251,7 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
       for (auto [m, n] : cuts) {
         if (past()) {
           out.cutShort = true;
+          finish();
           return out;
         }
         auto ra = m > 1 ? regridChunks(alone.schedule, fa * m)
@@ -247,10 +272,11 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
         if (!measure(c))
           continue;
         ++out.mixesTried;
-        consider(c);
+        consider(c, true);
       }
     }
   }
+  finish();
   return out;
 }
 

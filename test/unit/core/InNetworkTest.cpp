@@ -562,6 +562,37 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
   CHECK(plain.timeUs >= found->best->timeUs);
   for (const InNetworkCandidate &c : found->own)
     CHECK(plain.timeUs <= c.timeUs);
+  // What synth weighs as generated code: ccsynth's four, NVLS-tree (the
+  // one of NCCL's without SHARP), then the fastest mixes without SHARP,
+  // fastest first, at most keepMixes; the best of them is bestWithoutSharp.
+  auto runnableOf = [](const InNetworkSearch &s) {
+    std::vector<std::string> names;
+    for (const InNetworkCandidate &c : s.runnable)
+      names.push_back(c.name);
+    return names;
+  };
+  auto names = runnableOf(*found);
+  REQUIRE(names.size() == 5 + (size_t)io.keepMixes);
+  for (size_t k = 0; k < 4; ++k)
+    CHECK(names[k] == found->own[k].name);
+  CHECK(names[4] == "nvls");
+  bool sawPlain = false;
+  for (size_t k = 0; k < names.size(); ++k) {
+    CHECK_THAT(names[k],
+               !Catch::Contains("collnet") && !Catch::Contains("sharp"));
+    if (k > 5)
+      CHECK(found->runnable[k].timeUs >= found->runnable[k - 1].timeUs);
+    CHECK(found->runnable[k].timeUs >= plain.timeUs);
+    sawPlain |= names[k] == plain.name;
+  }
+  CHECK(sawPlain);
+  InNetworkOptions fewer = io;
+  fewer.keepMixes = 2;
+  auto two = searchInNetwork(CollectiveKind::AllReduce, topo, fewer);
+  REQUIRE(two);
+  auto twoNames = runnableOf(*two);
+  REQUIRE(twoNames.size() == 7);
+  CHECK(std::equal(twoNames.begin(), twoNames.end(), names.begin()));
 
   // A sketch that allows NVLS alone: NCCL's NVLS-tree and ccsynth's own,
   // none through SHARP; SHARP alone: CollNet only; on one node, no SHARP.

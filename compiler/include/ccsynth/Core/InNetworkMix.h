@@ -49,6 +49,14 @@ struct InNetworkSearch {
   /// SHARP switch (what a GPU kernel can issue: NCCL's device API has no
   /// in-network reduction across nodes), when any.
   std::optional<InNetworkCandidate> bestWithoutSharp;
+  /// What a GPU kernel could run, for synth to weigh as generated code:
+  /// every candidate alone (ccsynth's own, then NCCL's) and the
+  /// InNetworkOptions::keepMixes fastest mixes, each without an operation
+  /// through an IB SHARP switch; in that order, the mixes fastest first.
+  /// The runtime model ranks what NCCL's kernels would run; generated code
+  /// runs the point-to-point share with fewer threadblocks, so a mix it
+  /// ranks second can run faster than its first.
+  std::vector<InNetworkCandidate> runnable;
   /// Mixed candidates verified and timed.
   int mixesTried = 0;
   /// The deadline stopped the search before every share was tried.
@@ -70,6 +78,8 @@ struct InNetworkOptions {
   /// The kinds of switch a candidate may use (a sketch's `in_network`);
   /// empty: every kind.
   std::vector<SwitchKind> allowedSwitches;
+  /// How many mixes InNetworkSearch::runnable keeps.
+  int keepMixes = 8;
 };
 
 /// The kinds of switch an in-network baseline's operations go through

@@ -344,6 +344,22 @@ ChunkLoc Collective::canonical(ChunkLoc loc) const {
   }
 }
 
+int Collective::inputChunkAt(ChunkLoc loc) const {
+  // Input chunk k is canonically itself, or (in-place AllGather and
+  // Gather) output chunk rank * chunkFactor + k.
+  int k = -1;
+  if (loc.buffer == BufferKind::Input)
+    k = loc.index;
+  else if (loc.buffer == BufferKind::Output && inPlace &&
+           (kind == CollectiveKind::AllGather ||
+            kind == CollectiveKind::Gather))
+    k = loc.index - loc.rank * chunkFactor;
+  if (k < 0 || k >= inputChunks ||
+      canonical({loc.rank, BufferKind::Input, k}) != loc)
+    return -1;
+  return k;
+}
+
 int Collective::bufferChunks(BufferKind b) const {
   switch (b) {
   case BufferKind::Input:

@@ -551,10 +551,8 @@ bool DirectLandings::allows(int rank, const Step &st) const {
     auto it = writes.find({rank, c});
     if (it == writes.end() || it->second != 1)
       return false;
-    for (int k = 0; k < col.inputChunks; ++k)
-      if (col.preAt(rank, k) >= 0 &&
-          col.canonical({rank, BufferKind::Input, k}) == c)
-        return false;
+    if (int k = col.inputChunkAt(c); k >= 0 && col.preAt(rank, k) >= 0)
+      return false;
   }
   return true;
 }

@@ -49,6 +49,36 @@ TEST_CASE("in-place aliasing follows NCCL's layout", "[collective]") {
         ChunkLoc{1, BufferKind::Input, 2});
 }
 
+TEST_CASE("inputChunkAt inverts canonical on inputs", "[collective]") {
+  // For every kind, in place and not: each input chunk's canonical slot
+  // maps back to it, and every other slot of each buffer to none.
+  for (CollectiveKind kind :
+       {CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+        CollectiveKind::AllReduce, CollectiveKind::Broadcast,
+        CollectiveKind::Reduce, CollectiveKind::Gather, CollectiveKind::Scatter,
+        CollectiveKind::AllToAll})
+    for (bool inPlace : {false, true}) {
+      auto c = Collective::builtin(kind, 3, 2, inPlace, 1);
+      if (!c)
+        continue;
+      for (int r = 0; r < 3; ++r) {
+        std::vector<ChunkLoc> inputs;
+        for (int k = 0; k < c->inputChunks; ++k) {
+          ChunkLoc at = c->canonical({r, BufferKind::Input, k});
+          CHECK(c->inputChunkAt(at) == k);
+          inputs.push_back(at);
+        }
+        for (BufferKind b : {BufferKind::Input, BufferKind::Output})
+          for (int i = 0; i < c->bufferChunks(b); ++i) {
+            ChunkLoc at = c->canonical({r, b, i});
+            if (std::find(inputs.begin(), inputs.end(), at) == inputs.end())
+              CHECK(c->inputChunkAt(at) == -1);
+          }
+        CHECK(c->inputChunkAt({r, BufferKind::Scratch, 0}) == -1);
+      }
+    }
+}
+
 TEST_CASE("custom collectives are checked", "[collective]") {
   // Two ranks swap their chunk.
   auto ok = Collective::custom("swap", 2, 1, 1, {{0}, {1}},

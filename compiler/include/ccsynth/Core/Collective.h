@@ -246,6 +246,9 @@ public:
   /// in-place allgather's input chunk k of rank r is output chunk r*c+k);
   /// identity when not aliased.
   ChunkLoc canonical(ChunkLoc loc) const;
+  /// The input chunk of `loc.rank` whose canonical slot is `loc` (a
+  /// canonical slot), or -1 when none: canonical's inverse on inputs.
+  int inputChunkAt(ChunkLoc loc) const;
   /// Number of chunks of a buffer per rank (scratch: 0, sized by schedules).
   int bufferChunks(BufferKind b) const;
   /// The larger of the input and output chunk counts: a buffer of S bytes

@@ -301,18 +301,18 @@ std::vector<double> ncclInNetworkUs(const Schedule &schedule,
   return best;
 }
 
-/// Compiles and times the configuration `cand` holds (its instances,
-/// protocol, fusion, local threadblocks and pipeline parts) at `sizes`;
-/// `hasLocal` says whether the program has peerless threadblocks.
-std::optional<TuneCandidate>
-timeConfiguration(const Schedule &schedule, const Topology &topology,
-                  CompileOptions c, TuneCandidate cand,
-                  const TuneRequest &request, bool *hasLocal) {
+/// Lowers `schedule` with `c` (a configuration applied) to the program the
+/// step model times: MSCCL's, or with `generatedCode` the one generated
+/// code runs, as `simulate --level steps --target cuda` lowers it
+/// (StepPrediction.cpp). nullopt when it does not lower or not all of a
+/// rank's threadblocks are resident; `codeBytes` (when given) receives the
+/// generated source's size where the schedule has switch operations.
+std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
+                                          const Topology &topology,
+                                          CompileOptions c, bool generatedCode,
+                                          size_t *codeBytes) {
   c.target = CompileTarget::MscclXml;
-  cand.applyTo(c);
-  if (request.generatedCode) {
-    // The program generated code runs, as `simulate --level steps --target
-    // cuda` lowers it (StepPrediction.cpp).
+  if (generatedCode) {
     c.boundedBuffers = false;
     if (c.maxChannels <= 0)
       c.maxChannels = 64;
@@ -326,7 +326,7 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   c.coalesce = false;
   // Switch threadblocks have no XML form: a schedule with switch
   // operations is timed on the program its generated source comes from.
-  bool switches = request.generatedCode && schedule.usesSwitches();
+  bool switches = generatedCode && schedule.usesSwitches();
   if (switches)
     c.target = CompileTarget::Cuda;
   CompileResult r = compileSchedule(schedule, c);
@@ -341,6 +341,24 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   int resident = residentThreadblocks(topology.name, nullptr);
   if (resident > 0 && algo->threadblocksPerRank() > resident)
     return std::nullopt;
+  if (codeBytes && switches)
+    *codeBytes = r.output->size();
+  return algo.take();
+}
+
+/// Compiles and times the configuration `cand` holds (its instances,
+/// protocol, fusion, local threadblocks and pipeline parts) at `sizes`;
+/// `hasLocal` says whether the program has peerless threadblocks.
+std::optional<TuneCandidate>
+timeConfiguration(const Schedule &schedule, const Topology &topology,
+                  CompileOptions c, TuneCandidate cand,
+                  const TuneRequest &request, bool *hasLocal) {
+  cand.applyTo(c);
+  size_t codeBytes = 0;
+  std::optional<msccl::Algo> algo =
+      lowerForTiming(schedule, topology, c, request.generatedCode, &codeBytes);
+  if (!algo)
+    return std::nullopt;
   if (hasLocal) {
     *hasLocal = false;
     for (const msccl::Gpu &g : algo->gpus)
@@ -349,8 +367,8 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   }
   cand.nchunksperloop = std::max(1, algo->nchunksperloop);
   cand.protocol = algo->proto;
-  if (switches)
-    cand.codeBytes = r.output->size();
+  if (codeBytes)
+    cand.codeBytes = codeBytes;
   // Generated code: timed with each knob choice; the fastest (geometric
   // mean over the sizes; the earlier choice, fewer loads in flight, within
   // 0.1%) is kept. The choice changes only the threadblocks' throughput:
@@ -416,29 +434,15 @@ std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
                                             const Topology &topology,
                                             double bytes) {
   std::optional<double> best;
-  bool switches = schedule.usesSwitches();
-  int resident = residentThreadblocks(topology.name, nullptr);
   for (int instances : tuningInstances(schedule)) {
     if (instances > 4)
       break;
-    // As timeConfiguration lowers a generated-code configuration.
     CompileOptions c;
-    c.target = switches ? CompileTarget::Cuda : CompileTarget::MscclXml;
     c.instances = instances;
     c.protocol = "Simple";
-    c.boundedBuffers = false;
-    c.maxChannels = 64;
-    c.verify = false;
-    c.checkLinks = false;
-    c.checkRoundTrip = false;
-    c.coalesce = false;
-    CompileResult r = compileSchedule(schedule, c);
-    if (!r.ok())
-      continue;
-    auto algo = switches && r.program
-                    ? Expected<msccl::Algo>(std::move(*r.program))
-                    : msccl::parseXml("<screened>", *r.output);
-    if (!algo || (resident > 0 && algo->threadblocksPerRank() > resident))
+    std::optional<msccl::Algo> algo =
+        lowerForTiming(schedule, topology, c, true, nullptr);
+    if (!algo)
       continue;
     for (double tile : generatedTileCandidates(schedule, (double)(1 << 20))) {
       msccl::StepSimOptions so;

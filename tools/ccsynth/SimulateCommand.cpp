@@ -102,12 +102,8 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
     return fail(algo.error());
   program = describeProgram(*algo);
   for (double bytes : sizes) {
-    msccl::StepSimOptions so;
-    so.bytes = bytes;
-    so.busBwFactor = sched.collective.busBwFactor();
-    so.generatedCode = generated;
-    so.tileBytes = tile;
-    auto r = msccl::simulateSteps(*algo, topo, so);
+    auto r = msccl::simulateSteps(
+        *algo, topo, stepSimOptions(sched.collective, bytes, generated, tile));
     if (!r)
       return fail(r.error());
     SimResult sim;

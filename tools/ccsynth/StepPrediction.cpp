@@ -19,6 +19,16 @@ bool isMscclXmlInput(const std::string &path) {
   return first != std::string::npos && (*text)[first] == '<';
 }
 
+msccl::StepSimOptions stepSimOptions(const Collective &collective, double bytes,
+                                     bool generatedCode, double tileBytes) {
+  msccl::StepSimOptions so;
+  so.bytes = bytes;
+  so.busBwFactor = collective.busBwFactor();
+  so.generatedCode = generatedCode;
+  so.tileBytes = tileBytes;
+  return so;
+}
+
 Expected<msccl::Algo> stepProgram(const std::string &path,
                                   const Schedule &schedule,
                                   CompileOptions options) {

@@ -30,6 +30,12 @@ Expected<msccl::Algo> stepProgram(const std::string &path,
                                   const Schedule &schedule,
                                   CompileOptions options);
 
+/// The step simulator's options for a program of `collective` at `bytes`:
+/// as MSCCL runs it, or with `generatedCode` as ccsynth's generated code
+/// runs it, `tileBytes` per pass.
+msccl::StepSimOptions stepSimOptions(const Collective &collective, double bytes,
+                                     bool generatedCode, double tileBytes);
+
 /// "LL, 8 channels, 16 threadblocks per rank, 64 chunks per loop".
 std::string describeProgram(const msccl::Algo &algo);
 

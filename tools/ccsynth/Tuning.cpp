@@ -1,6 +1,8 @@
 //===- Tuning.cpp - The tuned compile -------------------------------------===//
 #include "Tuning.h"
 
+#include "StepPrediction.h"
+
 #include "ccsynth/Core/Baselines.h"
 #include "ccsynth/Core/Rings.h"
 #include "ccsynth/Core/Simulator.h"
@@ -381,11 +383,8 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
     std::vector<double> times;
     double logSum = 0;
     for (double bytes : request.sizes) {
-      msccl::StepSimOptions so;
-      so.bytes = bytes;
-      so.busBwFactor = schedule.collective.busBwFactor();
-      so.generatedCode = request.generatedCode;
-      so.tileBytes = request.tileBytes;
+      msccl::StepSimOptions so = stepSimOptions(
+          schedule.collective, bytes, request.generatedCode, request.tileBytes);
       if (knob.arch > 0)
         so.tbScale = codegen::kernelKnobScale(knob, topology.stepModel);
       auto t = msccl::simulateSteps(*algo, topology, so);
@@ -445,12 +444,9 @@ std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
     if (!algo)
       continue;
     for (double tile : generatedTileCandidates(schedule, (double)(1 << 20))) {
-      msccl::StepSimOptions so;
-      so.bytes = bytes;
-      so.busBwFactor = schedule.collective.busBwFactor();
-      so.generatedCode = true;
-      so.tileBytes = tile;
-      auto t = msccl::simulateSteps(*algo, topology, so);
+      auto t = msccl::simulateSteps(
+          *algo, topology,
+          stepSimOptions(schedule.collective, bytes, true, tile));
       if (t && (!best || t->timeUs < *best))
         best = t->timeUs;
     }

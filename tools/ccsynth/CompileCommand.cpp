@@ -450,11 +450,8 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
     auto timed = timeCandidate(program, *topo, timing, config, g);
     if (!timed)
       return std::nullopt;
-    // Generated code takes any count of a built-in collective (ragged
-    // tiles: its plugin's count multiple is 1), not only multiples of the
-    // MSCCL program's loop it was timed through.
-    if (program.collective.kind != CollectiveKind::Custom)
-      timed->nchunksperloop = 1;
+    // (Generated code of a built-in collective takes any count: its
+    // plugin's count multiple is 1; timeCandidate says so.)
     Guard out;
     // Each size with the fastest tile: another than the program's where it
     // is faster by more than the model's noise (2%).

@@ -348,6 +348,13 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
   return algo.take();
 }
 
+/// Whether what `request` times takes any element count (generated code of
+/// a built-in collective), so that its loop length does not matter.
+bool anyCount(const TuneRequest &request, const Schedule &schedule) {
+  return request.generatedCode &&
+         schedule.collective.kind != CollectiveKind::Custom;
+}
+
 /// Compiles and times the configuration `cand` holds (its instances,
 /// protocol, fusion, local threadblocks and pipeline parts) at `sizes`;
 /// `hasLocal` says whether the program has peerless threadblocks.
@@ -367,7 +374,10 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
       for (const msccl::Threadblock &tb : g.tbs)
         *hasLocal |= tb.send < 0 && tb.recv < 0;
   }
-  cand.nchunksperloop = std::max(1, algo->nchunksperloop);
+  // Generated code takes any count of a built-in collective (ragged
+  // tiles), not only multiples of the loop it is timed through.
+  cand.nchunksperloop =
+      anyCount(request, schedule) ? 1 : std::max(1, algo->nchunksperloop);
   cand.protocol = algo->proto;
   if (codeBytes)
     cand.codeBytes = codeBytes;
@@ -697,8 +707,11 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   // A chunk factor with an odd factor puts it in nchunksperloop, and MSCCL
   // then selects none of these lowerings for a power-of-two size: the same
   // routes on a power-of-two grid of sub-chunks are candidates too.
+  // Generated code needs no such grid (it takes any count): the re-cut
+  // would only be a larger program of the same routes.
   int grid = powerOfTwoGrid(schedule.collective.chunkFactor);
-  if (grid != schedule.collective.chunkFactor && !result.candidates.empty()) {
+  if (grid != schedule.collective.chunkFactor && !result.candidates.empty() &&
+      !anyCount(request, schedule)) {
     if (auto g = regridChunks(schedule, grid)) {
       result.regridded = g.take();
       explore(*result.regridded, TuneCandidate::kRegridded);

@@ -391,9 +391,9 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
   req.protocols = {"Simple"};
   req.fallback = false;
   req.generatedCode = true;
-  // Switch operations are timed on the generated program itself (no XML
-  // in between), each configuration a full code generation: only the
-  // instance counts are weighed.
+  // Switch operations are timed on the generated-code path's step program
+  // (no XML in between), each configuration a lowering down to it: only
+  // the instance counts are weighed.
   if (sched.usesSwitches())
     req.narrow = true;
   req.tileBytes = (double)c.tileBytes;

@@ -307,12 +307,11 @@ std::vector<double> ncclInNetworkUs(const Schedule &schedule,
 /// step model times: MSCCL's, or with `generatedCode` the one generated
 /// code runs, as `simulate --level steps --target cuda` lowers it
 /// (StepPrediction.cpp). nullopt when it does not lower or not all of a
-/// rank's threadblocks are resident; `codeBytes` (when given) receives the
-/// generated source's size where the schedule has switch operations.
+/// rank's threadblocks are resident.
 std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
                                           const Topology &topology,
-                                          CompileOptions c, bool generatedCode,
-                                          size_t *codeBytes) {
+                                          CompileOptions c,
+                                          bool generatedCode) {
   c.target = CompileTarget::MscclXml;
   if (generatedCode) {
     c.boundedBuffers = false;
@@ -329,8 +328,12 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
   // Switch threadblocks have no XML form: a schedule with switch
   // operations is timed on the program its generated source comes from.
   bool switches = generatedCode && schedule.usesSwitches();
-  if (switches)
+  if (switches) {
     c.target = CompileTarget::Cuda;
+    // The step program alone: its source is generated only for the
+    // configurations written (or measured against the code budget).
+    c.programOnly = true;
+  }
   CompileResult r = compileSchedule(schedule, c);
   if (!r.ok())
     return std::nullopt;
@@ -343,8 +346,6 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
   int resident = residentThreadblocks(topology.name, nullptr);
   if (resident > 0 && algo->threadblocksPerRank() > resident)
     return std::nullopt;
-  if (codeBytes && switches)
-    *codeBytes = r.output->size();
   return algo.take();
 }
 
@@ -363,9 +364,8 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
                   CompileOptions c, TuneCandidate cand,
                   const TuneRequest &request, bool *hasLocal) {
   cand.applyTo(c);
-  size_t codeBytes = 0;
   std::optional<msccl::Algo> algo =
-      lowerForTiming(schedule, topology, c, request.generatedCode, &codeBytes);
+      lowerForTiming(schedule, topology, c, request.generatedCode);
   if (!algo)
     return std::nullopt;
   if (hasLocal) {
@@ -379,8 +379,6 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   cand.nchunksperloop =
       anyCount(request, schedule) ? 1 : std::max(1, algo->nchunksperloop);
   cand.protocol = algo->proto;
-  if (codeBytes)
-    cand.codeBytes = codeBytes;
   // Generated code: timed with each knob choice; the fastest (geometric
   // mean over the sizes; the earlier choice, fewer loads in flight, within
   // 0.1%) is kept. The choice changes only the threadblocks' throughput:
@@ -450,7 +448,7 @@ std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
     c.instances = instances;
     c.protocol = "Simple";
     std::optional<msccl::Algo> algo =
-        lowerForTiming(schedule, topology, c, true, nullptr);
+        lowerForTiming(schedule, topology, c, true);
     if (!algo)
       continue;
     for (double tile : generatedTileCandidates(schedule, (double)(1 << 20))) {
@@ -508,18 +506,12 @@ generatedCodeUs(const Schedule &schedule, const Topology &topology,
     const TuneCandidate &c = chosen->candidates[order[j]];
     if (c.timeUs.empty())
       continue;
-    size_t codeBytes = c.codeBytes;
-    if (!codeBytes) {
-      CompileOptions o = base;
-      c.applyTo(o);
-      o.protocol = base.protocol;
-      CompileResult r =
-          compileSchedule(candidateSchedule(*chosen, c, schedule), o);
-      if (!r.ok())
-        continue;
-      codeBytes = r.output->size();
-    }
-    if (codeBytes <= kGeneratedCodeBudget)
+    CompileOptions o = base;
+    c.applyTo(o);
+    o.protocol = base.protocol;
+    CompileResult r =
+        compileSchedule(candidateSchedule(*chosen, c, schedule), o);
+    if (r.ok() && r.output->size() <= kGeneratedCodeBudget)
       return c.timeUs[0];
   }
   // None fits: the schedule as written untuned (one instance, 1 MiB tiles,

@@ -98,9 +98,6 @@ struct TuneCandidate {
   codegen::KernelKnob knob;
   /// Step-level time at each size of the request, in µs.
   std::vector<double> timeUs;
-  /// Bytes of its generated source where it was timed on it (schedules with
-  /// switch operations, as generated code); 0 when not known.
-  size_t codeBytes = 0;
   /// Geometric mean over the sizes of time / the best time at that size.
   double score = 0;
   long long nchunksperloop = 1;

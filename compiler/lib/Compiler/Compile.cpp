@@ -427,10 +427,11 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     }
     case CompileTarget::Cuda: {
       msccl::Algo program;
-      exported = ccl::exportGeneratedCode(
-          *work, os,
-          {o.tileBytes, o.origin, o.shareRanks, o.kernelKnobs, switches,
-           std::max(1, o.instances), &program, o.moreByteRanges});
+      exported = ccl::exportGeneratedCode(*work, os,
+                                          {o.tileBytes, o.origin, o.shareRanks,
+                                           o.kernelKnobs, switches,
+                                           std::max(1, o.instances), &program,
+                                           o.moreByteRanges, o.programOnly});
       if (succeeded(exported))
         result.program = std::move(program);
       break;

@@ -47,6 +47,11 @@ LogicalResult exportGeneratedCode(Operation *op, llvm::raw_ostream &os,
   auto col = prog->buildCollective();
   if (!col)
     return prog->emitError() << col.error().message;
+  if (options.programOnly) {
+    if (options.program)
+      *options.program = std::move(*algo);
+    return success();
+  }
 
   codegen::CodeGenInput in;
   in.algo = &*algo;

@@ -422,3 +422,40 @@ TEST_CASE("switch lowering: NVLS-tree's switch steps wait for the network "
                          << (*runtime)[0].timeUs << " us");
   CHECK(steps->timeUs < 1.1 * (*runtime)[0].timeUs);
 }
+
+TEST_CASE("switch lowering: programOnly gives the step program of the "
+          "generated source without the source",
+          "[switch-lowering]") {
+  auto [topo, s, l] = nvlsAllReduceOn("dgx-h100x2");
+  CompileOptions co;
+  co.target = CompileTarget::Cuda;
+  co.verify = false;
+  co.instances = 2;
+  CompileResult full = compileSchedule(*s, co);
+  co.programOnly = true;
+  CompileResult bare = compileSchedule(*s, co);
+  REQUIRE(full.ok());
+  REQUIRE(bare.ok());
+  CHECK(!full.output->empty());
+  CHECK(bare.output->empty());
+  REQUIRE(full.program);
+  REQUIRE(bare.program);
+  REQUIRE(bare.program->gpus.size() == full.program->gpus.size());
+  for (size_t g = 0; g < full.program->gpus.size(); ++g) {
+    const auto &a = full.program->gpus[g].tbs, &b = bare.program->gpus[g].tbs;
+    REQUIRE(a.size() == b.size());
+    for (size_t t = 0; t < a.size(); ++t) {
+      CHECK(a[t].switchId == b[t].switchId);
+      CHECK(a[t].steps.size() == b[t].steps.size());
+    }
+  }
+  StepSimOptions so;
+  so.bytes = 1 << 30;
+  so.busBwFactor = s->collective.busBwFactor();
+  so.generatedCode = true;
+  auto x = simulateSteps(*full.program, *topo, so);
+  auto y = simulateSteps(*bare.program, *topo, so);
+  REQUIRE(x.ok());
+  REQUIRE(y.ok());
+  CHECK(x->timeUs == y->timeUs);
+}

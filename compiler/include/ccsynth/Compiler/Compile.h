@@ -97,6 +97,10 @@ struct CompileOptions {
   /// Generated code: CUDA kernel knobs per SM architecture (empty: the
   /// defaults for sm_80 and sm_90).
   std::vector<codegen::KernelKnob> kernelKnobs;
+  /// Generated code: only the step program the source would come from
+  /// (CompileResult::program), no source (the output is empty): for
+  /// timing.
+  bool programOnly = false;
 };
 
 /// Threadblocks of 1024 threads that the GPU of a built-in topology

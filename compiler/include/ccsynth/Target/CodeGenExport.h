@@ -36,6 +36,8 @@ struct CodeGenExportOptions {
   msccl::Algo *program = nullptr;
   /// Byte ranges served besides the program's min_bytes..max_bytes.
   std::vector<codegen::ByteRange> moreRanges;
+  /// Stops once `program` is filled: no source is generated.
+  bool programOnly = false;
 };
 
 /// Writes the generated source of the program in `op`; `stats` (optional)

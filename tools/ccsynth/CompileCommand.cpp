@@ -450,8 +450,6 @@ int tuneGenerated(CompileCliOptions &o, const CompileOptions &c, int loadsCap,
     auto timed = timeCandidate(program, *topo, timing, config, g);
     if (!timed)
       return std::nullopt;
-    // (Generated code of a built-in collective takes any count: its
-    // plugin's count multiple is 1; timeCandidate says so.)
     Guard out;
     // Each size with the fastest tile: another than the program's where it
     // is faster by more than the model's noise (2%).

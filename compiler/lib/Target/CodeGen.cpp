@@ -259,6 +259,22 @@ int Generator::barrierFlag(const msccl::Threadblock &tb, int receiver, int b,
 
 void Generator::emitBarrier(const msccl::Threadblock &tb, int rank, int b,
                             const std::string &indent) {
+  // Where every member numbers this lane's barrier flags from the same
+  // base and the group is ascending, the runtime's loop over the group
+  // (x.switchBarrier) sets and waits for the same flags: one line whatever
+  // the group's size, and the same text on every rank.
+  bool uniform = std::is_sorted(tb.group.begin(), tb.group.end());
+  const int base = switchFlags.at({rank, tb.switchId, tb.switchLane});
+  for (int m : tb.group) {
+    auto it = switchFlags.find({m, tb.switchId, tb.switchLane});
+    uniform = uniform && it != switchFlags.end() && it->second == base;
+  }
+  if (uniform) {
+    os << indent << "CCSYNTH_TRY(x.switchBarrier("
+       << H((long long)tb.steps.size()) << ", "
+       << H(base + b * ((long long)tb.group.size() - 1)) << "));\n";
+    return;
+  }
   for (int m : tb.group)
     if (m != rank)
       os << indent << "x.signal(" << H(m) << ", "

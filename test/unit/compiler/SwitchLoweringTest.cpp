@@ -187,6 +187,19 @@ TEST_CASE("switch lowering: the generated code meets in barriers of its own "
   CHECK(src.find("switchReadsInput = true") != std::string::npos);
   // Two barriers of 3 peers per lane: 12 data flags per rank.
   CHECK(src.find(", 0, 0, 12, 0, 2, 2, false,") != std::string::npos);
+  // Every rank numbers each lane's barrier flags from the same base (lane
+  // 0 from 0, lane 1 from 6), so each barrier is the runtime's loop over
+  // the group: one line, no flag per peer.
+  for (const char *barrier : {"x.switchBarrier(2, 0)", "x.switchBarrier(2, 3)",
+                              "x.switchBarrier(2, 6)", "x.switchBarrier(2, 9)"})
+    CHECK(src.find(barrier) != std::string::npos);
+  CHECK(src.find("x.signal(") == std::string::npos);
+  // The same lane of every rank is then one function.
+  in.shareRanks = true;
+  auto shared = codegen::generateCode(in);
+  REQUIRE(shared.ok());
+  CHECK(shared->stats.functions == 2);
+  CHECK(shared->stats.sharedFunctions == 2);
 }
 
 TEST_CASE("generated code serves several byte ranges under one descriptor "

@@ -17,6 +17,8 @@
 //   x.endPass(p)                    end of this threadblock's pass
 //   x.copy / x.reduce / x.reduce3   local data movement
 //   x.stageIn(b0, b1), x.publishStaged(p), x.awaitRankDone(step), x.stageOut
+//   x.switchJoin(step, ranks, k), x.switchReduce, x.multicast,
+//   x.switchBarrier(step, flagBase)  a switch threadblock's group
 //
 // A threadblock function takes the rank: functions shared by symmetric
 // ranks compute peers, offsets and flags from it; the others ignore it.

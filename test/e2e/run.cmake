@@ -36,6 +36,10 @@ if(CCSYNTH_ENABLE_MLIR)
     "innet-allreduce-dgx-h100=innet:dgx-h100:allreduce"
     "nvls-allreduce-dgx-h100x2=baseline:nvls:allreduce:dgx-h100x2"
     "innet-allreduce-ndv5x4=innet:ndv5x4:allreduce")
+  # Instances of one role sharing a function: the rings of dgx1, whose
+  # order is no rank expression (positions from a table, the instance's
+  # chunks and flags a term of its slot).
+  list(APPEND run_cases "ring-allreduce-dgx1-x4=baseline:ring:allreduce:dgx1:x4")
   # Synthesized schedules for every shipped sketch.
   file(GLOB sketches CONFIGURE_DEPENDS ${CCSYNTH_SOURCE_DIR}/sketches/*.json)
   foreach(s ${sketches})

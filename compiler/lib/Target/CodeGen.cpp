@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -144,6 +145,10 @@ private:
     /// Values no rank expression fits: rows of a constant table indexed by
     /// rank (all ranks, zero where not a member).
     std::vector<std::vector<long long>> table;
+    /// Threadblocks of one rank in the group (instances of one role): the
+    /// k-th is threadblock tbBase + k * tbStride on every member rank, and
+    /// its function's `rank` is k * (ranks) + rank.
+    int slots = 1, tbBase = 0, tbStride = 0;
   };
   /// Constant-table entries of all groups; bounded so that the tables fit
   /// in a GPU's 64 KB constant bank with room to spare.
@@ -685,17 +690,79 @@ void Generator::groupThreadblocks() {
     }
     groups[target].members.push_back(i);
   }
-  // A group shares one function when every integer is a rank expression;
-  // otherwise its members keep their own functions.
+  // Groups of one code whose ranks are the same and whose threadblocks are
+  // the same arithmetic progression of ids on every rank (the instances of
+  // one role) become one group of several slots: one function serves each
+  // rank's threadblocks of that role, its integers expressions of the slot
+  // and the rank.
+  std::vector<Group> merged;
+  std::vector<const std::vector<int> *> listOf(groups.size(), nullptr);
+  for (const auto &entry : byKey)
+    for (int gi : entry.second)
+      listOf[gi] = &entry.second;
+  for (int first = 0; first < (int)groups.size(); ++first) {
+    const std::vector<int> &list = *listOf[first];
+    if (list.front() != first)
+      continue; // merged (or kept) with the first group of its code
+    auto ranksOf = [&](const Group &g) {
+      std::vector<int> r;
+      for (int m : g.members)
+        r.push_back(codes[m].rank);
+      std::sort(r.begin(), r.end());
+      return r;
+    };
+    auto tbOfRank = [&](const Group &g, int rank) {
+      for (int m : g.members)
+        if (codes[m].rank == rank)
+          return codes[m].tb;
+      return -1;
+    };
+    bool slotted = list.size() > 1 && in.shareRanks;
+    std::vector<int> ranks = ranksOf(groups[list[0]]);
+    int base = slotted ? tbOfRank(groups[list[0]], ranks[0]) : 0;
+    int stride = slotted ? tbOfRank(groups[list[1]], ranks[0]) - base : 0;
+    for (size_t j = 0; slotted && j < list.size(); ++j) {
+      const Group &g = groups[list[j]];
+      slotted = stride > 0 && ranksOf(g) == ranks;
+      for (int r : ranks)
+        slotted = slotted && tbOfRank(g, r) == base + (int)j * stride;
+    }
+    if (!slotted) {
+      for (int gi : list)
+        merged.push_back(groups[gi]);
+      continue;
+    }
+    Group g;
+    g.slots = (int)list.size();
+    g.tbBase = base;
+    g.tbStride = stride;
+    for (int gi : list)
+      g.members.insert(g.members.end(), groups[gi].members.begin(),
+                       groups[gi].members.end());
+    merged.push_back(std::move(g));
+  }
+  // A group shares one function when every integer is an expression of its
+  // rank or an entry of a table within the budget; otherwise its members
+  // keep their own functions.
   std::vector<Group> out;
-  for (Group &g : groups) {
+  auto tableSize = [&](const Group &g) {
+    return (long long)g.table.size() * algo.ngpus * g.slots;
+  };
+  // The group sharing one function, its tables named "\x02" until it
+  // takes its place; none when some value fits no expression and its
+  // tables exceed what the budget has left.
+  auto share = [&](Group g) -> std::optional<Group> {
     const TbCode &first = codes[g.members.front()];
-    if (g.members.size() > 1 && in.shareRanks) {
+    {
+      // The function's rank: slot x (ranks) + rank.
       std::vector<int> ranks;
       for (int m : g.members)
-        ranks.push_back(codes[m].rank);
-      const int n = algo.ngpus, size = (int)ranks.size();
-      const std::string tname = "t" + std::to_string(out.size());
+        ranks.push_back(
+            codes[m].rank +
+            algo.ngpus *
+                (g.slots > 1 ? (codes[m].tb - g.tbBase) / g.tbStride : 0));
+      const int n = algo.ngpus * g.slots, size = (int)ranks.size();
+      const std::string tname = "\x02";
       std::map<std::vector<long long>, int> rows;
       auto tableRow = [&](const std::vector<long long> &row) {
         auto [it, fresh] = rows.try_emplace(row, (int)g.table.size());
@@ -714,50 +781,82 @@ void Generator::groupThreadblocks() {
       }
       // Ranks joined in one cycle by some value (a ring's next peer):
       // positions along it relabel the ranks, and values that are affine
-      // in the position (chunks travelling the ring) need no row each.
-      std::vector<long long> pos(n, 0), order(n, 0);
-      bool cycle = false;
-      std::map<int, int> memberIndex;
+      // in the position (chunks travelling the ring) need no row each. The
+      // cycle is that of the first slot's threadblocks (every slot holds
+      // the same ranks); a value may add a term affine in the slot.
+      const int n0 = algo.ngpus;
+      std::vector<int> zero; // members of slot 0
       for (int i = 0; i < size; ++i)
+        if (ranks[i] < n0)
+          zero.push_back(i);
+      const int size0 = (int)zero.size();
+      std::vector<long long> pos0(n0, 0), order(n, 0);
+      bool cycle = false;
+      std::map<int, int> memberIndex; // real rank -> its slot-0 member
+      for (int i : zero)
         memberIndex[ranks[i]] = i;
-      for (size_t h = 0; h < holeVals.size() && !unfit.empty() && size >= 3 &&
-                         !cycle;
-           ++h) {
+      for (size_t h = 0;
+           h < holeVals.size() && !unfit.empty() && size0 >= 3 && !cycle; ++h) {
         std::vector<char> seen(size, 0);
-        int cur = 0, len = 0;
+        int cur = zero.front(), len = 0;
         bool ok = true;
         while (ok && !seen[cur]) {
           seen[cur] = 1;
           order[len] = ranks[cur];
-          pos[ranks[cur]] = len++;
+          pos0[ranks[cur]] = len++;
           auto it = memberIndex.find((int)holeVals[h][cur]);
           ok = it != memberIndex.end();
           if (ok)
             cur = it->second;
         }
-        cycle = ok && len == size && cur == 0;
+        cycle = ok && len == size0 && cur == zero.front();
       }
-      std::string posExpr = cycle ? tableRow(pos) + "[rank]" : "";
+      std::string posExpr;
+      if (cycle) {
+        std::vector<long long> pos(n, 0);
+        for (int v = 0; v < n; ++v)
+          pos[v] = pos0[v % n0];
+        posExpr = tableRow(pos) + "[rank]";
+      }
+      const std::string slotExpr = "(rank / " + std::to_string(n0) + ")";
       for (int h : unfit) {
         std::string e;
         if (cycle) {
+          // F(slot): each member's value less its rank's in slot 0.
+          std::vector<long long> atZero(n0, 0);
+          for (int i : zero)
+            atZero[ranks[i]] = holeVals[h][i];
+          std::map<long long, long long> bySlot;
+          bool slotTerm = true;
+          for (int i = 0; i < size && slotTerm; ++i) {
+            long long d = holeVals[h][i] - atZero[ranks[i] % n0];
+            auto [it, fresh] = bySlot.try_emplace(ranks[i] / n0, d);
+            slotTerm = fresh || it->second == d;
+          }
+          Fit1 fs;
+          std::vector<std::pair<long long, long long>> slotPts(bySlot.begin(),
+                                                               bySlot.end());
+          slotTerm = slotTerm && fit1(slotPts, g.slots, fs);
+          bool noSlot = slotTerm && fs.s == 0 && fs.c == 0;
           std::vector<std::pair<long long, long long>> byPos, relabeled;
           bool members = true;
-          for (int i = 0; i < size; ++i) {
+          for (int i : zero) {
             long long v = holeVals[h][i];
-            byPos.push_back({pos[ranks[i]], v});
+            byPos.push_back({pos0[ranks[i]], v});
             auto it = memberIndex.find((int)v);
-            members &= v >= 0 && v < n && it != memberIndex.end();
+            members &= v >= 0 && v < n0 && it != memberIndex.end();
             if (members)
-              relabeled.push_back({pos[ranks[i]], pos[v]});
+              relabeled.push_back({pos0[ranks[i]], pos0[v]});
           }
           std::sort(byPos.begin(), byPos.end());
           std::sort(relabeled.begin(), relabeled.end());
           Fit1 f;
-          if (fit1(byPos, size, f))
+          if (slotTerm && fit1(byPos, size0, f)) {
             e = fitExpression(f, posExpr);
-          else if (members && fit1(relabeled, size, f) && f.c == 0 &&
-                   f.s == 1)
+            if (!noSlot)
+              e += " + " + fitExpression(fs, slotExpr);
+          } else if (noSlot && members && fit1(relabeled, size0, f) &&
+                     f.c == 0 && f.s == 1)
             e = tableRow(order) + "[" + fitExpression(f, posExpr) + "]";
         }
         if (e.empty()) {
@@ -768,20 +867,106 @@ void Generator::groupThreadblocks() {
         }
         g.exprs[h] = e;
       }
-      long long entries = (long long)g.table.size() * algo.ngpus;
-      if (tableEntries + entries <= kTableBudget) {
-        tableEntries += entries;
+      if (tableEntries + tableSize(g) <= kTableBudget) {
         g.shared = true;
-        out.push_back(g);
-        continue;
+        return g;
       }
     }
-    for (int m : g.members) {
-      Group single;
-      single.members = {m};
-      for (long long v : codes[m].vals)
-        single.exprs.push_back(std::to_string(v));
-      out.push_back(single);
+    return std::nullopt;
+  };
+  auto single = [&](int m) {
+    Group one;
+    one.members = {m};
+    for (long long v : codes[m].vals)
+      one.exprs.push_back(std::to_string(v));
+    out.push_back(one);
+  };
+  // Takes its place as function out.size(), its members' own functions
+  // where its tables no longer fit.
+  auto place = [&](Group g) {
+    if (tableEntries + tableSize(g) > kTableBudget) {
+      for (int m : g.members)
+        single(m);
+      return;
+    }
+    tableEntries += tableSize(g);
+    const std::string tname = "t" + std::to_string(out.size());
+    for (std::string &e : g.exprs)
+      for (size_t at; (at = e.find('\x02')) != std::string::npos;)
+        e.replace(at, 1, tname);
+    out.push_back(std::move(g));
+  };
+  for (Group &g : merged) {
+    if (g.slots == 1) {
+      std::optional<Group> whole;
+      if (g.members.size() > 1 && in.shareRanks)
+        whole = share(g);
+      if (whole)
+        place(std::move(*whole));
+      else
+        for (int m : g.members)
+          single(m);
+      continue;
+    }
+    // Several slots: runs of slots at a common stride (the instances of
+    // one ring among several rings), each one function where its tables
+    // take no more entries than one function per slot would (a role whose
+    // peers differ by slot, as direct sends' or a ring's two directions,
+    // needs a table where each slot alone needs none). From each slot not
+    // yet placed, the first stride that joins it to another slot; the run
+    // grows along it while that holds.
+    std::vector<Group> perSlot(g.slots);
+    for (int m : g.members)
+      perSlot[(codes[m].tb - g.tbBase) / g.tbStride].members.push_back(m);
+    std::vector<std::optional<Group>> slotShared;
+    for (Group &one : perSlot)
+      slotShared.push_back(one.members.size() > 1 ? share(one) : std::nullopt);
+    auto runOf = [&](int from, int stride, int count) {
+      Group r;
+      r.slots = count;
+      r.tbBase = g.tbBase + from * g.tbStride;
+      r.tbStride = stride * g.tbStride;
+      for (int k = 0; k < count; ++k)
+        r.members.insert(r.members.end(),
+                         perSlot[from + k * stride].members.begin(),
+                         perSlot[from + k * stride].members.end());
+      return r;
+    };
+    auto alone = [&](int k) {
+      return slotShared[k] ? tableSize(*slotShared[k]) : 0;
+    };
+    std::vector<char> placed(g.slots, 0);
+    for (int from = 0; from < g.slots; ++from) {
+      if (placed[from])
+        continue;
+      std::optional<Group> run;
+      int runStride = 0, runCount = 1;
+      for (int stride = 1; !run && from + stride < g.slots; ++stride) {
+        long long entries = alone(from);
+        bool allShared = (bool)slotShared[from];
+        for (int k = from + stride; k < g.slots && !placed[k]; k += stride) {
+          int count = (k - from) / stride + 1;
+          std::optional<Group> longer = share(runOf(from, stride, count));
+          bool kShared = (bool)slotShared[k];
+          if (!longer ||
+              (allShared && kShared && tableSize(*longer) > entries + alone(k)))
+            break;
+          run = std::move(longer);
+          runStride = stride;
+          runCount = count;
+          entries += alone(k);
+          allShared = allShared && kShared;
+        }
+      }
+      for (int k = 0; k < runCount; ++k)
+        placed[from + k * runStride] = 1;
+      if (run)
+        place(std::move(*run));
+      else if (slotShared[from])
+        place(std::move(*slotShared[from]));
+      else
+        for (int m : perSlot[from].members)
+          single(m);
     }
   }
   groups = std::move(out);
@@ -803,20 +988,31 @@ void Generator::emitFunctions(std::vector<std::string> &names) {
     const TbCode &c = codes[g.members.front()];
     names.push_back(functionName(fn));
     if (g.shared) {
-      std::vector<int> ranks;
+      std::set<int> rankSet;
       for (int m : g.members)
-        ranks.push_back(codes[m].rank);
-      os << "\n// ranks " << formatRankSet(ranks) << ", threadblock " << c.tb
-         << ": one function, parameterized by rank (comments show rank "
-         << c.rank << ")\n// " << c.header << "\n";
+        rankSet.insert(codes[m].rank);
+      std::vector<int> ranks(rankSet.begin(), rankSet.end());
+      os << "\n// ranks " << formatRankSet(ranks) << ", threadblock"
+         << (g.slots > 1 ? "s " : " ") << c.tb;
+      if (g.slots > 1) {
+        for (int k = 1; k < g.slots; ++k)
+          os << (k + 1 == g.slots ? " and " : ", ")
+             << g.tbBase + k * g.tbStride;
+        os << " (instances of one role)";
+      }
+      os << ": one function, parameterized by rank"
+         << (g.slots > 1 ? " (slot x " + std::to_string(algo.ngpus) + " + rank)"
+                         : std::string())
+         << " (comments show rank " << c.rank << ")\n// " << c.header << "\n";
       ++stats.sharedFunctions;
+      const int width = algo.ngpus * g.slots;
       if (!g.table.empty()) {
         os << "// Values of this function that are no simple expression of "
               "the rank.\nCCSYNTH_TABLE int t"
-           << fn << "[" << g.table.size() << "][" << algo.ngpus << "] = {";
+           << fn << "[" << g.table.size() << "][" << width << "] = {";
         for (size_t r = 0; r < g.table.size(); ++r) {
           os << (r ? ",\n    {" : "\n    {");
-          for (int k = 0; k < algo.ngpus; ++k)
+          for (int k = 0; k < width; ++k)
             os << (k ? ", " : "") << g.table[r][k];
           os << "}";
         }
@@ -864,7 +1060,18 @@ void Generator::emitSelect(const std::vector<std::pair<int, int>> &runs,
 void Generator::emitCall(int lo, int hi, const std::vector<std::string> &names,
                          const std::string &indent) {
   if (hi - lo == 1) {
-    os << indent << "return " << names[lo] << "(x, rank);\n";
+    const Group &g = groups[lo];
+    os << indent << "return " << names[lo] << "(x, rank";
+    if (g.slots > 1) {
+      // The slot of threadblock tb, times the ranks.
+      os << " + " << algo.ngpus << " * (tb";
+      if (g.tbBase)
+        os << " - " << g.tbBase;
+      os << ")";
+      if (g.tbStride != 1)
+        os << " / " << g.tbStride;
+    }
+    os << ");\n";
     return;
   }
   int mid = lo + (hi - lo) / 2;

@@ -9,6 +9,9 @@
 #   - dgx-h100x8 (64 ranks, a ring that is not rank order): at most one
 #     function per threadblock of a rank, and under 5% of the source that
 #     --no-rank-sharing writes for the same program;
+#   - instances: the rings of dgx1 (whose order is no rank expression) at
+#     4 instances take at most twice the functions and lines of 1 instance
+#     (the instances of one role share a function; was 4 times);
 #   - direct sends on fc:16 (every rank to every other, whose connections
 #     the lowering meets in an order that differs by rank): threadblocks,
 #     flags and landing slots numbered relative to the rank, so that every
@@ -58,6 +61,19 @@ echo "dgx-h100x8: $ranks ranks, $tbs threadblocks: $fns functions," \
   fail "dgx-h100x8: $fns functions for $tbs threadblocks of $ranks ranks"
 [ $((lines * 20)) -lt "$lines_u" ] ||
   fail "dgx-h100x8: $lines lines shared against $lines_u unshared"
+
+"$cc" baseline ring -c allreduce -t dgx1 -o dgx1.json >/dev/null ||
+  fail "ring baseline on dgx1"
+for i in 1 4; do
+  "$cc" compile dgx1.json --target cuda --no-tune --instances $i \
+    -o dgx1-$i.cu || fail "compile dgx1 at $i instances"
+done
+read -r _ _ fns1 lines1 <<<"$(header dgx1-1)"
+read -r tbs4 _ fns4 lines4 <<<"$(header dgx1-4)"
+echo "dgx1 ring at 4 instances: $tbs4 threadblocks, $fns4 functions," \
+  "$lines4 lines (1 instance: $fns1 functions, $lines1 lines)"
+[ "$fns4" -le $((fns1 * 2)) ] && [ "$lines4" -le $((lines1 * 2)) ] ||
+  fail "dgx1 at 4 instances: $fns4 functions, $lines4 lines"
 
 "$cc" baseline direct -c allreduce -t fc:16 -o direct16.json >/dev/null ||
   fail "direct baseline on fc:16"

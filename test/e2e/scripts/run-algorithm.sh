@@ -14,11 +14,15 @@
 #   innet:TOPO:COLL             `ccsynth synth --in-network` (the fastest
 #                               mix of switch and point-to-point transfers
 #                               at 1G on TOPO)
+# and an optional fifth field, xK, lowers it with K instances (the
+# instances of one threadblock role then share one function).
 set -euo pipefail
 cc=$1 src=$2 work=$3 case=$4
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 
-IFS=: read -r kind a b c <<<"$case"
+IFS=: read -r kind a b c inst <<<"$case"
+instances=()
+[[ ${inst:-} == x* ]] && instances=(--instances "${inst#x}")
 case $kind in
 file) input=$a ;;
 baseline)
@@ -41,7 +45,7 @@ esac
 # compiling a 64-rank plugin is most of such a test's time.
 build() { # output, dtypes, ops
   "$cc" compile "$input" --target plugin --dtypes "$2" --ops "$3" \
-    --tile-bytes 4096 --plugin-flag=-O0 -o "$1"
+    --tile-bytes 4096 --plugin-flag=-O0 "${instances[@]}" -o "$1"
 }
 sums=fp32,bf16,int32
 if [[ $input == *.json ]]; then

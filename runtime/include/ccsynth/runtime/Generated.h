@@ -171,4 +171,25 @@ template <class A> constexpr bool switchReadsInputOf() {
     return false;
 }
 
+/// The barrier of a switch threadblock's group, as each execution context
+/// runs x.switchBarrier(step, flagBase): `rank`, a member of the ascending
+/// group, signals each other member's data flag flagBase + (its index
+/// among that member's others) and waits for each other member's signal on
+/// flagBase + (that member's index among its own others). Every member
+/// numbers the barrier's flags from the same flagBase.
+template <class X>
+CCSYNTH_INLINE bool switchGroupBarrier(X &x, const int *group, int size,
+                                       int rank, int step, int flagBase) {
+  int self = 0;
+  while (self < size && group[self] != rank)
+    ++self;
+  for (int m = 0; m < size; ++m)
+    if (m != self)
+      x.signal(group[m], flagBase + self - (m < self ? 1 : 0));
+  for (int m = 0; m < size; ++m)
+    if (m != self && !x.waitData(step, flagBase + m - (self < m ? 1 : 0)))
+      return false;
+  return true;
+}
+
 } // namespace ccsynth::rt

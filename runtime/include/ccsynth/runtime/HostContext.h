@@ -169,22 +169,9 @@ public:
     });
   }
   /// The switch group meets (every member past the same point of this
-  /// pass): this rank signals each other member's data flag
-  /// flagBase + (its index among that member's others) and waits for each
-  /// other member's signal on flagBase + (that member's index among this
-  /// rank's others). The group is ascending and every member numbers its
-  /// barrier flags from the same flagBase.
+  /// pass): switchGroupBarrier (Generated.h) over the group of switchJoin.
   bool switchBarrier(int step, int flagBase) {
-    int self = 0;
-    while (self < groupSize && group[self] != l.rank)
-      ++self;
-    for (int m = 0; m < groupSize; ++m)
-      if (m != self)
-        signal(group[m], flagBase + self - (m < self ? 1 : 0));
-    for (int m = 0; m < groupSize; ++m)
-      if (m != self && !waitData(step, flagBase + m - (self < m ? 1 : 0)))
-        return false;
-    return true;
+    return switchGroupBarrier(*this, group, groupSize, l.rank, step, flagBase);
   }
   void credit(int peer, int creditFlag) {
     storeRelease(peerFlag(peer, l.shape->dataFlags + creditFlag).value,

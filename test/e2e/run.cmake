@@ -38,8 +38,10 @@ if(CCSYNTH_ENABLE_MLIR)
     "innet-allreduce-ndv5x4=innet:ndv5x4:allreduce")
   # Instances of one role sharing a function: the rings of dgx1, whose
   # order is no rank expression (positions from a table, the instance's
-  # chunks and flags a term of its slot).
-  list(APPEND run_cases "ring-allreduce-dgx1-x4=baseline:ring:allreduce:dgx1:x4")
+  # chunks and flags a term of its slot), and dgx-h100x2's, whose
+  # instances are every other threadblock.
+  list(APPEND run_cases "ring-allreduce-dgx1-x4=baseline:ring:allreduce:dgx1:x4"
+    "ring-allgather-dgx-h100x2-x2=baseline:ring:allgather:dgx-h100x2:x2")
   # Synthesized schedules for every shipped sketch.
   file(GLOB sketches CONFIGURE_DEPENDS ${CCSYNTH_SOURCE_DIR}/sketches/*.json)
   foreach(s ${sketches})

@@ -1064,12 +1064,12 @@ void Generator::emitCall(int lo, int hi, const std::vector<std::string> &names,
     os << indent << "return " << names[lo] << "(x, rank";
     if (g.slots > 1) {
       // The slot of threadblock tb, times the ranks.
-      os << " + " << algo.ngpus << " * (tb";
+      std::string slot = "tb";
       if (g.tbBase)
-        os << " - " << g.tbBase;
-      os << ")";
+        slot = "(tb - " + std::to_string(g.tbBase) + ")";
       if (g.tbStride != 1)
-        os << " / " << g.tbStride;
+        slot += " / " + std::to_string(g.tbStride);
+      os << " + " << algo.ngpus << " * (" << slot << ")";
     }
     os << ");\n";
     return;

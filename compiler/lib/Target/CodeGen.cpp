@@ -753,126 +753,123 @@ void Generator::groupThreadblocks() {
   // tables exceed what the budget has left.
   auto share = [&](Group g) -> std::optional<Group> {
     const TbCode &first = codes[g.members.front()];
-    {
-      // The function's rank: slot x (ranks) + rank.
-      std::vector<int> ranks;
+    // The function's rank: slot x (ranks) + rank.
+    std::vector<int> ranks;
+    for (int m : g.members)
+      ranks.push_back(codes[m].rank +
+                      algo.ngpus * (g.slots > 1
+                                        ? (codes[m].tb - g.tbBase) / g.tbStride
+                                        : 0));
+    const int n = algo.ngpus * g.slots, size = (int)ranks.size();
+    const std::string tname = "\x02";
+    std::map<std::vector<long long>, int> rows;
+    auto tableRow = [&](const std::vector<long long> &row) {
+      auto [it, fresh] = rows.try_emplace(row, (int)g.table.size());
+      if (fresh)
+        g.table.push_back(row);
+      return tname + "[" + std::to_string(it->second) + "]";
+    };
+    std::vector<std::vector<long long>> holeVals(first.vals.size());
+    std::vector<int> unfit;
+    for (size_t h = 0; h < first.vals.size(); ++h) {
       for (int m : g.members)
-        ranks.push_back(
-            codes[m].rank +
-            algo.ngpus *
-                (g.slots > 1 ? (codes[m].tb - g.tbBase) / g.tbStride : 0));
-      const int n = algo.ngpus * g.slots, size = (int)ranks.size();
-      const std::string tname = "\x02";
-      std::map<std::vector<long long>, int> rows;
-      auto tableRow = [&](const std::vector<long long> &row) {
-        auto [it, fresh] = rows.try_emplace(row, (int)g.table.size());
-        if (fresh)
-          g.table.push_back(row);
-        return tname + "[" + std::to_string(it->second) + "]";
-      };
-      std::vector<std::vector<long long>> holeVals(first.vals.size());
-      std::vector<int> unfit;
-      for (size_t h = 0; h < first.vals.size(); ++h) {
-        for (int m : g.members)
-          holeVals[h].push_back(codes[m].vals[h]);
-        g.exprs.push_back(rankExpression(ranks, holeVals[h], n));
-        if (g.exprs.back().empty())
-          unfit.push_back((int)h);
-      }
-      // Ranks joined in one cycle by some value (a ring's next peer):
-      // positions along it relabel the ranks, and values that are affine
-      // in the position (chunks travelling the ring) need no row each. The
-      // cycle is that of the first slot's threadblocks (every slot holds
-      // the same ranks); a value may add a term affine in the slot.
-      const int n0 = algo.ngpus;
-      std::vector<int> zero; // members of slot 0
-      for (int i = 0; i < size; ++i)
-        if (ranks[i] < n0)
-          zero.push_back(i);
-      const int size0 = (int)zero.size();
-      std::vector<long long> pos0(n0, 0), order(n, 0);
-      bool cycle = false;
-      std::map<int, int> memberIndex; // real rank -> its slot-0 member
-      for (int i : zero)
-        memberIndex[ranks[i]] = i;
-      for (size_t h = 0;
-           h < holeVals.size() && !unfit.empty() && size0 >= 3 && !cycle; ++h) {
-        std::vector<char> seen(size, 0);
-        int cur = zero.front(), len = 0;
-        bool ok = true;
-        while (ok && !seen[cur]) {
-          seen[cur] = 1;
-          order[len] = ranks[cur];
-          pos0[ranks[cur]] = len++;
-          auto it = memberIndex.find((int)holeVals[h][cur]);
-          ok = it != memberIndex.end();
-          if (ok)
-            cur = it->second;
-        }
-        cycle = ok && len == size0 && cur == zero.front();
-      }
-      std::string posExpr;
-      if (cycle) {
-        std::vector<long long> pos(n, 0);
-        for (int v = 0; v < n; ++v)
-          pos[v] = pos0[v % n0];
-        posExpr = tableRow(pos) + "[rank]";
-      }
-      const std::string slotExpr = "(rank / " + std::to_string(n0) + ")";
-      for (int h : unfit) {
-        std::string e;
-        if (cycle) {
-          // F(slot): each member's value less its rank's in slot 0.
-          std::vector<long long> atZero(n0, 0);
-          for (int i : zero)
-            atZero[ranks[i]] = holeVals[h][i];
-          std::map<long long, long long> bySlot;
-          bool slotTerm = true;
-          for (int i = 0; i < size && slotTerm; ++i) {
-            long long d = holeVals[h][i] - atZero[ranks[i] % n0];
-            auto [it, fresh] = bySlot.try_emplace(ranks[i] / n0, d);
-            slotTerm = fresh || it->second == d;
-          }
-          Fit1 fs;
-          std::vector<std::pair<long long, long long>> slotPts(bySlot.begin(),
-                                                               bySlot.end());
-          slotTerm = slotTerm && fit1(slotPts, g.slots, fs);
-          bool noSlot = slotTerm && fs.s == 0 && fs.c == 0;
-          std::vector<std::pair<long long, long long>> byPos, relabeled;
-          bool members = true;
-          for (int i : zero) {
-            long long v = holeVals[h][i];
-            byPos.push_back({pos0[ranks[i]], v});
-            auto it = memberIndex.find((int)v);
-            members &= v >= 0 && v < n0 && it != memberIndex.end();
-            if (members)
-              relabeled.push_back({pos0[ranks[i]], pos0[v]});
-          }
-          std::sort(byPos.begin(), byPos.end());
-          std::sort(relabeled.begin(), relabeled.end());
-          Fit1 f;
-          if (slotTerm && fit1(byPos, size0, f)) {
-            e = fitExpression(f, posExpr);
-            if (!noSlot)
-              e += " + " + fitExpression(fs, slotExpr);
-          } else if (noSlot && members && fit1(relabeled, size0, f) &&
-                     f.c == 0 && f.s == 1)
-            e = tableRow(order) + "[" + fitExpression(f, posExpr) + "]";
-        }
-        if (e.empty()) {
-          std::vector<long long> row(n, 0);
-          for (int i = 0; i < size; ++i)
-            row[ranks[i]] = holeVals[h][i];
-          e = tableRow(row) + "[rank]";
-        }
-        g.exprs[h] = e;
-      }
-      if (tableEntries + tableSize(g) <= kTableBudget) {
-        g.shared = true;
-        return g;
-      }
+        holeVals[h].push_back(codes[m].vals[h]);
+      g.exprs.push_back(rankExpression(ranks, holeVals[h], n));
+      if (g.exprs.back().empty())
+        unfit.push_back((int)h);
     }
-    return std::nullopt;
+    // Ranks joined in one cycle by some value (a ring's next peer):
+    // positions along it relabel the ranks, and values that are affine
+    // in the position (chunks travelling the ring) need no row each. The
+    // cycle is that of the first slot's threadblocks (every slot holds
+    // the same ranks); a value may add a term affine in the slot.
+    const int n0 = algo.ngpus;
+    std::vector<int> zero; // members of slot 0
+    for (int i = 0; i < size; ++i)
+      if (ranks[i] < n0)
+        zero.push_back(i);
+    const int size0 = (int)zero.size();
+    std::vector<long long> pos0(n0, 0), order(n, 0);
+    bool cycle = false;
+    std::map<int, int> memberIndex; // real rank -> its slot-0 member
+    for (int i : zero)
+      memberIndex[ranks[i]] = i;
+    for (size_t h = 0;
+         h < holeVals.size() && !unfit.empty() && size0 >= 3 && !cycle; ++h) {
+      std::vector<char> seen(size, 0);
+      int cur = zero.front(), len = 0;
+      bool ok = true;
+      while (ok && !seen[cur]) {
+        seen[cur] = 1;
+        order[len] = ranks[cur];
+        pos0[ranks[cur]] = len++;
+        auto it = memberIndex.find((int)holeVals[h][cur]);
+        ok = it != memberIndex.end();
+        if (ok)
+          cur = it->second;
+      }
+      cycle = ok && len == size0 && cur == zero.front();
+    }
+    std::string posExpr;
+    if (cycle) {
+      std::vector<long long> pos(n, 0);
+      for (int v = 0; v < n; ++v)
+        pos[v] = pos0[v % n0];
+      posExpr = tableRow(pos) + "[rank]";
+    }
+    const std::string slotExpr = "(rank / " + std::to_string(n0) + ")";
+    for (int h : unfit) {
+      std::string e;
+      if (cycle) {
+        // F(slot): each member's value less its rank's in slot 0.
+        std::vector<long long> atZero(n0, 0);
+        for (int i : zero)
+          atZero[ranks[i]] = holeVals[h][i];
+        std::map<long long, long long> bySlot;
+        bool slotTerm = true;
+        for (int i = 0; i < size && slotTerm; ++i) {
+          long long d = holeVals[h][i] - atZero[ranks[i] % n0];
+          auto [it, fresh] = bySlot.try_emplace(ranks[i] / n0, d);
+          slotTerm = fresh || it->second == d;
+        }
+        Fit1 fs;
+        std::vector<std::pair<long long, long long>> slotPts(bySlot.begin(),
+                                                             bySlot.end());
+        slotTerm = slotTerm && fit1(slotPts, g.slots, fs);
+        bool noSlot = slotTerm && fs.s == 0 && fs.c == 0;
+        std::vector<std::pair<long long, long long>> byPos, relabeled;
+        bool members = true;
+        for (int i : zero) {
+          long long v = holeVals[h][i];
+          byPos.push_back({pos0[ranks[i]], v});
+          auto it = memberIndex.find((int)v);
+          members &= v >= 0 && v < n0 && it != memberIndex.end();
+          if (members)
+            relabeled.push_back({pos0[ranks[i]], pos0[v]});
+        }
+        std::sort(byPos.begin(), byPos.end());
+        std::sort(relabeled.begin(), relabeled.end());
+        Fit1 f;
+        if (slotTerm && fit1(byPos, size0, f)) {
+          e = fitExpression(f, posExpr);
+          if (!noSlot)
+            e += " + " + fitExpression(fs, slotExpr);
+        } else if (noSlot && members && fit1(relabeled, size0, f) && f.c == 0 &&
+                   f.s == 1)
+          e = tableRow(order) + "[" + fitExpression(f, posExpr) + "]";
+      }
+      if (e.empty()) {
+        std::vector<long long> row(n, 0);
+        for (int i = 0; i < size; ++i)
+          row[ranks[i]] = holeVals[h][i];
+        e = tableRow(row) + "[rank]";
+      }
+      g.exprs[h] = e;
+    }
+    if (tableEntries + tableSize(g) > kTableBudget)
+      return std::nullopt;
+    g.shared = true;
+    return g;
   };
   auto single = [&](int m) {
     Group one;

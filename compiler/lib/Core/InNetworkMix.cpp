@@ -107,13 +107,29 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
   };
   // Runnable mixes, fastest first, at most keepMixes of them.
   std::vector<InNetworkCandidate> runnableMixes;
-  auto consider = [&](const InNetworkCandidate &c, bool mix) {
+  // Every mix of a phased form of ccsynth's own with the direct rails,
+  // fastest first: made for generated code, which the runtime model (of
+  // NCCL's kernels) ranks them for poorly.
+  std::vector<InNetworkCandidate> directMixes;
+  std::set<std::string> phasedOwn;
+  auto consider = [&](const InNetworkCandidate &c, bool mix,
+                      bool direct = false) {
     if (!out.best || c.timeUs < out.best->timeUs)
       out.best = c;
     if (throughSharp(c.schedule))
       return;
     if (!out.bestWithoutSharp || c.timeUs < out.bestWithoutSharp->timeUs)
       out.bestWithoutSharp = c;
+    if (direct) {
+      directMixes.insert(std::upper_bound(directMixes.begin(),
+                                          directMixes.end(), c,
+                                          [](const InNetworkCandidate &x,
+                                             const InNetworkCandidate &y) {
+                                            return x.timeUs < y.timeUs;
+                                          }),
+                         c);
+      return;
+    }
     if (!mix || options.keepMixes <= 0)
       return;
     auto at = std::upper_bound(
@@ -133,6 +149,8 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
       for (const InNetworkCandidate &c : *list)
         if (!throughSharp(c.schedule))
           out.runnable.push_back(c);
+    for (InNetworkCandidate &c : directMixes)
+      out.runnable.push_back(std::move(c));
     for (InNetworkCandidate &c : runnableMixes)
       out.runnable.push_back(std::move(c));
   };
@@ -148,6 +166,11 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
         s->collective.numRanks == topology.numRanks() &&
         s->collective.inPlace == options.inPlace)
       p2p.emplace_back(name, *s);
+  // ccsynth's own with direct sends inside the nodes, as a partner of its
+  // NVLS forms (it goes through no switch).
+  if (allows(allowed, {SwitchKind::NVLS}) && nvlsRailsSupports(kind, topology))
+    if (auto d = makeDirectRails(topology, bo))
+      p2p.emplace_back(kDirectRailsName, d.take());
   // NCCL's algorithms alone first (the first of them whatever the
   // deadline): they are what the mixes are measured against.
   for (BaselineKind k : kInNetworkBaselines) {
@@ -187,6 +210,8 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
         InNetworkCandidate rails{nvlsRailsName(rail, wavefront), s.take(), 0,
                                  1};
         if (measure(rails)) {
+          if (!wavefront)
+            phasedOwn.insert(rails.name);
           out.own.push_back(rails);
           consider(rails, false);
         }
@@ -272,7 +297,9 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
         if (!measure(c))
           continue;
         ++out.mixesTried;
-        consider(c, true);
+        consider(c, true,
+                 phasedOwn.count(alone.name) && own(&alone) &&
+                     name == kDirectRailsName);
       }
     }
   }

@@ -24,6 +24,15 @@
 // pipelines by its passes over tiles, and there the phased form's fewer,
 // larger steps are the faster program.
 //
+// The direct form (makeDirectRails) is the phased one with the switch's
+// reduction and multicast done by point-to-point sends inside the node. It
+// is a partner for mixes: NVLS is bound by the switch's throughput per
+// port (each byte it reduces or multicasts crosses every member's port of
+// the switch) while it leaves part of the NVLink ports idle; the direct
+// form on a share of the buffer fills them, and its rail exchange sends
+// the same bytes per NIC as NVLS's would, where a ring across the nodes
+// sends almost twice as many.
+//
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Core/InNetworkMix.h"
 
@@ -42,9 +51,13 @@ std::string nvlsRailsName(RailAllReduce rail, bool wavefront) {
          (wavefront ? "" : "-phased");
 }
 
-Expected<Schedule> makeNvlsRails(const Topology &topo,
-                                 const BaselineOptions &options, bool wavefront,
-                                 RailAllReduce rail) {
+namespace {
+
+/// makeNvlsRails' schedule; without `throughSwitch` a node's reduction and
+/// multicast are direct sends (makeDirectRails).
+Expected<Schedule> buildRails(const Topology &topo,
+                              const BaselineOptions &options, bool wavefront,
+                              RailAllReduce rail, bool throughSwitch) {
   using namespace baseline;
   std::vector<int> sws = nvlsSwitchesOf(topo);
   if (topo.numNodes() < 2 || sws.empty())
@@ -65,8 +78,19 @@ Expected<Schedule> makeNvlsRails(const Topology &topo,
         b.setMinStep(q);
       // Chunk q of slice k: pieces base .. base + nodes - 1.
       int base = (k * p + q) * nodes;
-      for (int m = 0; m < nodes; ++m)
-        nvlsReduceInto(b, sws[m], ranks[m], ranks[m][k], base, nodes);
+      // Local rank k sums slice k: through the switch, or sent to it by
+      // each other local rank, the one s after it in round s.
+      for (int m = 0; m < nodes; ++m) {
+        int owner = ranks[m][k];
+        if (throughSwitch) {
+          nvlsReduceInto(b, sws[m], ranks[m], owner, base, nodes);
+          continue;
+        }
+        b.copyLocal(b.input(owner, base), b.output(owner, base), nodes);
+        for (int s = 1; s < g; ++s)
+          b.reduce(b.input(ranks[m][(k + s) % g], base), b.output(owner, base),
+                   nodes);
+      }
       if (rail == RailAllReduce::Direct) {
         // Node j owns piece j: the others' partials land in its scratch and
         // are added there; it sends the total back to each. Round s pairs
@@ -102,12 +126,37 @@ Expected<Schedule> makeNvlsRails(const Topology &topo,
                          [&](int pos) { return b.output(out[pos], base + j); });
         }
       }
-      for (int m = 0; m < nodes; ++m)
-        nvlsMulticastFrom(b, sws[m], ranks[m], ranks[m][k], base, nodes);
+      for (int m = 0; m < nodes; ++m) {
+        int owner = ranks[m][k];
+        if (throughSwitch) {
+          nvlsMulticastFrom(b, sws[m], ranks[m], owner, base, nodes);
+          continue;
+        }
+        for (int s = 1; s < g; ++s)
+          b.copy(b.output(owner, base), b.output(ranks[m][(k + s) % g], base),
+                 nodes);
+      }
     }
+  if (!throughSwitch)
+    return b.finish(std::string(kDirectRailsName) + "-allreduce",
+                    std::string("synth:") + kDirectRailsName);
   // The origin names the algorithm, whichever its form.
   return b.finish(nvlsRailsName(rail, wavefront) + "-allreduce",
                   "synth:" + nvlsRailsName(rail, /*wavefront=*/true));
+}
+
+} // namespace
+
+Expected<Schedule> makeNvlsRails(const Topology &topo,
+                                 const BaselineOptions &options, bool wavefront,
+                                 RailAllReduce rail) {
+  return buildRails(topo, options, wavefront, rail, /*throughSwitch=*/true);
+}
+
+Expected<Schedule> makeDirectRails(const Topology &topo,
+                                   const BaselineOptions &options) {
+  return buildRails(topo, options, /*wavefront=*/false, RailAllReduce::Direct,
+                    /*throughSwitch=*/false);
 }
 
 } // namespace ccsynth

@@ -530,10 +530,11 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
   REQUIRE_FALSE(ag.ok());
   CHECK_THAT(ag.error().message, Catch::Contains("does not implement"));
 
-  // The search mixes each algorithm with the ring and with each slower
-  // in-network algorithm: NCCL's three and ccsynth's NVLS with rail rings
-  // and with rail exchanges, each in two forms (ccsynth's four do not mix
-  // with each other), give 7 with the ring and 21 - 6 pairs at one share.
+  // The search mixes each algorithm with the ring, with the direct rails
+  // and with each slower in-network algorithm: NCCL's three and ccsynth's
+  // NVLS with rail rings and with rail exchanges, each in two forms
+  // (ccsynth's four do not mix with each other), give 7 with the ring, 7
+  // with the direct rails and 21 - 6 pairs at one share.
   // CollNet's NVLink sends beside switch operations beat both.
   InNetworkOptions io;
   io.bytes = bytes;
@@ -542,7 +543,7 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
   REQUIRE(found);
   REQUIRE(found->alone.size() == 3);
   REQUIRE(found->own.size() == 4);
-  CHECK(found->mixesTried == 22);
+  CHECK(found->mixesTried == 29);
   REQUIRE(found->best);
   CHECK_THAT(found->best->name, Catch::Contains("+ collnet"));
   double fastestAlone = INFINITY;
@@ -563,8 +564,10 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
   for (const InNetworkCandidate &c : found->own)
     CHECK(plain.timeUs <= c.timeUs);
   // What synth weighs as generated code: ccsynth's four, NVLS-tree (the
-  // one of NCCL's without SHARP), then the fastest mixes without SHARP,
-  // fastest first, at most keepMixes; the best of them is bestWithoutSharp.
+  // one of NCCL's without SHARP), the mixes of ccsynth's two phased forms
+  // with the direct rails, then the fastest other mixes without SHARP, at
+  // most keepMixes; each group fastest first; the best of them is
+  // bestWithoutSharp.
   auto runnableOf = [](const InNetworkSearch &s) {
     std::vector<std::string> names;
     for (const InNetworkCandidate &c : s.runnable)
@@ -572,16 +575,25 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
     return names;
   };
   auto names = runnableOf(*found);
-  REQUIRE(names.size() == 5 + (size_t)io.keepMixes);
+  REQUIRE(names.size() == 7 + (size_t)io.keepMixes);
   for (size_t k = 0; k < 4; ++k)
     CHECK(names[k] == found->own[k].name);
   CHECK(names[4] == "nvls");
+  for (size_t k = 5; k < 7; ++k) {
+    CHECK_THAT(names[k], Catch::Contains("-phased ") &&
+                             Catch::EndsWith("+ direct-rails 33%"));
+    CHECK_THAT(names[k], !Catch::StartsWith("nvls "));
+  }
+  CHECK(found->runnable[6].timeUs >= found->runnable[5].timeUs);
   bool sawPlain = false;
   for (size_t k = 0; k < names.size(); ++k) {
     CHECK_THAT(names[k],
                !Catch::Contains("collnet") && !Catch::Contains("sharp"));
-    if (k > 5)
+    if (k > 7)
       CHECK(found->runnable[k].timeUs >= found->runnable[k - 1].timeUs);
+    if (k >= 7)
+      CHECK_THAT(names[k], !(Catch::Contains("-phased ") &&
+                             Catch::Contains("direct-rails")));
     CHECK(found->runnable[k].timeUs >= plain.timeUs);
     sawPlain |= names[k] == plain.name;
   }
@@ -591,7 +603,7 @@ TEST_CASE("the nvls-sharp baseline reduces inside nodes through NVLS and "
   auto two = searchInNetwork(CollectiveKind::AllReduce, topo, fewer);
   REQUIRE(two);
   auto twoNames = runnableOf(*two);
-  REQUIRE(twoNames.size() == 7);
+  REQUIRE(twoNames.size() == 9);
   CHECK(std::equal(twoNames.begin(), twoNames.end(), names.begin()));
 
   // A sketch that allows NVLS alone: NCCL's NVLS-tree and ccsynth's own,
@@ -772,6 +784,48 @@ TEST_CASE("NVLS with rail rings or exchanges reduces inside nodes through "
   CHECK(lowerBound(exchanges->collective, four, bytes).timeUs() <
         te->front().timeUs);
 
+  // The direct form: the same pieces along the rails, sends instead of the
+  // switch inside the nodes; each rank's own peers in the order of their
+  // distance after it.
+  for (const char *name : {"dgx-h100x2", "ndv5x4"})
+    for (bool inPlace : {false, true}) {
+      Topology t = builtin(name);
+      INFO(name << (inPlace ? ", in place" : ", out of place"));
+      BaselineOptions o;
+      o.inPlace = inPlace;
+      auto d = makeDirectRails(t, o);
+      auto phased = makeNvlsRails(t, o, false, RailAllReduce::Direct);
+      if (!d)
+        FAIL(d.error().message);
+      REQUIRE(phased.ok());
+      VerifyOptions vo;
+      vo.topology = &t;
+      CHECK(verifySchedule(*d, vo).ok());
+      CHECK(d->origin == "synth:direct-rails");
+      CHECK_FALSE(d->usesSwitches());
+      CHECK(d->collective.chunkFactor == phased->collective.chunkFactor);
+      auto crossings = [&](const Schedule &x) {
+        std::vector<int> out(t.numRanks(), 0);
+        for (const Transfer &tr : x.transfers)
+          if (!isSwitchOp(tr.op) &&
+              t.nodeOf[tr.src.rank] != t.nodeOf[tr.dst.rank]) {
+            CHECK(tr.src.rank % 8 == tr.dst.rank % 8);
+            out[tr.src.rank] += std::max(1, tr.count);
+          }
+        return out;
+      };
+      CHECK(crossings(*d) == crossings(*phased));
+      // Inside a node every rank sends each other rank its share of every
+      // slice it owns and the totals of its own: 2 x 7/8 of the buffer.
+      std::vector<int> inside(t.numRanks(), 0);
+      for (const Transfer &tr : d->transfers)
+        if (tr.src.rank != tr.dst.rank &&
+            t.nodeOf[tr.src.rank] == t.nodeOf[tr.dst.rank])
+          inside[tr.src.rank] += std::max(1, tr.count);
+      for (int r = 0; r < t.numRanks(); ++r)
+        CHECK(inside[r] * 8 == d->collective.chunkFactor * 2 * 7);
+    }
+
   // Refusals: one node, no NVLS, other collectives.
   for (const char *name : {"dgx-h100", "dgx-a100x2"}) {
     INFO(name);
@@ -779,6 +833,7 @@ TEST_CASE("NVLS with rail rings or exchanges reduces inside nodes through "
     auto e = makeNvlsRails(builtin(name), {});
     REQUIRE_FALSE(e.ok());
     CHECK_THAT(e.error().message, Catch::Contains("NVLS switch"));
+    CHECK_FALSE(makeDirectRails(builtin(name), {}).ok());
   }
   CHECK_FALSE(nvlsRailsSupports(CollectiveKind::AllGather, topo));
 }

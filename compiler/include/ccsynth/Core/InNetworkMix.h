@@ -120,6 +120,21 @@ Expected<Schedule> makeNvlsRails(const Topology &topology,
                                  bool wavefront = true,
                                  RailAllReduce rail = RailAllReduce::Ring);
 
+/// The name of makeDirectRails' algorithm: "direct-rails".
+inline constexpr const char *kDirectRailsName = "direct-rails";
+
+/// makeNvlsRails' phased form with direct exchanges along the rails, and
+/// point-to-point sends where it goes through a node's switch: local rank
+/// k adds slice k of each other local rank, sent to it directly, and sends
+/// each of them the total. It moves the bytes NVLS leaves to the NVLink
+/// ports and every NIC's share of the rail exchange, on a threadblock per
+/// peer in generated code, so that it runs beside the NVLS form on a
+/// share of the buffer: the NVLS form is bound by its switch's throughput
+/// per port, this one by the ports, and both send the same bytes per NIC.
+/// Same machines as makeNvlsRails; in and out of place, verified.
+Expected<Schedule> makeDirectRails(const Topology &topology,
+                                   const BaselineOptions &options);
+
 /// Builds NCCL's in-network algorithms for `kind` on `topology` and their
 /// mixes with the ring baseline, `options.pointToPoint` and each slower
 /// in-network algorithm at each share,

@@ -205,14 +205,14 @@ struct CompiledCandidate {
 /// the fastest mix, what they compile to, and what was written (null: the
 /// point-to-point schedule), against the point-to-point schedule (`p2pUs`,
 /// at the level `p2pLevel` names: its compiled MSCCL program ("steps"), its
-/// generated code ("generated code") or its transfers ("chunks")) and
-/// NCCL's ring (`ncclRingUs`,
+/// generated code ("generated code"; `p2pCut`: the time limit cut its
+/// tuning short) or its transfers ("chunks")) and NCCL's ring (`ncclRingUs`,
 /// step level; infinite when not timed).
 void printInNetwork(FILE *out, const InNetworkSearch &s,
                     const std::vector<CompiledCandidate> &compiled,
                     int screened, bool compileCut, const Schedule *written,
-                    double p2pUs, const std::string &p2pLevel, double bytes,
-                    double factor, double ncclRingUs) {
+                    double p2pUs, const std::string &p2pLevel, bool p2pCut,
+                    double bytes, double factor, double ncclRingUs) {
   auto busbw = [&](double us) { return bytes / us / 1e3 * factor; };
   std::fprintf(out,
                "  in-network at %s (runtime model of NCCL's NVLS/CollNet "
@@ -232,9 +232,12 @@ void printInNetwork(FILE *out, const InNetworkSearch &s,
     std::fprintf(out, "  %31s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
                  ("ccsynth " + c.name).c_str(), c.timeUs, busbw(c.timeUs),
                  ncclBest / c.timeUs);
-  std::fprintf(out, "  %31s %12.2f us %9.2f GB/s\n",
+  std::fprintf(out, "  %31s %12.2f us %9.2f GB/s%s\n",
                ("point-to-point (" + p2pLevel + ")").c_str(), p2pUs,
-               busbw(p2pUs));
+               busbw(p2pUs),
+               p2pCut ? "  (the time limit cut its tuning short: the best "
+                        "configuration tried; compile tunes it in full)"
+                      : "");
   if (s.best)
     std::fprintf(out, "  %31s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
                  ("best: " + s.best->name).c_str(), s.best->timeUs,
@@ -675,6 +678,7 @@ int runSynth(const SynthCliOptions &o) {
   int inNetworkScreened = 0;
   double p2pUs = result->timeUs, ncclRingUs = INFINITY;
   std::string p2pLevel = "chunks";
+  bool p2pCut = false; ///< the time limit cut its generated code's tuning
 #ifdef CCSYNTH_HAVE_MLIR
   if (steps && steps->absent.empty() && std::isfinite(steps->ownUs[targetAt])) {
     p2pUs = steps->ownUs[targetAt];
@@ -779,8 +783,8 @@ int runSynth(const SynthCliOptions &o) {
     // generated code too (what it runs as beside them), not by its
     // transfers.
     if (p2pLevel == "chunks" && !sched.usesSwitches())
-      if (std::optional<double> us =
-              generatedCodeUs(sched, *topo, so.targetBytes, *io.until)) {
+      if (std::optional<double> us = generatedCodeUs(
+              sched, *topo, so.targetBytes, *io.until, &p2pCut)) {
         p2pUs = *us;
         p2pLevel = "generated code";
       }
@@ -894,7 +898,7 @@ int runSynth(const SynthCliOptions &o) {
   if (inNetwork)
     printInNetwork(out, *inNetwork, inNetworkCompiled, inNetworkScreened,
                    inNetworkCompileCut, written != &sched ? written : nullptr,
-                   p2pUs, p2pLevel, so.targetBytes,
+                   p2pUs, p2pLevel, p2pCut, so.targetBytes,
                    sched.collective.busBwFactor(), ncclRingUs);
   if (o.output != "-")
     std::fprintf(out, "  wrote %s (verified)%s\n", o.output.c_str(),

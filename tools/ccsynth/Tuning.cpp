@@ -465,7 +465,10 @@ std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
 std::optional<double>
 generatedCodeUs(const Schedule &schedule, const Topology &topology,
                 double bytes,
-                std::optional<std::chrono::steady_clock::time_point> until) {
+                std::optional<std::chrono::steady_clock::time_point> until,
+                bool *cutShort) {
+  if (cutShort)
+    *cutShort = false;
   TuneRequest req;
   req.sizes = {bytes};
   req.instances = tuningInstances(schedule);
@@ -489,6 +492,8 @@ generatedCodeUs(const Schedule &schedule, const Topology &topology,
     req.tileBytes = tile;
     base.tileBytes = (unsigned long long)tile;
     TuneResult t = tuneCompile(schedule, topology, base, req);
+    if (cutShort)
+      *cutShort |= t.cutShort;
     if (t.best < 0)
       continue;
     double fastest = t.candidates[t.best].timeUs[0];

@@ -226,11 +226,13 @@ std::vector<int> generatedOrder(const TuneResult &t);
 /// fits) timed by the step model's generated-code variant at `bytes`;
 /// nullopt when it does not lower or no configuration compiled.
 /// Configurations start only before `until` (the first one whatever the
-/// time).
+/// time); `cutShort`, when given, says whether the deadline left some
+/// untried (the time is then of the best of those tried).
 std::optional<double>
 generatedCodeUs(const Schedule &schedule, const Topology &topology,
                 double bytes,
-                std::optional<std::chrono::steady_clock::time_point> until);
+                std::optional<std::chrono::steady_clock::time_point> until,
+                bool *cutShort = nullptr);
 
 /// A quick estimate of what a schedule runs as generated code at `bytes`,
 /// to rank candidates before their tuned compile (generatedCodeUs): the

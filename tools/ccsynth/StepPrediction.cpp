@@ -40,20 +40,16 @@ Expected<msccl::Algo> stepProgram(const std::string &path,
     ro.legacyAttributes = true;
     return msccl::parseXml(path, *text, ro);
   }
-  if (options.target == CompileTarget::Cuda && schedule.usesSwitches()) {
-    // Switch threadblocks have no XML form: the program the generated
-    // source was made from.
+  if (options.target == CompileTarget::Cuda) {
+    // The program the generated source is made from (no bounded buffers,
+    // 64 channels), not an XML form of it: switch threadblocks have none,
+    // and MSCCL's limits (a dependency's threadblock id in an int8_t) do
+    // not bind generated code.
+    options.programOnly = true;
     CompileResult compiled = compileSchedule(schedule, options);
     if (!compiled.ok())
       return compiled.failure.error;
     return std::move(*compiled.program);
-  }
-  if (options.target == CompileTarget::Cuda) {
-    // The program generated code runs: lowered as for --target cuda (no
-    // bounded buffers, 64 channels), written as XML only to be read back.
-    options.boundedBuffers = false;
-    if (options.maxChannels <= 0)
-      options.maxChannels = 64;
   }
   options.target = CompileTarget::MscclXml;
   CompileResult compiled = compileSchedule(schedule, options);

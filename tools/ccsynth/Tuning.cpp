@@ -325,10 +325,11 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
   // Coalescing is the last resort of a program that fits no other way,
   // not a configuration to weigh.
   c.coalesce = false;
-  // Switch threadblocks have no XML form: a schedule with switch
-  // operations is timed on the program its generated source comes from.
-  bool switches = generatedCode && schedule.usesSwitches();
-  if (switches) {
+  // Generated code is timed on the program its source comes from, not an
+  // XML form of it: switch threadblocks have none, and MSCCL's limits (32
+  // channels, a dependency's threadblock id in an int8_t, 4096 elements
+  // per rank) do not bind it.
+  if (generatedCode) {
     c.target = CompileTarget::Cuda;
     // The step program alone: its source is generated only for the
     // configurations written (or measured against the code budget).
@@ -337,8 +338,8 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
   CompileResult r = compileSchedule(schedule, c);
   if (!r.ok())
     return std::nullopt;
-  auto algo = switches ? Expected<msccl::Algo>(std::move(*r.program))
-                       : msccl::parseXml("<tuned>", *r.output);
+  auto algo = generatedCode ? Expected<msccl::Algo>(std::move(*r.program))
+                            : msccl::parseXml("<tuned>", *r.output);
   if (!algo)
     return std::nullopt;
   // MSCCL launches a rank's threadblocks at once and they wait on each

@@ -313,11 +313,6 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
                                           CompileOptions c,
                                           bool generatedCode) {
   c.target = CompileTarget::MscclXml;
-  if (generatedCode) {
-    c.boundedBuffers = false;
-    if (c.maxChannels <= 0)
-      c.maxChannels = 64;
-  }
   // The input was proven once; candidates are only timed.
   c.verify = false;
   c.checkLinks = false;
@@ -330,6 +325,7 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
   // channels, a dependency's threadblock id in an int8_t, 4096 elements
   // per rank) do not bind it.
   if (generatedCode) {
+    // (Its lowering has no bounded buffers and up to 64 channels.)
     c.target = CompileTarget::Cuda;
     // The step program alone: its source is generated only for the
     // configurations written (or measured against the code budget).

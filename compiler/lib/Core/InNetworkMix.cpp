@@ -105,6 +105,9 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
                  topology.switches[t.sw].kind == SwitchKind::SHARP;
         });
   };
+  auto faster = [](const InNetworkCandidate &x, const InNetworkCandidate &y) {
+    return x.timeUs < y.timeUs;
+  };
   // Runnable mixes, fastest first, at most keepMixes of them.
   std::vector<InNetworkCandidate> runnableMixes;
   // Every mix of a phased form of ccsynth's own with the direct rails,
@@ -121,22 +124,15 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
     if (!out.bestWithoutSharp || c.timeUs < out.bestWithoutSharp->timeUs)
       out.bestWithoutSharp = c;
     if (direct) {
-      directMixes.insert(std::upper_bound(directMixes.begin(),
-                                          directMixes.end(), c,
-                                          [](const InNetworkCandidate &x,
-                                             const InNetworkCandidate &y) {
-                                            return x.timeUs < y.timeUs;
-                                          }),
-                         c);
+      directMixes.insert(
+          std::upper_bound(directMixes.begin(), directMixes.end(), c, faster),
+          c);
       return;
     }
     if (!mix || options.keepMixes <= 0)
       return;
-    auto at = std::upper_bound(
-        runnableMixes.begin(), runnableMixes.end(), c,
-        [](const InNetworkCandidate &x, const InNetworkCandidate &y) {
-          return x.timeUs < y.timeUs;
-        });
+    auto at =
+        std::upper_bound(runnableMixes.begin(), runnableMixes.end(), c, faster);
     if (at - runnableMixes.begin() >= options.keepMixes)
       return;
     runnableMixes.insert(at, c);

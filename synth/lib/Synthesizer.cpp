@@ -1150,6 +1150,7 @@ double baselineTransfersEstimate(BaselineKind kind, CollectiveKind c,
   case BaselineKind::Nvls:
   case BaselineKind::Collnet:
   case BaselineKind::NvlsSharp:
+  case BaselineKind::CollnetChain:
     // Not among the synthesizer's fallbacks: its switch transfers do not
     // lower to the step programs yet.
     return 2.0 * n * n;

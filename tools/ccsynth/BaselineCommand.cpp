@@ -71,7 +71,7 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
   auto opts = std::make_shared<BaselineCliOptions>();
   CLI::App *cmd = app.add_subcommand(
       "baseline", "Write a verified reference schedule (ring, tree, direct, "
-                  "hierarchical, nvls, collnet, nvls-sharp).");
+                  "hierarchical, nvls, collnet, nvls-sharp, collnet-chain).");
   cmd->footer(
       "Kinds: ring (NCCL-style, as many edge-disjoint rings as the topology "
       "has; alltoall relays every chunk along the ring), tree (double binary "
@@ -87,19 +87,29 @@ void addBaselineCommand(CLI::App &app, CommandContext &ctx) {
       "CollNet Direct allreduce through IB SHARP: each node's ranks send "
       "their slices to the slice's head over NVLink, the network's switches "
       "add the heads' partials and return the total, and the heads send it "
-      "to their node; needs several nodes joined by a SHARP switch, as on "
+      "to their node; allgather and reducescatter through the rails, local "
+      "rank k of every node: the network's allgather delivers each rank's "
+      "input to its rail, own node included, and each member sends it to "
+      "its node over NVLink (reducescatter the reverse, the network adding "
+      "the heads' partials), with one NIC per GPU only, as NCCL; needs "
+      "several nodes joined by a SHARP switch, as on "
       "dgx-h100xN, dgx-b200xN and gb200-nvl72xN; simulated, not compiled), "
-      "nvls-sharp (NCCL's NVLS allreduce across nodes where the network "
-      "reduces: each node's NVSwitch reduces slice k into its rank k, the "
-      "network's SHARP switches add the nodes' partials and return the "
-      "total, and rank k multicasts it to its node through the NVSwitch; "
+      "nvls-sharp (NCCL's NVLS across nodes where the network "
+      "reduces: for allreduce each node's NVSwitch reduces slice k into its "
+      "rank k, the network's SHARP switches add the nodes' partials and "
+      "return the total, and rank k multicasts it to its node through the "
+      "NVSwitch; allgather and reducescatter as collnet's with the node's "
+      "part done by one NVSwitch multicast or reduction; "
       "needs an NVLS switch per node and a SHARP switch, as on dgx-h100xN, "
-      "dgx-b200xN and gb200-nvl72xN; simulated, not compiled). "
+      "dgx-b200xN and gb200-nvl72xN; simulated, not compiled), "
+      "collnet-chain (NCCL's CollNet Chain allreduce: as collnet, with "
+      "slice k reduced along a chain of the node's ranks that ends at rank "
+      "k and the total sent back down it; simulated, not compiled). "
       "Where ranks are not adjacent the chunks are forwarded along the "
       "shortest route.");
   cmd->add_option("KIND", opts->kind,
                   "ring | tree | direct | hierarchical | nvls | collnet | "
-                  "nvls-sharp")
+                  "nvls-sharp | collnet-chain")
       ->required();
   cmd->add_option("-c,--collective", opts->collective,
                   "allgather, reducescatter, allreduce, broadcast, reduce, "

@@ -273,10 +273,11 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
   return out;
 }
 
-/// What NCCL's in-network algorithms (NVLS, NVLS-tree, CollNet, NVLS with
-/// SHARP) reach at `sizes` for this collective on the machine, timed by the
-/// in-network runtime model: the fastest per size, or empty where none applies.
-/// No XML holds them, but NCCL runs them where its tuner finds them faster.
+/// What NCCL's in-network algorithms (NVLS, NVLS-tree, CollNet Direct and
+/// Chain, NVLS with SHARP) reach at `sizes` for this collective on the machine,
+/// timed by the in-network runtime model: the fastest per size, or empty where
+/// none applies. No XML holds them, but NCCL runs them where its tuner finds
+/// them faster.
 std::vector<double> ncclInNetworkUs(const Schedule &schedule,
                                     const Topology &topology,
                                     const std::vector<double> &sizes) {
@@ -287,7 +288,7 @@ std::vector<double> ncclInNetworkUs(const Schedule &schedule,
     return best;
   BaselineOptions bo;
   bo.inPlace = col.inPlace;
-  for (BaselineKind kind : kInNetworkBaselines) {
+  for (BaselineKind kind : kNcclInNetworkAlgorithms) {
     if (!baselineSupports(kind, col.kind, topology))
       continue;
     auto s = makeBaseline(kind, col.kind, topology, bo);

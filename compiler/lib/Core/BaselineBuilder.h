@@ -197,12 +197,19 @@ Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
 Expected<Schedule> makeNvlsSharpBaseline(CollectiveKind kind,
                                          const Topology &topo,
                                          const BaselineOptions &options);
+Expected<Schedule> makeCollnetChainBaseline(CollectiveKind kind,
+                                            const Topology &topo,
+                                            const BaselineOptions &options);
 
 /// The ranks of each node, in rank order.
 std::vector<std::vector<int>> ranksByNode(const Topology &topo);
 
 /// The IB SHARP switch with a port for every rank, in rank order, or -1.
 int sharpSwitchOf(const Topology &topo);
+/// Whether every GPU of a node reaches that switch through a NIC of its
+/// own (distinct up and down resources): NCCL runs AllGather and
+/// ReduceScatter through SHARP only then (one GPU per NIC).
+bool sharpRailsPerGpu(const Topology &topo);
 
 /// Per node, the NVLS switch joining exactly its ranks; empty unless every
 /// node has one and all nodes have as many ranks.

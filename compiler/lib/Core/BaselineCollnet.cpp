@@ -1,4 +1,4 @@
-//===- BaselineCollnet.cpp - IB SHARP AllReduce, as NCCL's CollNet Direct -===//
+//===- BaselineCollnet.cpp - IB SHARP schedules, as NCCL's CollNet ------===//
 //
 // NCCL's CollNet Direct AllReduce on nodes of g GPUs, each with its own
 // NIC: the buffer is cut into g slices and local rank k is the "head" of
@@ -28,8 +28,33 @@
 // what an NVLS AllReduce moves on one node, where CollNet Direct sends its
 // seven slices out and, as a head, the total out seven times.
 //
+// NCCL's CollNet Chain AllReduce replaces CollNet Direct's NVLink phases
+// by chains: slice k's chain on each node runs through the node's other
+// ranks to head k, each adding its copy to what the one before it sends on;
+// after the fabric's round trip the head sends the total back down the
+// chain. Each NVLink port moves what CollNet Direct's does, with a fill
+// that grows with the chain.
+//
+// AllGather and ReduceScatter (NCCL runs both through CollNet Direct and
+// NVLS where the network plugin offers SHARP's allgather and
+// reduce-scatter and every GPU has its own NIC) use the rails: local rank
+// k of every node is a member of rail k. In an AllGather each rank hands
+// its input to the fabric, which delivers it to every member of the
+// rank's rail, its own node's included (SHARP's allgather returns the
+// whole gathered buffer, so each NIC takes in an eighth of the output);
+// each member then passes it to its node's other ranks, straight over
+// NVLink (CollNet Direct) or by one NVLS multicast. A ReduceScatter runs
+// the other way: for each destination rank d, local rank k(d) of every
+// node adds its node's copies of d's part (received over NVLink into
+// scratch, or one NVLS reduction) and the fabric adds those partials into
+// d. Each rank's part is cut into `pipeline` chunks (16 by default, fewer
+// on many nodes).
+//
 //===----------------------------------------------------------------------===//
 #include "BaselineBuilder.h"
+
+#include <algorithm>
+#include <set>
 
 namespace ccsynth::baseline {
 
@@ -51,7 +76,124 @@ void sharpRoundTrip(ScheduleBuilder &b, int sw,
   b.multicast(sw, b.output(ranks[to][k], i), others);
 }
 
+/// Chunks per rank's part of an AllGather or ReduceScatter through the
+/// rails: 16, as the AllReduce cuts each slice (a node hands on its last
+/// chunk after the network delivered it, so that chunk's NVLink phase is
+/// exposed: with 2 chunks per part 8 x 8 B200 lose 17% of the AllGather's
+/// busbw, with 16 under 1%), fewer where the schedule would hold more than
+/// about 200,000 transfers (a chunk of each rank's part makes g on every
+/// node: 1 chunk per part on 64 nodes of 8).
+int railPipeline(const Topology &topo, const BaselineOptions &options) {
+  long n = topo.numRanks(), nodes = topo.numNodes(), g = n / nodes;
+  long fit = 200000 / std::max(1L, g * n * nodes);
+  return pipelineOr(options, (int)std::clamp(fit, 1L, 16L));
+}
+
+/// How a node hands on what its rail member holds, or gathers what the
+/// member adds: over NVLink (CollNet Direct) or through its NVLS switch.
+struct NodeSwitches {
+  /// Per node, its NVLS switch; empty for CollNet Direct.
+  std::vector<int> nvls;
+};
+
+/// AllGather or ReduceScatter through the rails of IB SHARP switch `sharp`.
+Expected<Schedule> buildRails(CollectiveKind kind, const Topology &topo,
+                              const BaselineOptions &options,
+                              BaselineKind family, int sharp,
+                              const NodeSwitches &node) {
+  std::vector<std::vector<int>> ranks = ranksByNode(topo);
+  int nodes = (int)ranks.size(), g = (int)ranks[0].size();
+  int n = topo.numRanks();
+  int p = railPipeline(topo, options);
+  auto col = makeCollective(kind, n, p, options.inPlace, options.root);
+  if (!col)
+    return col.error();
+  ScheduleBuilder b(topo, col.take(), options.until);
+  bool viaNvls = !node.nvls.empty();
+  for (int q = 0; q < p; ++q)
+    for (int m = 0; m < nodes; ++m)
+      for (int k = 0; k < g; ++k) {
+        int r = ranks[m][k];
+        if (kind == CollectiveKind::AllGather) {
+          // Rank r's chunk q: the fabric delivers it to every member of
+          // rail k (into scratch where the destination is r's own input,
+          // in place); each member hands it to its node.
+          int idx = r * p + q;
+          ChunkLoc src = b.input(r, q);
+          std::vector<ChunkLoc> at;
+          for (int mm = 0; mm < nodes; ++mm) {
+            ChunkLoc dst = b.output(ranks[mm][k], idx);
+            at.push_back(b.aliases(src, dst) ? b.scratch(r) : dst);
+          }
+          b.multicast(sharp, src, at);
+          for (int mm = 0; mm < nodes; ++mm) {
+            std::vector<ChunkLoc> others;
+            for (int j = 0; j < g; ++j)
+              if (j != k)
+                others.push_back(b.output(ranks[mm][j], idx));
+            if (viaNvls) {
+              b.multicast(node.nvls[mm], at[mm], others);
+            } else {
+              for (ChunkLoc o : others)
+                b.copy(at[mm], o);
+            }
+          }
+          continue;
+        }
+        // ReduceScatter: rank r's chunk q is the sum of every rank's input
+        // chunk r * p + q. Rail k's member on each node adds its node's
+        // copies, the fabric adds the partials into r.
+        int idx = r * p + q;
+        ChunkLoc dst = b.output(r, q);
+        std::vector<ChunkLoc> partials;
+        for (int mm = 0; mm < nodes; ++mm) {
+          // (Into scratch on r's node too: SHARP takes every member's
+          // partial through its NIC, r's own included.)
+          int head = ranks[mm][k];
+          ChunkLoc acc = b.scratch(head);
+          if (viaNvls) {
+            std::vector<ChunkLoc> copies;
+            for (int j = 0; j < g; ++j)
+              copies.push_back(b.input(ranks[mm][j], idx));
+            b.switchReduce(node.nvls[mm], copies, acc);
+          } else {
+            std::vector<ChunkLoc> received;
+            for (int j = 1; j < g; ++j) {
+              ChunkLoc tmp = b.scratch(head);
+              b.copy(b.input(ranks[mm][(k + j) % g], idx), tmp);
+              received.push_back(tmp);
+            }
+            b.copyLocal(b.input(head, idx), acc);
+            for (ChunkLoc tmp : received)
+              b.reduce(tmp, acc);
+          }
+          partials.push_back(acc);
+        }
+        b.switchReduce(sharp, partials, dst);
+      }
+  return b.finish(baselineName(family, kind),
+                  std::string("baseline:") + toString(family));
+}
+
 } // namespace
+
+bool sharpRailsPerGpu(const Topology &topo) {
+  int sw = sharpSwitchOf(topo);
+  if (sw < 0)
+    return false;
+  const InNetworkSwitch &s = topo.switches[sw];
+  std::vector<std::vector<int>> ranks = ranksByNode(topo);
+  for (const std::vector<int> &node : ranks) {
+    std::set<int> ups, downs;
+    for (int r : node) {
+      const SwitchPort &port = s.ports[s.portOf(r)];
+      if (port.up < 0 || port.down < 0 || !ups.insert(port.up).second ||
+          !downs.insert(port.down).second)
+        return false;
+    }
+  }
+  return true;
+}
 
 int sharpSwitchOf(const Topology &topo) {
   for (size_t i = 0; i < topo.switches.size(); ++i) {
@@ -73,6 +215,8 @@ Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
                                        const BaselineOptions &options) {
   // makeBaseline has checked the collective, the switch and the nodes.
   int sw = sharpSwitchOf(topo);
+  if (kind != CollectiveKind::AllReduce)
+    return buildRails(kind, topo, options, BaselineKind::Collnet, sw, {});
   return buildSliced(
       kind, topo, options, BaselineKind::Collnet,
       [&](ScheduleBuilder &b, const std::vector<std::vector<int>> &ranks,
@@ -105,6 +249,9 @@ Expected<Schedule> makeNvlsSharpBaseline(CollectiveKind kind,
   // makeBaseline has checked the collective, both switches and the nodes.
   int sharp = sharpSwitchOf(topo);
   std::vector<int> nvls = nvlsSwitchesOf(topo);
+  if (kind != CollectiveKind::AllReduce)
+    return buildRails(kind, topo, options, BaselineKind::NvlsSharp, sharp,
+                      NodeSwitches{nvls});
   return buildSliced(
       kind, topo, options, BaselineKind::NvlsSharp,
       [&](ScheduleBuilder &b, const std::vector<std::vector<int>> &ranks,
@@ -114,6 +261,43 @@ Expected<Schedule> makeNvlsSharpBaseline(CollectiveKind kind,
         sharpRoundTrip(b, sharp, ranks, c.k, c.index);
         for (size_t m = 0; m < ranks.size(); ++m)
           nvlsMulticastFrom(b, nvls[m], ranks[m], ranks[m][c.k], c.index);
+      });
+}
+
+Expected<Schedule> makeCollnetChainBaseline(CollectiveKind kind,
+                                            const Topology &topo,
+                                            const BaselineOptions &options) {
+  // makeBaseline has checked the collective, the switch and the nodes.
+  int sw = sharpSwitchOf(topo);
+  return buildSliced(
+      kind, topo, options, BaselineKind::CollnetChain,
+      [&](ScheduleBuilder &b, const std::vector<std::vector<int>> &ranks,
+          SliceChunk c) {
+        int g = (int)ranks[0].size(), k = c.k, i = c.index;
+        // As a wavefront: chunk q starts at step q, so that a link carries
+        // one chunk's hop after the one before it (a link runs its
+        // transfers in step order: chunks that all started at step 0 would
+        // pass every link phase by phase).
+        b.setMinStep(c.q);
+        // Slice k's chain on each node ends at its head, local rank k:
+        // every rank adds its copy to what the one before it sends on.
+        std::vector<std::vector<int>> chains;
+        for (const std::vector<int> &node : ranks) {
+          std::vector<int> chain;
+          for (int j = 1; j <= g; ++j)
+            chain.push_back(node[(k + j) % g]);
+          reduceChain(
+              b, chain, [&](int pos) { return b.input(chain[pos], i); },
+              [&](int pos) { return b.output(chain[pos], i); });
+          chains.push_back(std::move(chain));
+        }
+        sharpRoundTrip(b, sw, ranks, k, i);
+        // The head sends the total back down its chain.
+        for (const std::vector<int> &chain : chains) {
+          std::vector<int> down(chain.rbegin(), chain.rend());
+          broadcastChain(b, down, b.output(down.front(), i),
+                         [&](int pos) { return b.output(down[pos], i); });
+        }
       });
 }
 

@@ -25,6 +25,7 @@ constexpr KindName kKinds[] = {
     {BaselineKind::Nvls, "nvls"},
     {BaselineKind::Collnet, "collnet"},
     {BaselineKind::NvlsSharp, "nvls-sharp"},
+    {BaselineKind::CollnetChain, "collnet-chain"},
 };
 
 /// Largest pipelining depth accepted: beyond it schedules get huge without
@@ -38,7 +39,8 @@ bool isRooted(CollectiveKind kind) {
 
 /// The families that cross the network through an IB SHARP switch.
 bool usesSharp(BaselineKind kind) {
-  return kind == BaselineKind::Collnet || kind == BaselineKind::NvlsSharp;
+  return kind == BaselineKind::Collnet || kind == BaselineKind::NvlsSharp ||
+         kind == BaselineKind::CollnetChain;
 }
 
 bool uniformNodes(const Topology &topo) {
@@ -69,6 +71,8 @@ std::vector<CollectiveKind> familyCollectives(BaselineKind kind) {
     return {C::AllGather, C::ReduceScatter, C::AllReduce};
   case BaselineKind::Collnet:
   case BaselineKind::NvlsSharp:
+    return {C::AllReduce, C::AllGather, C::ReduceScatter};
+  case BaselineKind::CollnetChain:
     return {C::AllReduce};
   }
   return {};
@@ -116,6 +120,9 @@ bool baselineSupports(BaselineKind kind, CollectiveKind collective,
   if (kind == BaselineKind::NvlsSharp &&
       baseline::nvlsSwitchesOf(topology).empty())
     return false;
+  if (usesSharp(kind) && collective != CollectiveKind::AllReduce &&
+      !baseline::sharpRailsPerGpu(topology))
+    return false;
   for (CollectiveKind c : familyCollectives(kind))
     if (c == collective)
       return true;
@@ -151,7 +158,7 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
       collective != CollectiveKind::AllReduce)
     return Error(what + " across nodes (NVLS-tree) implements allreduce "
                         "only, as NCCL's does");
-  if (kind == BaselineKind::Collnet &&
+  if ((kind == BaselineKind::Collnet || kind == BaselineKind::CollnetChain) &&
       (topology.numNodes() < 2 || baseline::sharpSwitchOf(topology) < 0))
     return Error(what +
                      " needs several nodes joined by an IB SHARP switch with "
@@ -181,6 +188,18 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
   if (usesSharp(kind) && !uniformNodes(topology))
     return Error(what + " needs the same number of ranks in every node of '" +
                  topology.name + "'");
+  if (usesSharp(kind) &&
+      (collective == CollectiveKind::AllGather ||
+       collective == CollectiveKind::ReduceScatter) &&
+      !baseline::sharpRailsPerGpu(topology))
+    return Error(what + " implements " + toString(collective) +
+                     " only where every GPU of a node reaches the SHARP "
+                     "switch through a NIC of its own; on '" +
+                     topology.name + "' some share one",
+                 {},
+                 "NCCL runs AllGather and ReduceScatter through SHARP only "
+                 "with one GPU per NIC (its tuner turns CollNet off for "
+                 "them otherwise)");
   if (!baselineSupports(kind, collective, topology))
     return Error(what + " does not implement " + toString(collective), {},
                  "it implements: " + joinNames(familyCollectives(kind)));
@@ -207,6 +226,8 @@ Expected<Schedule> makeBaseline(BaselineKind kind, CollectiveKind collective,
     return baseline::makeCollnetBaseline(collective, topology, options);
   case BaselineKind::NvlsSharp:
     return baseline::makeNvlsSharpBaseline(collective, topology, options);
+  case BaselineKind::CollnetChain:
+    return baseline::makeCollnetChainBaseline(collective, topology, options);
   }
   return Error(what + " is unknown");
 }

@@ -42,6 +42,7 @@ std::vector<SwitchKind> inNetworkSwitchKinds(BaselineKind kind) {
   case BaselineKind::Nvls:
     return {SwitchKind::NVLS};
   case BaselineKind::Collnet:
+  case BaselineKind::CollnetChain:
     return {SwitchKind::SHARP};
   case BaselineKind::NvlsSharp:
     return {SwitchKind::NVLS, SwitchKind::SHARP};
@@ -80,8 +81,9 @@ Expected<InNetworkSearch> searchInNetwork(CollectiveKind kind,
                  std::string(toString(kind)) + " on '" + topology.name + "'" +
                  (allowed.empty() ? "" : " with the switches allowed") +
                  ": NVLS needs an NVLS switch joining the ranks of every "
-                 "node, CollNet a SHARP switch joining several nodes "
-                 "(AllReduce only)");
+                 "node (AllGather and ReduceScatter on one node), CollNet a "
+                 "SHARP switch joining several nodes (AllGather and "
+                 "ReduceScatter with one NIC per GPU)");
   InNetworkSearch out;
   auto past = [&] {
     return options.until && std::chrono::steady_clock::now() > *options.until;

@@ -381,7 +381,12 @@ Status Simulation::resolve() {
 /// up and every destination's port down (the physical port resources,
 /// shared with point-to-point traffic, and the switch's own throughput
 /// there), except the issuing rank's own contribution or copy, which stays
-/// in its memory; then the switch's latency.
+/// in its memory; then the switch's latency. Through IB SHARP the fabric
+/// returns what it gathers to every member and takes every member's
+/// contribution, the issuer's included: an issuer's own member between two
+/// different slots (its input multicast into its output, a partial in
+/// scratch reduced into its output) crosses its NIC too; one whose source
+/// is its destination (the accumulator) stays.
 Status Simulation::resolveGroup(int g) {
   const std::vector<int> &members = groups.members[g];
   int lead = members.front();
@@ -421,7 +426,9 @@ Status Simulation::resolveGroup(int g) {
       return transferError(t, "goes through a switch but names link " +
                                   std::to_string(tr.link));
     int far = reduce ? tr.src.rank : tr.dst.rank;
-    if (far != issuer)
+    bool ownThroughFabric = sw.kind == SwitchKind::SHARP &&
+                            !(col.canonical(tr.src) == col.canonical(tr.dst));
+    if (far != issuer || ownThroughFabric)
       if (Status s = cross(t, far, reduce); !s)
         return s;
     if (t != lead)

@@ -31,7 +31,8 @@ enum class BaselineKind {
   Hierarchical,
   Nvls,
   Collnet,
-  NvlsSharp
+  NvlsSharp,
+  CollnetChain
 };
 const char *toString(BaselineKind kind);
 std::optional<BaselineKind> parseBaselineKind(const std::string &s);
@@ -42,6 +43,13 @@ std::optional<BaselineKind> parseBaselineKind(const std::string &s);
 /// (NVLS-tree on several nodes).
 inline constexpr BaselineKind kInNetworkBaselines[] = {
     BaselineKind::NvlsSharp, BaselineKind::Collnet, BaselineKind::Nvls};
+/// Every in-network algorithm NCCL may run, for what NCCL reaches on a
+/// machine: the search's families and CollNet Chain, which the search
+/// leaves out (it moves what CollNet Direct moves through each NVLink port
+/// and NIC, along a chain with a longer fill).
+inline constexpr BaselineKind kNcclInNetworkAlgorithms[] = {
+    BaselineKind::NvlsSharp, BaselineKind::Collnet, BaselineKind::Nvls,
+    BaselineKind::CollnetChain};
 
 struct BaselineOptions {
   bool inPlace = false;

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# innetwork.sh - AllReduce on machines whose switches reduce (NVLink
-# SHARP, IB SHARP), at the step level: ccsynth's default output against NCCL's
+# innetwork.sh - AllReduce (or, with -c, AllGather or ReduceScatter) on
+# machines whose switches reduce (NVLink SHARP, IB SHARP), at the step level: ccsynth's default output against NCCL's
 # in-network algorithm and against the best point-to-point program, in one
 # run.
 #
 # For every machine it prints, per size:
-#   ccsynth        `ccsynth synth -c allreduce --time-limit LIMIT` compiled
+#   ccsynth        `ccsynth synth -c COLLECTIVE --time-limit LIMIT` compiled
 #                  with no flags (the tuned compile, which may write NCCL's
 #                  ring instead), timed by `simulate --level steps`; at a
 #                  size MSCCL does not select that XML for, NCCL runs (its
@@ -60,8 +60,15 @@
 # A benchmark, not a test: gb200-nvl72, dgx-h100x8 and ndv5x8 synthesize
 # 64-72 ranks.
 #
+# With -c allgather or -c reducescatter the same columns time that
+# collective: NCCL's NVLS builds it on one node only (NVLS-tree is
+# AllReduce's), and its IB SHARP forms go along the rails where every GPU
+# has a NIC of its own.
+#
 # Usage: bench/innetwork.sh [-b BUILD] [-l SECONDS] [-t TOPOS] [-s SIZES]
+#                           [-c COLLECTIVE]
 #   e.g. bench/innetwork.sh -t "dgx-h100 dgx-b200" -l 10
+#        bench/innetwork.sh -c allgather -t "dgx-h100x2 dgx-b200x4" -l 10
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build
@@ -72,6 +79,12 @@ SIZES="64M 1G"
 . bench/common.sh
 bench_options "$@"
 sizes_csv=$(echo "$SIZES" | tr ' ' ',')
+COLL=$COLLS
+case $COLL in
+  allreduce | allgather | reducescatter) ;;
+  *) echo "innetwork.sh: -c takes one of allreduce, allgather, reducescatter" >&2
+     exit 2 ;;
+esac
 
 # busbw INPUT TOPO: sim_rows (bench/common.sh) at the step level.
 busbw() {
@@ -99,7 +112,7 @@ for topo in $TOPOS; do
   : > "$OUT/gen.txt"
   : > "$OUT/plugin.txt"
   note=-
-  if "$CCSYNTH" synth -t "$topo" -c allreduce --time-limit "$LIMIT" \
+  if "$CCSYNTH" synth -t "$topo" -c "$COLL" --time-limit "$LIMIT" \
       -o "$OUT/s.json" > "$OUT/synth.log" 2>&1; then
     if ! compiled "$OUT/s.json" "$topo" > "$OUT/ccs.txt"; then
       note=compile-failed
@@ -117,19 +130,19 @@ for topo in $TOPOS; do
   else
     note=synth-failed
   fi
-  if "$CCSYNTH" baseline nvls -c allreduce -t "$topo" -o "$OUT/n.json" \
+  if "$CCSYNTH" baseline nvls -c "$COLL" -t "$topo" -o "$OUT/n.json" \
       > /dev/null 2>&1; then
     busbw "$OUT/n.json" "$topo" > "$OUT/nvls.txt"
   fi
-  if "$CCSYNTH" baseline collnet -c allreduce -t "$topo" -o "$OUT/c.json" \
+  if "$CCSYNTH" baseline collnet -c "$COLL" -t "$topo" -o "$OUT/c.json" \
       > /dev/null 2>&1; then
     busbw "$OUT/c.json" "$topo" > "$OUT/sharp.txt"
   fi
-  if "$CCSYNTH" baseline nvls-sharp -c allreduce -t "$topo" \
+  if "$CCSYNTH" baseline nvls-sharp -c "$COLL" -t "$topo" \
       -o "$OUT/ns.json" > /dev/null 2>&1; then
     busbw "$OUT/ns.json" "$topo" >> "$OUT/sharp.txt"
   fi
-  if "$CCSYNTH" baseline ring -c allreduce -t "$topo" --inplace \
+  if "$CCSYNTH" baseline ring -c "$COLL" -t "$topo" --inplace \
       -o "$OUT/r.json" > /dev/null 2>&1; then
     for proto in Simple LL128; do
       for inst in 1 2 4 8 16 32; do
@@ -141,7 +154,7 @@ for topo in $TOPOS; do
   # The in-network search's best candidate at each size (its summary line
   # "best: NAME  T us  B GB/s"), as "bytes name busbw".
   for s in $SIZES; do
-    if "$CCSYNTH" synth -t "$topo" -c allreduce --time-limit "$LIMIT" \
+    if "$CCSYNTH" synth -t "$topo" -c "$COLL" --time-limit "$LIMIT" \
         --in-network --no-step-level -q --size "$s" -o "$OUT/m.json" \
         > "$OUT/innet.log" 2>&1; then
       python3 - "$s" "$OUT/innet.log" "$OUT/innet.txt" "$OUT/gen.txt" <<'PY'
@@ -229,8 +242,10 @@ for b in sorted(set(own) | set(n) | set(r) | set(sh)):
 PY
 done
 
-python3 - "$rows" <<'PY'
+python3 - "$rows" "$COLL" <<'PY'
 import math, re, sys
+coll = {'allreduce': 'AllReduce', 'allgather': 'AllGather',
+        'reducescatter': 'ReduceScatter'}[sys.argv[2]]
 def size(b):
     for u, s in ((1 << 30, 'G'), (1 << 20, 'M'), (1 << 10, 'K')):
         if b >= u and b % u == 0:
@@ -241,7 +256,7 @@ def cell(x):
 def best(*xs):
     xs = [x for x in xs if not math.isnan(x)]
     return max(xs) if xs else float('nan')
-print('AllReduce busbw (GB/s) at the step level; ratios of busbw (>= 1: '
+print(f'{coll} busbw (GB/s) at the step level; ratios of busbw (>= 1: '
       'at least as fast as NCCL)')
 print(f'{"machine":<13} {"size":>5} {"ccsynth":>9} {"nccl nvls":>9} '
       f'{"nccl sharp":>10} {"nccl ring":>9} {"best p2p":>8} '

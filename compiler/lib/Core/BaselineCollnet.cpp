@@ -76,6 +76,23 @@ void sharpRoundTrip(ScheduleBuilder &b, int sw,
   b.multicast(sw, b.output(ranks[to][k], i), others);
 }
 
+/// CollNet Direct's NVLink gather: the node's head, local rank k, takes
+/// every other rank's copy of input chunk `index` into scratch and adds
+/// them, with its own, into `acc` (a slot on the head).
+void gatherAdd(ScheduleBuilder &b, const std::vector<int> &node, int k,
+               int index, ChunkLoc acc) {
+  int g = (int)node.size(), head = node[k];
+  std::vector<ChunkLoc> received;
+  for (int j = 1; j < g; ++j) {
+    ChunkLoc tmp = b.scratch(head);
+    b.copy(b.input(node[(k + j) % g], index), tmp);
+    received.push_back(tmp);
+  }
+  b.copyLocal(b.input(head, index), acc);
+  for (ChunkLoc tmp : received)
+    b.reduce(tmp, acc);
+}
+
 /// Chunks per rank's part of an AllGather or ReduceScatter through the
 /// rails: 16, as the AllReduce cuts each slice (a node hands on its last
 /// chunk after the network delivered it, so that chunk's NVLink phase is
@@ -89,18 +106,14 @@ int railPipeline(const Topology &topo, const BaselineOptions &options) {
   return pipelineOr(options, (int)std::clamp(fit, 1L, 16L));
 }
 
-/// How a node hands on what its rail member holds, or gathers what the
-/// member adds: over NVLink (CollNet Direct) or through its NVLS switch.
-struct NodeSwitches {
-  /// Per node, its NVLS switch; empty for CollNet Direct.
-  std::vector<int> nvls;
-};
-
 /// AllGather or ReduceScatter through the rails of IB SHARP switch `sharp`.
+/// A node hands on what its rail member holds, or gathers what the member
+/// adds, through its NVLS switch `nvls[node]`, or over NVLink (CollNet
+/// Direct) where `nvls` is empty.
 Expected<Schedule> buildRails(CollectiveKind kind, const Topology &topo,
                               const BaselineOptions &options,
                               BaselineKind family, int sharp,
-                              const NodeSwitches &node) {
+                              const std::vector<int> &nvls) {
   std::vector<std::vector<int>> ranks = ranksByNode(topo);
   int nodes = (int)ranks.size(), g = (int)ranks[0].size();
   int n = topo.numRanks();
@@ -109,16 +122,15 @@ Expected<Schedule> buildRails(CollectiveKind kind, const Topology &topo,
   if (!col)
     return col.error();
   ScheduleBuilder b(topo, col.take(), options.until);
-  bool viaNvls = !node.nvls.empty();
+  bool viaNvls = !nvls.empty();
   for (int q = 0; q < p; ++q)
     for (int m = 0; m < nodes; ++m)
       for (int k = 0; k < g; ++k) {
-        int r = ranks[m][k];
+        int r = ranks[m][k], idx = r * p + q;
         if (kind == CollectiveKind::AllGather) {
           // Rank r's chunk q: the fabric delivers it to every member of
           // rail k (into scratch where the destination is r's own input,
           // in place); each member hands it to its node.
-          int idx = r * p + q;
           ChunkLoc src = b.input(r, q);
           std::vector<ChunkLoc> at;
           for (int mm = 0; mm < nodes; ++mm) {
@@ -132,7 +144,7 @@ Expected<Schedule> buildRails(CollectiveKind kind, const Topology &topo,
               if (j != k)
                 others.push_back(b.output(ranks[mm][j], idx));
             if (viaNvls) {
-              b.multicast(node.nvls[mm], at[mm], others);
+              b.multicast(nvls[mm], at[mm], others);
             } else {
               for (ChunkLoc o : others)
                 b.copy(at[mm], o);
@@ -143,29 +155,19 @@ Expected<Schedule> buildRails(CollectiveKind kind, const Topology &topo,
         // ReduceScatter: rank r's chunk q is the sum of every rank's input
         // chunk r * p + q. Rail k's member on each node adds its node's
         // copies, the fabric adds the partials into r.
-        int idx = r * p + q;
         ChunkLoc dst = b.output(r, q);
         std::vector<ChunkLoc> partials;
         for (int mm = 0; mm < nodes; ++mm) {
           // (Into scratch on r's node too: SHARP takes every member's
           // partial through its NIC, r's own included.)
-          int head = ranks[mm][k];
-          ChunkLoc acc = b.scratch(head);
+          ChunkLoc acc = b.scratch(ranks[mm][k]);
           if (viaNvls) {
             std::vector<ChunkLoc> copies;
             for (int j = 0; j < g; ++j)
               copies.push_back(b.input(ranks[mm][j], idx));
-            b.switchReduce(node.nvls[mm], copies, acc);
+            b.switchReduce(nvls[mm], copies, acc);
           } else {
-            std::vector<ChunkLoc> received;
-            for (int j = 1; j < g; ++j) {
-              ChunkLoc tmp = b.scratch(head);
-              b.copy(b.input(ranks[mm][(k + j) % g], idx), tmp);
-              received.push_back(tmp);
-            }
-            b.copyLocal(b.input(head, idx), acc);
-            for (ChunkLoc tmp : received)
-              b.reduce(tmp, acc);
+            gatherAdd(b, ranks[mm], k, idx, acc);
           }
           partials.push_back(acc);
         }
@@ -223,18 +225,8 @@ Expected<Schedule> makeCollnetBaseline(CollectiveKind kind,
           SliceChunk c) {
         int g = (int)ranks[0].size(), k = c.k, i = c.index;
         // Each node's head k gathers the node's copies and adds them.
-        for (const std::vector<int> &node : ranks) {
-          int head = node[k];
-          std::vector<ChunkLoc> received;
-          for (int j = 1; j < g; ++j) {
-            ChunkLoc tmp = b.scratch(head);
-            b.copy(b.input(node[(k + j) % g], i), tmp);
-            received.push_back(tmp);
-          }
-          b.copyLocal(b.input(head, i), b.output(head, i));
-          for (ChunkLoc tmp : received)
-            b.reduce(tmp, b.output(head, i));
-        }
+        for (const std::vector<int> &node : ranks)
+          gatherAdd(b, node, k, i, b.output(node[k], i));
         sharpRoundTrip(b, sw, ranks, k, i);
         // Each head sends the total to its node's other ranks.
         for (const std::vector<int> &node : ranks)
@@ -251,7 +243,7 @@ Expected<Schedule> makeNvlsSharpBaseline(CollectiveKind kind,
   std::vector<int> nvls = nvlsSwitchesOf(topo);
   if (kind != CollectiveKind::AllReduce)
     return buildRails(kind, topo, options, BaselineKind::NvlsSharp, sharp,
-                      NodeSwitches{nvls});
+                      nvls);
   return buildSliced(
       kind, topo, options, BaselineKind::NvlsSharp,
       [&](ScheduleBuilder &b, const std::vector<std::vector<int>> &ranks,

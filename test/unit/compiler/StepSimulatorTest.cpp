@@ -88,6 +88,34 @@ TEST_CASE("one threadblock cannot fill an NVLink: channels change the time",
   CHECK(many > 0.5 * eight);
 }
 
+TEST_CASE("a ring ReduceScatter keeps one threadblock per ring where two "
+          "rings leave a rank for the same peer",
+          "[stepsim]") {
+  // Two of the eight rings on 2 x 8 H100 leave rank 0 for rank 2. Each
+  // ring's hops are fused (rrcs) on the ring's own threadblock, as NCCL
+  // runs them, so the ReduceScatter moves as fast as the AllGather over
+  // the same rings instead of sharing a link with a second threadblock of
+  // its own ring.
+  Topology h100x2 = machine("dgx-h100x2");
+  BaselineOptions inPlace;
+  inPlace.inPlace = true;
+  auto rs = makeBaseline(BaselineKind::Ring, CollectiveKind::ReduceScatter,
+                         h100x2, inPlace);
+  auto ag = makeBaseline(BaselineKind::Ring, CollectiveKind::AllGather, h100x2,
+                         inPlace);
+  REQUIRE(rs.ok());
+  REQUIRE(ag.ok());
+  Algo program = lower(*rs, 1, "Simple");
+  for (const Gpu &g : program.gpus) {
+    INFO("rank " << g.id);
+    CHECK(g.tbs.size() == 8);
+  }
+  double rsBusbw = timeIt(program, h100x2, kGiB, 15.0 / 16).busbwGBps;
+  double agBusbw =
+      timeIt(lower(*ag, 1, "Simple"), h100x2, kGiB, 15.0 / 16).busbwGBps;
+  CHECK(rsBusbw > 0.9 * agBusbw);
+}
+
 TEST_CASE("LL is slower than Simple at 1 GB and faster at small sizes",
           "[stepsim]") {
   Topology a100 = machine("dgx-a100");

@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 namespace ccsynth::ccl {
@@ -197,22 +198,63 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
   // threadblock (a send peer that fused steps pair with exactly one
   // receive peer, which they pair with no other send peer). A step with
   // only one of the two peers then opens a threadblock that can host the
-  // fused steps too; ambiguous pairs are left alone.
-  std::vector<std::map<int64_t, int64_t>> pinnedRecv(numRanks),
-      pinnedSend(numRanks);
+  // fused steps too; ambiguous pairs are left alone. Where two rings leave
+  // a rank for the same peer, that peer pairs with two receive peers over
+  // the whole rank, and a ring's first send and last receive would open a
+  // threadblock each on the ring's channel, pushing its fused steps onto
+  // another channel, beside a second threadblock sending over the same
+  // link. So peers are also pinned per channel hint, where the hint's
+  // fused steps between them outnumber its steps that only send to the
+  // one or only receive from the other (a ring; joining a few fused steps
+  // would serialize many independent sends and receives).
+  constexpr int kAnyChannel = -1;
+  using Pins = std::map<std::pair<int, int64_t>, int64_t>; // (hint, peer)
+  std::vector<Pins> pinnedRecv(numRanks), pinnedSend(numRanks);
   for (int r = 0; r < numRanks; ++r) {
-    std::map<int64_t, std::set<int64_t>> recvsOf, sendsOf;
-    for (StepOpInterface s : steps[r])
+    std::map<std::pair<int, int64_t>, std::set<int64_t>> recvsOf, sendsOf;
+    std::map<std::pair<int, int64_t>, int> sendOnly, recvOnly, fused;
+    for (StepOpInterface s : steps[r]) {
+      int64_t sp = s.getSendPeerOrNone(), rp = s.getRecvPeerOrNone();
+      auto h = s->getAttrOfType<IntegerAttr>("ccl.channel");
+      int hint = h ? (int)h.getInt() : kAnyChannel;
       if (s.sends() && s.receives()) {
-        recvsOf[s.getSendPeerOrNone()].insert(s.getRecvPeerOrNone());
-        sendsOf[s.getRecvPeerOrNone()].insert(s.getSendPeerOrNone());
+        recvsOf[{kAnyChannel, sp}].insert(rp);
+        sendsOf[{kAnyChannel, rp}].insert(sp);
+        if (hint != kAnyChannel) {
+          recvsOf[{hint, sp}].insert(rp);
+          sendsOf[{hint, rp}].insert(sp);
+          ++fused[{hint, sp}];
+        }
+      } else if (s.sends()) {
+        ++sendOnly[{hint, sp}];
+      } else if (s.receives()) {
+        ++recvOnly[{hint, rp}];
       }
-    for (auto &[sp, rps] : recvsOf)
-      if (rps.size() == 1 && sendsOf[*rps.begin()].size() == 1) {
-        pinnedRecv[r][sp] = *rps.begin();
-        pinnedSend[r][*rps.begin()] = sp;
-      }
+    }
+    for (auto &[at, rps] : recvsOf) {
+      auto [hint, sp] = at;
+      int64_t rp = *rps.begin();
+      if (rps.size() != 1 || sendsOf[{hint, rp}].size() != 1)
+        continue;
+      if (hint != kAnyChannel &&
+          fused[{hint, sp}] <= sendOnly[{hint, sp}] + recvOnly[{hint, rp}])
+        continue;
+      pinnedRecv[r][{hint, sp}] = rp;
+      pinnedSend[r][{hint, rp}] = sp;
+    }
   }
+  // The pin of `peer` for step s placed on channel c: the rank's, else,
+  // where c is the step's own hint, the hint's.
+  auto pinned = [&](const Pins &pins, StepOpInterface s, int c,
+                    int64_t peer) -> std::optional<int64_t> {
+    if (auto it = pins.find({kAnyChannel, peer}); it != pins.end())
+      return it->second;
+    if (auto h = s->getAttrOfType<IntegerAttr>("ccl.channel");
+        h && h.getInt() == c)
+      if (auto it = pins.find({c, peer}); it != pins.end())
+        return it->second;
+    return std::nullopt;
+  };
 
   // Bounded buffers: each step's time is the latest schedule key at or
   // before it in its rank's order (fusion moves some steps past later
@@ -301,26 +343,26 @@ LogicalResult AssignThreadblocks::assign(ProgramOp prog) {
         // A peer that a fused step pairs with a receive peer gets a
         // threadblock that can host both.
         if (target < 0)
-          if (auto it = pinnedRecv[p.rank].find(sp);
-              it != pinnedRecv[p.rank].end()) {
-            int other = find(rs.recvTb, it->second);
+          if (std::optional<int64_t> pin =
+                  pinned(pinnedRecv[p.rank], s, c, sp)) {
+            int other = find(rs.recvTb, *pin);
             if (other >= 0 && rs.tbs[other].sp < 0 &&
                 (int)rs.tbs[other].ops.size() + 1 <= budget)
               target = other;
             else if (other < 0)
-              rp = it->second;
+              rp = *pin;
           }
       } else {
         target = tr;
         if (target < 0)
-          if (auto it = pinnedSend[p.rank].find(rp);
-              it != pinnedSend[p.rank].end()) {
-            int other = find(rs.sendTb, it->second);
+          if (std::optional<int64_t> pin =
+                  pinned(pinnedSend[p.rank], s, c, rp)) {
+            int other = find(rs.sendTb, *pin);
             if (other >= 0 && rs.tbs[other].rp < 0 &&
                 (int)rs.tbs[other].ops.size() + 1 <= budget)
               target = other;
             else if (other < 0)
-              sp = it->second;
+              sp = *pin;
           }
       }
       if (boundedBuffers && s.sends()) {

@@ -12,7 +12,11 @@
 #include "ccsynth/Target/SwitchLowering.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <functional>
+#include <map>
+#include <set>
 
 namespace ccsynth::cli {
 
@@ -345,6 +349,95 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
   if (resident > 0 && algo->threadblocksPerRank() > resident)
     return std::nullopt;
   return algo.take();
+}
+
+/// What NCCL's own kernel reaches at `request`'s sizes with `program`, one
+/// of its ring or tree programs (ncclShaped), where MSCCL's interpreter
+/// cannot run it as NCCL does: a threadblock of MSCCL holds at most 64
+/// steps, so a longer ring (an AllGather over more than 64 ranks, an
+/// AllReduce over more than 32) is cut over several threadblocks that
+/// share its links, while NCCL's kernel loops over a ring of any length on
+/// one threadblock per channel. Timed as MSCCL's interpreter runs the same
+/// fused hops (protocols, slices, bounded buffers) on one threadblock per
+/// ring and channel, at every protocol of `request` and every instance
+/// count up to 32 channels, as the MSCCL timing (NCCL's rings on these
+/// machines use at most 32). Empty where the program fits MSCCL's
+/// threadblocks: its MSCCL timing is NCCL's. A configuration starts only
+/// when `mayStart` allows (the request's deadline); `took` hears how long
+/// each one took.
+std::vector<double> ncclNativeUs(const Schedule &program,
+                                 const Topology &topology,
+                                 const TuneRequest &request,
+                                 const std::function<bool()> &mayStart,
+                                 const std::function<void(double)> &took) {
+  // Steps per threadblock are at most a rank's sends and receives on one
+  // channel: within MSCCL's limit, the MSCCL timing stands.
+  std::map<std::pair<int, int>, int> perChannel;
+  std::set<int> channels;
+  for (const Transfer &t : program.transfers) {
+    if (t.src.rank == t.dst.rank)
+      continue;
+    ++perChannel[{t.src.rank, t.channel}];
+    ++perChannel[{t.dst.rank, t.channel}];
+    channels.insert(t.channel);
+  }
+  int most = 0;
+  for (const auto &[at, n] : perChannel)
+    most = std::max(most, n);
+  if (most <= msccl::kMaxSteps)
+    return {};
+  std::vector<double> best;
+  bool longer = false;
+  for (const std::string &proto : request.protocols)
+    for (int k = 1;
+         k * (int)std::max<size_t>(1, channels.size()) <= msccl::kMaxChannels;
+         k *= 2) {
+      if (!mayStart())
+        return best;
+      auto began = std::chrono::steady_clock::now();
+      CompileOptions c;
+      c.instances = k;
+      c.protocol = proto;
+      // The lowering of generated code: no step table to fit in.
+      c.target = CompileTarget::Cuda;
+      c.programOnly = true;
+      c.verify = false;
+      c.checkLinks = false;
+      c.checkRoundTrip = false;
+      c.coalesce = false;
+      CompileResult r = compileSchedule(program, c);
+      if (!r.ok())
+        continue;
+      msccl::Algo &algo = *r.program;
+      algo.proto = proto;
+      int resident = residentThreadblocks(topology.name, nullptr);
+      if (resident > 0 && algo.threadblocksPerRank() > resident)
+        continue;
+      for (const msccl::Gpu &g : algo.gpus)
+        for (const msccl::Threadblock &tb : g.tbs)
+          longer |= (int)tb.steps.size() > msccl::kMaxSteps;
+      if (!longer)
+        return {};
+      std::vector<double> times;
+      for (double bytes : request.sizes) {
+        msccl::StepSimOptions so =
+            stepSimOptions(program.collective, bytes, false, 0);
+        so.runtimeRules = false;
+        auto t = msccl::simulateSteps(algo, topology, so);
+        if (!t)
+          break;
+        times.push_back(t->timeUs);
+      }
+      took(std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         began)
+               .count());
+      if (times.size() != request.sizes.size())
+        continue;
+      best.resize(times.size(), INFINITY);
+      for (size_t i = 0; i < times.size(); ++i)
+        best[i] = std::min(best[i], times[i]);
+    }
+  return best;
 }
 
 /// Whether what `request` times takes any element count (generated code of
@@ -724,13 +817,15 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   // of the two. The in-place programs only measure it; an out-of-place
   // call cannot run them.
   size_t written = result.candidates.size();
+  std::vector<Schedule> inPlace;
   if (request.fallback && !schedule.collective.inPlace) {
-    std::vector<Schedule> inPlace = ncclShaped(schedule, topology, true);
+    inPlace = ncclShaped(schedule, topology, true);
     for (size_t p = 0; p < inPlace.size(); ++p)
       explore(inPlace[p], (int)(result.ncclPrograms.size() + p));
   }
   // What NCCL's program reaches at each size, whatever MSCCL would select:
-  // NCCL runs it natively.
+  // NCCL runs it natively (rings longer than MSCCL's threadblocks hold on
+  // one threadblock each).
   if (own < result.candidates.size()) {
     result.ncclBestUs.assign(request.sizes.size(), INFINITY);
     for (size_t i = own; i < result.candidates.size(); ++i)
@@ -738,6 +833,24 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
         result.ncclBestUs[k] =
             std::min(result.ncclBestUs[k], result.candidates[i].timeUs[k]);
   }
+  for (const std::vector<Schedule> *programs : {&result.ncclPrograms, &inPlace})
+    for (const Schedule &p : *programs) {
+      std::vector<double> native = ncclNativeUs(
+          p, topology, request,
+          [&] {
+            if (fits(false))
+              return true;
+            result.cutShort = true;
+            return false;
+          },
+          [&](double seconds) { longest = std::max(longest, seconds); });
+      if (native.empty())
+        continue;
+      if (result.ncclBestUs.empty())
+        result.ncclBestUs.assign(request.sizes.size(), INFINITY);
+      for (size_t k = 0; k < native.size(); ++k)
+        result.ncclBestUs[k] = std::min(result.ncclBestUs[k], native[k]);
+    }
   if (request.fallback && request.inNetwork) {
     std::vector<double> inNetwork =
         ncclInNetworkUs(schedule, topology, request.sizes);

@@ -247,7 +247,9 @@ std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
 /// What NCCL itself reaches at `sizes` (µs per size, nccl-tests' bytes) for
 /// `schedule`'s collective on `topology`: the fastest of its ring (and, for
 /// AllReduce on several nodes, double binary tree) programs as MSCCL lowers
-/// them, at every instance count and protocol, in place and out of place,
+/// them (a ring longer than MSCCL's 64 steps per threadblock on one
+/// threadblock per channel, as NCCL's kernel runs it), at every instance
+/// count and protocol, in place and out of place,
 /// and of its in-network algorithms (NVLS, NVLS-tree, CollNet, NVLS with SHARP)
 /// where the machine's switches allow them. Empty when NCCL runs none of them
 /// here (another collective, or the schedule's rank count is not the

@@ -207,6 +207,46 @@ int defaultLoadsCap(const Schedule &sched, const CompileCliOptions &o) {
 /// the exit code. `root` receives a schedule's root (when given), `loaded`
 /// the schedule (when the input is not .mlir), `packing` how an MSCCL++
 /// plan's threadblocks were merged (when they were).
+/// Without --cuda-arch, generated code for a machine whose GPUs are newer
+/// than every architecture built (B200 and GB200: sm_100) is built for the
+/// machine's too: kernels take their knobs from the entry of the
+/// architecture they were compiled for, so only code compiled for it runs
+/// the knobs the tuned compile chooses for that GPU. A CUDA plugin adds it
+/// where nvcc builds it; elsewhere the newest architecture's PTX runs
+/// there, and a note says so.
+void addMachineArch(const Schedule &sched, CompileCliOptions &o,
+                    CompileOptions &c) {
+  auto topo = topologyFor(sched, o.predictTopo);
+  if (!topo)
+    return;
+  int arch = topo->stepModel.smArch, newest = 0;
+  for (const codegen::KernelKnob &k : c.kernelKnobs)
+    newest = std::max(newest, k.arch);
+  if (newest == 0 || arch <= newest)
+    return;
+  std::string name = std::to_string(arch);
+  bool plugin = o.target == "plugin" && o.plugin.backend == "cuda";
+  if (plugin && !nvccBuildsArch(o.plugin.nvcc, name)) {
+    std::cerr << "ccsynth: note: "
+              << (o.plugin.nvcc.empty() ? std::string("nvcc") : o.plugin.nvcc)
+              << " does not build sm_" << name << " (the GPUs of " << topo->name
+              << "): the plugin carries sm_" << newest
+              << " code and its PTX, which the driver compiles for them, "
+                 "with sm_"
+              << newest << "'s kernel knobs\n";
+    return;
+  }
+  codegen::KernelKnob k = codegen::defaultKernelKnob(arch);
+  if (o.cudaThreads)
+    k.threads = o.cudaThreads;
+  if (o.cudaLoads)
+    k.loads = o.cudaLoads;
+  c.kernelKnobs.push_back(k);
+  if (plugin && std::find(o.plugin.cudaArchs.begin(), o.plugin.cudaArchs.end(),
+                          name) == o.plugin.cudaArchs.end())
+    o.plugin.cudaArchs.push_back(name);
+}
+
 int compileOne(const std::string &input, CompileCliOptions &o,
                const CompileOptions &c, std::string &out, int *root = nullptr,
                std::optional<Schedule> *loaded = nullptr,
@@ -258,6 +298,9 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     if (root)
       *root = sched->collective.root;
     CompileOptions capped = c;
+    if (c.target == CompileTarget::Cuda && o.cudaArchs.empty() &&
+        (o.target == "cuda" || o.plugin.backend == "cuda"))
+      addMachineArch(*sched, o, capped);
     int cap = c.target == CompileTarget::Cuda ? defaultLoadsCap(*sched, o) : 0;
     if (cap)
       for (codegen::KernelKnob &k : capped.kernelKnobs)
@@ -1481,8 +1524,11 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                 "where symmetric ranks could share one (for comparison)");
   cmd->add_option("--cuda-arch", opts->cudaArchs,
                   "--backend cuda and --target cuda: SM architectures "
-                  "(default 80 and 90); generated code carries kernel knobs "
-                  "for each");
+                  "(default 80 and 90, and the schedule's machine's GPU "
+                  "where it is newer, as 100 on dgx-b200 and gb200-nvl72, "
+                  "when nvcc builds it); generated code carries kernel "
+                  "knobs for each, and a plugin the newest one's PTX too, "
+                  "which the driver compiles for newer GPUs");
   cmd->add_option("--cuda-threads", opts->cudaThreads,
                   "Generated CUDA kernels: threads per block, a multiple of "
                   "32 (default: the tuned compile's choice for the "

@@ -5,6 +5,7 @@
 #include "ccsynth/runtime/PluginLoader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -148,6 +149,31 @@ Expected<unsigned> parseMask(const std::string &list, bool dtypes) {
 
 } // namespace
 
+bool nvccBuildsArch(const std::string &nvcc, const std::string &arch) {
+  TempDir dir;
+  if (dir.path.empty())
+    return false;
+  std::string log = dir.path + "/list.log";
+  auto rc = runProcess({findNvcc(nvcc), "--list-gpu-code"}, log, dir.path);
+  if (!rc || *rc != 0)
+    return false;
+  auto text = readFile(log);
+  if (!text)
+    return false;
+  std::string want = "sm_" + arch;
+  size_t at = 0;
+  while ((at = text->find(want, at)) != std::string::npos) {
+    size_t after = at + want.size();
+    bool whole =
+        (at == 0 || std::isspace((unsigned char)(*text)[at - 1])) &&
+        (after == text->size() || !std::isalnum((unsigned char)(*text)[after]));
+    if (whole)
+      return true;
+    at = after;
+  }
+  return false;
+}
+
 Expected<unsigned> parseDtypeMask(const std::string &list) {
   return parseMask(list, true);
 }
@@ -243,8 +269,18 @@ Status buildPlugin(const std::vector<GeneratedSource> &algos,
   if (cuda) {
     argv = {findNvcc(o.nvcc), "-std=c++20", "-O3",
             "-shared",        "-Xcompiler", "-fPIC,-fvisibility=hidden"};
-    for (const std::string &arch : o.cudaArchs)
+    std::string newest;
+    for (const std::string &arch : o.cudaArchs) {
       argv.push_back("-gencode=arch=compute_" + arch + ",code=sm_" + arch);
+      if (newest.empty() || std::stoi(arch) > std::stoi(newest))
+        newest = arch;
+    }
+    // PTX of the newest: a GPU newer than every architecture built (no
+    // SASS of its own) runs the driver's compile of it, with that
+    // architecture's kernel knobs, instead of failing every launch.
+    if (!newest.empty())
+      argv.push_back("-gencode=arch=compute_" + newest + ",code=compute_" +
+                     newest);
   } else {
     std::string cxx = o.cxx;
     if (cxx.empty()) {

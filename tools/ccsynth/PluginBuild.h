@@ -20,6 +20,8 @@ struct PluginBuildOptions {
   std::string backend = "host"; ///< host | cuda
   std::string cxx;              ///< default: $CXX, else c++
   std::string nvcc;             ///< default: nvcc on PATH, else /usr/local/cuda/bin/nvcc
+  /// SASS for each; the newest also as PTX, which the driver compiles for
+  /// a newer GPU.
   std::vector<std::string> cudaArchs = {"80", "90"};
   unsigned dtypeMask = 0x3ff;
   unsigned opMask = 0xf;
@@ -39,6 +41,11 @@ struct GeneratedSource {
 Status buildPlugin(const std::vector<GeneratedSource> &algos,
                    const PluginBuildOptions &options,
                    const std::string &output);
+
+/// Whether `nvcc` (findNvcc's choice when empty) builds SASS for
+/// `arch` ("100"): it lists it in `nvcc --list-gpu-code`. False when nvcc
+/// cannot be run.
+bool nvccBuildsArch(const std::string &nvcc, const std::string &arch);
 
 /// The identifier generated code gives an algorithm (from its source).
 Expected<std::string> generatedName(const std::string &source);

@@ -81,6 +81,10 @@ plugin)
   grep -q '^CUDA comms entry: version 2 ' info.txt || die "no CUDA comms entry"
   grep -q '^  backend  *cuda$' info.txt || die "not a CUDA plugin"
   grep -q '^  transports .*cuda-virtual' info.txt || die "no virtual ranks"
+  # The newest architecture's PTX rides along, which the driver compiles
+  # for a GPU newer than every architecture built.
+  strings libag4.so | grep -E '^\.target sm_[0-9]+' | sort -u | tee ptx.txt
+  grep -qx '.target sm_90' ptx.txt || die "no compute_90 PTX in the plugin"
   expect_run plugin libag4.so --backend cuda --count 4099
   # A host plugin is refused by the CUDA backend, and the reverse.
   if [ "$gpu" = 1 ]; then

@@ -203,10 +203,6 @@ int defaultLoadsCap(const Schedule &sched, const CompileCliOptions &o) {
   return o.cudaLoads ? 0 : switchLoadsCap(sched);
 }
 
-/// Compiles one input with `c`; on failure prints the error and returns
-/// the exit code. `root` receives a schedule's root (when given), `loaded`
-/// the schedule (when the input is not .mlir), `packing` how an MSCCL++
-/// plan's threadblocks were merged (when they were).
 /// Without --cuda-arch, generated code for a machine whose GPUs are newer
 /// than every architecture built (B200 and GB200: sm_100) is built for the
 /// machine's too: kernels take their knobs from the entry of the
@@ -226,7 +222,9 @@ void addMachineArch(const Schedule &sched, CompileCliOptions &o,
     return;
   std::string name = std::to_string(arch);
   bool plugin = o.target == "plugin" && o.plugin.backend == "cuda";
-  if (plugin && !nvccBuildsArch(o.plugin.nvcc, name)) {
+  bool built = std::find(o.plugin.cudaArchs.begin(), o.plugin.cudaArchs.end(),
+                         name) != o.plugin.cudaArchs.end();
+  if (plugin && !built && !nvccBuildsArch(o.plugin.nvcc, name)) {
     std::cerr << "ccsynth: note: "
               << (o.plugin.nvcc.empty() ? std::string("nvcc") : o.plugin.nvcc)
               << " does not build sm_" << name << " (the GPUs of " << topo->name
@@ -242,11 +240,14 @@ void addMachineArch(const Schedule &sched, CompileCliOptions &o,
   if (o.cudaLoads)
     k.loads = o.cudaLoads;
   c.kernelKnobs.push_back(k);
-  if (plugin && std::find(o.plugin.cudaArchs.begin(), o.plugin.cudaArchs.end(),
-                          name) == o.plugin.cudaArchs.end())
+  if (plugin && !built)
     o.plugin.cudaArchs.push_back(name);
 }
 
+/// Compiles one input with `c`; on failure prints the error and returns
+/// the exit code. `root` receives a schedule's root (when given), `loaded`
+/// the schedule (when the input is not .mlir), `packing` how an MSCCL++
+/// plan's threadblocks were merged (when they were).
 int compileOne(const std::string &input, CompileCliOptions &o,
                const CompileOptions &c, std::string &out, int *root = nullptr,
                std::optional<Schedule> *loaded = nullptr,

@@ -399,20 +399,12 @@ std::vector<double> ncclNativeUs(const Schedule &program,
       c.instances = k;
       c.protocol = proto;
       // The lowering of generated code: no step table to fit in.
-      c.target = CompileTarget::Cuda;
-      c.programOnly = true;
-      c.verify = false;
-      c.checkLinks = false;
-      c.checkRoundTrip = false;
-      c.coalesce = false;
-      CompileResult r = compileSchedule(program, c);
-      if (!r.ok())
+      std::optional<msccl::Algo> lowered =
+          lowerForTiming(program, topology, c, true);
+      if (!lowered)
         continue;
-      msccl::Algo &algo = *r.program;
+      msccl::Algo &algo = *lowered;
       algo.proto = proto;
-      int resident = residentThreadblocks(topology.name, nullptr);
-      if (resident > 0 && algo.threadblocksPerRank() > resident)
-        continue;
       for (const msccl::Gpu &g : algo.gpus)
         for (const msccl::Threadblock &tb : g.tbs)
           longer |= (int)tb.steps.size() > msccl::kMaxSteps;

@@ -75,11 +75,13 @@ Topology machine(const std::string &name) {
 }
 
 StepSimResult timeIt(const Algo &algo, const Topology &topo, double bytes,
-                     double factor = 1, bool bounded = true) {
+                     double factor = 1, bool bounded = true,
+                     bool runtimeRules = true) {
   StepSimOptions o;
   o.bytes = bytes;
   o.busBwFactor = factor;
   o.boundedBuffers = bounded;
+  o.runtimeRules = runtimeRules;
   auto r = simulateSteps(algo, topo, o);
   INFO((r.ok() ? std::string() : r.error().format()));
   REQUIRE(r.ok());
@@ -644,14 +646,8 @@ TEST_CASE("the step-level model meets every published figure of the "
     bool longRing = ring.collective.numRanks > kMaxSteps;
     Algo algo = longRing ? lowerNative(ring, instances, row.protocol)
                          : lower(ring, instances, row.protocol);
-    StepSimOptions so;
-    so.bytes = sizeBytes(row.size);
-    so.busBwFactor = ring.collective.busBwFactor();
-    so.runtimeRules = !longRing;
-    auto timed = simulateSteps(algo, topo, so);
-    INFO((timed.ok() ? std::string() : timed.error().format()));
-    REQUIRE(timed.ok());
-    StepSimResult r = *timed;
+    StepSimResult r = timeIt(algo, topo, sizeBytes(row.size),
+                             ring.collective.busBwFactor(), true, !longRing);
     double predicted = row.metric == "us" ? r.timeUs : r.busbwGBps;
     INFO("predicted " << predicted);
     REQUIRE((row.metric == "us" || row.metric == "busbw GB/s"));

@@ -222,9 +222,12 @@ namespace {
 /// two also the largest power of two of them, which MSCCL can select for
 /// power-of-two sizes), direct sends for AllToAll; none for the others.
 /// On several nodes NCCL's tuner also picks its double binary tree for
-/// AllReduce: it is a candidate there too.
+/// AllReduce: it is a candidate there too. Each program is built only
+/// while `mayBuild` allows (a deadline): on hundreds of ranks one ring
+/// program is millions of transfers, seconds to build and verify.
 std::vector<Schedule> ncclShaped(const Schedule &schedule,
-                                 const Topology &topology, bool inPlace) {
+                                 const Topology &topology, bool inPlace,
+                                 const std::function<bool()> &mayBuild) {
   std::vector<Schedule> out;
   const Collective &col = schedule.collective;
   if (col.numRanks != topology.numRanks())
@@ -257,6 +260,8 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
       limits.push_back(pow2);
   }
   for (int limit : limits) {
+    if (!mayBuild())
+      return out;
     bo.maxRings = limit;
     auto s = makeBaseline(kind, col.kind, topology, bo);
     if (!s)
@@ -264,7 +269,7 @@ std::vector<Schedule> ncclShaped(const Schedule &schedule,
     out.push_back(s.take());
   }
   if (col.kind == CollectiveKind::AllReduce && topology.numNodes() > 1 &&
-      baselineSupports(BaselineKind::Tree, col.kind, topology)) {
+      baselineSupports(BaselineKind::Tree, col.kind, topology) && mayBuild()) {
     bo.maxRings = 0;
     if (auto s = makeBaseline(BaselineKind::Tree, col.kind, topology, bo))
       out.push_back(s.take());
@@ -664,14 +669,23 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                        const CompileOptions &base, const TuneRequest &request) {
   TuneResult result;
   using Clock = std::chrono::steady_clock;
-  double longest = 0;
-  auto fits = [&](bool firstOfOwn) {
+  // The longest configuration timed so far, and the most seconds one took
+  // per transfer of its program: a program of many more transfers (NCCL's
+  // ring on hundreds of ranks) takes that much longer.
+  double longest = 0, perTransfer = 0;
+  auto fits = [&](bool firstOfOwn, size_t transfers = 0) {
     if (!request.until || (request.firstAlways && firstOfOwn))
       return true;
     double need = longest > 0 ? 1.5 * longest : request.firstEstimateSeconds;
+    need = std::max(need, 1.5 * perTransfer * (double)transfers);
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(
                               std::chrono::duration<double>(need)) <
            *request.until;
+  };
+  auto tookSeconds = [&](double seconds, size_t transfers) {
+    longest = std::max(longest, seconds);
+    perTransfer =
+        std::max(perTransfer, seconds / (double)std::max<size_t>(1, transfers));
   };
   auto explore = [&](const Schedule &s, int program) {
     // Past `until` (firstAlways), the schedule's own programs are still
@@ -721,7 +735,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
             int prev = -1;
             bool hasLocal = true;
             for (int k : request.instances) {
-              if (!fits(own && !timedOne && started < 6)) {
+              if (!fits(own && !timedOne && started < 6, s.transfers.size())) {
                 result.cutShort = true;
                 return;
               }
@@ -737,9 +751,9 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
               config.splitPhases = split;
               auto cand = timeConfiguration(s, topology, base, config, request,
                                             &hasLocal);
-              longest = std::max(
-                  longest,
-                  std::chrono::duration<double>(Clock::now() - began).count());
+              tookSeconds(
+                  std::chrono::duration<double>(Clock::now() - began).count(),
+                  s.transfers.size());
               // More instances only make a program harder to fit.
               if (!cand)
                 break;
@@ -798,9 +812,17 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
     }
   }
   size_t own = result.candidates.size();
+  // Past the deadline NCCL's programs are not built: they are the reference,
+  // not what is written, and on hundreds of ranks each takes seconds.
+  auto mayBuild = [&] {
+    if (fits(false))
+      return true;
+    result.cutShort = true;
+    return false;
+  };
   if (request.fallback)
     result.ncclPrograms =
-        ncclShaped(schedule, topology, schedule.collective.inPlace);
+        ncclShaped(schedule, topology, schedule.collective.inPlace, mayBuild);
   for (size_t p = 0; p < result.ncclPrograms.size(); ++p)
     explore(result.ncclPrograms[p], (int)p);
   // NCCL runs a collective out of place as fast as in place (its first hop
@@ -811,7 +833,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   size_t written = result.candidates.size();
   std::vector<Schedule> inPlace;
   if (request.fallback && !schedule.collective.inPlace) {
-    inPlace = ncclShaped(schedule, topology, true);
+    inPlace = ncclShaped(schedule, topology, true, mayBuild);
     for (size_t p = 0; p < inPlace.size(); ++p)
       explore(inPlace[p], (int)(result.ncclPrograms.size() + p));
   }
@@ -830,12 +852,12 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
       std::vector<double> native = ncclNativeUs(
           p, topology, request,
           [&] {
-            if (fits(false))
+            if (fits(false, p.transfers.size()))
               return true;
             result.cutShort = true;
             return false;
           },
-          [&](double seconds) { longest = std::max(longest, seconds); });
+          [&](double seconds) { tookSeconds(seconds, p.transfers.size()); });
       if (native.empty())
         continue;
       if (result.ncclBestUs.empty())

@@ -367,14 +367,14 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
 /// ring and channel, at every protocol of `request` and every instance
 /// count up to 32 channels, as the MSCCL timing (NCCL's rings on these
 /// machines use at most 32). Empty where the program fits MSCCL's
-/// threadblocks: its MSCCL timing is NCCL's. A configuration starts only
-/// when `mayStart` allows (the request's deadline); `took` hears how long
-/// each one took.
+/// threadblocks: its MSCCL timing is NCCL's. A configuration of k
+/// instances starts only when `mayStart(k)` allows (the request's
+/// deadline); `took(k, seconds)` hears how long each one took.
 std::vector<double> ncclNativeUs(const Schedule &program,
                                  const Topology &topology,
                                  const TuneRequest &request,
-                                 const std::function<bool()> &mayStart,
-                                 const std::function<void(double)> &took) {
+                                 const std::function<bool(int)> &mayStart,
+                                 const std::function<void(int, double)> &took) {
   // Steps per threadblock are at most a rank's sends and receives on one
   // channel: within MSCCL's limit, the MSCCL timing stands.
   std::map<std::pair<int, int>, int> perChannel;
@@ -397,7 +397,7 @@ std::vector<double> ncclNativeUs(const Schedule &program,
     for (int k = 1;
          k * (int)std::max<size_t>(1, channels.size()) <= msccl::kMaxChannels;
          k *= 2) {
-      if (!mayStart())
+      if (!mayStart(k))
         return best;
       auto began = std::chrono::steady_clock::now();
       CompileOptions c;
@@ -425,9 +425,9 @@ std::vector<double> ncclNativeUs(const Schedule &program,
           break;
         times.push_back(t->timeUs);
       }
-      took(std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         began)
-               .count());
+      took(k, std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            began)
+                  .count());
       if (times.size() != request.sizes.size())
         continue;
       best.resize(times.size(), INFINITY);
@@ -670,8 +670,9 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   TuneResult result;
   using Clock = std::chrono::steady_clock;
   // The longest configuration timed so far, and the most seconds one took
-  // per transfer of its program: a program of many more transfers (NCCL's
-  // ring on hundreds of ranks) takes that much longer.
+  // per transfer lowered (the program's transfers times its instances): a
+  // configuration of many more (NCCL's ring on hundreds of ranks) takes
+  // that much longer.
   double longest = 0, perTransfer = 0;
   auto fits = [&](bool firstOfOwn, size_t transfers = 0) {
     if (!request.until || (request.firstAlways && firstOfOwn))
@@ -735,7 +736,8 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
             int prev = -1;
             bool hasLocal = true;
             for (int k : request.instances) {
-              if (!fits(own && !timedOne && started < 6, s.transfers.size())) {
+              if (!fits(own && !timedOne && started < 6,
+                        s.transfers.size() * (size_t)k)) {
                 result.cutShort = true;
                 return;
               }
@@ -753,7 +755,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                                             &hasLocal);
               tookSeconds(
                   std::chrono::duration<double>(Clock::now() - began).count(),
-                  s.transfers.size());
+                  s.transfers.size() * (size_t)k);
               // More instances only make a program harder to fit.
               if (!cand)
                 break;
@@ -851,13 +853,15 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
     for (const Schedule &p : *programs) {
       std::vector<double> native = ncclNativeUs(
           p, topology, request,
-          [&] {
-            if (fits(false, p.transfers.size()))
+          [&](int k) {
+            if (fits(false, p.transfers.size() * (size_t)k))
               return true;
             result.cutShort = true;
             return false;
           },
-          [&](double seconds) { tookSeconds(seconds, p.transfers.size()); });
+          [&](int k, double seconds) {
+            tookSeconds(seconds, p.transfers.size() * (size_t)k);
+          });
       if (native.empty())
         continue;
       if (result.ncclBestUs.empty())

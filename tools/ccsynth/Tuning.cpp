@@ -393,47 +393,50 @@ std::vector<double> ncclNativeUs(const Schedule &program,
     return {};
   std::vector<double> best;
   bool longer = false;
-  for (const std::string &proto : request.protocols)
-    for (int k = 1;
-         k * (int)std::max<size_t>(1, channels.size()) <= msccl::kMaxChannels;
-         k *= 2) {
-      if (!mayStart(k))
-        return best;
-      auto began = std::chrono::steady_clock::now();
-      CompileOptions c;
-      c.instances = k;
-      c.protocol = proto;
-      // The lowering of generated code: no step table to fit in.
-      std::optional<msccl::Algo> lowered =
-          lowerForTiming(program, topology, c, true);
-      if (!lowered)
-        continue;
-      msccl::Algo &algo = *lowered;
+  if (request.protocols.empty())
+    return best;
+  for (int k = 1;
+       k * (int)std::max<size_t>(1, channels.size()) <= msccl::kMaxChannels;
+       k *= 2) {
+    if (!mayStart(k))
+      return best;
+    auto began = std::chrono::steady_clock::now();
+    CompileOptions c;
+    c.instances = k;
+    c.protocol = request.protocols.front();
+    // The lowering of generated code: no step table to fit in, and the
+    // same program whatever the protocol it is timed with.
+    std::optional<msccl::Algo> lowered =
+        lowerForTiming(program, topology, c, true);
+    if (!lowered)
+      continue;
+    msccl::Algo &algo = *lowered;
+    for (const msccl::Gpu &g : algo.gpus)
+      for (const msccl::Threadblock &tb : g.tbs)
+        longer |= (int)tb.steps.size() > msccl::kMaxSteps;
+    if (!longer)
+      return {};
+    for (const std::string &proto : request.protocols) {
       algo.proto = proto;
-      for (const msccl::Gpu &g : algo.gpus)
-        for (const msccl::Threadblock &tb : g.tbs)
-          longer |= (int)tb.steps.size() > msccl::kMaxSteps;
-      if (!longer)
-        return {};
-      std::vector<double> times;
+      std::vector<msccl::StepSimOptions> perSize;
       for (double bytes : request.sizes) {
-        msccl::StepSimOptions so =
-            stepSimOptions(program.collective, bytes, false, 0);
-        so.runtimeRules = false;
-        auto t = msccl::simulateSteps(algo, topology, so);
-        if (!t)
-          break;
-        times.push_back(t->timeUs);
+        perSize.push_back(stepSimOptions(program.collective, bytes, false, 0));
+        perSize.back().runtimeRules = false;
       }
-      took(k, std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            began)
-                  .count());
+      std::vector<double> times;
+      if (auto t = msccl::simulateStepsAt(algo, topology, perSize))
+        for (const msccl::StepSimResult &r : *t)
+          times.push_back(r.timeUs);
       if (times.size() != request.sizes.size())
         continue;
       best.resize(times.size(), INFINITY);
       for (size_t i = 0; i < times.size(); ++i)
         best[i] = std::min(best[i], times[i]);
     }
+    took(k,
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+             .count());
+  }
   return best;
 }
 
@@ -476,18 +479,23 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
     knobs = {codegen::KernelKnob{}};
   double bestLog = INFINITY;
   for (const codegen::KernelKnob &knob : knobs) {
+    std::vector<msccl::StepSimOptions> perSize;
+    for (double bytes : request.sizes) {
+      perSize.push_back(stepSimOptions(schedule.collective, bytes,
+                                       request.generatedCode,
+                                       request.tileBytes));
+      if (knob.arch > 0)
+        perSize.back().tbScale =
+            codegen::kernelKnobScale(knob, topology.stepModel);
+    }
+    auto timed = msccl::simulateStepsAt(*algo, topology, perSize);
+    if (!timed)
+      return std::nullopt;
     std::vector<double> times;
     double logSum = 0;
-    for (double bytes : request.sizes) {
-      msccl::StepSimOptions so = stepSimOptions(
-          schedule.collective, bytes, request.generatedCode, request.tileBytes);
-      if (knob.arch > 0)
-        so.tbScale = codegen::kernelKnobScale(knob, topology.stepModel);
-      auto t = msccl::simulateSteps(*algo, topology, so);
-      if (!t)
-        return std::nullopt;
-      times.push_back(t->timeUs);
-      logSum += std::log(t->timeUs);
+    for (const msccl::StepSimResult &r : *timed) {
+      times.push_back(r.timeUs);
+      logSum += std::log(r.timeUs);
     }
     if (logSum < bestLog - 1e-3 * (double)times.size()) {
       bestLog = logSum;
@@ -825,33 +833,24 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   if (request.fallback)
     result.ncclPrograms =
         ncclShaped(schedule, topology, schedule.collective.inPlace, mayBuild);
-  for (size_t p = 0; p < result.ncclPrograms.size(); ++p)
-    explore(result.ncclPrograms[p], (int)p);
   // NCCL runs a collective out of place as fast as in place (its first hop
   // reads the input, its last writes the output), where the ring programs
   // here spend a local copy: what NCCL reaches out of place is the faster
   // of the two. The in-place programs only measure it; an out-of-place
   // call cannot run them.
-  size_t written = result.candidates.size();
   std::vector<Schedule> inPlace;
-  if (request.fallback && !schedule.collective.inPlace) {
+  if (request.fallback && !schedule.collective.inPlace)
     inPlace = ncclShaped(schedule, topology, true, mayBuild);
-    for (size_t p = 0; p < inPlace.size(); ++p)
-      explore(inPlace[p], (int)(result.ncclPrograms.size() + p));
-  }
   // What NCCL's program reaches at each size, whatever MSCCL would select:
   // NCCL runs it natively (rings longer than MSCCL's threadblocks hold on
-  // one threadblock each).
-  if (own < result.candidates.size()) {
-    result.ncclBestUs.assign(request.sizes.size(), INFINITY);
-    for (size_t i = own; i < result.candidates.size(); ++i)
-      for (size_t k = 0; k < request.sizes.size(); ++k)
-        result.ncclBestUs[k] =
-            std::min(result.ncclBestUs[k], result.candidates[i].timeUs[k]);
-  }
+  // one threadblock each). Such a program's MSCCL lowering (cut over
+  // threadblocks that share its links) is timed only as a file to write:
+  // not where only NCCL's reach is asked for.
+  std::vector<double> nativeBest;
+  std::vector<bool> native;
   for (const std::vector<Schedule> *programs : {&result.ncclPrograms, &inPlace})
     for (const Schedule &p : *programs) {
-      std::vector<double> native = ncclNativeUs(
+      std::vector<double> us = ncclNativeUs(
           p, topology, request,
           [&](int k) {
             if (fits(false, p.transfers.size() * (size_t)k))
@@ -862,13 +861,30 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
           [&](int k, double seconds) {
             tookSeconds(seconds, p.transfers.size() * (size_t)k);
           });
-      if (native.empty())
+      native.push_back(!us.empty());
+      if (us.empty())
         continue;
-      if (result.ncclBestUs.empty())
-        result.ncclBestUs.assign(request.sizes.size(), INFINITY);
-      for (size_t k = 0; k < native.size(); ++k)
-        result.ncclBestUs[k] = std::min(result.ncclBestUs[k], native[k]);
+      nativeBest.resize(us.size(), INFINITY);
+      for (size_t k = 0; k < us.size(); ++k)
+        nativeBest[k] = std::min(nativeBest[k], us[k]);
     }
+  size_t program = 0;
+  for (size_t p = 0; p < result.ncclPrograms.size(); ++p)
+    if (!(request.ncclOnly && native[program++]))
+      explore(result.ncclPrograms[p], (int)p);
+  size_t written = result.candidates.size();
+  for (size_t p = 0; p < inPlace.size(); ++p)
+    if (!(request.ncclOnly && native[program++]))
+      explore(inPlace[p], (int)(result.ncclPrograms.size() + p));
+  if (own < result.candidates.size() || !nativeBest.empty()) {
+    result.ncclBestUs.assign(request.sizes.size(), INFINITY);
+    for (size_t i = own; i < result.candidates.size(); ++i)
+      for (size_t k = 0; k < request.sizes.size(); ++k)
+        result.ncclBestUs[k] =
+            std::min(result.ncclBestUs[k], result.candidates[i].timeUs[k]);
+    for (size_t k = 0; k < nativeBest.size(); ++k)
+      result.ncclBestUs[k] = std::min(result.ncclBestUs[k], nativeBest[k]);
+  }
   if (request.fallback && request.inNetwork) {
     std::vector<double> inNetwork =
         ncclInNetworkUs(schedule, topology, request.sizes);

@@ -153,23 +153,27 @@ void shareWithSwitches(const Topology &topo, const StepModel &model,
 
 } // namespace
 
-Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
-                                      const StepSimOptions &o) {
+namespace {
+
+/// What the runtime's checks of a program give the timing: they read only
+/// the program and the options simulateStepsAt compares, not the buffer
+/// size, so a program timed at several sizes is checked once.
+struct CheckedProgram {
+  int proto = 0;
+  Matching matching;
+  BufferModel buffers;
+};
+
+Expected<CheckedProgram> checkForSteps(const Algo &algo, const Topology &topo,
+                                       const StepSimOptions &o) {
   std::optional<int> proto = stepProtocolIndex(algo.proto);
   if (!proto)
     return Error("protocol '" + algo.proto + "' is not Simple, LL or LL128");
-  if (!(o.bytes > 0) || !std::isfinite(o.bytes))
-    return Error("the buffer size must be a positive number of bytes");
   if (algo.ngpus != topo.numRanks())
     return Error("the program has " + std::to_string(algo.ngpus) +
                  " ranks but topology '" + topo.name + "' has " +
                  std::to_string(topo.numRanks()));
   const bool gen = o.generatedCode;
-  if (gen && !(o.tileBytes >= 16))
-    return Error("generated code needs a tile of at least 16 bytes");
-  if (!(o.tbScale > 0 && o.tbScale <= 1))
-    return Error("the threadblock throughput scale must be in (0, 1]");
-  const double tbScale = o.tbScale;
   if (std::vector<ProgramIssue> issues = o.runtimeRules && !gen
                                              ? validateAlgo(algo)
                                              : std::vector<ProgramIssue>{};
@@ -189,9 +193,24 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
     if (Status s = checkPacking(algo, matching, *o.packing); !s)
       return Error("the merged threadblocks cannot run: " +
                    s.error().message);
+  return CheckedProgram{*proto, std::move(matching), buffers};
+}
 
+Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
+                                    const StepSimOptions &o,
+                                    const CheckedProgram &checked) {
+  if (!(o.bytes > 0) || !std::isfinite(o.bytes))
+    return Error("the buffer size must be a positive number of bytes");
+  const bool gen = o.generatedCode;
+  if (gen && !(o.tileBytes >= 16))
+    return Error("generated code needs a tile of at least 16 bytes");
+  if (!(o.tbScale > 0 && o.tbScale <= 1))
+    return Error("the threadblock throughput scale must be in (0, 1]");
+  const double tbScale = o.tbScale;
+  const Matching &matching = checked.matching;
+  const BufferModel &buffers = checked.buffers;
   // Generated code has no LL lines: it moves data as Simple does.
-  const int p = gen ? 0 : *proto;
+  const int p = gen ? 0 : checked.proto;
   const StepModel &model = topo.stepModel;
   const double protoFraction[3] = {1.0, 120.0 / 128.0, 0.5};
 
@@ -553,6 +572,42 @@ Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
   result.algbwGBps = o.bytes / (result.timeUs * 1e3);
   result.busbwGBps = result.algbwGBps * o.busBwFactor;
   return result;
+}
+
+} // namespace
+
+Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
+                                      const StepSimOptions &o) {
+  auto checked = checkForSteps(algo, topo, o);
+  if (!checked)
+    return checked.error();
+  return timeChecked(algo, topo, o, *checked);
+}
+
+Expected<std::vector<StepSimResult>>
+simulateStepsAt(const Algo &algo, const Topology &topo,
+                const std::vector<StepSimOptions> &perSize) {
+  std::vector<StepSimResult> out;
+  if (perSize.empty())
+    return out;
+  // The options the checks read.
+  auto checksOf = [](const StepSimOptions &o) {
+    return std::tuple(o.runtimeRules, o.generatedCode, o.boundedBuffers,
+                      o.packing);
+  };
+  auto checked = checkForSteps(algo, topo, perSize.front());
+  if (!checked)
+    return checked.error();
+  for (const StepSimOptions &o : perSize) {
+    if (checksOf(o) != checksOf(perSize.front()))
+      return Error("internal error: simulateStepsAt's sizes differ in "
+                   "options other than the size");
+    auto r = timeChecked(algo, topo, o, *checked);
+    if (!r)
+      return r.error();
+    out.push_back(*r);
+  }
+  return out;
 }
 
 } // namespace ccsynth::msccl

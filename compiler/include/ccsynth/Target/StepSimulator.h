@@ -111,4 +111,13 @@ Expected<StepSimResult> simulateSteps(const Algo &algo,
                                       const Topology &topology,
                                       const StepSimOptions &options);
 
+/// Times `algo` once per entry of `perSize` (the same program at several
+/// buffer sizes), checking the runtime's rules and deadlock freedom once:
+/// those checks read the program and the entries' runtimeRules,
+/// generatedCode, boundedBuffers and packing, which must be the same in
+/// every entry (an error otherwise).
+Expected<std::vector<StepSimResult>>
+simulateStepsAt(const Algo &algo, const Topology &topology,
+                const std::vector<StepSimOptions> &perSize);
+
 } // namespace ccsynth::msccl

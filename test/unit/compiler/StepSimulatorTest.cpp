@@ -161,6 +161,30 @@ TEST_CASE("LL is slower than Simple at 1 GB and faster at small sizes",
   CHECK(t128 < tl);
 }
 
+TEST_CASE("a program timed at several sizes at once is timed as at each "
+          "alone, and refused where it would be alone",
+          "[stepsim]") {
+  Topology a100 = machine("dgx-a100");
+  Algo ll = lower(shippedProgram("ring_allreduce", 8), 4, "LL");
+  std::vector<StepSimOptions> perSize;
+  for (double bytes : {kKiB, kMiB, kGiB}) {
+    perSize.push_back({});
+    perSize.back().bytes = bytes;
+  }
+  auto all = simulateStepsAt(ll, a100, perSize);
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == perSize.size());
+  for (size_t i = 0; i < perSize.size(); ++i)
+    CHECK((*all)[i].timeUs == timeIt(ll, a100, perSize[i].bytes).timeUs);
+  // The checks hold for every entry: options that change them differ.
+  perSize[1].boundedBuffers = false;
+  CHECK_FALSE(simulateStepsAt(ll, a100, perSize).ok());
+  // A size that is no size fails as it does alone.
+  perSize[1].boundedBuffers = true;
+  perSize[2].bytes = -1;
+  CHECK_FALSE(simulateStepsAt(ll, a100, perSize).ok());
+}
+
 TEST_CASE("pipelining changes the lowered program's time", "[stepsim]") {
   // A binomial-tree broadcast forwards a chunk only once it has arrived:
   // smaller parts let the children start sooner.

@@ -62,6 +62,9 @@ struct StepLevel {
   /// NCCL's double binary tree was timed too (AllReduce on several nodes).
   bool ncclTree = false;
   bool cutShort = false;
+  /// The deadline cut NCCL's tuning short: ncclUs is what was timed of it,
+  /// and NCCL may be faster.
+  bool ncclCutShort = false;
   /// nchunksperloop of the program without its factors of two: above 1,
   /// MSCCL selects it for no power-of-two size (NCCL runs those).
   int oddFactor = 1;
@@ -117,6 +120,7 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
         if (!anySelectable || c.selectableAt(sizes[k]))
           r.ownUs[k] = std::min(r.ownUs[k], c.timeUs[k]);
     }
+  r.ncclCutShort = t.ncclCutShort;
   if (t.ncclBestUs.size() == sizes.size())
     r.ncclUs = t.ncclBestUs;
   for (const Schedule &p : t.ncclPrograms)
@@ -169,8 +173,11 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
     std::fprintf(out, "  %10s %12.2f %12.2f", formatBytes(sizes[k]).c_str(),
                  p.ownUs[k], busbw(sizes[k], p.ownUs[k]));
     if (nccl && std::isfinite(p.ncclUs[k])) {
-      std::fprintf(out, " %12.2f %12.2f %8.3fx", p.ncclUs[k],
-                   busbw(sizes[k], p.ncclUs[k]), p.ncclUs[k] / p.ownUs[k]);
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, "%s%.3fx", p.ncclCutShort ? "<=" : "",
+                    p.ncclUs[k] / p.ownUs[k]);
+      std::fprintf(out, " %12.2f %12.2f %9s", p.ncclUs[k],
+                   busbw(sizes[k], p.ncclUs[k]), ratio);
       if (p.ncclUs[k] < p.ownUs[k])
         slower += (slower.empty() ? "" : ", ") + formatBytes(sizes[k]);
     }
@@ -187,6 +194,10 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
                  "  at %s NCCL's %s is faster as it runs: the tuned compile "
                  "lets NCCL's own program serve those sizes\n",
                  slower.c_str(), p.ncclTree ? "ring or tree" : "ring");
+  if (nccl && p.ncclCutShort)
+    std::fprintf(out, "  <=: the time limit left NCCL's tuning unfinished, so "
+                      "NCCL may be faster than shown (`ccsynth compile` "
+                      "tunes it in full)\n");
 }
 #endif
 

@@ -822,6 +822,10 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
     }
   }
   size_t own = result.candidates.size();
+  // Whether the deadline cuts NCCL's programs short, apart from the
+  // schedule's own.
+  bool ownCutShort = result.cutShort;
+  result.cutShort = false;
   // Past the deadline NCCL's programs are not built: they are the reference,
   // not what is written, and on hundreds of ranks each takes seconds.
   auto mayBuild = [&] {
@@ -885,6 +889,8 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
     for (size_t k = 0; k < nativeBest.size(); ++k)
       result.ncclBestUs[k] = std::min(result.ncclBestUs[k], nativeBest[k]);
   }
+  result.ncclCutShort = result.cutShort;
+  result.cutShort |= ownCutShort;
   if (request.fallback && request.inNetwork) {
     std::vector<double> inNetwork =
         ncclInNetworkUs(schedule, topology, request.sizes);

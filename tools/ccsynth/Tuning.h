@@ -150,6 +150,9 @@ struct TuneResult {
   /// The request's deadline stopped the search before every configuration
   /// it would have tried.
   bool cutShort = false;
+  /// ... of NCCL's programs in particular: ncclBestUs holds what those
+  /// timed reached, which NCCL may beat.
+  bool ncclCutShort = false;
 };
 
 /// The schedule a candidate of `t` compiles: `input` itself, its re-cut

@@ -395,6 +395,11 @@ std::vector<double> ncclNativeUs(const Schedule &program,
   bool longer = false;
   if (request.protocols.empty())
     return best;
+  std::vector<msccl::StepSimOptions> perSize;
+  for (double bytes : request.sizes) {
+    perSize.push_back(stepSimOptions(program.collective, bytes, false, 0));
+    perSize.back().runtimeRules = false;
+  }
   for (int k = 1;
        k * (int)std::max<size_t>(1, channels.size()) <= msccl::kMaxChannels;
        k *= 2) {
@@ -418,11 +423,6 @@ std::vector<double> ncclNativeUs(const Schedule &program,
       return {};
     for (const std::string &proto : request.protocols) {
       algo.proto = proto;
-      std::vector<msccl::StepSimOptions> perSize;
-      for (double bytes : request.sizes) {
-        perSize.push_back(stepSimOptions(program.collective, bytes, false, 0));
-        perSize.back().runtimeRules = false;
-      }
       std::vector<double> times;
       if (auto t = msccl::simulateStepsAt(algo, topology, perSize))
         for (const msccl::StepSimResult &r : *t)
@@ -826,14 +826,17 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   // schedule's own.
   bool ownCutShort = result.cutShort;
   result.cutShort = false;
-  // Past the deadline NCCL's programs are not built: they are the reference,
-  // not what is written, and on hundreds of ranks each takes seconds.
-  auto mayBuild = [&] {
-    if (fits(false))
+  // Whether work on NCCL's programs of `transfers` lowered transfers may
+  // start; marks the result cut short where not. Past the deadline NCCL's
+  // programs are not even built: they are the reference, not what is
+  // written, and on hundreds of ranks each takes seconds.
+  auto mayStart = [&](size_t transfers) {
+    if (fits(false, transfers))
       return true;
     result.cutShort = true;
     return false;
   };
+  auto mayBuild = [&] { return mayStart(0); };
   if (request.fallback)
     result.ncclPrograms =
         ncclShaped(schedule, topology, schedule.collective.inPlace, mayBuild);
@@ -856,12 +859,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
     for (const Schedule &p : *programs) {
       std::vector<double> us = ncclNativeUs(
           p, topology, request,
-          [&](int k) {
-            if (fits(false, p.transfers.size() * (size_t)k))
-              return true;
-            result.cutShort = true;
-            return false;
-          },
+          [&](int k) { return mayStart(p.transfers.size() * (size_t)k); },
           [&](int k, double seconds) {
             tookSeconds(seconds, p.transfers.size() * (size_t)k);
           });

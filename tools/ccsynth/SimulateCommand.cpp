@@ -101,16 +101,20 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
   if (!algo)
     return fail(algo.error());
   program = describeProgram(*algo);
-  for (double bytes : sizes) {
-    auto r = msccl::simulateSteps(
-        *algo, topo, stepSimOptions(sched.collective, bytes, generated, tile));
-    if (!r)
-      return fail(r.error());
+  std::vector<msccl::StepSimOptions> perSize;
+  for (double bytes : sizes)
+    perSize.push_back(stepSimOptions(sched.collective, bytes, generated, tile));
+  auto timed = msccl::simulateStepsAt(*algo, topo, perSize);
+  if (!timed)
+    return fail(timed.error());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const msccl::StepSimResult &r = (*timed)[i];
     SimResult sim;
-    sim.timeUs = r->timeUs;
-    sim.algbwGBps = r->algbwGBps;
-    sim.busbwGBps = r->busbwGBps;
-    rows.push_back({bytes, sim, lowerBound(sched.collective, topo, bytes)});
+    sim.timeUs = r.timeUs;
+    sim.algbwGBps = r.algbwGBps;
+    sim.busbwGBps = r.busbwGBps;
+    rows.push_back(
+        {sizes[i], sim, lowerBound(sched.collective, topo, sizes[i])});
   }
   return kExitOk;
 #else

@@ -8,7 +8,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <chrono>
 
 using namespace ccsynth;
 
@@ -46,14 +45,14 @@ double bruteLatency(const Topology &t, CollectiveKind kind) {
 
 } // namespace
 
-TEST_CASE("a one-step broadcast on fc:1024 verifies and simulates quickly",
-          "[scale]") {
+TEST_CASE("a one-step broadcast on fc:1024 verifies and simulates", "[scale]") {
   // Each transfer's link used to be found by scanning all 1M links, and the
-  // latency bound ran a search from every rank.
+  // latency bound ran a search from every rank: minutes, where it now takes
+  // about a second. The time is not checked here (load would make such a
+  // check flaky); bench/synth_scale.sh times verify and simulate at scale.
   auto topo = makeBuiltinTopology("fc:1024");
   REQUIRE(topo);
   Schedule s = directBroadcast(1024);
-  auto start = std::chrono::steady_clock::now();
   VerifyOptions vo;
   vo.topology = &*topo;
   REQUIRE(verifySchedule(s, vo).ok());
@@ -62,13 +61,8 @@ TEST_CASE("a one-step broadcast on fc:1024 verifies and simulates quickly",
   auto sim = simulate(s, *topo, so);
   REQUIRE(sim);
   LowerBound lb = lowerBound(s.collective, *topo, so.bytes);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
   CHECK(lb.latencyUs > 0);
   CHECK(sim->timeUs >= lb.timeUs() * 0.999);
-  // About a second even on a loaded machine; it took minutes.
-  CHECK(seconds < 20);
 }
 
 TEST_CASE("the latency bound equals the all-pairs shortest alpha path",

@@ -31,7 +31,10 @@ if ((${#missing[@]})); then
     --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-echo "== configuring and building ($build, $jobs jobs)"
+# Each phase's line says how long the run has taken so far (CI's limit is on
+# the whole run).
+elapsed() { echo "at ${SECONDS} s"; }
+echo "== configuring and building ($build, $jobs jobs; $(elapsed))"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$jobs"
 
@@ -40,20 +43,21 @@ demo)
   exec "$root/scripts/demo.sh" "$build/tools/ccsynth/ccsynth"
   ;;
 test)
-  echo "== running the test suite"
+  echo "== running the test suite ($(elapsed))"
   (cd "$build" && ctest -j "$jobs" --output-on-failure)
-  echo "== GPU check (without a GPU: prepare + runtime-only build)"
+  echo "== GPU check (without a GPU: prepare + runtime-only build; $(elapsed))"
   "$root/scripts/gpu-check.sh" --build-dir "$build" \
     --prepared "$build/gpu-prepared" --gpu-build-dir "$build-gpu" \
     --out "$build/gpu-check-out" --jobs "$jobs"
   if [[ -x "$root/scripts/sanitize-tests.sh" ]]; then
-    echo "== parser tests under ASan + UBSan"
+    echo "== parser tests under ASan + UBSan ($(elapsed))"
     "$root/scripts/sanitize-tests.sh"
   fi
   if [[ -x "$root/scripts/fuzz.sh" ]]; then
-    echo "== libFuzzer on every reader, ${FUZZ_SECONDS:-30}s each"
+    echo "== libFuzzer on every reader, ${FUZZ_SECONDS:-30}s each ($(elapsed))"
     "$root/scripts/fuzz.sh"
   fi
+  echo "== done ($(elapsed))"
   ;;
 *)
   echo "usage: $0 demo|test" >&2

@@ -16,6 +16,7 @@
 #                               at 1G on TOPO)
 # and an optional fifth field, xK, lowers it with K instances (the
 # instances of one threadblock role then share one function).
+# CCSYNTH_TEST_PLUGIN_CXX, when set, is the C++ compiler of the plugins.
 set -euo pipefail
 cc=$1 src=$2 work=$3 case=$4
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -43,9 +44,11 @@ esac
 # full product (copy-only algorithms need only the first). From 64 ranks
 # up only fp32 sum and int32 max run (below), so only those are built:
 # compiling a 64-rank plugin is most of such a test's time.
+cxx=()
+[[ -n ${CCSYNTH_TEST_PLUGIN_CXX:-} ]] && cxx=(--cxx "$CCSYNTH_TEST_PLUGIN_CXX")
 build() { # output, dtypes, ops
   "$cc" compile "$input" --target plugin --dtypes "$2" --ops "$3" \
-    --tile-bytes 4096 --plugin-flag=-O0 "${instances[@]}" -o "$1"
+    --tile-bytes 4096 --plugin-flag=-O0 "${instances[@]}" "${cxx[@]}" -o "$1"
 }
 sums=fp32,bf16,int32
 if [[ $input == *.json ]]; then

@@ -19,9 +19,12 @@
 #                  Direct through IB SHARP) and `ccsynth baseline
 #                  nvls-sharp` (NCCL's NVLS with SHARP across nodes), on
 #                  several nodes, timed by the same runtime model
-#   nccl ring      NCCL's ring (`baseline ring --inplace` compiled with 1
-#                  to 32 instances, Simple and LL128: the best per size,
-#                  as if NCCL's tuner chose perfectly; the configuration the
+#   nccl ring      NCCL's ring (`baseline ring --inplace` timed by
+#                  `simulate --level steps --target nccl`, as NCCL's kernel
+#                  runs it: a ring longer than MSCCL's 64 steps per
+#                  threadblock on one threadblock per channel), with 1 to
+#                  32 instances, Simple and LL128: the best per size, as if
+#                  NCCL's tuner chose perfectly; the configuration the
 #                  calibration table's ring rows use)
 #   best p2p       the faster of ccsynth and NCCL's ring
 #   in-net sched   `ccsynth synth --in-network --size S --no-step-level`:
@@ -146,8 +149,8 @@ for topo in $TOPOS; do
       -o "$OUT/r.json" > /dev/null 2>&1; then
     for proto in Simple LL128; do
       for inst in 1 2 4 8 16 32; do
-        compiled "$OUT/r.json" "$topo" --instances "$inst" \
-          --protocol "$proto" >> "$OUT/ring.txt" || true
+        sim_rows "$OUT/r.json" "$topo" --level steps --target nccl \
+          --instances "$inst" --protocol "$proto" >> "$OUT/ring.txt" || true
       done
     done
   fi

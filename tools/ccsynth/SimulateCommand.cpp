@@ -41,6 +41,15 @@ struct SimulateCliOptions {
   std::string tileBytes;
 };
 
+/// Whether `s` is one of the programs NCCL's own kernels run: its rings,
+/// its double binary tree, or direct sends for AllToAll, as `ccsynth
+/// baseline` builds them.
+bool isNcclProgram(const Schedule &s) {
+  return s.origin == "baseline:ring" || s.origin == "baseline:tree" ||
+         (s.origin == "baseline:direct" &&
+          s.collective.kind == CollectiveKind::AllToAll);
+}
+
 struct Row {
   double bytes;
   SimResult sim;
@@ -97,13 +106,57 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
       return usage(v.error());
     tile = (double)*v;
   }
-  auto algo = stepProgram(input, sched, c);
+  bool native = o.target == "nccl";
+  if (native && !isNcclProgram(sched))
+    return usage(Error(
+        "--target nccl times one of NCCL's own programs as "
+        "NCCL's kernel runs it: a `ccsynth baseline ring`, "
+        "`tree` or `direct` schedule (this one's origin is '" +
+            (sched.origin.empty() ? std::string("none") : sched.origin) + "')",
+        SourceLoc{input}));
+  if (native && isMscclXmlInput(input))
+    return usage(Error("--target nccl times a schedule (`ccsynth baseline "
+                       "ring`, `tree` or `direct`); an MSCCL XML input runs "
+                       "on MSCCL",
+                       SourceLoc{input}));
+  Expected<msccl::Algo> algo = Error("");
+  // NCCL's kernel loops over a ring of any length on one threadblock per
+  // ring and channel; MSCCL's interpreter holds at most 64 steps in a
+  // threadblock and cuts a longer ring over several, which share its
+  // links. Where some threadblock would be longer, the program is lowered
+  // the way generated code's is (no step table to fit in) and timed with
+  // MSCCL's protocols, slices and bounded buffers, as the tuned compile
+  // times what NCCL reaches; elsewhere the MSCCL lowering is NCCL's.
+  bool longRing = false;
+  if (native) {
+    CompileOptions n = c;
+    n.target = CompileTarget::Cuda;
+    algo = stepProgram(input, sched, n);
+    if (algo)
+      for (const msccl::Gpu &g : algo->gpus)
+        for (const msccl::Threadblock &tb : g.tbs)
+          longRing |= (int)tb.steps.size() > msccl::kMaxSteps;
+    if (algo && longRing && !o.protocol.empty())
+      algo->proto = o.protocol;
+  }
+  if (!longRing)
+    algo = stepProgram(input, sched, c);
   if (!algo)
     return fail(algo.error());
   program = describeProgram(*algo);
+  if (native)
+    program += longRing ? ", each ring on one threadblock per channel as "
+                          "NCCL's kernel runs it"
+                        : ", as MSCCL runs it: no threadblock passes "
+                          "MSCCL's 64 steps, so NCCL's kernel runs the same";
   std::vector<msccl::StepSimOptions> perSize;
-  for (double bytes : sizes)
+  for (double bytes : sizes) {
     perSize.push_back(stepSimOptions(sched.collective, bytes, generated, tile));
+    // MSCCL's runtime rules (steps and dependency ids per threadblock)
+    // bind its interpreter, not NCCL's kernel.
+    if (longRing)
+      perSize.back().runtimeRules = false;
+  }
   auto timed = msccl::simulateStepsAt(*algo, topo, perSize);
   if (!timed)
     return fail(timed.error());
@@ -139,9 +192,9 @@ int runSimulate(const SimulateCliOptions &o) {
   if (!steps && (!o.protocol.empty() || o.instances != 1 || o.pipeline != 1))
     return usage(Error("--protocol, --instances and --pipeline apply to "
                        "--level steps"));
-  if (o.target != "msccl-xml" && o.target != "cuda")
+  if (o.target != "msccl-xml" && o.target != "cuda" && o.target != "nccl")
     return usage(Error("unknown target '" + o.target +
-                       "' (expected msccl-xml or cuda)"));
+                       "' (expected msccl-xml, cuda or nccl)"));
   if (!steps && (o.target != "msccl-xml" || !o.tileBytes.empty()))
     return usage(Error("--target and --tile-bytes apply to --level steps"));
   if (o.target != "cuda" && !o.tileBytes.empty())
@@ -354,7 +407,12 @@ void addSimulateCommand(CLI::App &app, CommandContext &ctx) {
                   "(default; MSCCL's interpreter) or cuda (ccsynth's "
                   "generated code: passes of --tile-bytes, puts straight "
                   "into the receiver's memory, no MSCCL buffers or limits; "
-                  "not calibrated on hardware)");
+                  "not calibrated on hardware) or nccl (NCCL's own kernel, "
+                  "for `baseline ring`, `tree` and `direct` schedules: as "
+                  "MSCCL runs them, except that a ring longer than MSCCL's "
+                  "64 steps per threadblock runs on one threadblock per "
+                  "channel, which MSCCL would cut over several; what the "
+                  "tuned compile compares with)");
   cmd->add_option("--tile-bytes", opts->tileBytes,
                   "--target cuda: bytes per chunk per pass (default 1M, as "
                   "compile --target cuda)");

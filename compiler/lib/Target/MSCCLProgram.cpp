@@ -793,16 +793,36 @@ std::vector<ProgramIssue> checkDeadlock(const Algo &algo,
   std::vector<EdgeKind> cycleKinds(kinds.begin() + pos[v], kinds.end());
   std::string msg = "deadlock: " + describeStep(algo, refs[cycle[0]]);
   std::vector<StepRef> steps;
-  for (size_t i = 0; i < cycle.size(); ++i) {
+  for (size_t i = 0; i < cycle.size(); ++i)
     steps.push_back(refs[cycle[i]]);
-    const char *why = cycleKinds[i] == WaitGraph::ProgramOrder
+  // A run of program-order waits (a step behind the earlier steps of its
+  // threadblock) is one clause naming the step it ends at and the steps it
+  // passes through: a long threadblock would otherwise fill the message
+  // with a clause per step.
+  for (size_t i = 0; i < cycle.size();) {
+    size_t run = 1;
+    if (cycleKinds[i] == WaitGraph::ProgramOrder)
+      while (i + run < cycle.size() &&
+             cycleKinds[i + run] == WaitGraph::ProgramOrder)
+        ++run;
+    std::string why = cycleKinds[i] == WaitGraph::ProgramOrder
                           ? " [program order]"
                       : cycleKinds[i] == WaitGraph::Dependency ? " [dependency]"
                       : cycleKinds[i] == WaitGraph::MessageEdge
                           ? " [its message]"
                           : " [room in the connection's buffer]";
+    if (run > 1) {
+      const StepRef &first = refs[cycle[i + 1]];
+      const StepRef &last = refs[cycle[i + run - 1]];
+      why = " [program order, through step" +
+            (run == 2 ? " " + std::to_string(first.step)
+                      : "s " + std::to_string(first.step) + " to " +
+                            std::to_string(last.step)) +
+            "]";
+    }
     msg += std::string(i ? ", which" : "") + " waits for " +
-           describeStep(algo, refs[cycle[(i + 1) % cycle.size()]]) + why;
+           describeStep(algo, refs[cycle[(i + run) % cycle.size()]]) + why;
+    i += run;
   }
   if (std::find(cycleKinds.begin(), cycleKinds.end(), WaitGraph::BufferSpace) !=
       cycleKinds.end())

@@ -149,8 +149,11 @@ for topo in $TOPOS; do
       -o "$OUT/r.json" > /dev/null 2>&1; then
     for proto in Simple LL128; do
       for inst in 1 2 4 8 16 32; do
+        # (Some configurations do not run, e.g. the deadlock of 16
+        # instances of a 64-rank ring in 8-slot buffers: skipped quietly.)
         sim_rows "$OUT/r.json" "$topo" --level steps --target nccl \
-          --instances "$inst" --protocol "$proto" >> "$OUT/ring.txt" || true
+          --instances "$inst" --protocol "$proto" >> "$OUT/ring.txt" \
+          2> /dev/null || true
       done
     done
   fi

@@ -239,6 +239,13 @@ void printInNetwork(FILE *out, const InNetworkSearch &s,
   if (std::isfinite(ncclRingUs))
     std::fprintf(out, "  %31s %12.2f us %9.2f GB/s\n", "NCCL ring (steps)",
                  ncclRingUs, busbw(ncclRingUs));
+  else
+    std::fprintf(out, "  (NCCL's ring is not timed here: the step level was "
+                      "off or cut by the time limit. Where it beats NCCL's "
+                      "in-network algorithms, as across nodes whose network "
+                      "does not reduce, NCCL runs it, and the ratios below "
+                      "overstate; `ccsynth compile --target cuda` of the "
+                      "written schedule compares with it)\n");
   for (const InNetworkCandidate &c : s.own)
     std::fprintf(out, "  %31s %12.2f us %9.2f GB/s  %.3fx NCCL's best above\n",
                  ("ccsynth " + c.name).c_str(), c.timeUs, busbw(c.timeUs),

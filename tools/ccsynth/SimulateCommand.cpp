@@ -107,6 +107,11 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
     tile = (double)*v;
   }
   bool native = o.target == "nccl";
+  if (native && isMscclXmlInput(input))
+    return usage(Error("--target nccl times a schedule (`ccsynth baseline "
+                       "ring`, `tree` or `direct`); an MSCCL XML input runs "
+                       "on MSCCL",
+                       SourceLoc{input}));
   if (native && !isNcclProgram(sched))
     return usage(Error(
         "--target nccl times one of NCCL's own programs as "
@@ -114,11 +119,6 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
         "`tree` or `direct` schedule (this one's origin is '" +
             (sched.origin.empty() ? std::string("none") : sched.origin) + "')",
         SourceLoc{input}));
-  if (native && isMscclXmlInput(input))
-    return usage(Error("--target nccl times a schedule (`ccsynth baseline "
-                       "ring`, `tree` or `direct`); an MSCCL XML input runs "
-                       "on MSCCL",
-                       SourceLoc{input}));
   Expected<msccl::Algo> algo = Error("");
   // NCCL's kernel loops over a ring of any length on one threadblock per
   // ring and channel; MSCCL's interpreter holds at most 64 steps in a

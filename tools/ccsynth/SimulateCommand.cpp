@@ -9,6 +9,7 @@
 
 #ifdef CCSYNTH_HAVE_MLIR
 #include "StepPrediction.h"
+#include "Tuning.h"
 #endif
 
 #include <cstdio>
@@ -119,24 +120,21 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
         "`tree` or `direct` schedule (this one's origin is '" +
             (sched.origin.empty() ? std::string("none") : sched.origin) + "')",
         SourceLoc{input}));
-  Expected<msccl::Algo> algo = Error("");
   // NCCL's kernel loops over a ring of any length on one threadblock per
-  // ring and channel; MSCCL's interpreter holds at most 64 steps in a
-  // threadblock and cuts a longer ring over several, which share its
-  // links. Where some threadblock would be longer, the program is lowered
-  // the way generated code's is (no step table to fit in) and timed with
-  // MSCCL's protocols, slices and bounded buffers, as the tuned compile
-  // times what NCCL reaches; elsewhere the MSCCL lowering is NCCL's.
+  // ring and channel; MSCCL's interpreter cuts a ring longer than its 64
+  // steps per threadblock over several, which share its links. Where the
+  // lowering of generated code (no step table to fit in) leaves such a
+  // threadblock, that program is timed as NCCL's kernel runs it, as the
+  // tuned compile times what NCCL reaches; elsewhere the MSCCL lowering is
+  // NCCL's.
+  Expected<msccl::Algo> algo = Error("");
   bool longRing = false;
   if (native) {
     CompileOptions n = c;
     n.target = CompileTarget::Cuda;
     algo = stepProgram(input, sched, n);
-    if (algo)
-      for (const msccl::Gpu &g : algo->gpus)
-        for (const msccl::Threadblock &tb : g.tbs)
-          longRing |= (int)tb.steps.size() > msccl::kMaxSteps;
-    if (algo && longRing && !o.protocol.empty())
+    longRing = algo && passesMscclSteps(*algo);
+    if (longRing && !o.protocol.empty())
       algo->proto = o.protocol;
   }
   if (!longRing)
@@ -150,13 +148,10 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
                         : ", as MSCCL runs it: no threadblock passes "
                           "MSCCL's 64 steps, so NCCL's kernel runs the same";
   std::vector<msccl::StepSimOptions> perSize;
-  for (double bytes : sizes) {
-    perSize.push_back(stepSimOptions(sched.collective, bytes, generated, tile));
-    // MSCCL's runtime rules (steps and dependency ids per threadblock)
-    // bind its interpreter, not NCCL's kernel.
-    if (longRing)
-      perSize.back().runtimeRules = false;
-  }
+  for (double bytes : sizes)
+    perSize.push_back(
+        longRing ? ncclNativeStepOptions(sched.collective, bytes)
+                 : stepSimOptions(sched.collective, bytes, generated, tile));
   auto timed = msccl::simulateStepsAt(*algo, topo, perSize);
   if (!timed)
     return fail(timed.error());

@@ -396,10 +396,8 @@ std::vector<double> ncclNativeUs(const Schedule &program,
   if (request.protocols.empty())
     return best;
   std::vector<msccl::StepSimOptions> perSize;
-  for (double bytes : request.sizes) {
-    perSize.push_back(stepSimOptions(program.collective, bytes, false, 0));
-    perSize.back().runtimeRules = false;
-  }
+  for (double bytes : request.sizes)
+    perSize.push_back(ncclNativeStepOptions(program.collective, bytes));
   for (int k = 1;
        k * (int)std::max<size_t>(1, channels.size()) <= msccl::kMaxChannels;
        k *= 2) {
@@ -416,9 +414,7 @@ std::vector<double> ncclNativeUs(const Schedule &program,
     if (!lowered)
       continue;
     msccl::Algo &algo = *lowered;
-    for (const msccl::Gpu &g : algo.gpus)
-      for (const msccl::Threadblock &tb : g.tbs)
-        longer |= (int)tb.steps.size() > msccl::kMaxSteps;
+    longer |= passesMscclSteps(algo);
     if (!longer)
       return {};
     for (const std::string &proto : request.protocols) {
@@ -507,6 +503,21 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
 }
 
 } // namespace
+
+bool passesMscclSteps(const msccl::Algo &algo) {
+  for (const msccl::Gpu &g : algo.gpus)
+    for (const msccl::Threadblock &tb : g.tbs)
+      if ((int)tb.steps.size() > msccl::kMaxSteps)
+        return true;
+  return false;
+}
+
+msccl::StepSimOptions ncclNativeStepOptions(const Collective &collective,
+                                            double bytes) {
+  msccl::StepSimOptions o = stepSimOptions(collective, bytes, false, 0);
+  o.runtimeRules = false;
+  return o;
+}
 
 std::optional<TuneCandidate> timeCandidate(const Schedule &schedule,
                                            const Topology &topology,

@@ -14,6 +14,8 @@
 #include "ccsynth/Core/Schedule.h"
 #include "ccsynth/Core/Topology.h"
 #include "ccsynth/Target/KernelKnobs.h"
+#include "ccsynth/Target/MSCCLProgram.h"
+#include "ccsynth/Target/StepSimulator.h"
 
 #include <chrono>
 #include <cmath>
@@ -260,6 +262,19 @@ std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
 std::vector<double> ncclReachUs(const Schedule &schedule,
                                 const Topology &topology,
                                 const std::vector<double> &sizes);
+
+/// Whether some threadblock of `algo` holds more steps than MSCCL's
+/// interpreter can: a program of NCCL's lowered as generated code is (no
+/// step table to fit in) that only NCCL's own kernel runs as lowered;
+/// elsewhere its MSCCL timing is NCCL's.
+bool passesMscclSteps(const msccl::Algo &algo);
+
+/// The step model's options for NCCL's own kernel at `bytes`: MSCCL's
+/// protocols, slices and bounded buffers, without the runtime rules
+/// (steps and dependency ids per threadblock) that bind MSCCL's
+/// interpreter only.
+msccl::StepSimOptions ncclNativeStepOptions(const Collective &collective,
+                                            double bytes);
 
 /// Times one configuration of `schedule` (its instances, protocol, fusion,
 /// local threadblocks, pipeline parts and phases as `config` holds them)

@@ -145,21 +145,38 @@ private:
     /// Values no rank expression fits: rows of a constant table indexed by
     /// rank (all ranks, zero where not a member).
     std::vector<std::vector<long long>> table;
-    /// Threadblocks of one rank in the group (instances of one role): the
-    /// k-th is threadblock tbBase + k * tbStride on every member rank, and
-    /// its function's `rank` is k * (ranks) + rank.
-    int slots = 1, tbBase = 0, tbStride = 0;
+    /// Threadblocks of one rank in the group (the instances of one role,
+    /// or roles of the same code, as sends to different peers): each
+    /// member's slot (parallel to members; empty for one slot), the same
+    /// on every rank for the k-th of them whatever its threadblock id
+    /// there; the function's `rank` is slot * (ranks) + rank (the slot is
+    /// chosen with the function, by direct branches).
+    int slots = 1;
+    std::vector<int> slotOf;
+    int slotOfMember(size_t i) const { return slotOf.empty() ? 0 : slotOf[i]; }
+    /// Its table is in global memory (CCSYNTH_GLOBAL_TABLE): the tables
+    /// placed before it filled the constant budget.
+    bool globalTable = false;
   };
-  /// Constant-table entries of all groups; bounded so that the tables fit
-  /// in a GPU's 64 KB constant bank with room to spare.
-  static constexpr long long kTableBudget = 12288;
-  long long tableEntries = 0;
+  /// Table entries of all groups. The first kConstantTableBudget are in
+  /// constant memory (within a GPU's 64 KB constant bank with room to
+  /// spare), the rest in global memory, read through the cache: a shared
+  /// function with a table is far shorter to build than one function per
+  /// rank. kTableBudget bounds them all (4 MiB).
+  static constexpr long long kConstantTableBudget = 12288;
+  static constexpr long long kTableBudget = 1 << 20;
+  long long tableEntries = 0, constantTableEntries = 0;
   std::vector<TbCode> codes;
   std::vector<Group> groups;
   void groupThreadblocks();
   std::string functionName(int fn) const;
   void emitFunctions(std::vector<std::string> &names);
-  void emitSelect(const std::vector<std::pair<int, int>> &runs, int lo, int hi,
+  /// A run of threadblock ids (tb x ranks + rank) with one function and
+  /// slot: its first id.
+  struct SelectRun {
+    int first, fn, slot;
+  };
+  void emitSelect(const std::vector<SelectRun> &runs, int lo, int hi,
                   const std::string &indent);
   void emitCall(int lo, int hi, const std::vector<std::string> &names,
                 const std::string &indent);
@@ -672,17 +689,27 @@ void Generator::groupThreadblocks() {
   std::map<std::string, std::vector<int>> byKey;
   for (int i = 0; i < (int)codes.size(); ++i) {
     auto it = byKey.try_emplace(stripComments(codes[i].text)).first;
-    // The first group of this code that has no threadblock of this rank.
-    int target = -1;
+    // The first group of this code that has no threadblock of this rank
+    // and holds this threadblock's id on another rank, else the first
+    // that has none of this rank: ranks whose threadblocks of one role
+    // agree stay in one group, and so the instances of that role line up
+    // on every rank (slots, below) where some rank has one more of it.
+    int target = -1, sameId = -1;
     for (int gi : it->second) {
-      bool has = false;
-      for (int m : groups[gi].members)
+      bool has = false, id = false;
+      for (int m : groups[gi].members) {
         has |= codes[m].rank == codes[i].rank;
-      if (!has) {
+        id |= codes[m].tb == codes[i].tb;
+      }
+      if (!has && target < 0)
         target = gi;
+      if (!has && id) {
+        sameId = gi;
         break;
       }
     }
+    if (sameId >= 0)
+      target = sameId;
     if (target < 0) {
       target = (int)groups.size();
       it->second.push_back(target);
@@ -690,11 +717,11 @@ void Generator::groupThreadblocks() {
     }
     groups[target].members.push_back(i);
   }
-  // Groups of one code whose ranks are the same and whose threadblocks are
-  // the same arithmetic progression of ids on every rank (the instances of
-  // one role) become one group of several slots: one function serves each
-  // rank's threadblocks of that role, its integers expressions of the slot
-  // and the rank.
+  // Groups of one code whose ranks are the same (the instances of one
+  // role, or roles of one code such as sends to different peers) become
+  // one group of several slots: one function serves each rank's
+  // threadblocks of that code, its integers expressions of the slot and
+  // the rank.
   std::vector<Group> merged;
   std::vector<const std::vector<int> *> listOf(groups.size(), nullptr);
   for (const auto &entry : byKey)
@@ -711,35 +738,34 @@ void Generator::groupThreadblocks() {
       std::sort(r.begin(), r.end());
       return r;
     };
-    auto tbOfRank = [&](const Group &g, int rank) {
-      for (int m : g.members)
-        if (codes[m].rank == rank)
-          return codes[m].tb;
-      return -1;
-    };
-    bool slotted = list.size() > 1 && in.shareRanks;
-    std::vector<int> ranks = ranksOf(groups[list[0]]);
-    int base = slotted ? tbOfRank(groups[list[0]], ranks[0]) : 0;
-    int stride = slotted ? tbOfRank(groups[list[1]], ranks[0]) - base : 0;
-    for (size_t j = 0; slotted && j < list.size(); ++j) {
-      const Group &g = groups[list[j]];
-      slotted = stride > 0 && ranksOf(g) == ranks;
-      for (int r : ranks)
-        slotted = slotted && tbOfRank(g, r) == base + (int)j * stride;
+    // The groups of this code on the same ranks (in their order): one
+    // group of slots, the k-th group's threadblocks the k-th slot (their
+    // ids may differ between ranks: the slot is chosen by branches).
+    std::vector<std::pair<std::vector<int>, std::vector<int>>> byRanks;
+    for (int gi : list) {
+      std::vector<int> r = ranksOf(groups[gi]);
+      auto it = std::find_if(byRanks.begin(), byRanks.end(),
+                             [&](const auto &b) { return b.first == r; });
+      if (it == byRanks.end())
+        byRanks.push_back({std::move(r), {gi}});
+      else
+        it->second.push_back(gi);
     }
-    if (!slotted) {
-      for (int gi : list)
-        merged.push_back(groups[gi]);
-      continue;
+    for (const auto &[ranks, same] : byRanks) {
+      if (same.size() == 1 || !in.shareRanks) {
+        for (int gi : same)
+          merged.push_back(groups[gi]);
+        continue;
+      }
+      Group g;
+      g.slots = (int)same.size();
+      for (size_t j = 0; j < same.size(); ++j)
+        for (int m : groups[same[j]].members) {
+          g.members.push_back(m);
+          g.slotOf.push_back((int)j);
+        }
+      merged.push_back(std::move(g));
     }
-    Group g;
-    g.slots = (int)list.size();
-    g.tbBase = base;
-    g.tbStride = stride;
-    for (int gi : list)
-      g.members.insert(g.members.end(), groups[gi].members.begin(),
-                       groups[gi].members.end());
-    merged.push_back(std::move(g));
   }
   // A group shares one function when every integer is an expression of its
   // rank or an entry of a table within the budget; otherwise its members
@@ -755,11 +781,9 @@ void Generator::groupThreadblocks() {
     const TbCode &first = codes[g.members.front()];
     // The function's rank: slot x (ranks) + rank.
     std::vector<int> ranks;
-    for (int m : g.members)
-      ranks.push_back(codes[m].rank +
-                      algo.ngpus * (g.slots > 1
-                                        ? (codes[m].tb - g.tbBase) / g.tbStride
-                                        : 0));
+    for (size_t i = 0; i < g.members.size(); ++i)
+      ranks.push_back(codes[g.members[i]].rank +
+                      algo.ngpus * g.slotOfMember(i));
     const int n = algo.ngpus * g.slots, size = (int)ranks.size();
     const std::string tname = "\x02";
     std::map<std::vector<long long>, int> rows;
@@ -858,6 +882,39 @@ void Generator::groupThreadblocks() {
                    f.s == 1)
           e = tableRow(order) + "[" + fitExpression(f, posExpr) + "]";
       }
+      if (e.empty() && g.slots > 1) {
+        // An expression of the real rank (rank % ranks) fitted on slot 0,
+        // plus a term of the slot: the instances of a role differ by an
+        // offset per slot (their chunks, flags, switch).
+        std::vector<int> zeroRanks;
+        std::vector<long long> zeroVals, atZero(n0, 0);
+        for (int i : zero) {
+          zeroRanks.push_back(ranks[i]);
+          zeroVals.push_back(holeVals[h][i]);
+          atZero[ranks[i]] = holeVals[h][i];
+        }
+        std::string byRank = rankExpression(zeroRanks, zeroVals, n0);
+        std::map<long long, long long> bySlot;
+        bool slotTerm = !byRank.empty();
+        for (int i = 0; i < size && slotTerm; ++i) {
+          long long d = holeVals[h][i] - atZero[ranks[i] % n0];
+          auto [it, fresh] = bySlot.try_emplace(ranks[i] / n0, d);
+          slotTerm = fresh || it->second == d;
+        }
+        Fit1 fs;
+        std::vector<std::pair<long long, long long>> slotPts(bySlot.begin(),
+                                                             bySlot.end());
+        if (slotTerm && fit1(slotPts, g.slots, fs)) {
+          const std::string real = "(rank % " + std::to_string(n0) + ")";
+          for (size_t at = 0;
+               (at = byRank.find("rank", at)) != std::string::npos;
+               at += real.size())
+            byRank.replace(at, 4, real);
+          e = byRank;
+          if (fs.s != 0 || fs.c != 0)
+            e = "(" + e + ") + " + fitExpression(fs, slotExpr);
+        }
+      }
       if (e.empty()) {
         std::vector<long long> row(n, 0);
         for (int i = 0; i < size; ++i)
@@ -887,6 +944,10 @@ void Generator::groupThreadblocks() {
       return;
     }
     tableEntries += tableSize(g);
+    if (constantTableEntries + tableSize(g) <= kConstantTableBudget)
+      constantTableEntries += tableSize(g);
+    else
+      g.globalTable = true;
     const std::string tname = "t" + std::to_string(out.size());
     for (std::string &e : g.exprs)
       for (size_t at; (at = e.find('\x02')) != std::string::npos;)
@@ -913,20 +974,19 @@ void Generator::groupThreadblocks() {
     // yet placed, the first stride that joins it to another slot; the run
     // grows along it while that holds.
     std::vector<Group> perSlot(g.slots);
-    for (int m : g.members)
-      perSlot[(codes[m].tb - g.tbBase) / g.tbStride].members.push_back(m);
+    for (size_t i = 0; i < g.members.size(); ++i)
+      perSlot[g.slotOfMember(i)].members.push_back(g.members[i]);
     std::vector<std::optional<Group>> slotShared;
     for (Group &one : perSlot)
       slotShared.push_back(one.members.size() > 1 ? share(one) : std::nullopt);
     auto runOf = [&](int from, int stride, int count) {
       Group r;
       r.slots = count;
-      r.tbBase = g.tbBase + from * g.tbStride;
-      r.tbStride = stride * g.tbStride;
       for (int k = 0; k < count; ++k)
-        r.members.insert(r.members.end(),
-                         perSlot[from + k * stride].members.begin(),
-                         perSlot[from + k * stride].members.end());
+        for (int m : perSlot[from + k * stride].members) {
+          r.members.push_back(m);
+          r.slotOf.push_back(k);
+        }
       return r;
     };
     auto alone = [&](int k) {
@@ -945,8 +1005,12 @@ void Generator::groupThreadblocks() {
           int count = (k - from) / stride + 1;
           std::optional<Group> longer = share(runOf(from, stride, count));
           bool kShared = (bool)slotShared[k];
-          if (!longer ||
-              (allShared && kShared && tableSize(*longer) > entries + alone(k)))
+          // A slot's own function costs its text; a table entry, about
+          // six characters of source and four bytes of data.
+          long long text =
+              (long long)codes[perSlot[k].members.front()].text.size();
+          if (!longer || (allShared && kShared &&
+                          6 * (tableSize(*longer) - entries - alone(k)) > text))
             break;
           run = std::move(longer);
           runStride = stride;
@@ -992,10 +1056,15 @@ void Generator::emitFunctions(std::vector<std::string> &names) {
       os << "\n// ranks " << formatRankSet(ranks) << ", threadblock"
          << (g.slots > 1 ? "s " : " ") << c.tb;
       if (g.slots > 1) {
+        // The slots' threadblocks on the rank the comments show.
+        std::vector<int> tbs(g.slots, -1);
+        for (size_t i = 0; i < g.members.size(); ++i)
+          if (codes[g.members[i]].rank == c.rank)
+            tbs[g.slotOfMember(i)] = codes[g.members[i]].tb;
         for (int k = 1; k < g.slots; ++k)
-          os << (k + 1 == g.slots ? " and " : ", ")
-             << g.tbBase + k * g.tbStride;
-        os << " (instances of one role)";
+          os << (k + 1 == g.slots ? " and " : ", ") << tbs[k];
+        os << " (slots of one code"
+           << (c.rank == 0 ? "" : " on rank " + std::to_string(c.rank)) << ")";
       }
       os << ": one function, parameterized by rank"
          << (g.slots > 1 ? " (slot x " + std::to_string(algo.ngpus) + " + rank)"
@@ -1005,8 +1074,10 @@ void Generator::emitFunctions(std::vector<std::string> &names) {
       const int width = algo.ngpus * g.slots;
       if (!g.table.empty()) {
         os << "// Values of this function that are no simple expression of "
-              "the rank.\nCCSYNTH_TABLE int t"
-           << fn << "[" << g.table.size() << "][" << width << "] = {";
+              "the rank.\n"
+           << (g.globalTable ? "CCSYNTH_GLOBAL_TABLE" : "CCSYNTH_TABLE")
+           << " int t" << fn << "[" << g.table.size() << "][" << width
+           << "] = {";
         for (size_t r = 0; r < g.table.size(); ++r) {
           os << (r ? ",\n    {" : "\n    {");
           for (int k = 0; k < width; ++k)
@@ -1039,11 +1110,14 @@ void Generator::emitFunctions(std::vector<std::string> &names) {
   stats.functions = (int)groups.size();
 }
 
-void Generator::emitSelect(const std::vector<std::pair<int, int>> &runs,
-                           int lo, int hi, const std::string &indent) {
-  // runs[lo..hi) = (first id, function): a balanced tree of direct branches.
+void Generator::emitSelect(const std::vector<SelectRun> &runs, int lo, int hi,
+                           const std::string &indent) {
+  // runs[lo..hi): a balanced tree of direct branches.
   if (hi - lo == 1) {
-    os << indent << "fn = " << runs[lo].second << ";\n";
+    const SelectRun &r = runs[lo];
+    os << indent << "fn = " << r.fn << ";\n";
+    if (r.fn >= 0 && groups[r.fn].slots > 1)
+      os << indent << "slot = " << r.slot << ";\n";
     return;
   }
   int mid = lo + (hi - lo) / 2;
@@ -1059,15 +1133,8 @@ void Generator::emitCall(int lo, int hi, const std::vector<std::string> &names,
   if (hi - lo == 1) {
     const Group &g = groups[lo];
     os << indent << "return " << names[lo] << "(x, rank";
-    if (g.slots > 1) {
-      // The slot of threadblock tb, times the ranks.
-      std::string slot = "tb";
-      if (g.tbBase)
-        slot = "(tb - " + std::to_string(g.tbBase) + ")";
-      if (g.tbStride != 1)
-        slot += " / " + std::to_string(g.tbStride);
-      os << " + " << algo.ngpus << " * (" << slot << ")";
-    }
+    if (g.slots > 1)
+      os << " + " << algo.ngpus << " * slot";
     os << ");\n";
     return;
   }
@@ -1238,14 +1305,21 @@ Expected<GeneratedCode> Generator::run() {
   {
     // Function of each id (tb-major, so that ranks sharing a function are
     // one run), -1 where a rank has fewer threadblocks.
-    std::vector<int> fnOf(algo.ngpus * maxTbs, -1);
+    std::vector<std::pair<int, int>> fnOf(algo.ngpus * maxTbs, {-1, 0});
+    bool slotted = false;
     for (int f = 0; f < (int)groups.size(); ++f)
-      for (int m : groups[f].members)
-        fnOf[codes[m].tb * algo.ngpus + codes[m].rank] = f;
-    std::vector<std::pair<int, int>> runs;
+      for (size_t i = 0; i < groups[f].members.size(); ++i) {
+        const TbCode &c = codes[groups[f].members[i]];
+        fnOf[c.tb * algo.ngpus + c.rank] = {f, groups[f].slotOfMember(i)};
+        slotted |= groups[f].slots > 1;
+      }
+    if (slotted)
+      os << "  int slot = 0;\n";
+    std::vector<SelectRun> runs;
     for (int id = 0; id < (int)fnOf.size(); ++id)
-      if (runs.empty() || runs.back().second != fnOf[id])
-        runs.push_back({id, fnOf[id]});
+      if (runs.empty() || runs.back().fn != fnOf[id].first ||
+          runs.back().slot != fnOf[id].second)
+        runs.push_back({id, fnOf[id].first, fnOf[id].second});
     emitSelect(runs, 0, (int)runs.size(), "  ");
     os << "  if (fn < 0)\n    return true;\n";
     emitCall(0, (int)names.size(), names, "  ");
@@ -1271,24 +1345,75 @@ Expected<GeneratedCode> Generator::run() {
   return GeneratedCode{os.str(), stats};
 }
 
+/// How far `peer` is from `rank` with the ranks in groups of `group`
+/// (nodes): the group distance times `group` plus the distance within the
+/// group, each modulo its count; with one group, (peer - rank) modulo the
+/// ranks.
+int relativeDistance(int rank, int peer, int n, int group) {
+  const int groups = n / group;
+  int across = ((peer / group - rank / group) % groups + groups) % groups;
+  int within = ((peer % group - rank % group) % group + group) % group;
+  return across * group + within;
+}
+
+/// The order relativeThreadblockIds gives a rank's threadblocks: by
+/// switch or not, channel, peerless or not, send distance, receive
+/// distance (n: none), then the old id.
+std::tuple<bool, int, bool, int, int, int>
+relativeKey(const msccl::Threadblock &tb, int rank, int n, int group) {
+  int sd = tb.send >= 0 ? relativeDistance(rank, tb.send, n, group) : n;
+  int rd = tb.recv >= 0 ? relativeDistance(tb.recv, rank, n, group) : n;
+  bool local = tb.send < 0 && tb.recv < 0;
+  return std::tuple(tb.switchId >= 0, tb.chan, local, sd, rd, tb.id);
+}
+
+/// The group size (a divisor of the ranks; the ranks themselves for one
+/// group) under which the most ranks have the same threadblock roles, as
+/// relativeKey lists them without ids: on several nodes, distances within
+/// and across nodes, so that the last rank of a node numbers its peers as
+/// the first does. Ties keep one group.
+int relativeGroup(const msccl::Algo &algo) {
+  const int n = algo.ngpus;
+  int best = n, bestCount = 0;
+  for (int group = n; group >= 2; --group) {
+    if (n % group)
+      continue;
+    std::map<std::vector<std::tuple<bool, int, bool, int, int>>, int> roles;
+    int most = 0;
+    for (const msccl::Gpu &g : algo.gpus) {
+      std::vector<std::tuple<bool, int, bool, int, int>> r;
+      for (const msccl::Threadblock &tb : g.tbs) {
+        auto [sw, chan, local, sd, rd, id] = relativeKey(tb, g.id, n, group);
+        r.emplace_back(sw, chan, local, sd, rd);
+      }
+      std::sort(r.begin(), r.end());
+      most = std::max(most, ++roles[r]);
+    }
+    if (most > bestCount) {
+      best = group;
+      bestCount = most;
+    }
+  }
+  return best;
+}
+
 /// `algo` with each rank's threadblocks renumbered: point-to-point ones by
-/// channel, then send peer rank + d and receive peer rank - d (d modulo the
-/// ranks, ascending), then peerless ones, then switch threadblocks, each
-/// kind in its old order; dependencies follow. `steps` receives
-/// `scheduleSteps` under the new numbers. None when a dependency names a
-/// threadblock its rank does not have.
+/// channel, then send peer at distance d and receive peer at distance d
+/// (relativeDistance with ranks in groups of `group`, ascending), then
+/// peerless ones, then switch threadblocks, each kind in its old order;
+/// dependencies follow. `steps` receives `scheduleSteps` under the new
+/// numbers. None when a dependency names a threadblock its rank does not
+/// have.
 std::optional<msccl::Algo>
 relativeThreadblockIds(const msccl::Algo &algo,
                        const std::map<std::tuple<int, int, int>, int> &old,
-                       std::map<std::tuple<int, int, int>, int> &steps) {
+                       std::map<std::tuple<int, int, int>, int> &steps,
+                       int group) {
   msccl::Algo out = algo;
   const int n = algo.ngpus;
   for (msccl::Gpu &g : out.gpus) {
     auto key = [&](const msccl::Threadblock &tb) {
-      int sd = tb.send >= 0 ? ((tb.send - g.id) % n + n) % n : n;
-      int rd = tb.recv >= 0 ? ((g.id - tb.recv) % n + n) % n : n;
-      bool local = tb.send < 0 && tb.recv < 0;
-      return std::tuple(tb.switchId >= 0, tb.chan, local, sd, rd, tb.id);
+      return relativeKey(tb, g.id, n, group);
     };
     std::stable_sort(
         g.tbs.begin(), g.tbs.end(),
@@ -1376,20 +1501,28 @@ Expected<GeneratedCode> generateCode(const CodeGenInput &input) {
   // same role (the order their connections first appeared in), this makes
   // the ranks' code correspond, so that they share functions. The program
   // is the same; the fewer functions (then the shorter source) is kept.
-  std::map<std::tuple<int, int, int>, int> steps;
-  std::optional<msccl::Algo> relative =
-      relativeThreadblockIds(*in.algo, in.scheduleSteps, steps);
-  if (!relative)
-    return code;
-  CodeGenInput rin = in;
-  rin.algo = &*relative;
-  rin.scheduleSteps = std::move(steps);
-  Generator other(rin, *shape);
-  auto alt = other.run();
-  if (alt && (alt->stats.functions < code->stats.functions ||
-              (alt->stats.functions == code->stats.functions &&
-               alt->source.size() < code->source.size())))
-    return alt;
+  // Distances are taken over all ranks, and also within and across the
+  // groups (nodes) under which most ranks have the same roles.
+  const int n = in.algo->ngpus;
+  std::vector<int> groupings = {n};
+  if (int group = relativeGroup(*in.algo); group != n)
+    groupings.push_back(group);
+  for (int group : groupings) {
+    std::map<std::tuple<int, int, int>, int> steps;
+    std::optional<msccl::Algo> relative =
+        relativeThreadblockIds(*in.algo, in.scheduleSteps, steps, group);
+    if (!relative)
+      continue;
+    CodeGenInput rin = in;
+    rin.algo = &*relative;
+    rin.scheduleSteps = std::move(steps);
+    Generator other(rin, *shape);
+    auto alt = other.run();
+    if (alt && (alt->stats.functions < code->stats.functions ||
+                (alt->stats.functions == code->stats.functions &&
+                 alt->source.size() < code->source.size())))
+      code = std::move(alt);
+  }
   return code;
 }
 

@@ -38,17 +38,21 @@
 // call, no stack); on the host each stays a function of its own, so that
 // the compiler's work grows with the program instead of with the square of
 // one huge function. CCSYNTH_TABLE puts a table in constant memory on the
-// GPU (a uniform index: one broadcast load).
+// GPU (a uniform index: one broadcast load); CCSYNTH_GLOBAL_TABLE, for the
+// tables past what the constant bank holds, in global memory (read through
+// the read-only cache).
 #if defined(__CUDACC__)
 #define CCSYNTH_HD __host__ __device__
 #define CCSYNTH_INLINE __device__ __forceinline__
 #define CCSYNTH_TB_FN __device__ __forceinline__
 #define CCSYNTH_TABLE static __constant__ const
+#define CCSYNTH_GLOBAL_TABLE static __device__ const
 #else
 #define CCSYNTH_HD
 #define CCSYNTH_INLINE inline __attribute__((always_inline))
 #define CCSYNTH_TB_FN __attribute__((noinline))
 #define CCSYNTH_TABLE static const
+#define CCSYNTH_GLOBAL_TABLE static const
 #endif
 
 /// Written before each step of a function shared by symmetric ranks: the

@@ -2,7 +2,9 @@
 # cuda_compile_bench.sh: nvcc compile time, SASS bytes and registers of
 # generated CUDA code against one rank's steps.
 #
-# For each algorithm: `ccsynth compile --target cuda`, then one nvcc run to
+# For each algorithm: `ccsynth compile --target cuda --no-tune` (the program
+# as lowered, one instance: the tuned compile may pick more instances, or
+# write nothing where NCCL is faster), then one nvcc run to
 # a cubin for one architecture (fp32 sum kernels, both transports), timed
 # in CPU seconds (user + system of nvcc and its children: independent of
 # other load on the machine; nvcc's phases run one after another).
@@ -34,8 +36,9 @@ algos=("$@")
 compile() {
   local sched=$1 name=$2
   shift 2
-  "$cc" compile "$work/$sched.json" --target cuda "$@" -o "$work/$name.cu" \
-    2>/dev/null
+  "$cc" compile "$work/$sched.json" --target cuda --no-tune "$@" \
+    -o "$work/$name.cu" 2>/dev/null ||
+    { echo "compile of $sched failed" >&2; exit 1; }
   /usr/bin/time -f '%U %S' -o "$work/$name.time" \
     "$nvcc" -std=c++20 -O3 -cubin -arch=sm_$arch -DCCSYNTH_PLUGIN \
     -DCCSYNTH_DTYPE_MASK=0x80u -DCCSYNTH_OP_MASK=0x1u \

@@ -842,24 +842,28 @@ void Generator::groupThreadblocks() {
       posExpr = tableRow(pos) + "[rank]";
     }
     const std::string slotExpr = "(rank / " + std::to_string(n0) + ")";
+    // F(slot) of hole h: each member's value less its rank's in slot 0,
+    // when that depends on the slot alone and fits.
+    auto slotTermOf = [&](int h, Fit1 &fs) {
+      std::vector<long long> atZero(n0, 0);
+      for (int i : zero)
+        atZero[ranks[i]] = holeVals[h][i];
+      std::map<long long, long long> bySlot;
+      for (int i = 0; i < size; ++i) {
+        long long d = holeVals[h][i] - atZero[ranks[i] % n0];
+        auto [it, fresh] = bySlot.try_emplace(ranks[i] / n0, d);
+        if (!fresh && it->second != d)
+          return false;
+      }
+      std::vector<std::pair<long long, long long>> slotPts(bySlot.begin(),
+                                                           bySlot.end());
+      return fit1(slotPts, g.slots, fs);
+    };
     for (int h : unfit) {
       std::string e;
       if (cycle) {
-        // F(slot): each member's value less its rank's in slot 0.
-        std::vector<long long> atZero(n0, 0);
-        for (int i : zero)
-          atZero[ranks[i]] = holeVals[h][i];
-        std::map<long long, long long> bySlot;
-        bool slotTerm = true;
-        for (int i = 0; i < size && slotTerm; ++i) {
-          long long d = holeVals[h][i] - atZero[ranks[i] % n0];
-          auto [it, fresh] = bySlot.try_emplace(ranks[i] / n0, d);
-          slotTerm = fresh || it->second == d;
-        }
         Fit1 fs;
-        std::vector<std::pair<long long, long long>> slotPts(bySlot.begin(),
-                                                             bySlot.end());
-        slotTerm = slotTerm && fit1(slotPts, g.slots, fs);
+        bool slotTerm = slotTermOf(h, fs);
         bool noSlot = slotTerm && fs.s == 0 && fs.c == 0;
         std::vector<std::pair<long long, long long>> byPos, relabeled;
         bool members = true;
@@ -887,24 +891,14 @@ void Generator::groupThreadblocks() {
         // plus a term of the slot: the instances of a role differ by an
         // offset per slot (their chunks, flags, switch).
         std::vector<int> zeroRanks;
-        std::vector<long long> zeroVals, atZero(n0, 0);
+        std::vector<long long> zeroVals;
         for (int i : zero) {
           zeroRanks.push_back(ranks[i]);
           zeroVals.push_back(holeVals[h][i]);
-          atZero[ranks[i]] = holeVals[h][i];
         }
         std::string byRank = rankExpression(zeroRanks, zeroVals, n0);
-        std::map<long long, long long> bySlot;
-        bool slotTerm = !byRank.empty();
-        for (int i = 0; i < size && slotTerm; ++i) {
-          long long d = holeVals[h][i] - atZero[ranks[i] % n0];
-          auto [it, fresh] = bySlot.try_emplace(ranks[i] / n0, d);
-          slotTerm = fresh || it->second == d;
-        }
         Fit1 fs;
-        std::vector<std::pair<long long, long long>> slotPts(bySlot.begin(),
-                                                             bySlot.end());
-        if (slotTerm && fit1(slotPts, g.slots, fs)) {
+        if (!byRank.empty() && slotTermOf(h, fs)) {
           const std::string real = "(rank % " + std::to_string(n0) + ")";
           for (size_t at = 0;
                (at = byRank.find("rank", at)) != std::string::npos;

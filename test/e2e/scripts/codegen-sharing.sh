@@ -36,6 +36,20 @@ header() {
     fail "no statistics in the header of $1.cu"
   echo "$tbs $ranks $fns $(wc -l <"$1.cu")"
 }
+# instances NAME: NAME.json compiled at 1 and 4 instances, and
+# "tbs4 fns1 lines1 fns4 lines4" of the two
+instances() {
+  local i
+  for i in 1 4; do
+    "$cc" compile "$1.json" --target cuda --no-tune --instances $i \
+      -o "$1-$i.cu" || fail "compile $1 at $i instances"
+  done
+  read -r _ _ fns1 lines1 <<<"$(header "$1-1")"
+  read -r tbs4 _ fns4 lines4 <<<"$(header "$1-4")"
+  echo "$1 at 4 instances: $tbs4 threadblocks, $fns4 functions," \
+    "$lines4 lines (1 instance: $fns1 functions, $lines1 lines)" >&2
+  echo "$tbs4 $fns1 $lines1 $fns4 $lines4"
+}
 gen() { # NAME TOPO [compile flags]
   local name=$1 topo=$2
   shift 2
@@ -70,14 +84,7 @@ echo "dgx-h100x8: $ranks ranks, $tbs threadblocks: $fns functions," \
 
 "$cc" baseline ring -c allreduce -t dgx1 -o dgx1.json >/dev/null ||
   fail "ring baseline on dgx1"
-for i in 1 4; do
-  "$cc" compile dgx1.json --target cuda --no-tune --instances $i \
-    -o dgx1-$i.cu || fail "compile dgx1 at $i instances"
-done
-read -r _ _ fns1 lines1 <<<"$(header dgx1-1)"
-read -r tbs4 _ fns4 lines4 <<<"$(header dgx1-4)"
-echo "dgx1 ring at 4 instances: $tbs4 threadblocks, $fns4 functions," \
-  "$lines4 lines (1 instance: $fns1 functions, $lines1 lines)"
+read -r tbs4 fns1 lines1 fns4 lines4 <<<"$(instances dgx1)"
 [ "$fns4" -le $((fns1 * 2)) ] && [ $((lines4 * 2)) -le $((lines1 * 5)) ] ||
   fail "dgx1 at 4 instances: $fns4 functions, $lines4 lines"
 
@@ -94,14 +101,7 @@ echo "direct fc:16: $ranks ranks, $tbs threadblocks, $fns functions," \
 
 "$cc" baseline tree -c allreduce -t dgx-h100x8 -o tree64.json >/dev/null ||
   fail "tree baseline on dgx-h100x8"
-for i in 1 4; do
-  "$cc" compile tree64.json --target cuda --no-tune --instances $i \
-    -o tree64-$i.cu || fail "compile tree64 at $i instances"
-done
-read -r _ _ fns1 lines1 <<<"$(header tree64-1)"
-read -r tbs4 _ fns4 lines4 <<<"$(header tree64-4)"
-echo "dgx-h100x8 tree at 4 instances: $tbs4 threadblocks, $fns4 functions," \
-  "$lines4 lines (1 instance: $fns1 functions, $lines1 lines)"
+read -r tbs4 fns1 lines1 fns4 lines4 <<<"$(instances tree64)"
 [ "$fns4" -le $((fns1 * 2)) ] ||
   fail "dgx-h100x8 tree at 4 instances: $fns4 functions against $fns1"
 echo "shared"

@@ -616,11 +616,13 @@ std::string fitExpression(const Fit1 &f, const std::string &x) {
   return r;
 }
 
-/// A C++ expression in `rank` for the values `vals` taken at `ranks`:
-/// v = F(rank / L) + G(rank % L), each of F and G an affine map modulo the
-/// size of its range (rings, rails, nodes). Empty when no such form fits.
+/// A C++ expression in `rank` (the expression `var`) for the values `vals`
+/// taken at `ranks`: v = F(rank / L) + G(rank % L), each of F and G an
+/// affine map modulo the size of its range (rings, rails, nodes). Empty
+/// when no such form fits.
 std::string rankExpression(const std::vector<int> &ranks,
-                           const std::vector<long long> &vals, int n) {
+                           const std::vector<long long> &vals, int n,
+                           const std::string &var = "rank") {
   bool constant = true;
   for (long long v : vals)
     constant &= v == vals.front();
@@ -656,8 +658,8 @@ std::string rankExpression(const std::vector<int> &ranks,
         e += " + ";
       e += fitExpression(t, x);
     };
-    term(f, L == 1 ? std::string("rank") : "(rank / " + std::to_string(L) + ")");
-    term(g, L == n ? std::string("rank") : "(rank % " + std::to_string(L) + ")");
+    term(f, L == 1 ? var : "(" + var + " / " + std::to_string(L) + ")");
+    term(g, L == n ? var : "(" + var + " % " + std::to_string(L) + ")");
     if (c > 0)
       e += " + " + std::to_string(c);
     else if (c < 0)
@@ -896,14 +898,10 @@ void Generator::groupThreadblocks() {
           zeroRanks.push_back(ranks[i]);
           zeroVals.push_back(holeVals[h][i]);
         }
-        std::string byRank = rankExpression(zeroRanks, zeroVals, n0);
+        std::string byRank = rankExpression(
+            zeroRanks, zeroVals, n0, "(rank % " + std::to_string(n0) + ")");
         Fit1 fs;
         if (!byRank.empty() && slotTermOf(h, fs)) {
-          const std::string real = "(rank % " + std::to_string(n0) + ")";
-          for (size_t at = 0;
-               (at = byRank.find("rank", at)) != std::string::npos;
-               at += real.size())
-            byRank.replace(at, 4, real);
           e = byRank;
           if (fs.s != 0 || fs.c != 0)
             e = "(" + e + ") + " + fitExpression(fs, slotExpr);

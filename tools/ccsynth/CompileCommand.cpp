@@ -55,6 +55,8 @@ struct CompileCliOptions {
   /// the architecture's default).
   int cudaThreads = 0;
   int cudaLoads = 0;
+  /// --switch-lanes (0: chosen by the tuned compile).
+  int switchLanes = 0;
   PluginBuildOptions plugin;
 };
 
@@ -1388,6 +1390,11 @@ int runCompile(CompileCliOptions &o) {
     return usage(Error("--local-tbs must be at least 1"));
   c.localTbs = o.localTbs;
   c.splitPhases = o.splitPhases;
+  if (o.switchLanes < 0 || o.switchLanes > 64)
+    return usage(Error("--switch-lanes must be from 1 to 64, or 0 for the "
+                       "tuned compile's choice (got " +
+                       std::to_string(o.switchLanes) + ")"));
+  c.switchLanes = o.switchLanes;
   c.coalesce = !o.noCoalesce;
   c.verify = !o.noVerify;
   if (!o.minBytes.empty()) {
@@ -1540,8 +1547,8 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--tile-bytes", opts->tileBytes,
                   "Generated code: bytes per chunk slice per pass (default "
                   "1M; 64K for host plugins; for schedules with switch "
-                  "operations the tuned compile weighs 1M, 256K, 64K and "
-                  "16K)");
+                  "operations the tuned compile weighs 1M, 256K, 64K, 32K, "
+                  "16K, 12K and 8K)");
   cmd->add_flag("--no-rank-sharing", opts->noRankSharing,
                 "Generated code: one function per (rank, threadblock) even "
                 "where symmetric ranks could share one (for comparison)");
@@ -1564,6 +1571,14 @@ void addCompileCommand(CLI::App &app, CommandContext &ctx) {
                   "NCCL's copy loops unroll from sm_80 on; at most 4 where "
                   "switch operations wait for point-to-point steps, as in "
                   "NVLS-tree, whose kernels spill at 8)");
+  cmd->add_option("--switch-lanes", opts->switchLanes,
+                  "Generated code and MSCCL++ plans of schedules with switch "
+                  "operations: the most switch threadblocks per rank and "
+                  "switch (default: the tuned compile's choice of 16, "
+                  "NCCL's NVLS channels, or 4, which reach the switch's "
+                  "peak as NCCL's NVLS kernels do on registered buffers "
+                  "and, each carrying a larger share, fill and drain a "
+                  "pipeline across nodes sooner; untuned 16)");
   cmd->add_option("--cxx", opts->plugin.cxx,
                   "--backend host: the C++ compiler (default $CXX or c++)");
   cmd->add_option("--nvcc", opts->plugin.nvcc,

@@ -207,7 +207,10 @@ std::string describeCandidate(const TuneCandidate &c, bool withProtocol) {
                                " threadblocks for local steps"
                          : "") +
          (c.splitPhases ? ", reduction and spreading on separate channels"
-                        : "");
+                        : "") +
+         (c.switchLanes > 0 ? ", " + std::to_string(c.switchLanes) +
+                                  " switch threadblocks per rank and switch"
+                            : "");
 }
 
 bool isNcclTree(const Schedule &program) {
@@ -558,7 +561,8 @@ std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
         lowerForTiming(schedule, topology, c, true);
     if (!algo)
       continue;
-    for (double tile : generatedTileCandidates(schedule, (double)(1 << 20))) {
+    for (double tile :
+         generatedTileCandidates(schedule, (double)(1 << 20), true)) {
       auto t = msccl::simulateSteps(
           *algo, topology,
           stepSimOptions(schedule.collective, bytes, true, tile));
@@ -589,13 +593,17 @@ generatedCodeUs(const Schedule &schedule, const Topology &topology,
   CompileOptions base;
   base.target = CompileTarget::Cuda;
   base.verify = false;
+  // Within synth's time limit: NCCL's count of switch threadblocks and the
+  // coarse tiles (the compile of what synth writes weighs all of them).
+  base.switchLanes = msccl::kDefaultSwitchLanes;
   // As the tuned compile chooses: the tile whose fastest configuration is
   // fastest (a smaller one by more than the model's noise, 2%), there the
   // first configuration in its order whose code fits the budget.
   std::optional<TuneResult> chosen;
   std::optional<double> chosenUs;
   double chosenTile = 0;
-  for (double tile : generatedTileCandidates(schedule, (double)(1 << 20))) {
+  for (double tile :
+       generatedTileCandidates(schedule, (double)(1 << 20), true)) {
     req.tileBytes = tile;
     base.tileBytes = (unsigned long long)tile;
     TuneResult t = tuneCompile(schedule, topology, base, req);
@@ -678,10 +686,12 @@ std::vector<int> generatedOrder(const TuneResult &t) {
 }
 
 std::vector<double> generatedTileCandidates(const Schedule &schedule,
-                                            double tile) {
+                                            double tile, bool coarse) {
   if (!schedule.usesSwitches())
     return {tile};
-  return {1 << 20, 256 << 10, 64 << 10, 16 << 10};
+  if (coarse)
+    return {1 << 20, 256 << 10, 64 << 10, 16 << 10};
+  return {1 << 20, 256 << 10, 64 << 10, 32 << 10, 16 << 10, 12 << 10, 8 << 10};
 }
 
 TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
@@ -743,79 +753,87 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
     if (wide && !base.splitPhases &&
         !reductionPhases(s.collective, s.transfers).empty())
       splits.push_back(true);
-    for (bool split : splits)
-      for (auto [fuse, forward] : fusions)
-        for (const std::string &proto : request.protocols)
-          for (auto [localTbs, pipeline] : localChoices) {
-            // LL moves small messages, where local reductions are short and
-            // loop iterations few.
-            if (proto == "LL" &&
-                (localTbs != base.localTbs || split != base.splitPhases))
-              continue;
-            int prev = -1;
-            bool hasLocal = true;
-            for (int k : request.instances) {
-              if (!fits(own && !timedOne && started < 6,
-                        s.transfers.size() * (size_t)k)) {
-                result.cutShort = true;
-                return;
+    // Switch threadblocks: NCCL's count, and the few that reach the
+    // switch's peak (each operation ends sooner), unless the user chose.
+    std::vector<int> laneChoices{base.switchLanes};
+    if (own && base.switchLanes == 0 && base.target == CompileTarget::Cuda &&
+        s.usesSwitches())
+      laneChoices.push_back(msccl::kSwitchTbsForPeak);
+    for (int lanes : laneChoices)
+      for (bool split : splits)
+        for (auto [fuse, forward] : fusions)
+          for (const std::string &proto : request.protocols)
+            for (auto [localTbs, pipeline] : localChoices) {
+              // LL moves small messages, where local reductions are short and
+              // loop iterations few.
+              if (proto == "LL" &&
+                  (localTbs != base.localTbs || split != base.splitPhases))
+                continue;
+              int prev = -1;
+              bool hasLocal = true;
+              for (int k : request.instances) {
+                if (!fits(own && !timedOne && started < 6,
+                          s.transfers.size() * (size_t)k)) {
+                  result.cutShort = true;
+                  return;
+                }
+                ++started;
+                auto began = Clock::now();
+                TuneCandidate config;
+                config.instances = k;
+                config.protocol = proto;
+                config.fuse = fuse;
+                config.forward = forward;
+                config.localTbs = localTbs;
+                config.pipeline = pipeline;
+                config.splitPhases = split;
+                config.switchLanes = lanes;
+                auto cand = timeConfiguration(s, topology, base, config,
+                                              request, &hasLocal);
+                tookSeconds(
+                    std::chrono::duration<double>(Clock::now() - began).count(),
+                    s.transfers.size() * (size_t)k);
+                // More instances only make a program harder to fit.
+                if (!cand)
+                  break;
+                cand->program = program;
+                timedOne = true;
+                // Past the instance count that fills the links, more only add
+                // threadblocks and latency: stop once no size gains 1%. NCCL's
+                // program is what the others are measured against: every count
+                // (its time need not fall steadily with instances).
+                bool gains = prev < 0 || program >= 0;
+                for (size_t i = 0; prev >= 0 && i < cand->timeUs.size(); ++i)
+                  gains |= cand->timeUs[i] <
+                           result.candidates[prev].timeUs[i] * 0.99;
+                // Unfused (or without forwarding steps), a program gains only
+                // where fused steps serialize other steps behind them
+                // (irregular routes, not rings): when its first count is not
+                // 10% faster than the fully fused one at some size, the other
+                // counts are not tried either. With local reductions spread
+                // over threadblocks, unfused receives feed more of them, which
+                // pays only at higher counts: those are always tried.
+                bool unfusedHelps = true;
+                if ((!fuse || !forward) && prev < 0 && localTbs == 1)
+                  for (const TuneCandidate &f : result.candidates)
+                    if (f.program == program && f.fuse && f.forward &&
+                        f.instances == k && f.protocol == cand->protocol &&
+                        f.localTbs == localTbs && f.pipeline == pipeline &&
+                        f.splitPhases == split) {
+                      unfusedHelps = false;
+                      for (size_t i = 0; i < f.timeUs.size(); ++i)
+                        unfusedHelps |= cand->timeUs[i] < f.timeUs[i] * 0.9;
+                    }
+                result.candidates.push_back(std::move(*cand));
+                prev = (int)result.candidates.size() - 1;
+                if (!gains || !unfusedHelps)
+                  break;
               }
-              ++started;
-              auto began = Clock::now();
-              TuneCandidate config;
-              config.instances = k;
-              config.protocol = proto;
-              config.fuse = fuse;
-              config.forward = forward;
-              config.localTbs = localTbs;
-              config.pipeline = pipeline;
-              config.splitPhases = split;
-              auto cand = timeConfiguration(s, topology, base, config, request,
-                                            &hasLocal);
-              tookSeconds(
-                  std::chrono::duration<double>(Clock::now() - began).count(),
-                  s.transfers.size() * (size_t)k);
-              // More instances only make a program harder to fit.
-              if (!cand)
-                break;
-              cand->program = program;
-              timedOne = true;
-              // Past the instance count that fills the links, more only add
-              // threadblocks and latency: stop once no size gains 1%. NCCL's
-              // program is what the others are measured against: every count
-              // (its time need not fall steadily with instances).
-              bool gains = prev < 0 || program >= 0;
-              for (size_t i = 0; prev >= 0 && i < cand->timeUs.size(); ++i)
-                gains |=
-                    cand->timeUs[i] < result.candidates[prev].timeUs[i] * 0.99;
-              // Unfused (or without forwarding steps), a program gains only
-              // where fused steps serialize other steps behind them
-              // (irregular routes, not rings): when its first count is not
-              // 10% faster than the fully fused one at some size, the other
-              // counts are not tried either. With local reductions spread
-              // over threadblocks, unfused receives feed more of them, which
-              // pays only at higher counts: those are always tried.
-              bool unfusedHelps = true;
-              if ((!fuse || !forward) && prev < 0 && localTbs == 1)
-                for (const TuneCandidate &f : result.candidates)
-                  if (f.program == program && f.fuse && f.forward &&
-                      f.instances == k && f.protocol == cand->protocol &&
-                      f.localTbs == localTbs && f.pipeline == pipeline &&
-                      f.splitPhases == split) {
-                    unfusedHelps = false;
-                    for (size_t i = 0; i < f.timeUs.size(); ++i)
-                      unfusedHelps |= cand->timeUs[i] < f.timeUs[i] * 0.9;
-                  }
-              result.candidates.push_back(std::move(*cand));
-              prev = (int)result.candidates.size() - 1;
-              if (!gains || !unfusedHelps)
+              // A program without local steps is the same with more
+              // threadblocks for them.
+              if (!hasLocal)
                 break;
             }
-            // A program without local steps is the same with more
-            // threadblocks for them.
-            if (!hasLocal)
-              break;
-          }
   };
   if (!request.ncclOnly)
     explore(schedule, -1);

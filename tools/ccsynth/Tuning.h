@@ -95,6 +95,9 @@ struct TuneCandidate {
   /// A reduction's spreading transfers on channels of their own
   /// (CompileOptions::splitPhases).
   bool splitPhases = false;
+  /// Switch threadblocks per rank and switch (CompileOptions::switchLanes;
+  /// 0: the lowering's default).
+  int switchLanes = 0;
   /// Generated code: the kernel knobs this configuration was timed with
   /// (the fastest of TuneRequest::knobs; arch 0 when none were given).
   codegen::KernelKnob knob;
@@ -123,6 +126,7 @@ struct TuneCandidate {
     c.localTbs = localTbs;
     c.pipeline = pipeline;
     c.splitPhases = splitPhases;
+    c.switchLanes = switchLanes;
   }
 };
 
@@ -196,9 +200,11 @@ std::vector<int> tuningInstances(const Schedule &schedule);
 /// generated code of a schedule with switch operations, largest first:
 /// switch threadblocks and the steps they wait for (NVLS-tree's network
 /// chain) overlap only across passes, so where they wait for each other
-/// smaller tiles pipeline them. Other schedules: `tile` alone.
+/// smaller tiles pipeline them: 1M, 256K, 64K, 32K, 16K, 12K and 8K, or
+/// with `coarse` (synth's estimates within its time limit) 1M, 256K, 64K
+/// and 16K. Other schedules: `tile` alone.
 std::vector<double> generatedTileCandidates(const Schedule &schedule,
-                                            double tile);
+                                            double tile, bool coarse = false);
 
 /// The most loads in flight a generated kernel of `schedule` may keep (0:
 /// no cap). Where switch operations wait for point-to-point steps
@@ -225,8 +231,9 @@ constexpr size_t kGeneratedCodeTries = 8;
 std::vector<int> generatedOrder(const TuneResult &t);
 
 /// What a schedule runs as generated code (compile --target cuda): its
-/// instance counts and tiles (generatedTileCandidates from 1 MiB) weighed
-/// as the tuned compile weighs them, the configuration it would write
+/// instance counts and tiles (generatedTileCandidates from 1 MiB, coarse;
+/// NCCL's count of switch threadblocks) weighed as the tuned compile
+/// weighs them, the configuration it would write
 /// (generatedOrder, within kGeneratedCodeBudget; one instance when none
 /// fits) timed by the step model's generated-code variant at `bytes`;
 /// nullopt when it does not lower or no configuration compiled.
@@ -243,8 +250,8 @@ generatedCodeUs(const Schedule &schedule, const Topology &topology,
 /// to rank candidates before their tuned compile (generatedCodeUs): the
 /// fastest of its programs at 1, 2 and 4 instances (those tuningInstances
 /// allows), each lowered once and timed by the step model's generated-code
-/// variant with every tile generatedTileCandidates weighs, default kernel
-/// knobs. nullopt when it lowers at none.
+/// variant with every coarse tile generatedTileCandidates weighs, default
+/// kernel knobs. nullopt when it lowers at none.
 std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
                                             const Topology &topology,
                                             double bytes);

@@ -505,7 +505,9 @@ CompileResult compileImported(const Schedule &schedule, const std::string &file,
 CompileResult compileWithSwitches(const Schedule &schedule,
                                   const CompileOptions &options) {
   CompileResult result;
-  auto lowered = msccl::lowerSwitchTransfers(schedule);
+  auto lowered = msccl::lowerSwitchTransfers(
+      schedule, options.switchLanes > 0 ? options.switchLanes
+                                        : msccl::kDefaultSwitchLanes);
   if (!lowered) {
     result.failure.error = lowered.error();
     return result;
@@ -540,6 +542,25 @@ CompileResult compileWithSwitches(const Schedule &schedule,
   }
   CompileOptions o = options;
   o.verify = false;
+  if (o.splitPhases) {
+    // The point-to-point part alone does not know which of its values are
+    // finished (the switch reduced them): the phases come from the whole
+    // schedule, as channel hints on the part, which keeps its transfers in
+    // the schedule's order.
+    std::vector<int> phase =
+        reductionPhases(schedule.collective, schedule.transfers);
+    if (!phase.empty()) {
+      auto &part = lowered->pointToPoint.transfers;
+      size_t k = 0;
+      for (size_t t = 0; t < schedule.transfers.size(); ++t) {
+        if (isSwitchOp(schedule.transfers[t].op))
+          continue;
+        Transfer &tr = part[k++];
+        tr.channel = 2 * std::max(0, tr.channel) + phase[t];
+      }
+    }
+    o.splitPhases = false;
+  }
   return compileImported(lowered->pointToPoint, fileOf(schedule), o, &*lowered);
 }
 

@@ -535,9 +535,6 @@ std::vector<int> reductionPhases(const Collective &collective,
                                  const std::vector<Transfer> &transfers) {
   if (!collective.isReduction() || !collective.hasConditions())
     return {};
-  // Phases split MSCCL channels; switch transfers never reach MSCCL.
-  if (anySwitchOp(transfers))
-    return {};
   size_t finished = 0;
   for (int s = 0; s < collective.numPostSets(); ++s)
     finished = std::max(finished, collective.postSet(s).size());
@@ -570,9 +567,12 @@ std::vector<int> reductionPhases(const Collective &collective,
       src[k] = at(tr.src, k);
     for (int k = 0; k < tr.count; ++k) {
       size_t &dst = at(tr.dst, k);
-      dst = tr.op == TransferOp::Reduce ? dst + src[k] : src[k];
+      dst = isReduceOp(tr.op) ? dst + src[k] : src[k];
     }
-    if (tr.src.rank != tr.dst.rank)
+    // A switch operation's members are counted (a reduction gathers k
+    // contributions, a multicast copies), but only point-to-point
+    // transfers run on channels.
+    if (tr.src.rank != tr.dst.rank && !isSwitchOp(tr.op))
       seen[phase[t]] = true;
   }
   if (!seen[0] || !seen[1])

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Target/StepSimulator.h"
+#include "ccsynth/Target/SwitchLowering.h"
 
 #include <algorithm>
 #include <cmath>
@@ -90,18 +91,29 @@ void shareWithSwitches(const Topology &topo, const StepModel &model,
   struct Demand {
     int tb;
     std::vector<std::pair<int, double>> load;
+    double ceiling = 0;
     double rate = 0;
     bool frozen = false;
   };
   std::vector<Demand> demands;
+  const double tbCeiling = model.tbCopyGBps[0] * tbScale;
   for (int i = 0; i < (int)tbs.size(); ++i) {
     TbInfo &t = tbs[i];
-    Demand d{i, {}};
+    Demand d{i, {}, tbCeiling};
     if (t.tb->switchId >= 0) {
       for (auto [r, w] : t.switchResources)
         d.load.push_back({L + r, w});
       for (auto [q, w] : t.switchPorts)
         d.load.push_back({L + R + q, w});
+      // One threadblock's multimem operations reach at most 1 /
+      // kSwitchTbsForPeak of what its rank's share of the switch carries.
+      const InNetworkSwitch &sw = topo.switches[t.tb->switchId];
+      int members = std::max<int>(1, (int)t.tb->group.size());
+      double port = std::numeric_limits<double>::infinity();
+      for (size_t k = 0; k < sw.ports.size(); ++k)
+        port = std::min(port, cap[L + R + switchPortBase[t.tb->switchId] + k]);
+      if (std::isfinite(port))
+        d.ceiling = std::min(d.ceiling, port / members / kSwitchTbsForPeak);
     } else if (t.link >= 0) {
       d.load.push_back({t.link, 1});
       for (int r : topo.links[t.link].resources)
@@ -110,7 +122,6 @@ void shareWithSwitches(const Topology &topo, const StepModel &model,
     if (!d.load.empty())
       demands.push_back(std::move(d));
   }
-  double ceiling = model.tbCopyGBps[0] * tbScale;
   std::vector<double> used(cap.size(), 0);
   for (size_t round = 0; round <= demands.size(); ++round) {
     // The largest common raise of every unfrozen rate.
@@ -121,7 +132,7 @@ void shareWithSwitches(const Topology &topo, const StepModel &model,
       if (d.frozen)
         continue;
       any = true;
-      raise = std::min(raise, ceiling - d.rate);
+      raise = std::min(raise, d.ceiling - d.rate);
       for (auto [c, w] : d.load)
         weight[c] += w;
     }
@@ -141,7 +152,7 @@ void shareWithSwitches(const Topology &topo, const StepModel &model,
     for (Demand &d : demands) {
       if (d.frozen)
         continue;
-      bool full = d.rate >= ceiling * (1 - 1e-9);
+      bool full = d.rate >= d.ceiling * (1 - 1e-9);
       for (auto [c, w] : d.load)
         full |= weight[c] > 0 && used[c] >= cap[c] * (1 - 1e-9);
       d.frozen = full;

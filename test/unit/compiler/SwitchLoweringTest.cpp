@@ -520,3 +520,97 @@ TEST_CASE("switch lowering: on two NVLS nodes, ccsynth's NVLS with rail "
   INFO("alone " << alone << " us, mixed " << mixed << " us");
   CHECK(mixed * 1.04 < alone);
 }
+
+TEST_CASE("switch lowering: one switch threadblock carries at most a "
+          "quarter of its rank's share of the switch, and fewer lanes "
+          "fill NVLS-tree's pipeline sooner",
+          "[switch-lowering]") {
+  auto [topo, s, l] = nvlsAllReduceOn("dgx-h100");
+  StepSimOptions so;
+  so.bytes = 1 << 30;
+  so.busBwFactor = s->collective.busBwFactor();
+  so.generatedCode = true;
+  auto timeOn = [&](int lanes) {
+    Algo algo = switchProgram(*s, lanes, s->collective.inputChunks);
+    auto t = simulateSteps(algo, *topo, so);
+    REQUIRE(t.ok());
+    return t->timeUs;
+  };
+  // One lane reaches a quarter of the switch; four all of it, as do more.
+  double one = timeOn(1), four = timeOn(kSwitchTbsForPeak),
+         sixteen = timeOn(kDefaultSwitchLanes);
+  INFO("1 lane " << one << " us, 4 lanes " << four << " us, 16 lanes "
+                 << sixteen << " us");
+  CHECK(one > 3.5 * four);
+  CHECK(std::abs(sixteen - four) < 0.02 * four);
+
+  // Across nodes the network waits for each reduction and each multicast
+  // for the network: operations that each finish sooner start the chain
+  // sooner and end it sooner.
+  auto [topo2, tree, treeLowering] = nvlsAllReduceOn("dgx-h100x2");
+  auto treeUs = [&](int lanes) {
+    CompileOptions co;
+    co.target = CompileTarget::Cuda;
+    co.verify = false;
+    co.programOnly = true;
+    co.tileBytes = 64 << 10;
+    co.switchLanes = lanes;
+    CompileResult r = compileSchedule(*tree, co);
+    REQUIRE(r.ok());
+    REQUIRE(r.program);
+    StepSimOptions o;
+    o.bytes = 64 << 20;
+    o.busBwFactor = tree->collective.busBwFactor();
+    o.generatedCode = true;
+    o.tileBytes = co.tileBytes;
+    auto t = simulateSteps(*r.program, *topo2, o);
+    REQUIRE(t.ok());
+    return t->timeUs;
+  };
+  double few = treeUs(kSwitchTbsForPeak), wide = treeUs(0);
+  INFO("NVLS-tree at 64M: " << few << " us on " << kSwitchTbsForPeak
+                            << " lanes, " << wide << " us on "
+                            << kDefaultSwitchLanes << " (the default)");
+  CHECK(few * 1.03 < wide);
+}
+
+TEST_CASE("switch lowering: split phases put a switch schedule's spreading "
+          "sends on channels of their own",
+          "[switch-lowering]") {
+  // NVLS with rail exchanges: each node's switch reduces a slice, the
+  // partial sums cross the network to the piece's owner (still reducing),
+  // the owner sends the totals back (spreading) to the same peers.
+  auto topo = makeBuiltinTopology("dgx-h100x2");
+  REQUIRE(topo.ok());
+  auto s = makeNvlsRails(*topo, {}, false, RailAllReduce::Direct);
+  REQUIRE(s.ok());
+  std::vector<int> phase = reductionPhases(s->collective, s->transfers);
+  REQUIRE(phase.size() == s->transfers.size());
+  int reducing = 0, spreading = 0;
+  for (size_t t = 0; t < s->transfers.size(); ++t) {
+    const Transfer &tr = s->transfers[t];
+    if (isSwitchOp(tr.op) || tr.src.rank == tr.dst.rank)
+      continue;
+    (phase[t] ? spreading : reducing) += 1;
+    // What goes back the chain is the total: it is never added to.
+    if (phase[t])
+      CHECK(tr.op == TransferOp::Copy);
+  }
+  CHECK(reducing > 0);
+  CHECK(spreading > 0);
+  auto threadblocks = [&](bool split) {
+    CompileOptions co;
+    co.target = CompileTarget::Cuda;
+    co.verify = false;
+    co.programOnly = true;
+    co.splitPhases = split;
+    CompileResult r = compileSchedule(*s, co);
+    REQUIRE(r.ok());
+    REQUIRE(r.program);
+    size_t n = 0;
+    for (const Gpu &g : r.program->gpus)
+      n += g.tbs.size();
+    return n;
+  };
+  CHECK(threadblocks(true) > threadblocks(false));
+}

@@ -90,6 +90,9 @@ struct CompileOptions {
   std::string name;
   /// Generated code: bytes per chunk slice per pass.
   unsigned long long tileBytes = 1 << 20;
+  /// Generated code and MSCCL++ plans: the most switch threadblocks per
+  /// rank and switch (msccl::lowerSwitchTransfers' lanes; 0: its default).
+  int switchLanes = 0;
   /// Generated code: where the program came from (header comment).
   std::string origin;
   /// Generated code: symmetric ranks share one function.

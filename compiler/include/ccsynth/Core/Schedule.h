@@ -171,8 +171,11 @@ Expected<Schedule> spliceSchedules(const Schedule &a, const Schedule &b,
 /// order (step, then position), its source holds as many contributions as
 /// the largest set an output chunk needs (a finished value being spread,
 /// AllReduce's broadcast half), 0 while values are still being reduced.
-/// Empty when the collective is no reduction or its transfers between
-/// ranks are all of one phase. MSCCL runs a threadblock's steps in order,
+/// Switch transfers count as their operation moves values (a reduction
+/// adds its members' contributions, a multicast copies); their own phase
+/// means nothing, since they run on no channel. Empty when the collective
+/// is no reduction or its point-to-point transfers between ranks are all
+/// of one phase. MSCCL runs a threadblock's steps in order,
 /// every loop iteration after the previous one: the two phases on
 /// separate channels let the reduction of the next iteration start while
 /// the current one is still being spread.

@@ -52,8 +52,22 @@ struct SwitchLowering {
   int orderedOperations = 0;
 };
 
+/// Threadblocks that reach a rank's full share of the switch: NCCL's NVLS
+/// (and NVLS-tree) kernels reach peak bandwidth with 4 SMs where the
+/// buffers are registered, as the multimem window's are (NVIDIA/nccl
+/// issue #1649, a maintainer's answer, 2025-03-20; 16 SMs unregistered,
+/// where they also copy into NCCL's buffers). The step model caps one
+/// switch threadblock at that fraction of its rank's share.
+inline constexpr int kSwitchTbsForPeak = 4;
+
 /// Threadblocks per rank and switch by default: NCCL runs NVLS on 16
-/// channels on Hopper (NCCL_NVLS_NCHANNELS), one SM each.
+/// channels on Hopper (NCCL_NVLS_NCHANNELS), one SM each. The tuned
+/// compile also weighs kSwitchTbsForPeak: fewer lanes each carry a larger
+/// share, so each operation ends sooner, and where the network waits for a
+/// reduction and a multicast for the network (NVLS-tree, NVLS with rail
+/// exchanges) the pipeline fills and drains sooner; where a lane's
+/// operations wait behind each other (a mix's many chains), more lanes
+/// are faster.
 inline constexpr int kDefaultSwitchLanes = 16;
 
 /// Lowers the switch transfers of `schedule`, or fails at the first one

@@ -299,12 +299,33 @@ Expected<SwitchLowering> lowerSwitchTransfers(const Schedule &s, int lanes) {
         out.threadblocks[r].push_back(std::move(tb));
         out.orderedAt[r].emplace_back();
       }
-  // Chain c of n goes to lane c * L / n: runs of consecutive chains.
+  // Chain c of n goes to lane c * L / n: runs of consecutive chains, whose
+  // consecutive chunks join into one step. An operation ordered with the
+  // point-to-point program is a chain of its own and joins nothing: a run
+  // of such operations of one kind (the reductions, then the multicasts)
+  // deals its lanes out in turn instead, so that its first operations run
+  // at once, one per lane (the network starts sooner, and the last results
+  // are multicast at once).
   std::vector<int> laneOfRoot(ops.size(), 0);
   for (const auto &[key, chains] : chainsOf) {
     int n = (int)chains.size(), l = lanesOf[key.second];
     for (int c = 0; c < n; ++c)
       laneOfRoot[chains[c]] = (int)((long long)c * l / n);
+    for (int b = 0; b < n;) {
+      int e = b;
+      while (e < n && ops[chains[e]].ordered &&
+             ops[chains[e]].op == ops[chains[b]].op)
+        ++e;
+      if (e == b) {
+        ++b;
+        continue;
+      }
+      int lo = laneOfRoot[chains[b]];
+      int width = laneOfRoot[chains[e - 1]] - lo + 1;
+      for (int c = b; c < e; ++c)
+        laneOfRoot[chains[c]] = lo + (c - b) % width;
+      b = e;
+    }
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     const Operation &o = ops[i];

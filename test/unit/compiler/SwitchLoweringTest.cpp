@@ -614,3 +614,35 @@ TEST_CASE("switch lowering: split phases put a switch schedule's spreading "
   };
   CHECK(threadblocks(true) > threadblocks(false));
 }
+
+TEST_CASE("switch lowering: operations ordered with the network take the "
+          "lanes of their kind in turn",
+          "[switch-lowering]") {
+  // NVLS with rail exchanges: rank 0 reduces chunks q = 0..3 of its slice
+  // (each crossing the network) and multicasts their totals. On 4 lanes
+  // the reductions take two lanes, q0 and q2 on one, q1 and q3 on the
+  // other, so that q0 and q1 start at once (runs would put q0 and q1 on
+  // one lane, one after the other).
+  auto topo = makeBuiltinTopology("dgx-h100x2");
+  REQUIRE(topo.ok());
+  auto s = makeNvlsRails(*topo, {}, false, RailAllReduce::Direct);
+  REQUIRE(s.ok());
+  auto l = lowerSwitchTransfers(*s, 4);
+  REQUIRE(l.ok());
+  CHECK(l->orderedOperations == l->operations);
+  std::vector<std::vector<int>> reductions;
+  for (const Threadblock &tb : l->threadblocks[0]) {
+    std::vector<int> offsets;
+    for (const Step &st : tb.steps)
+      if (st.type == StepType::SwitchReduce)
+        offsets.push_back(st.srcOff);
+    if (!offsets.empty())
+      reductions.push_back(offsets);
+  }
+  REQUIRE(reductions.size() == 2);
+  REQUIRE(reductions[0].size() == 2);
+  REQUIRE(reductions[1].size() == 2);
+  CHECK(reductions[0][0] < reductions[1][0]);
+  CHECK(reductions[1][0] < reductions[0][1]);
+  CHECK(reductions[0][1] < reductions[1][1]);
+}

@@ -88,6 +88,15 @@ NvlsCase nvlsAllReduceOn(const char *machine) {
   return c;
 }
 
+/// ccsynth's NVLS with rail exchanges (phased) on `machine`.
+Schedule railExchanges(const char *machine) {
+  auto topo = makeBuiltinTopology(machine);
+  REQUIRE(topo.ok());
+  auto s = makeNvlsRails(*topo, {}, false, RailAllReduce::Direct);
+  REQUIRE(s.ok());
+  return s.take();
+}
+
 std::string refusal(const Schedule &s) {
   auto l = lowerSwitchTransfers(s);
   REQUIRE_FALSE(l.ok());
@@ -580,10 +589,7 @@ TEST_CASE("switch lowering: split phases put a switch schedule's spreading "
   // NVLS with rail exchanges: each node's switch reduces a slice, the
   // partial sums cross the network to the piece's owner (still reducing),
   // the owner sends the totals back (spreading) to the same peers.
-  auto topo = makeBuiltinTopology("dgx-h100x2");
-  REQUIRE(topo.ok());
-  auto s = makeNvlsRails(*topo, {}, false, RailAllReduce::Direct);
-  REQUIRE(s.ok());
+  std::optional<Schedule> s = railExchanges("dgx-h100x2");
   std::vector<int> phase = reductionPhases(s->collective, s->transfers);
   REQUIRE(phase.size() == s->transfers.size());
   int reducing = 0, spreading = 0;
@@ -623,10 +629,7 @@ TEST_CASE("switch lowering: operations ordered with the network take the "
   // the reductions take two lanes, q0 and q2 on one, q1 and q3 on the
   // other, so that q0 and q1 start at once (runs would put q0 and q1 on
   // one lane, one after the other).
-  auto topo = makeBuiltinTopology("dgx-h100x2");
-  REQUIRE(topo.ok());
-  auto s = makeNvlsRails(*topo, {}, false, RailAllReduce::Direct);
-  REQUIRE(s.ok());
+  std::optional<Schedule> s = railExchanges("dgx-h100x2");
   auto l = lowerSwitchTransfers(*s, 4);
   REQUIRE(l.ok());
   CHECK(l->orderedOperations == l->operations);

@@ -819,7 +819,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                     if (f.program == program && f.fuse && f.forward &&
                         f.instances == k && f.protocol == cand->protocol &&
                         f.localTbs == localTbs && f.pipeline == pipeline &&
-                        f.splitPhases == split) {
+                        f.splitPhases == split && f.switchLanes == lanes) {
                       unfusedHelps = false;
                       for (size_t i = 0; i < f.timeUs.size(); ++i)
                         unfusedHelps |= cand->timeUs[i] < f.timeUs[i] * 0.9;

@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 
 namespace ccsynth::cli {
@@ -316,11 +318,93 @@ std::vector<double> ncclInNetworkUs(const Schedule &schedule,
   return best;
 }
 
+/// What identifies a lowering for timing: the schedule's content, the
+/// target, and every option its program depends on. Not the tile, the
+/// kernel knobs or the header comment, which change only generated code's
+/// source; of the protocol only the connection slots a chunk takes (LL and
+/// LL128 lower alike; the name is set on the program afterwards).
+std::string loweringKey(const Schedule &schedule, const CompileOptions &c) {
+  std::string json = scheduleToJson(schedule);
+  char buf[320];
+  std::snprintf(
+      buf, sizeof buf,
+      "%zu:%016llx|%d|%d%d%d%d%d%d%d|%d,%d,%d,%d,%d,%d,%d,%d,%d|%lld,%lld|",
+      json.size(), (unsigned long long)std::hash<std::string>{}(json),
+      (int)c.target, (int)c.verify, (int)c.fuse, (int)c.fuseForward,
+      (int)c.coalesce, (int)c.splitPhases, (int)c.shareRanks,
+      (int)c.boundedBuffers, c.localTbs, c.instances, c.pipeline, c.maxCount,
+      c.maxTbSteps, c.maxTbsPerChannel, c.maxChannels,
+      c.switchLanes > 0 ? c.switchLanes : msccl::kDefaultSwitchLanes,
+      c.maxThreadblocksPerRank, c.minBytes, c.maxBytes);
+  std::string key = buf;
+  key += (c.protocol == "LL128" ? std::string("LL") : c.protocol) + "|" +
+         c.mscclColl + "|" + c.name;
+  for (const codegen::ByteRange &r : c.moreByteRanges)
+    key += "|" + std::to_string(r.minBytes) + "-" + std::to_string(r.maxBytes);
+  return key;
+}
+
+/// The programs lowered for timing in this process, the latest of them up
+/// to kStepsKept steps in all. A tuned compile of generated code weighs
+/// each configuration at up to seven tiles, and the tile changes only its
+/// timing; synth's in-network screening and the timing of the candidates
+/// it keeps lower the same configurations; what NCCL reaches is timed at
+/// three protocols, two of which lower alike. Safe to use from several
+/// threads.
+class Lowerings {
+public:
+  static constexpr size_t kStepsKept = 1 << 22;
+  static Lowerings &instance() {
+    static Lowerings cache;
+    return cache;
+  }
+  /// The cached lowering (itself nullopt where it did not lower), or
+  /// nullopt when `key` is not cached.
+  std::optional<std::optional<msccl::Algo>> find(const std::string &key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(key);
+    if (it == entries_.end())
+      return std::nullopt;
+    return it->second.algo;
+  }
+  void add(const std::string &key, const std::optional<msccl::Algo> &algo) {
+    size_t steps = 1;
+    if (algo)
+      for (const msccl::Gpu &g : algo->gpus)
+        for (const msccl::Threadblock &tb : g.tbs)
+          steps += tb.steps.size();
+    if (steps > kStepsKept)
+      return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!entries_.emplace(key, Entry{algo, steps}).second)
+      return;
+    order_.push_back(key);
+    held_ += steps;
+    while (held_ > kStepsKept) {
+      auto oldest = entries_.find(order_.front());
+      held_ -= oldest->second.steps;
+      entries_.erase(oldest);
+      order_.pop_front();
+    }
+  }
+
+private:
+  struct Entry {
+    std::optional<msccl::Algo> algo;
+    size_t steps = 0;
+  };
+  std::mutex mutex_;
+  std::map<std::string, Entry> entries_;
+  std::deque<std::string> order_;
+  size_t held_ = 0;
+};
+
 /// Lowers `schedule` with `c` (a configuration applied) to the program the
 /// step model times: MSCCL's, or with `generatedCode` the one generated
 /// code runs, as `simulate --level steps --target cuda` lowers it
 /// (StepPrediction.cpp). nullopt when it does not lower or not all of a
-/// rank's threadblocks are resident.
+/// rank's threadblocks are resident. Each configuration is lowered once
+/// per process (Lowerings).
 std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
                                           const Topology &topology,
                                           CompileOptions c,
@@ -344,19 +428,30 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
     // configurations written (or measured against the code budget).
     c.programOnly = true;
   }
-  CompileResult r = compileSchedule(schedule, c);
-  if (!r.ok())
-    return std::nullopt;
-  auto algo = generatedCode ? Expected<msccl::Algo>(std::move(*r.program))
-                            : msccl::parseXml("<tuned>", *r.output);
+  std::string key = loweringKey(schedule, c);
+  std::optional<msccl::Algo> algo;
+  if (auto hit = Lowerings::instance().find(key)) {
+    algo = std::move(*hit);
+  } else {
+    CompileResult r = compileSchedule(schedule, c);
+    if (r.ok()) {
+      auto parsed = generatedCode ? Expected<msccl::Algo>(std::move(*r.program))
+                                  : msccl::parseXml("<tuned>", *r.output);
+      if (parsed)
+        algo = parsed.take();
+    }
+    Lowerings::instance().add(key, algo);
+  }
   if (!algo)
     return std::nullopt;
+  if (!c.protocol.empty())
+    algo->proto = c.protocol;
   // MSCCL launches a rank's threadblocks at once and they wait on each
   // other: all must be resident, one per SM (residentThreadblocks).
   int resident = residentThreadblocks(topology.name, nullptr);
   if (resident > 0 && algo->threadblocksPerRank() > resident)
     return std::nullopt;
-  return algo.take();
+  return algo;
 }
 
 /// What NCCL's own kernel reaches at `request`'s sizes with `program`, one

@@ -68,7 +68,8 @@ if(CCSYNTH_ENABLE_MLIR)
     add_test(NAME e2e:run:${name}
       COMMAND ${run_script} $<TARGET_FILE:ccsynth> ${CCSYNTH_SOURCE_DIR}
               ${CMAKE_CURRENT_BINARY_DIR}/run/${name} ${spec})
+    # COST: among the longest tests, started before the short ones.
     set_tests_properties(e2e:run:${name} PROPERTIES LABELS run TIMEOUT 1800
-      ${run_env})
+      COST 20 ${run_env})
   endforeach()
 endif()

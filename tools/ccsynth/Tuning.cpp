@@ -321,19 +321,19 @@ std::vector<double> ncclInNetworkUs(const Schedule &schedule,
 /// What identifies a lowering for timing: the schedule's content, the
 /// target, and every option its program depends on. Not the tile, the
 /// kernel knobs or the header comment, which change only generated code's
-/// source; of the protocol only the connection slots a chunk takes (LL and
-/// LL128 lower alike; the name is set on the program afterwards).
+/// source; LL128 counts as LL, since both take one connection slot per
+/// chunk and lower alike (the name is set on the program afterwards).
 std::string loweringKey(const Schedule &schedule, const CompileOptions &c) {
   std::string json = scheduleToJson(schedule);
   char buf[320];
   std::snprintf(
       buf, sizeof buf,
-      "%zu:%016llx|%d|%d%d%d%d%d%d%d|%d,%d,%d,%d,%d,%d,%d,%d,%d|%lld,%lld|",
-      json.size(), (unsigned long long)std::hash<std::string>{}(json),
-      (int)c.target, (int)c.verify, (int)c.fuse, (int)c.fuseForward,
-      (int)c.coalesce, (int)c.splitPhases, (int)c.shareRanks,
-      (int)c.boundedBuffers, c.localTbs, c.instances, c.pipeline, c.maxCount,
-      c.maxTbSteps, c.maxTbsPerChannel, c.maxChannels,
+      "%zu:%s|%d|%d%d%d%d%d%d%d|%d,%d,%d,%d,%d,%d,%d,%d,%d|%lld,%lld|",
+      json.size(), codegen::hashText(json).c_str(), (int)c.target,
+      (int)c.verify, (int)c.fuse, (int)c.fuseForward, (int)c.coalesce,
+      (int)c.splitPhases, (int)c.shareRanks, (int)c.boundedBuffers, c.localTbs,
+      c.instances, c.pipeline, c.maxCount, c.maxTbSteps, c.maxTbsPerChannel,
+      c.maxChannels,
       c.switchLanes > 0 ? c.switchLanes : msccl::kDefaultSwitchLanes,
       c.maxThreadblocksPerRank, c.minBytes, c.maxBytes);
   std::string key = buf;

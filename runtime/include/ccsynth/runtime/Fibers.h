@@ -217,7 +217,7 @@ public:
 #else
       if (getcontext(&f.ctx) != 0)
         return false;
-      f.ctx.uc_stack.ss_sp = static_cast<char *>(m) + page;
+      f.ctx.uc_stack.ss_sp = static_cast<char *>(f.map) + page;
       f.ctx.uc_stack.ss_size = bytes;
       f.ctx.uc_link = &main;
       makecontext(&f.ctx, &FiberGroup::trampoline, 0);
@@ -308,24 +308,23 @@ private:
     return bytes;
   }
 
+  /// Runs the current fiber's body to its end; its group.
+  static FiberGroup *runCurrent() {
+    FiberGroup *g = tlsFiberGroup;
+    g->body(g->ctx, g->current);
+    g->fibers[g->current].done = true;
+    return g;
+  }
 #if CCSYNTH_FIBERS_ASM
   [[noreturn]] static void entry() {
-    FiberGroup *g = tlsFiberGroup;
-    int i = g->current;
-    g->body(g->ctx, i);
-    g->fibers[i].done = true;
+    FiberGroup *g = runCurrent();
     // Back to the scheduler, which never switches to this fiber again.
-    fiberSwitch(&g->fibers[i].sp, g->mainSp);
+    fiberSwitch(&g->fibers[g->current].sp, g->mainSp);
     __builtin_unreachable();
   }
 #else
-  static void trampoline() {
-    FiberGroup *g = tlsFiberGroup;
-    int i = g->current;
-    g->body(g->ctx, i);
-    g->fibers[i].done = true;
-    // Returning resumes uc_link: the scheduler.
-  }
+  // Returning resumes uc_link: the scheduler.
+  static void trampoline() { runCurrent(); }
 #endif
 
   Body body;

@@ -320,10 +320,11 @@ struct SynthCliOptions {
 };
 
 /// Progress lines go to stderr, but only once the run has lasted a second:
-/// quick runs stay quiet, long ones show what they are doing.
+/// quick runs stay quiet, long ones show what they are doing. With `eager`
+/// (the debug listing of candidates) every line goes at once.
 class Progress {
 public:
-  explicit Progress(bool quiet) : quiet(quiet) {}
+  Progress(bool quiet, bool eager) : quiet(quiet), eager(eager) {}
   void operator()(const std::string &line) {
     if (quiet)
       return;
@@ -331,7 +332,7 @@ public:
     char stamp[32];
     std::snprintf(stamp, sizeof stamp, "[%6.1fs] ", t);
     std::string text = std::string("synth: ") + stamp + line + "\n";
-    if (t < 1.0) {
+    if (t < 1.0 && !eager) {
       held += text;
       return;
     }
@@ -341,7 +342,7 @@ public:
 
 private:
   using Clock = std::chrono::steady_clock;
-  bool quiet;
+  bool quiet, eager;
   Clock::time_point start = Clock::now();
   std::string held;
 };
@@ -493,11 +494,13 @@ int runSynth(const SynthCliOptions &o) {
   so.seed = o.seed;
   so.goodEnough = o.stopAt / 100.0;
   so.keepSmt = !o.dumpSmt.empty();
-  auto progress = std::make_shared<Progress>(o.quiet);
+  // The tool is the edge that reads the environment.
+  const bool debugCandidates =
+      std::getenv("CCSYNTH_DEBUG_CANDIDATES") != nullptr;
+  auto progress = std::make_shared<Progress>(o.quiet, debugCandidates);
   so.progress = [progress](const std::string &line) { (*progress)(line); };
   so.startedAt = t0;
-  // The tool is the edge that reads the environment.
-  so.debugCandidates = std::getenv("CCSYNTH_DEBUG_CANDIDATES") != nullptr;
+  so.debugCandidates = debugCandidates;
 
   auto result = synth::synthesize(*topo, sketch, so);
   double total =
@@ -757,6 +760,15 @@ int runSynth(const SynthCliOptions &o) {
           screenGeneratedCodeUs(c.schedule, *topo, so.targetBytes);
       screened.push_back({us ? *us : INFINITY, &c});
       ++inNetworkScreened;
+      if (so.debugCandidates) {
+        char line[96];
+        if (us)
+          std::snprintf(line, sizeof line, "%.2f us", *us);
+        else
+          std::snprintf(line, sizeof line, "does not lower");
+        progress->operator()("in-network: screened " + c.name +
+                             " as generated code: " + line);
+      }
     }
     std::stable_sort(
         screened.begin(), screened.end(),

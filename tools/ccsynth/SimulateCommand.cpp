@@ -12,8 +12,10 @@
 #include "Tuning.h"
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 
 namespace ccsynth::cli {
@@ -40,6 +42,8 @@ struct SimulateCliOptions {
   /// (ccsynth's generated code).
   std::string target = "msccl-xml";
   std::string tileBytes;
+  /// Print the program's critical path at the largest size (first input).
+  int criticalPath = 0;
 };
 
 /// Whether `s` is one of the programs NCCL's own kernels run: its rings,
@@ -57,13 +61,92 @@ struct Row {
   LowerBound bound;
 };
 
+#ifdef CCSYNTH_HAVE_MLIR
+/// The report of --critical-path: the latest `shown` steps of the path,
+/// then where its time goes.
+std::string formatCriticalPath(const msccl::StepSimResult &r, double bytes,
+                               int shown) {
+  const std::vector<msccl::CriticalStep> &path = r.criticalPath;
+  std::string out;
+  char line[320];
+  std::string passes =
+      r.simulated < r.iterations
+          ? std::to_string(r.simulated) + " of its " +
+                std::to_string(r.iterations) +
+                " passes (the rest are extrapolated from the last)"
+          : std::to_string(r.iterations) +
+                (r.iterations == 1 ? " pass" : " passes");
+  std::snprintf(line, sizeof line,
+                "  critical path at %s: %zu steps over %s, in us from the "
+                "kernel's start (its launch, %.2f us, comes before); latest "
+                "first:\n",
+                formatBytes(bytes).c_str(), path.size(), passes.c_str(),
+                r.launchUs);
+  out += line;
+  for (size_t i = 0; i < path.size() && (int)i < shown; ++i) {
+    const msccl::CriticalStep &c = path[i];
+    char rate[48] = "";
+    if (c.rateGBps > 0)
+      std::snprintf(rate, sizeof rate, " at %.2f GB/s", c.rateGBps);
+    std::snprintf(line, sizeof line,
+                  "    rank %d tb %d pass %lld step %d: %s x%d%s, %.2f-%.2f "
+                  "us, after %s\n",
+                  c.rank, c.tb, c.pass, c.step, msccl::toString(c.type),
+                  c.count, rate, c.startUs, c.endUs, toString(c.after));
+    out += line;
+  }
+  if ((int)path.size() > shown) {
+    std::snprintf(line, sizeof line, "    ... %zu earlier steps\n",
+                  path.size() - (size_t)shown);
+    out += line;
+  }
+  // Where the path's time goes: each step's own time, per threadblock,
+  // and the gaps before the steps that waited for an arrival.
+  std::map<std::pair<int, int>, double> busy;
+  double waiting = 0, total = path.empty() ? 0 : path.front().endUs;
+  for (size_t i = 0; i < path.size(); ++i) {
+    const msccl::CriticalStep &c = path[i];
+    busy[{c.rank, c.tb}] += c.endUs - c.startUs;
+    if (i + 1 < path.size())
+      waiting += std::max(0.0, c.startUs - path[i + 1].endUs);
+    else
+      waiting += std::max(0.0, c.startUs);
+  }
+  std::vector<std::pair<double, std::pair<int, int>>> byTb;
+  for (const auto &[tb, us] : busy)
+    byTb.push_back({us, tb});
+  std::sort(byTb.begin(), byTb.end(), [](const auto &a, const auto &b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  std::snprintf(line, sizeof line,
+                "  on the path: %.2f us; %.2f us waiting for messages to "
+                "arrive, the rest moving data in %zu threadblocks",
+                total, waiting, byTb.size());
+  out += line;
+  for (size_t i = 0; i < byTb.size() && i < 3; ++i) {
+    std::snprintf(line, sizeof line, "%s rank %d tb %d %.2f us",
+                  i == 0 ? ", most in" : ",", byTb[i].second.first,
+                  byTb[i].second.second, byTb[i].first);
+    out += line;
+  }
+  out += "\n";
+  return out;
+}
+#endif
+
 /// Times one input at every size with the step-level simulator; `program`
 /// receives a description of what was timed.
 int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
                       const Schedule &sched, const Topology &topo,
                       const std::vector<double> &sizes, std::vector<Row> &rows,
-                      std::string &program) {
+                      std::string &program, std::string *pathReport) {
   if (sched.usesSwitches() && o.target != "cuda") {
+    if (pathReport)
+      return usage(Error("--critical-path follows a step program; one with "
+                         "switch transfers is timed with NCCL's NVLS "
+                         "runtime model (add --target cuda to time it as "
+                         "ccsynth's generated code)",
+                         SourceLoc{input}));
     if (!o.protocol.empty() || o.instances != 1 || o.pipeline != 1 ||
         !o.tileBytes.empty())
       return usage(Error("--protocol, --instances, --pipeline and "
@@ -155,6 +238,14 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
   auto timed = msccl::simulateStepsAt(*algo, topo, perSize);
   if (!timed)
     return fail(timed.error());
+  if (pathReport) {
+    msccl::StepSimOptions po = perSize.back();
+    po.criticalPath = true;
+    auto traced = msccl::simulateSteps(*algo, topo, po);
+    if (!traced)
+      return fail(traced.error());
+    *pathReport = formatCriticalPath(*traced, sizes.back(), o.criticalPath);
+  }
   for (size_t i = 0; i < sizes.size(); ++i) {
     const msccl::StepSimResult &r = (*timed)[i];
     SimResult sim;
@@ -166,7 +257,8 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
   }
   return kExitOk;
 #else
-  (void)o, (void)sched, (void)topo, (void)sizes, (void)rows, (void)program;
+  (void)o, (void)sched, (void)topo, (void)sizes, (void)rows, (void)program,
+      (void)pathReport;
   return fail(Error("--level steps needs the compiler, which this build "
                     "(without MLIR) lacks",
                     SourceLoc{input}));
@@ -196,6 +288,11 @@ int runSimulate(const SimulateCliOptions &o) {
     return usage(Error("--tile-bytes applies to --target cuda"));
   if (o.instances < 1 || o.pipeline < 1)
     return usage(Error("--instances and --pipeline must be at least 1"));
+  if (o.criticalPath > 0 && !steps)
+    return usage(Error("--critical-path follows the step program; add "
+                       "--level steps"));
+  if (o.criticalPath > 0 && o.json)
+    return usage(Error("--critical-path prints text; drop --json"));
   if (steps && !o.timeline.empty())
     return usage(Error("--timeline draws the chunk-level simulation; drop "
                        "--level steps"));
@@ -247,10 +344,12 @@ int runSimulate(const SimulateCliOptions &o) {
                         SourceLoc{input}),
                   kExitVerifyFailed);
     std::vector<Row> rows;
-    std::string program;
+    std::string program, pathReport;
     if (steps) {
-      if (int rc =
-              simulateStepLevel(o, input, *sched, *topo, *sizes, rows, program);
+      bool first = &input == &o.inputs.front();
+      if (int rc = simulateStepLevel(
+              o, input, *sched, *topo, *sizes, rows, program,
+              o.criticalPath > 0 && first ? &pathReport : nullptr);
           rc != kExitOk)
         return rc;
     } else {
@@ -323,6 +422,7 @@ int runSimulate(const SimulateCliOptions &o) {
                 last.bound.bandwidthUs >= last.bound.latencyUs
                     ? ("bandwidth, " + last.bound.bindingCut).c_str()
                     : "latency (topology diameter)");
+    std::fputs(pathReport.c_str(), stdout);
     if (!o.timeline.empty() && &input == &o.inputs.front()) {
       SimOptions so;
       so.bytes = timelineBytes;
@@ -411,6 +511,16 @@ void addSimulateCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--tile-bytes", opts->tileBytes,
                   "--target cuda: bytes per chunk per pass (default 1M, as "
                   "compile --target cuda)");
+  cmd->add_option("--critical-path", opts->criticalPath,
+                  "--level steps: after the table, print the first input's "
+                  "critical path at the largest size: the step that ends "
+                  "last, the step it waited for, and so on back to the "
+                  "start (the latest N of them, each with what it waited "
+                  "for: its threadblock's previous step, another "
+                  "threadblock of its rank, its message's arrival, room at "
+                  "the receiver), and where the path's time goes: moving "
+                  "data per threadblock, and waiting for arrivals")
+      ->check(CLI::Range(1, 100000));
   cmd->callback([opts, &ctx] { ctx.exitCode = runSimulate(*opts); });
 }
 

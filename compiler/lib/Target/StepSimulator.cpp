@@ -518,6 +518,14 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
               tbOfNode.begin() + tbs[t].base + tbs[t].tb->steps.size() * sim,
               t);
   std::vector<double> iterEnd(sim, 0);
+  // With o.criticalPath: each node's last wait (the node it waited for,
+  // and why), its start and its end.
+  using After = CriticalStep::After;
+  const bool path = o.criticalPath;
+  std::vector<uint32_t> waitedFor(path ? numNodes : 0, kNone);
+  std::vector<After> waitedWhy(path ? numNodes : 0, After::Nothing);
+  std::vector<double> startOf(path ? numNodes : 0, 0),
+      endOf(path ? numNodes : 0, 0);
   size_t done = 0;
   for (size_t qi = 0; qi < queue.size(); ++qi) {
     uint32_t v = queue[qi];
@@ -542,10 +550,19 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
                         : tbRate;
       // Generated code: a receive waits for the whole put's flag; one that
       // landed in its destination and forwards nothing costs nothing more.
-      if (gen && receives(st.type) && sendOf[v] != kNone)
+      if (gen && receives(st.type) && sendOf[v] != kNone) {
+        if (path && arrival[sendOf[v]] > s) {
+          waitedFor[v] = sendOf[v];
+          waitedWhy[v] = After::Arrival;
+        }
         s = std::max(s, arrival[sendOf[v]]);
-      else if (receives(st.type) && sendOf[v] != kNone)
+      } else if (receives(st.type) && sendOf[v] != kNone) {
+        if (path && firstSlice[sendOf[v]] > s) {
+          waitedFor[v] = sendOf[v];
+          waitedWhy[v] = After::Slices;
+        }
         s = std::max(s, firstSlice[sendOf[v]]);
+      }
       if (gen && landsInPlace(st) && !sends(st.type))
         bytes = 0;
       finish = s + bytes / rate;
@@ -559,11 +576,26 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
       }
     }
     iterEnd[it] = std::max(iterEnd[it], finish);
+    if (path) {
+      startOf[v] = s;
+      endOf[v] = finish;
+    }
     for (uint32_t k = succStart[v]; k < succStart[v + 1]; ++k) {
       uint32_t w = succs[k];
       // A receive waits for its message's slices, not for the send's end.
-      if (w != recvOf[v])
+      if (w != recvOf[v]) {
+        if (path && finish > ready[w]) {
+          waitedFor[w] = v;
+          const TbInfo &tw = tbs[tbOfNode[w]];
+          waitedWhy[w] =
+              roomAfter[w] == v                          ? After::Room
+              : tbOfNode[v] == tbOfNode[w] && v + 1 == w ? After::Order
+              : tbs[tbOfNode[v]].rank == tw.rank && tbOfNode[v] != tbOfNode[w]
+                  ? After::Dependency
+                  : After::Order;
+        }
         ready[w] = std::max(ready[w], finish);
+      }
       if (--indeg[w] == 0)
         queue.push_back(w);
     }
@@ -572,6 +604,30 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
     return Error("the program cannot run: its loop iterations wait for "
                  "each other in a cycle (bounded connection buffers)");
 
+  if (path && numNodes > 0) {
+    uint32_t v = 0;
+    for (uint32_t u = 1; u < numNodes; ++u)
+      if (endOf[u] > endOf[v])
+        v = u;
+    for (; v != kNone; v = waitedFor[v]) {
+      const TbInfo &t = tbs[tbOfNode[v]];
+      size_t len = t.tb->steps.size();
+      const Step &st = t.tb->steps[(v - t.base) % len];
+      CriticalStep c;
+      c.rank = t.rank;
+      c.tb = t.tb->id;
+      c.pass = (long long)((v - t.base) / len);
+      c.step = (int)((v - t.base) % len);
+      c.type = st.type;
+      c.count = st.cnt;
+      c.startUs = startOf[v];
+      c.endUs = endOf[v];
+      c.rateGBps = sends(st.type) || switchStep(st.type) ? t.rate / 1e3 : 0;
+      c.after = waitedWhy[v];
+      result.criticalPath.push_back(c);
+    }
+  }
+  result.simulated = sim;
   double last = sim > 0 ? iterEnd[sim - 1] : 0;
   for (int it = 0; it < sim; ++it)
     last = std::max(last, iterEnd[it]);
@@ -586,6 +642,24 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
 }
 
 } // namespace
+
+const char *toString(CriticalStep::After after) {
+  switch (after) {
+  case CriticalStep::After::Nothing:
+    return "nothing";
+  case CriticalStep::After::Order:
+    return "its threadblock's previous step";
+  case CriticalStep::After::Dependency:
+    return "a step of another threadblock of its rank";
+  case CriticalStep::After::Arrival:
+    return "its message's arrival";
+  case CriticalStep::After::Room:
+    return "room at the receiver";
+  case CriticalStep::After::Slices:
+    return "its message's first slices";
+  }
+  return "?";
+}
 
 Expected<StepSimResult> simulateSteps(const Algo &algo, const Topology &topo,
                                       const StepSimOptions &o) {

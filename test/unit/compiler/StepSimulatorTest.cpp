@@ -22,6 +22,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -344,6 +345,64 @@ TEST_CASE("generated code: no MSCCL buffers, no LL", "[stepsim]") {
   double whole = gen(sendFirst, 2 * kMiB);
   // The protocol of the XML does not matter: generated code has no LL.
   CHECK(gen(senderStall(true, "LL"), 2 * kMiB) == Approx(whole));
+}
+
+TEST_CASE("the critical path is a chain of waits that ends the program",
+          "[stepsim][critical-path]") {
+  Topology a100 = machine("dgx-a100");
+  Schedule ring = shippedProgram("ring_allgather", 8);
+  Algo algo = lower(ring, 2, "Simple");
+  for (bool generated : {false, true}) {
+    INFO("generated code: " << generated);
+    StepSimOptions o;
+    o.bytes = 4 * kMiB;
+    o.generatedCode = generated;
+    o.tileBytes = 64 * kKiB;
+    auto plain = simulateSteps(algo, a100, o);
+    REQUIRE(plain.ok());
+    CHECK(plain->criticalPath.empty());
+    o.criticalPath = true;
+    auto traced = simulateSteps(algo, a100, o);
+    REQUIRE(traced.ok());
+    // Recording it changes nothing of the timing.
+    CHECK(traced->timeUs == plain->timeUs);
+    REQUIRE(traced->simulated == traced->iterations);
+    const std::vector<CriticalStep> &path = traced->criticalPath;
+    REQUIRE(path.size() > 2);
+    // It ends where the program ends (no extrapolated passes here) ...
+    CHECK(path.front().endUs ==
+          Approx(traced->timeUs - traced->launchUs).margin(1e-9));
+    // ... and each step starts when what it waited for ended, or, for a
+    // message, after it (its latency), back to a step that waited for none.
+    CHECK(path.back().after == CriticalStep::After::Nothing);
+    bool crossesRanks = false;
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      const CriticalStep &c = path[i], &before = path[i + 1];
+      INFO("step " << i << " waits for " << toString(c.after));
+      CHECK(c.endUs >= c.startUs);
+      switch (c.after) {
+      case CriticalStep::After::Arrival:
+      case CriticalStep::After::Slices:
+        CHECK(c.startUs > before.endUs);
+        CHECK(c.rank != before.rank);
+        break;
+      case CriticalStep::After::Nothing:
+        FAIL("only the first step waits for nothing");
+        break;
+      default:
+        CHECK(c.startUs == Approx(before.endUs).margin(1e-9));
+      }
+      if (c.after == CriticalStep::After::Order)
+        CHECK((c.rank == before.rank && c.tb == before.tb));
+      crossesRanks |= c.rank != before.rank;
+    }
+    // A ring passes its data from rank to rank (its messages, or room for
+    // them at the next rank).
+    CHECK(crossesRanks);
+    // Sends carry their threadblock's share of the link.
+    CHECK(std::any_of(path.begin(), path.end(),
+                      [](const CriticalStep &c) { return c.rateGBps > 0; }));
+  }
 }
 
 TEST_CASE("generated code: kernel knobs scale a threadblock's throughput",

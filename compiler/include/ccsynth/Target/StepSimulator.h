@@ -87,6 +87,34 @@ struct StepSimOptions {
   /// and reduce throughput the kernel reaches with its threads and loads in
   /// flight (codegen::kernelKnobScale); 1 for NCCL's and MSCCL's kernels.
   double tbScale = 1;
+  /// Record the critical path (StepSimResult::criticalPath).
+  bool criticalPath = false;
+};
+
+/// One step of a program's critical path: the chain of step ends, from the
+/// last to finish back to the first, each of which the next waited for.
+struct CriticalStep {
+  /// What this step waited for last before it started.
+  enum class After {
+    Nothing,    ///< the first step of the path
+    Order,      ///< the previous step of its threadblock (or pass)
+    Dependency, ///< a step of another threadblock of its rank
+    Arrival,    ///< the message it receives (its sender's end + latency)
+    Room,       ///< room at the receiver: the read of an earlier message
+                ///< (MSCCL's buffers, or a landing slot's credit)
+    Slices,     ///< the first slices of the message it receives (MSCCL)
+  };
+  int rank = 0;
+  int tb = 0;
+  long long pass = 0;
+  int step = 0;
+  StepType type = StepType::Nop;
+  int count = 1;
+  double startUs = 0; ///< from the kernel's start (after its launch)
+  double endUs = 0;
+  /// The threadblock's share of what it sends over (GB/s; 0 for local).
+  double rateGBps = 0;
+  After after = After::Nothing;
 };
 
 struct StepSimResult {
@@ -102,7 +130,15 @@ struct StepSimResult {
   long long iterations = 1;
   double chunkBytesPerIteration = 0;
   double launchUs = 0;
+  /// With StepSimOptions::criticalPath: the last step to end, then the
+  /// one it waited for, and so on back to a step that waited for none,
+  /// over the iterations simulated one by one (`simulated` of
+  /// `iterations`; the rest are extrapolated from the last).
+  std::vector<CriticalStep> criticalPath;
+  long long simulated = 0;
 };
+
+const char *toString(CriticalStep::After after);
 
 /// Times `algo` on `topology`. Fails with the reason when the program
 /// breaks a runtime rule, deadlocks on bounded buffers, sends between

@@ -101,7 +101,8 @@ std::string formatCriticalPath(const msccl::StepSimResult &r, double bytes,
     out += line;
   }
   // Where the path's time goes: each step's own time, per threadblock,
-  // and the gaps before the steps that waited for an arrival.
+  // and the gaps before the steps that waited for an arrival (the path's
+  // first step starts at 0).
   std::map<std::pair<int, int>, double> busy;
   double waiting = 0, total = path.empty() ? 0 : path.front().endUs;
   for (size_t i = 0; i < path.size(); ++i) {
@@ -109,8 +110,6 @@ std::string formatCriticalPath(const msccl::StepSimResult &r, double bytes,
     busy[{c.rank, c.tb}] += c.endUs - c.startUs;
     if (i + 1 < path.size())
       waiting += std::max(0.0, c.startUs - path[i + 1].endUs);
-    else
-      waiting += std::max(0.0, c.startUs);
   }
   std::vector<std::pair<double, std::pair<int, int>>> byTb;
   for (const auto &[tb, us] : busy)
@@ -235,17 +234,14 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
     perSize.push_back(
         longRing ? ncclNativeStepOptions(sched.collective, bytes)
                  : stepSimOptions(sched.collective, bytes, generated, tile));
+  // The largest size's timing records its critical path.
+  perSize.back().criticalPath = pathReport != nullptr;
   auto timed = msccl::simulateStepsAt(*algo, topo, perSize);
   if (!timed)
     return fail(timed.error());
-  if (pathReport) {
-    msccl::StepSimOptions po = perSize.back();
-    po.criticalPath = true;
-    auto traced = msccl::simulateSteps(*algo, topo, po);
-    if (!traced)
-      return fail(traced.error());
-    *pathReport = formatCriticalPath(*traced, sizes.back(), o.criticalPath);
-  }
+  if (pathReport)
+    *pathReport =
+        formatCriticalPath(timed->back(), sizes.back(), o.criticalPath);
   for (size_t i = 0; i < sizes.size(); ++i) {
     const msccl::StepSimResult &r = (*timed)[i];
     SimResult sim;

@@ -585,14 +585,12 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
       // A receive waits for its message's slices, not for the send's end.
       if (w != recvOf[v]) {
         if (path && finish > ready[w]) {
+          // Other edges join a threadblock's steps in order, or two
+          // threadblocks of one rank.
           waitedFor[w] = v;
-          const TbInfo &tw = tbs[tbOfNode[w]];
-          waitedWhy[w] =
-              roomAfter[w] == v                          ? After::Room
-              : tbOfNode[v] == tbOfNode[w] && v + 1 == w ? After::Order
-              : tbs[tbOfNode[v]].rank == tw.rank && tbOfNode[v] != tbOfNode[w]
-                  ? After::Dependency
-                  : After::Order;
+          waitedWhy[w] = roomAfter[w] == v            ? After::Room
+                         : tbOfNode[v] == tbOfNode[w] ? After::Order
+                                                      : After::Dependency;
         }
         ready[w] = std::max(ready[w], finish);
       }

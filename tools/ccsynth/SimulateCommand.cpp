@@ -42,6 +42,9 @@ struct SimulateCliOptions {
   /// (ccsynth's generated code).
   std::string target = "msccl-xml";
   std::string tileBytes;
+  /// --target cuda: switch threadblocks per rank and switch (0: the
+  /// untuned lowering's 16).
+  int switchLanes = 0;
   /// Print the program's critical path at the largest size (first input).
   int criticalPath = 0;
 };
@@ -169,6 +172,7 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
   c.instances = o.instances;
   c.pipeline = o.pipeline;
   c.protocol = o.protocol;
+  c.switchLanes = o.switchLanes;
   c.verify = false; // proven just above
   bool generated = o.target == "cuda";
   if (generated)
@@ -282,6 +286,12 @@ int runSimulate(const SimulateCliOptions &o) {
     return usage(Error("--target and --tile-bytes apply to --level steps"));
   if (o.target != "cuda" && !o.tileBytes.empty())
     return usage(Error("--tile-bytes applies to --target cuda"));
+  if (o.switchLanes != 0 && (!steps || o.target != "cuda"))
+    return usage(Error("--switch-lanes applies to --level steps --target "
+                       "cuda (generated code's switch threadblocks)"));
+  if (o.switchLanes < 0 || o.switchLanes > 64)
+    return usage(Error("--switch-lanes must be from 1 to 64 (got " +
+                       std::to_string(o.switchLanes) + ")"));
   if (o.instances < 1 || o.pipeline < 1)
     return usage(Error("--instances and --pipeline must be at least 1"));
   if (o.criticalPath > 0 && !steps)
@@ -507,6 +517,12 @@ void addSimulateCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--tile-bytes", opts->tileBytes,
                   "--target cuda: bytes per chunk per pass (default 1M, as "
                   "compile --target cuda)");
+  cmd->add_option("--switch-lanes", opts->switchLanes,
+                  "--target cuda: lower a schedule's switch operations "
+                  "into at most this many switch threadblocks per rank and "
+                  "switch (default 16, NCCL's NVLS channels; the tuned "
+                  "compile also weighs 4, as `compile --switch-lanes`); "
+                  "schedules without switch operations are unaffected");
   cmd->add_option("--critical-path", opts->criticalPath,
                   "--level steps: after the table, print the first input's "
                   "critical path at the largest size: the step that ends "

@@ -289,9 +289,6 @@ int runSimulate(const SimulateCliOptions &o) {
   if (o.switchLanes != 0 && (!steps || o.target != "cuda"))
     return usage(Error("--switch-lanes applies to --level steps --target "
                        "cuda (generated code's switch threadblocks)"));
-  if (o.switchLanes < 0 || o.switchLanes > 64)
-    return usage(Error("--switch-lanes must be from 1 to 64 (got " +
-                       std::to_string(o.switchLanes) + ")"));
   if (o.instances < 1 || o.pipeline < 1)
     return usage(Error("--instances and --pipeline must be at least 1"));
   if (o.criticalPath > 0 && !steps)
@@ -522,7 +519,8 @@ void addSimulateCommand(CLI::App &app, CommandContext &ctx) {
                   "into at most this many switch threadblocks per rank and "
                   "switch (default 16, NCCL's NVLS channels; the tuned "
                   "compile also weighs 4, as `compile --switch-lanes`); "
-                  "schedules without switch operations are unaffected");
+                  "schedules without switch operations are unaffected")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--critical-path", opts->criticalPath,
                   "--level steps: after the table, print the first input's "
                   "critical path at the largest size: the step that ends "

@@ -50,14 +50,20 @@
 #        ipc       45  the CUDA IPC transport, 8 ranks as processes (under
 #                      MPS): AllGather and AllReduce at 64 MiB and 1 GiB,
 #                      GB/s against cudaMemcpy D2D of the same bytes
-#        torch     90  PyTorch DDP: world size 1 on PyTorch's NCCL with and
+#        multimem  10  the runtime's NVLink SHARP primitives through a
+#                      multicast object of this GPU (one member):
+#                      multimem.ld_reduce and multimem.st bit for bit, and
+#                      their GB/s at 64 MiB and 1 GiB against cudaMemcpy
+#                      D2D; where the driver offers no multicast object,
+#                      the line saying so
+#        torch     80  PyTorch DDP: world size 1 on PyTorch's NCCL with and
 #                      without the NCCL-API interposer (identical losses);
 #                      world size 8 on one GPU on the libnccl test double,
 #                      alone and behind the interposer's CUDA plugins
 #      in all 560 s (about 9 minutes), then one summary table.
 # --out DIR (default gpu-check-out/, git-ignored) receives summary.md, env.txt
 # and the raw logs (build, tests, runner, watchdog, bench, knobs, ipc,
-# torch).
+# multimem, torch).
 # Exit: 0 when every part passed (or there is no GPU), 1 when one failed,
 # 2 on bad usage or a missing prepared folder.
 set -uo pipefail
@@ -358,16 +364,25 @@ part ipc 45 "$out/ipc.log" "$root/test/gpu/ipc-ranks.sh" \
   "$gpubuild/test/gpu/ccsynth-gpu-ipc-ranks" bench "$out/ipc-work"
 status[ipc]=$?
 
+# Multimem through a real multicast object (skipped, 77, where the driver
+# offers none: the summary gives its reason).
+: >"$out/multimem.log"
+part multimem 10 "$out/multimem.log" "$gpubuild/test/gpu/ccsynth-gpu-multimem" \
+  bench
+status[multimem]=$?
+mm_line=$(grep -m1 '^skipped:' "$out/multimem.log" | cut -c1-200)
+((status[multimem] == 77)) && status[multimem]=0
+
 # PyTorch as the client of the interposer (skipped, 77, without PyTorch).
 : >"$out/torch.log"
-part torch 90 "$out/torch.log" "$root/test/gpu/torch-check.sh" \
+part torch 80 "$out/torch.log" "$root/test/gpu/torch-check.sh" \
   "$gpubuild/runtime/interposer/libccsynth_nccl.so" \
   "$gpubuild/test/interposer/fake/libnccl.so.2" "$out/torch" \
   "$plugins"/libh100_ring_allreduce.so "$plugins"/libh100_ring_allgather.so
 status[torch]=$?
 ((status[torch] == 77)) && status[torch]=0
 
-for p in tests chain watchdog bench knobs ipc torch; do
+for p in tests chain watchdog bench knobs ipc multimem torch; do
   ((status[$p] == 0)) || failed=1
 done
 res() { ((status[$1] == 0)) && echo ok || echo "FAILED (exit ${status[$1]})"; }
@@ -388,7 +403,8 @@ res() { ((status[$1] == 0)) && echo ok || echo "FAILED (exit ${status[$1]})"; }
   echo "| ccsynth-cuda-bench | $(res bench) (bench.log) | ${took[bench]} (30) |"
   echo "| threadblock copy, kernel knobs | $(res knobs) (table below) | ${took[knobs]} (15) |"
   echo "| CUDA IPC, 8 processes | $(res ipc) (table below) | ${took[ipc]} (45) |"
-  echo "| PyTorch + interposer | $(res torch): $(grep 'torch-check:' "$out/torch.log" | cut -c14-150 | paste -sd ';' -) | ${took[torch]} (90) |"
+  echo "| multimem, one-member multicast object | $(res multimem)${mm_line:+: $mm_line} | ${took[multimem]} (10) |"
+  echo "| PyTorch + interposer | $(res torch): $(grep 'torch-check:' "$out/torch.log" | cut -c14-150 | paste -sd ';' -) | ${took[torch]} (80) |"
   echo
   echo "8 virtual ranks on one GPU, fp32 sum; size = the larger buffer of a"
   echo "rank (nccl-tests); memcpy = time / time of one cudaMemcpy D2D of all"
@@ -409,6 +425,12 @@ res() { ((status[$1] == 0)) && echo ok || echo "FAILED (exit ${status[$1]})"; }
   echo
   echo '```'
   sed -n '/^collective/,/^allreduce *1024M/p' "$out/ipc.log"
+  echo '```'
+  echo
+  echo "NVLink SHARP primitives through a one-member multicast object:"
+  echo
+  echo '```'
+  grep -E '^(multimem |skipped:|FAIL|PASSED|FAILED)|multicast object of' "$out/multimem.log"
   echo '```'
   echo
   echo "total $((SECONDS - start)) s; logs in $out"

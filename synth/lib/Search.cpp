@@ -114,6 +114,64 @@ std::vector<int> resourceCaps(const RoutingProblem &p, const CostModel &cost,
   return caps;
 }
 
+/// One node's boundary in one direction (values entering the node, or
+/// leaving it) and what must cross it: `count` values over the usable
+/// `links` that cross it. A resource is `exclusive` when no usable link
+/// outside the cut uses it; `width` is the most resources a crossing link
+/// has.
+struct NodeCut {
+  int count = 0;
+  std::vector<int> links;
+  std::vector<char> exclusive;
+  size_t width = 0;
+
+  /// The j-th resource of every crossing link, when each has one and it is
+  /// exclusive (links list their resources in a fixed role order, e.g. the
+  /// source's NIC, then the destination's, so these form a cover: a set of
+  /// resources every crossing link uses one of); empty otherwise.
+  std::vector<int> cover(const Topology &t, size_t j) const {
+    std::vector<int> rs;
+    for (int l : links) {
+      const auto &lr = t.links[l].resources;
+      if (j >= lr.size() || !exclusive[lr[j]])
+        return {};
+      rs.push_back(lr[j]);
+    }
+    return rs;
+  }
+};
+
+/// Calls f(cut) for each node boundary of a multi-node problem, in each
+/// direction, that some value must cross.
+template <class F> void forEachNodeCut(const RoutingProblem &p, F &&f) {
+  const Topology &t = *p.topo;
+  for (int dir = 0; dir < 2 && t.numNodes() > 1; ++dir)
+    for (int b = 0; b < t.numNodes(); ++b) {
+      NodeCut cut;
+      for (const RouteValue &v : p.values) {
+        bool inside = t.nodeOf[v.origin] == b, other = false;
+        for (int d : v.dests)
+          other |= dir == 0 ? (t.nodeOf[d] == b) : (t.nodeOf[d] != b);
+        cut.count += (dir == 0 ? !inside : inside) && other;
+      }
+      if (cut.count == 0)
+        continue;
+      cut.exclusive.assign(t.resources.size(), 1);
+      for (int l : p.usableLinks) {
+        int ns = t.nodeOf[t.links[l].src], nd = t.nodeOf[t.links[l].dst];
+        bool in = dir == 0 ? (nd == b && ns != b) : (ns == b && nd != b);
+        for (int x : t.links[l].resources)
+          if (!in)
+            cut.exclusive[x] = 0;
+        if (in) {
+          cut.links.push_back(l);
+          cut.width = std::max(cut.width, t.links[l].resources.size());
+        }
+      }
+      f(cut);
+    }
+}
+
 /// A lower bound on the load objective: every needed reception of a rank
 /// enters through its in-links, and every value a node needs from outside
 /// crosses the links (and the shared resources) entering that node; the
@@ -132,67 +190,25 @@ double loadLowerBound(const RoutingProblem &p, const CostModel &cost) {
     if (rate > 0 && need[r] > 0)
       lb = std::max(lb, need[r] / rate);
   }
-  int nodes = t.numNodes();
-  if (nodes < 2)
-    return lb;
-  for (int dir = 0; dir < 2; ++dir) {
-    for (int b = 0; b < nodes; ++b) {
-      // Links crossing node b's boundary in this direction.
-      auto crossing = [&](int l) {
-        int ns = t.nodeOf[t.links[l].src], nd = t.nodeOf[t.links[l].dst];
-        return dir == 0 ? (nd == b && ns != b) : (ns == b && nd != b);
-      };
-      int count = 0;
-      for (const RouteValue &v : p.values) {
-        bool inside = t.nodeOf[v.origin] == b, other = false;
-        for (int d : v.dests)
-          other |= dir == 0 ? (t.nodeOf[d] == b) : (t.nodeOf[d] != b);
-        count += (dir == 0 ? !inside : inside) && other;
-      }
-      if (count == 0)
+  // Node cuts: what crosses a node's boundary at its links' rate, and at
+  // most at the rate of any cover of its links by shared resources.
+  forEachNodeCut(p, [&](const NodeCut &cut) {
+    double rate = 0;
+    for (int l : cut.links)
+      rate += 1.0 / cost.link[l];
+    for (size_t j = 0; j < cut.width; ++j) {
+      std::vector<int> rs = cut.cover(t, j);
+      if (rs.empty())
         continue;
-      double linkRate = 0;
-      std::vector<char> exclusive(t.resources.size(), 1);
-      std::vector<int> cut;
-      size_t width = 0;
-      for (int l : p.usableLinks) {
-        bool in = crossing(l);
-        for (int x : t.links[l].resources)
-          if (!in)
-            exclusive[x] = 0;
-        if (in) {
-          cut.push_back(l);
-          linkRate += 1.0 / cost.link[l];
-          width = std::max(width, t.links[l].resources.size());
-        }
-      }
-      // Any set of resources every crossing link uses one of caps the rate
-      // (a cover). Links list their resources in a fixed role order (e.g.
-      // the source's NIC, then the destination's): the j-th resources of
-      // all crossing links form a cover when each has one.
-      double rate = linkRate;
-      for (size_t j = 0; j < width; ++j) {
-        std::set<int> cover;
-        bool ok = true;
-        for (int l : cut) {
-          const auto &rs = t.links[l].resources;
-          if (j >= rs.size() || !exclusive[rs[j]]) {
-            ok = false;
-            break;
-          }
-          cover.insert(rs[j]);
-        }
-        if (!ok)
-          continue;
-        double resRate = 0;
-        for (int x : cover)
-          resRate += 1.0 / cost.resource[x];
-        rate = std::min(rate, resRate);
-      }
-      if (rate > 0)
-        lb = std::max(lb, count / rate);
+      std::set<int> cover(rs.begin(), rs.end());
+      double resRate = 0;
+      for (int x : cover)
+        resRate += 1.0 / cost.resource[x];
+      rate = std::min(rate, resRate);
     }
-  }
+    if (rate > 0)
+      lb = std::max(lb, cut.count / rate);
+  });
   return lb;
 }
 
@@ -930,62 +946,35 @@ std::optional<Plan> exactPlan(const RoutingProblem &p, const CostModel &cost,
   // Node cuts: the values a node needs from outside (or sends out) cross
   // its boundary links, at most one transfer per link per duration, and at
   // most `cap` at a time through a covering set of shared resources.
-  for (int dir = 0; dir < 2 && t.numNodes() > 1; ++dir)
-    for (int b = 0; b < t.numNodes(); ++b) {
-      auto crossing = [&](int l) {
-        int ns = t.nodeOf[t.links[l].src], nd = t.nodeOf[t.links[l].dst];
-        return dir == 0 ? (nd == b && ns != b) : (ns == b && nd != b);
-      };
-      int count = 0;
-      for (const RouteValue &v : p.values) {
-        bool inside = t.nodeOf[v.origin] == b, other = false;
-        for (int d : v.dests)
-          other |= dir == 0 ? (t.nodeOf[d] == b) : (t.nodeOf[d] != b);
-        count += (dir == 0 ? !inside : inside) && other;
-      }
-      if (count == 0)
+  forEachNodeCut(p, [&](const NodeCut &cut) {
+    double rate = 0;
+    for (int l : cut.links)
+      rate += 1.0 / eo.duration[l];
+    for (size_t j = 0; j < cut.width; ++j) {
+      std::vector<int> rs = cut.cover(t, j);
+      if (rs.empty())
         continue;
-      std::vector<char> exclusive(t.resources.size(), 1);
-      std::vector<int> cut;
-      size_t width = 0;
-      double rate = 0;
-      for (int l : p.usableLinks) {
-        bool in = crossing(l);
-        for (int x : t.links[l].resources)
-          if (!in)
-            exclusive[x] = 0;
-        if (in) {
-          cut.push_back(l);
-          rate += 1.0 / eo.duration[l];
-          width = std::max(width, t.links[l].resources.size());
-        }
+      std::map<int, int> cover; // resource -> shortest duration through it
+      bool ok = true;
+      for (size_t k = 0; k < rs.size() && ok; ++k) {
+        int l = cut.links[k], x = rs[k];
+        ok = eo.resourceCap[x] > 0;
+        auto it = cover.find(x);
+        if (it == cover.end())
+          cover[x] = eo.duration[l];
+        else
+          it->second = std::min(it->second, eo.duration[l]);
       }
-      for (size_t j = 0; j < width; ++j) {
-        std::map<int, int> cover; // resource -> shortest duration through it
-        bool ok = true;
-        for (int l : cut) {
-          const auto &rs = t.links[l].resources;
-          if (j >= rs.size() || !exclusive[rs[j]] ||
-              eo.resourceCap[rs[j]] <= 0) {
-            ok = false;
-            break;
-          }
-          auto it = cover.find(rs[j]);
-          if (it == cover.end())
-            cover[rs[j]] = eo.duration[l];
-          else
-            it->second = std::min(it->second, eo.duration[l]);
-        }
-        if (!ok)
-          continue;
-        double resRate = 0;
-        for (auto [x, d] : cover)
-          resRate += (double)eo.resourceCap[x] / d;
-        rate = std::min(rate, resRate);
-      }
-      if (rate > 0)
-        tlb = std::max(tlb, (int)std::ceil(count / rate - 1e-9));
+      if (!ok)
+        continue;
+      double resRate = 0;
+      for (auto [x, d] : cover)
+        resRate += (double)eo.resourceCap[x] / d;
+      rate = std::min(rate, resRate);
     }
+    if (rate > 0)
+      tlb = std::max(tlb, (int)std::ceil(cut.count / rate - 1e-9));
+  });
   int H = tlb + std::max(2, tlb / 3);
   // Variables grow linearly with the horizon: one count per slot (a
   // gather on 256 ranks has 512 values and 63k links to count).

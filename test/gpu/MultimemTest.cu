@@ -27,6 +27,7 @@
 // the line printed says which.
 //
 //===----------------------------------------------------------------------===//
+#include "GpuTest.h"
 #include "ccsynth/runtime/CudaPrimitives.cuh"
 
 #include <cuda.h>
@@ -44,27 +45,7 @@ namespace {
 using ccsynth::rt::Knobs;
 using K = Knobs<256, 4>;
 
-int failures = 0;
-
-#define EXPECT(cond, ...)                                                      \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::printf("FAIL %s:%d: ", __FILE__, __LINE__);                         \
-      std::printf(__VA_ARGS__);                                                \
-      std::printf("\n");                                                       \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
-
-#define CUDA_OK(expr)                                                          \
-  do {                                                                         \
-    cudaError_t e_ = (expr);                                                   \
-    if (e_ != cudaSuccess) {                                                   \
-      std::printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #expr,           \
-                  cudaGetErrorString(e_));                                     \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
+using ccsynth::gputest::failures;
 
 /// The driver functions this test calls, looked up at run time.
 struct Driver {

@@ -14,6 +14,7 @@
 // Without a GPU it prints why and returns 77 (CTest's SKIP_RETURN_CODE).
 //
 //===----------------------------------------------------------------------===//
+#include "GpuTest.h"
 #include "ccsynth/runtime/CudaLaunch.cuh"
 #include "ccsynth/runtime/HostTypes.h"
 #include "ccsynth/runtime/ccsynth_plugin.h"
@@ -35,27 +36,7 @@ namespace {
 using namespace ccsynth::rt;
 
 constexpr int kRanks = 8;
-int failures = 0;
-
-#define EXPECT(cond, ...)                                                      \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::printf("FAIL %s:%d: ", __FILE__, __LINE__);                         \
-      std::printf(__VA_ARGS__);                                                \
-      std::printf("\n");                                                       \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
-
-#define CUDA_OK(expr)                                                          \
-  do {                                                                         \
-    cudaError_t e_ = (expr);                                                   \
-    if (e_ != cudaSuccess) {                                                   \
-      std::printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #expr,           \
-                  cudaGetErrorString(e_));                                     \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
+using ccsynth::gputest::failures;
 
 enum class Kind { AllGather, ReduceScatter, AllReduce, AllToAll };
 

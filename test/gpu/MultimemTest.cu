@@ -179,17 +179,31 @@ bool makeMulticast(CUdevice dev, std::size_t want, Multicast &m) {
   std::size_t gran = mcGran > memGran ? mcGran : memGran;
   m.size = (want + gran - 1) / gran * gran;
   prop.size = m.size;
+  // What the machine refuses (no NVSwitch multicast, no fabric manager,
+  // a virtual machine's limits) skips; any other error fails.
+  auto refused = [](const char *call, CUresult r) {
+    if (r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_NOT_PERMITTED &&
+        r != CUDA_ERROR_SYSTEM_NOT_READY &&
+        r != CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)
+      return false;
+    std::printf("skipped: %s refused (%s): the multimem path is not "
+                "checked on this machine\n",
+                call, cuText(r).c_str());
+    return true;
+  };
   CUresult r = drv.mcCreate(&m.object, &prop);
-  if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_NOT_PERMITTED) {
-    std::printf("skipped: cuMulticastCreate refused a multicast object of "
-                "this GPU (%s): the multimem path is not checked here\n",
-                cuText(r).c_str());
+  if (refused("cuMulticastCreate", r))
     return false;
-  }
   CU_OK(r);
-  CU_OK(drv.mcAddDevice(m.object, dev));
+  r = drv.mcAddDevice(m.object, dev);
+  if (refused("cuMulticastAddDevice", r))
+    return false;
+  CU_OK(r);
   CU_OK(drv.memCreate(&m.memory, m.size, &ap, 0));
-  CU_OK(drv.mcBindMem(m.object, 0, m.memory, 0, m.size, 0));
+  r = drv.mcBindMem(m.object, 0, m.memory, 0, m.size, 0);
+  if (refused("cuMulticastBindMem", r))
+    return false;
+  CU_OK(r);
   CUmemAccessDesc access = {};
   access.location = ap.location;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;

@@ -374,6 +374,16 @@ void BoundComputer::crossingLinks(const std::vector<char> &inS, int sizeS,
   }
 }
 
+/// The distinct groups of `ranks`, ascending, into `out`.
+void groupsOf(const std::vector<int> &ranks, const std::vector<int> &groupOf,
+              std::vector<int> &out) {
+  out.clear();
+  for (int r : ranks)
+    out.push_back(groupOf[r]);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
 /// Cuts that put one group (a rank or a node) on one side: demands are
 /// counted for all groups in one pass over the demands.
 void BoundComputer::singleGroupCuts(const std::vector<int> &groupOf,
@@ -382,16 +392,8 @@ void BoundComputer::singleGroupCuts(const std::vector<int> &groupOf,
   std::vector<double> outOf(numGroups, 0), into(numGroups, 0);
   std::vector<int> og, dg;
   for (const Demand &d : demands) {
-    og.clear();
-    dg.clear();
-    for (int r : d.origins)
-      og.push_back(groupOf[r]);
-    for (int r : d.dests)
-      dg.push_back(groupOf[r]);
-    std::sort(og.begin(), og.end());
-    og.erase(std::unique(og.begin(), og.end()), og.end());
-    std::sort(dg.begin(), dg.end());
-    dg.erase(std::unique(dg.begin(), dg.end()), dg.end());
+    groupsOf(d.origins, groupOf, og);
+    groupsOf(d.dests, groupOf, dg);
     // S = {g}: W needs a chunk out of g when g holds a value of W and some
     // other group needs W; symmetrically into g.
     for (int g : og)
@@ -498,16 +500,8 @@ void BoundComputer::quotientTraffic(const std::vector<int> &groupOf,
   for (const Demand &d : demands) {
     if (d.dests.empty())
       continue;
-    og.clear();
-    dg.clear();
-    for (int r : d.origins)
-      og.push_back(groupOf[r]);
-    for (int r : d.dests)
-      dg.push_back(groupOf[r]);
-    std::sort(og.begin(), og.end());
-    og.erase(std::unique(og.begin(), og.end()), og.end());
-    std::sort(dg.begin(), dg.end());
-    dg.erase(std::unique(dg.begin(), dg.end()), dg.end());
+    groupsOf(d.origins, groupOf, og);
+    groupsOf(d.dests, groupOf, dg);
     bool common = false;
     for (size_t i = 0, j = 0; i < og.size() && j < dg.size() && !common;) {
       if (og[i] < dg[j])

@@ -283,6 +283,20 @@ inline ccsynthResult previousFailure(const CudaFailureRecord &rec, int rank,
   return ccsynthAborted;
 }
 
+/// Drops the ranks a virtual-ranks group has posted so far: after one of
+/// its ranks was refused the group can never complete, and the next group
+/// must start empty (the ranks already posted got ccsynthSuccess for a call
+/// that now never runs; the refused rank's error says why).
+inline void abandonVirtualGroup(const ccsynthLaunchArgs *a, int ranks) {
+  auto *c = static_cast<CudaVirtualComm *>(a->comm);
+  if (!c || c->magic != CudaVirtualComm::kMagic ||
+      c->structSize != sizeof(CudaVirtualComm) || c->ranks != ranks)
+    return;
+  for (int r = 0; r < ranks; ++r)
+    c->postedRank[r] = 0;
+  c->posted = 0;
+}
+
 /// Posts one rank of a virtual-ranks group; `complete` when it was the
 /// last one, and `plan` then holds every rank's buffers. Posting is not
 /// thread-safe: one host thread posts a group.
@@ -499,8 +513,11 @@ ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a) {
   std::size_t n = 0;
   long off = 0;
   ccsynthResult r = checkLaunch(s, tile, dtypes, ops, a, n, off);
-  if (r != ccsynthSuccess)
+  if (r != ccsynthSuccess) {
+    if (a && a->transport == ccsynthTransportCudaVirtual)
+      abandonVirtualGroup(a, s.ranks);
     return r;
+  }
   CudaLaunchPlan<A> plan;
   plan.transport = a->transport;
   plan.rank = a->rank;
@@ -510,6 +527,8 @@ ccsynthResult cudaLaunch(const ccsynthLaunchArgs *a) {
     // tile).
     const void *self = reinterpret_cast<const void *>(&cudaLaunch<A, Tile>);
     r = planVirtual<A>(a, n, tile, self, plan, complete);
+    if (r != ccsynthSuccess)
+      abandonVirtualGroup(a, s.ranks);
     if (r != ccsynthSuccess || !complete)
       return r;
   } else if (a->transport == ccsynthTransportCudaIpc) {

@@ -349,7 +349,7 @@ struct CudaIpcComm {
   static constexpr std::uint32_t kMagic = 0x63636970; // "ccip"
   std::uint32_t magic = kMagic;
   std::uint32_t structSize = sizeof(CudaIpcComm);
-  int rank = 0, ranks = 0, device = 0;
+  int rank = 0, ranks = 0, device = -1; ///< -1 until created
   std::uint32_t flagWords = 0;
   bool connected = false;
   char *base = nullptr;        ///< this rank's window
@@ -371,10 +371,37 @@ inline CudaIpcComm *asIpcComm(void *comm) {
              : nullptr;
 }
 
+/// Makes `device` current for the scope and then gives the calling thread
+/// back the device it had: these calls run on the application's threads,
+/// and its own later CUDA work must not move to another GPU. Only a switch
+/// is undone (a thread that had no device made current stays as it was).
+struct ScopedDevice {
+  int saved = -1;
+  bool switched = false;
+  cudaError_t enter(int device) {
+    if (device < 0)
+      return cudaSuccess;
+    cudaError_t e = cudaGetDevice(&saved);
+    if (e != cudaSuccess)
+      return e;
+    if (saved == device)
+      return cudaSuccess;
+    e = cudaSetDevice(device);
+    switched = e == cudaSuccess;
+    return e;
+  }
+  ~ScopedDevice() {
+    if (switched)
+      cudaSetDevice(saved);
+  }
+};
+
 /// Frees what cudaIpcCommCreate/Connect made; waits for the last launch.
 inline void cudaIpcCommDestroy(CudaIpcComm *c) {
   if (!c)
     return;
+  ScopedDevice onDevice; // frees on the window's device
+  onDevice.enter(c->device);
   if (c->launched)
     cudaEventSynchronize(c->lastLaunch); // bounded: every wait has a deadline
   for (int r = 0; r < c->ranks; ++r)
@@ -412,9 +439,9 @@ inline ccsynthResult cudaIpcCommCreate(int device, int rank, int ranks,
   c->rank = rank;
   c->ranks = ranks;
   c->flagWords = flagWords;
+  ScopedDevice onDevice;
   ccsynthResult r = [&]() -> ccsynthResult {
-    if (device >= 0)
-      CCSYNTH_CUDA_CHECK(err, rank, cudaSetDevice(device));
+    CCSYNTH_CUDA_CHECK(err, rank, onDevice.enter(device));
     CCSYNTH_CUDA_CHECK(err, rank, cudaGetDevice(&c->device));
     std::size_t header =
         (kHeaderWords + std::size_t(flagWords)) * sizeof(std::uint64_t);
@@ -455,7 +482,8 @@ inline ccsynthResult cudaIpcCommConnect(CudaIpcComm *c, const void *handles,
                       nullptr, 0, "comm is not a CudaIpcComm, or no handles");
   if (c->connected)
     return ccsynthSuccess;
-  CCSYNTH_CUDA_CHECK(err, c->rank, cudaSetDevice(c->device));
+  ScopedDevice onDevice;
+  CCSYNTH_CUDA_CHECK(err, c->rank, onDevice.enter(c->device));
   for (int r = 0; r < c->ranks; ++r) {
     if (r == c->rank)
       continue;
@@ -486,7 +514,8 @@ inline ccsynthResult cudaIpcCommAbort(CudaIpcComm *c) {
     return ccsynthInvalidArgument;
   std::uint64_t by = std::uint64_t(c->rank) + 1;
   cudaStream_t s = nullptr;
-  if (cudaSetDevice(c->device) != cudaSuccess ||
+  ScopedDevice onDevice;
+  if (onDevice.enter(c->device) != cudaSuccess ||
       cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
     return ccsynthSystemError;
   cudaError_t e = cudaMemcpyAsync(c->base + kHdrAbort * sizeof(std::uint64_t),

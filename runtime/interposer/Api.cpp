@@ -165,10 +165,13 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   auto fn = REAL(ncclCommAbort);
   if (!fn)
     return ncclInternalError;
-  if (!ForwardScope::active())
+  bool outer = !ForwardScope::active();
+  if (outer)
+    onCommAbortStart(comm);
+  ncclResult_t r = callReal(fn, comm);
+  if (outer)
     onCommRelease(comm, /*abort=*/true);
-  ForwardScope scope;
-  return fn(comm);
+  return r;
 }
 ALIAS(ncclCommAbort)
 

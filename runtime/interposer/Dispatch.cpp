@@ -204,11 +204,23 @@ struct Cuda {
   using StreamIsCapturing = int (*)(void *, int *);
   using MemcpyDtoDAsync = int (*)(unsigned long long, unsigned long long,
                                   std::size_t, void *);
+  using EventCreate = int (*)(void **, unsigned);
+  using EventRecordWithFlags = int (*)(void *, void *, unsigned);
+  using StreamWaitEvent = int (*)(void *, void *, unsigned);
+  using EventDestroy = int (*)(void *);
+  using EventQuery = int (*)(void *);
   PointerGetAttribute pointerGetAttribute = nullptr;
   StreamIsCapturing streamIsCapturing = nullptr;
   MemcpyDtoDAsync memcpyDtoDAsync = nullptr;
+  EventCreate eventCreate = nullptr;
+  EventRecordWithFlags eventRecordWithFlags = nullptr;
+  StreamWaitEvent streamWaitEvent = nullptr;
+  EventDestroy eventDestroy = nullptr;
+  EventQuery eventQuery = nullptr;
   bool ok() const {
-    return pointerGetAttribute && streamIsCapturing && memcpyDtoDAsync;
+    return pointerGetAttribute && streamIsCapturing && memcpyDtoDAsync &&
+           eventCreate && eventRecordWithFlags && streamWaitEvent &&
+           eventDestroy && eventQuery;
   }
 };
 
@@ -229,6 +241,15 @@ const Cuda &cuda() {
       ::dlsym(h, "cuStreamIsCapturing"));
   c.memcpyDtoDAsync = reinterpret_cast<Cuda::MemcpyDtoDAsync>(
       ::dlsym(h, "cuMemcpyDtoDAsync_v2"));
+  c.eventCreate =
+      reinterpret_cast<Cuda::EventCreate>(::dlsym(h, "cuEventCreate"));
+  c.eventRecordWithFlags = reinterpret_cast<Cuda::EventRecordWithFlags>(
+      ::dlsym(h, "cuEventRecordWithFlags"));
+  c.streamWaitEvent =
+      reinterpret_cast<Cuda::StreamWaitEvent>(::dlsym(h, "cuStreamWaitEvent"));
+  c.eventDestroy =
+      reinterpret_cast<Cuda::EventDestroy>(::dlsym(h, "cuEventDestroy_v2"));
+  c.eventQuery = reinterpret_cast<Cuda::EventQuery>(::dlsym(h, "cuEventQuery"));
   return c;
 }
 
@@ -275,6 +296,63 @@ bool copyAsync(void *dst, const void *src, std::size_t bytes,
                            stream) == 0;
 }
 
+// CU_EVENT_DISABLE_TIMING; CU_EVENT_RECORD_EXTERNAL and CU_EVENT_WAIT_EXTERNAL
+// (under stream capture: an event node that records or waits at replay).
+constexpr unsigned kEventDisableTiming = 2, kEventExternal = 1;
+
+/// An event for ordering launches (no timing), or null.
+void *createOrderEvent() {
+  const Cuda &c = cuda();
+  void *e = nullptr;
+  if (!c.eventCreate || c.eventCreate(&e, kEventDisableTiming) != 0)
+    return nullptr;
+  return e;
+}
+
+/// `stream` waits for what `event` last recorded (at replay, when the
+/// stream is being captured).
+bool waitOrderEvent(void *event, cudaStream_t stream, bool captured) {
+  const Cuda &c = cuda();
+  return c.streamWaitEvent &&
+         c.streamWaitEvent(stream, event, captured ? kEventExternal : 0) == 0;
+}
+
+/// Records `event` on `stream` (at replay, when it is being captured).
+bool recordOrderEvent(void *event, cudaStream_t stream, bool captured) {
+  const Cuda &c = cuda();
+  return c.eventRecordWithFlags &&
+         c.eventRecordWithFlags(event, stream, captured ? kEventExternal : 0) ==
+             0;
+}
+
+/// Waits until what `event` last recorded has run (the last launch's
+/// copy-out included), for at most `seconds`; false at the deadline or on
+/// an error (CUDA_ERROR_NOT_READY, 600, is "still running").
+bool awaitOrderEvent(void *event, double seconds) {
+  const Cuda &c = cuda();
+  if (!event || !c.eventQuery)
+    return true;
+  auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(seconds));
+  for (;;) {
+    int r = c.eventQuery(event);
+    if (r != 600)
+      return r == 0;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+void destroyOrderEvent(void *&event) {
+  const Cuda &c = cuda();
+  if (event && c.eventDestroy)
+    c.eventDestroy(event);
+  event = nullptr;
+}
+
 // --- communicators ---------------------------------------------------------
 
 std::uint64_t fnv(const void *data, std::size_t n,
@@ -297,6 +375,11 @@ struct IpcState {
   void *comm = nullptr;
   char *data = nullptr;        ///< this rank's data area
   std::uint64_t staging = 0;   ///< output staging at data, scratch after it
+  /// Recorded after each launch and its copy-out, waited for by the next:
+  /// launches share the window's epoch, flags and staging, so one must end
+  /// before the next starts, whichever streams the application uses (NCCL
+  /// orders a communicator's collectives the same way).
+  void *order = nullptr;
   bool failedReported = false;
 };
 
@@ -500,6 +583,7 @@ void setupIpc(CommState &s, IpcState &st, const rt::Plugin &plugin,
     if (st.comm)
       st.comms->ipc_comm_destroy(st.comm);
     st.comm = nullptr;
+    destroyOrderEvent(st.order);
   };
   st.comms = plugin.cudaComms();
   std::uint64_t maxBytes = 0, scratch = 0;
@@ -529,6 +613,14 @@ void setupIpc(CommState &s, IpcState &st, const rt::Plugin &plugin,
     return fail(error);
   rt::CommHeader *h = win->comm();
   auto *mine = reinterpret_cast<IpcSlot *>(rt::commData(h, s.rank));
+  // Past this point a rank that gives up says so in its slot, so that the
+  // ranks still waiting fail at once instead of at their own deadline, and
+  // a rank that checks later sees it: ranks end Ready or unusable together
+  // (unless one checked every slot in the instant before another's deadline).
+  auto failAll = [&](const std::string &why) {
+    rt::storeRelease(mine->connected, std::uint64_t(2));
+    fail(why);
+  };
   ccsynthError err{};
   ccsynthResult r = st.comms->ipc_comm_create(
       device, s.rank, s.nranks, flags, st.staging + roundUp(scratch, 256),
@@ -537,6 +629,9 @@ void setupIpc(CommState &s, IpcState &st, const rt::Plugin &plugin,
   if (r != ccsynthSuccess) {
     st.comm = nullptr;
     localWhy = std::string("allocating the window: ") + err.message;
+  } else if (!(st.order = createOrderEvent())) {
+    r = ccsynthSystemError;
+    localWhy = "creating the event that orders its launches failed";
   }
   rt::storeRelease(mine->created, std::uint64_t(r == ccsynthSuccess ? 1 : 2));
   rt::storeRelease(rt::commSlot(h, s.rank).joined, token);
@@ -546,20 +641,20 @@ void setupIpc(CommState &s, IpcState &st, const rt::Plugin &plugin,
           std::chrono::duration<double>(config().timeout));
   std::string why;
   if (!waitAll(h, s.nranks, offsetof(IpcSlot, created), deadline, why))
-    return fail(why);
+    return failAll(why);
   win->unlink(); // every rank has it mapped
   std::vector<unsigned char> handles(std::size_t(s.nranks) *
                                      CCSYNTH_IPC_HANDLE_BYTES);
   for (int q = 0; q < s.nranks; ++q) {
     auto *slot = reinterpret_cast<IpcSlot *>(rt::commData(h, q));
     if (rt::loadAcquire(rt::commSlot(h, q).joined) != token)
-      return fail("rank " + std::to_string(q) +
-                  " loaded other plugins (CCSYNTH_PLUGINS or "
-                  "CCSYNTH_DEVICE_WINDOW_BYTES differs)");
+      return failAll("rank " + std::to_string(q) +
+                     " loaded other plugins (CCSYNTH_PLUGINS or "
+                     "CCSYNTH_DEVICE_WINDOW_BYTES differs)");
     if (rt::loadAcquire(slot->created) != 1)
-      return fail(q == s.rank ? localWhy
-                              : "rank " + std::to_string(q) +
-                                    " could not allocate its window");
+      return failAll(q == s.rank ? localWhy
+                                 : "rank " + std::to_string(q) +
+                                       " could not allocate its window");
     std::memcpy(&handles[std::size_t(q) * CCSYNTH_IPC_HANDLE_BYTES],
                 slot->handle, CCSYNTH_IPC_HANDLE_BYTES);
   }
@@ -568,13 +663,13 @@ void setupIpc(CommState &s, IpcState &st, const rt::Plugin &plugin,
     localWhy = std::string("mapping the peers' windows: ") + err.message;
   rt::storeRelease(mine->connected, std::uint64_t(r == ccsynthSuccess ? 1 : 2));
   if (!waitAll(h, s.nranks, offsetof(IpcSlot, connected), deadline, why))
-    return fail(why);
+    return failAll(why);
   for (int q = 0; q < s.nranks; ++q)
     if (rt::loadAcquire(
             reinterpret_cast<IpcSlot *>(rt::commData(h, q))->connected) != 1)
-      return fail(q == s.rank ? localWhy
-                              : "rank " + std::to_string(q) +
-                                    " could not map every peer's window");
+      return failAll(q == s.rank ? localWhy
+                                 : "rank " + std::to_string(q) +
+                                       " could not map every peer's window");
   void *data = nullptr;
   std::uint64_t bytes = 0;
   if (st.comms->ipc_comm_window(st.comm, &data, &bytes) != ccsynthSuccess)
@@ -800,6 +895,13 @@ ncclResult_t launchCuda(const Call &c, CommState &s, const Algo &a) {
   char *recv = st.data;
   const void *send = c.send;
   ccsynthError err{};
+  bool captured = capturing(c.stream);
+  if (!waitOrderEvent(st.order, c.stream, captured)) {
+    std::snprintf(err.message, sizeof err.message,
+                  "ordering the launch after the previous one on this "
+                  "communicator failed");
+    return launchFailed(c, s, g, ccsynthSystemError, err);
+  }
   if (g.inplace) {
     // Decide() admits in-place algorithms whose output is the whole
     // buffer (allreduce, allgather, ...): the input sits inside it.
@@ -820,6 +922,11 @@ ncclResult_t launchCuda(const Call &c, CommState &s, const Algo &a) {
     std::snprintf(err.message, sizeof err.message,
                   "copying the output to the user's buffer on the stream "
                   "failed");
+    return launchFailed(c, s, g, ccsynthSystemError, err);
+  }
+  if (!recordOrderEvent(st.order, c.stream, captured)) {
+    std::snprintf(err.message, sizeof err.message,
+                  "recording the end of the launch failed");
     return launchFailed(c, s, g, ccsynthSystemError, err);
   }
   return ncclSuccess;
@@ -980,11 +1087,33 @@ void onCommRelease(ncclComm_t comm, bool abort) {
       continue;
     if (abort)
       st.comms->ipc_comm_abort(st.comm);
-    st.comms->ipc_comm_destroy(st.comm); // waits for the last launch
+    // The last launch's copy-out reads the window: it ends first (bounded;
+    // after an abort the kernels end at their next poll).
+    // Past the deadline the window stays mapped (freeing memory a kernel
+    // may still write would end the context) and the event stays too.
+    if (awaitOrderEvent(st.order, config().timeout)) {
+      st.comms->ipc_comm_destroy(st.comm); // waits for the last launch
+      destroyOrderEvent(st.order);
+    } else {
+      warn("communicator " + s->key.substr(0, 16) +
+           ": its last device collective had not ended within the timeout "
+           "when it was released; its CUDA IPC window stays mapped");
+    }
     st.comm = nullptr;
+    st.order = nullptr;
     st.state = CommFacts::Device::Unusable;
     st.unusable = "the communicator was released";
   }
+}
+
+void onCommAbortStart(ncclComm_t comm) {
+  std::shared_ptr<CommState> s = stateOf(comm);
+  if (!s)
+    return;
+  std::lock_guard<std::mutex> lock(s->ipcMutex);
+  for (auto &[plugin, st] : s->ipc)
+    if (st.comm)
+      st.comms->ipc_comm_abort(st.comm);
 }
 
 void onCommRevoke(ncclComm_t comm) {

@@ -64,11 +64,15 @@ ncclResult_t dispatch(const Call &call, bool &forwarded);
 void onCommInit(ncclComm_t comm, int nranks, int rank, const void *id,
                 std::size_t idBytes);
 void onCommSplit(ncclComm_t parent, ncclComm_t child, int color);
-/// Before the real destroy/abort: releases the windows. `abort` first
-/// raises the device windows' abort words, so that kernels still waiting
-/// end at their next poll; destroy waits for the last launch (bounded by
-/// the waits' timeout).
+/// Releases the windows: before the real destroy, and after the real abort
+/// (`abort`, which raises the device windows' abort words again). Destroy
+/// waits for the last launch (bounded by the waits' timeout).
 void onCommRelease(ncclComm_t comm, bool abort);
+/// Before the real abort: raises the device windows' abort words, so that
+/// kernels still waiting end at their next poll. The real abort then ends
+/// NCCL's own kernels, so that one of ours queued behind a hung NCCL kernel
+/// starts, sees the word and ends before onCommRelease waits for it.
+void onCommAbortStart(ncclComm_t comm);
 void onCommRevoke(ncclComm_t comm);
 /// The interposer's own error on `comm` (a failed plugin launch), or
 /// ncclSuccess.

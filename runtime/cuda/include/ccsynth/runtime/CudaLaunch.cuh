@@ -70,6 +70,10 @@ template <class A> struct CudaLaunchPlan {
   int transport = 0;
   int rank = 0;
   unsigned grid = 0;
+  /// Blocks that must be resident on the device at once: the grid, or with
+  /// ranks of the CUDA IPC transport sharing the device the grids of all
+  /// of them (their blocks wait on each other's).
+  long together = 0;
   cudaStream_t stream = nullptr;
   typename VirtualTransport<A>::Params virt{};
   typename IpcTransport<A>::Params ipc{};
@@ -141,12 +145,18 @@ ccsynthResult cudaLaunchKernel(const CudaLaunchPlan<A> &plan,
     fit.threads = int(word & 0xffff);
     fit.resident = long(word >> 16);
   }
-  if (long(plan.grid) > fit.resident)
+  long together =
+      plan.together > long(plan.grid) ? plan.together : long(plan.grid);
+  if (together > fit.resident)
     return cudaReport(err, ccsynthUnsupported, CudaStatus::NotCoResident,
                       plan.rank, __FILE__, __LINE__,
-                      "%s needs %u threadblocks of %d threads resident at "
-                      "once; device %d holds %ld",
-                      A::shape.name, plan.grid, fit.threads, dev, fit.resident);
+                      "%s needs %ld threadblocks of %d threads resident at "
+                      "once (%u of this rank%s); device %d holds %ld",
+                      A::shape.name, together, fit.threads, plan.grid,
+                      together > long(plan.grid)
+                          ? ", the rest of the ranks sharing the device"
+                          : "",
+                      dev, fit.resident);
   ccsynthKernel<A, T, Op, Tr>
       <<<plan.grid, unsigned(fit.threads), 0, plan.stream>>>(params);
   CCSYNTH_CUDA_CHECK(err, plan.rank, cudaGetLastError());
@@ -496,6 +506,9 @@ ccsynthResult planIpc(const ccsynthLaunchArgs *a, std::size_t n,
     q.window[r] = c->peerBase[r];
   int tbs = A::threadblocks[a->rank];
   plan.grid = unsigned(tbs > 0 ? tbs : 1);
+  for (int r = 0; r < s.ranks; ++r)
+    if (c->peerDevice[r] == c->device)
+      plan.together += A::threadblocks[r] > 0 ? A::threadblocks[r] : 1;
   plan.stream = static_cast<cudaStream_t>(a->stream);
   plan.ipcComm = c;
   return ccsynthSuccess;

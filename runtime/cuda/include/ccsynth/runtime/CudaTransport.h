@@ -356,6 +356,9 @@ struct CudaIpcComm {
   std::size_t headerBytes = 0; ///< offset of the data area
   std::size_t dataBytes = 0;
   char *peerBase[kMaxIpcRanks] = {}; ///< every rank's window, mapped here
+  /// The device each rank's window is on, as this process numbers devices:
+  /// ranks on this rank's device share its multiprocessors (under MPS).
+  int peerDevice[kMaxIpcRanks] = {};
   CudaFailureRecord *failureHost = nullptr;
   CudaFailureRecord *failureDev = nullptr;
   cudaEvent_t lastLaunch = nullptr; ///< recorded after each launch
@@ -502,7 +505,11 @@ inline ccsynthResult cudaIpcCommConnect(CudaIpcComm *c, const void *handles,
                         "process)",
                         r, cudaGetErrorString(e));
     c->peerBase[r] = static_cast<char *>(p);
+    cudaPointerAttributes at{};
+    CCSYNTH_CUDA_CHECK(err, c->rank, cudaPointerGetAttributes(&at, p));
+    c->peerDevice[r] = at.device;
   }
+  c->peerDevice[c->rank] = c->device;
   c->connected = true;
   return ccsynthSuccess;
 }

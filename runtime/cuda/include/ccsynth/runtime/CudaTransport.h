@@ -571,6 +571,35 @@ struct CudaNcclComm {
   CudaFailureRecord *failureDev = nullptr;
 };
 
+/// The smallest of every rank's `mine` (a collective ncclAllReduce on a
+/// stream of its own, on every rank of `comm`).
+inline ccsynthResult agreeOnMin(ncclComm_t comm, int rank, int mine,
+                                int &agreed, ccsynthError *err) {
+  int *d = nullptr;
+  cudaStream_t s = nullptr;
+  ccsynthResult r = [&]() -> ccsynthResult {
+    CCSYNTH_CUDA_CHECK(err, rank,
+                       cudaMalloc(reinterpret_cast<void **>(&d), sizeof(int)));
+    CCSYNTH_CUDA_CHECK(err, rank,
+                       cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CCSYNTH_CUDA_CHECK(
+        err, rank,
+        cudaMemcpyAsync(d, &mine, sizeof mine, cudaMemcpyHostToDevice, s));
+    CCSYNTH_NCCL_CHECK(err, rank,
+                       ncclAllReduce(d, d, 1, ncclInt32, ncclMin, comm, s));
+    CCSYNTH_CUDA_CHECK(
+        err, rank,
+        cudaMemcpyAsync(&agreed, d, sizeof agreed, cudaMemcpyDeviceToHost, s));
+    CCSYNTH_CUDA_CHECK(err, rank, cudaStreamSynchronize(s));
+    return ccsynthSuccess;
+  }();
+  if (s)
+    cudaStreamDestroy(s);
+  if (d)
+    cudaFree(d);
+  return r;
+}
+
 /// Creates this rank's part of an NCCL transport. `dataWindow` must have
 /// been registered with ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC)
 /// over [dataBase, dataBase + dataBytes). `gin` asks for GPU-initiated
@@ -622,26 +651,25 @@ inline ccsynthResult cudaNcclCommCreate(ncclComm_t comm,
       reqs.ginContextCount = 1;
       reqs.ginSignalCount = ncclSignalCount(flagWords, c->ranks);
     }
-    // NVLink SHARP for switch operations where the GPU has multicast
-    // (multimem.ld_reduce/st through the LSA team's multicast object); a
-    // comm that cannot have it is made without (switch operations then
-    // read and write each rank's copy).
+    // NVLink SHARP for switch operations where every rank's GPU has
+    // multicast (multimem.ld_reduce/st through the LSA team's multicast
+    // object); otherwise the comm is made without (switch operations then
+    // read and write each rank's copy). ncclDevCommCreate is collective:
+    // every rank must ask for the same, so the ranks agree first, and a
+    // failure is not retried another way on some ranks only.
     // The runtime API names no multicast attribute; its attributes share
     // the driver's numbers (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 132).
     constexpr auto kMulticastSupported = static_cast<cudaDeviceAttr>(132);
-    int device = 0, multicast = 0;
-    if (cudaGetDevice(&device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&multicast, kMulticastSupported, device) ==
-            cudaSuccess &&
-        multicast) {
-      reqs.lsaMultimem = true;
-      if (ncclDevCommCreate(comm, &reqs, &c->devComm) == ncclSuccess) {
-        devCommMade = true;
-        return cudaFailureAlloc(c->failureHost, c->failureDev, err);
-      }
-      std::memset(&c->devComm, 0, sizeof c->devComm);
-      reqs.lsaMultimem = false;
-    }
+    int device = 0, multicast = 0, everywhere = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&multicast, kMulticastSupported, device) !=
+            cudaSuccess)
+      multicast = 0;
+    ccsynthResult agreed =
+        agreeOnMin(comm, c->rank, multicast ? 1 : 0, everywhere, err);
+    if (agreed != ccsynthSuccess)
+      return agreed;
+    reqs.lsaMultimem = everywhere == 1;
     CCSYNTH_NCCL_CHECK(err, c->rank,
                        ncclDevCommCreate(comm, &reqs, &c->devComm));
     devCommMade = true;

@@ -25,4 +25,16 @@ if [[ -n $mps ]] && command -v nvidia-smi >/dev/null &&
 else
   echo "ipc-ranks: no MPS here: ranks sharing a GPU are time-sliced"
 fi
-timeout 300 "$bin" "$mode"
+# IPC_RANKS_TIMEOUT (seconds, default 300) bounds the run; a caller with a
+# tighter limit of its own sets it below that, and a TERM from the caller
+# reaches the ranks too (timeout runs them in a process group of its own).
+timeout "${IPC_RANKS_TIMEOUT:-300}" "$bin" "$mode" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+wait "$child"
+rc=$?
+if kill -0 "$child" 2>/dev/null; then # TERM arrived: let the ranks end
+  wait "$child"
+  rc=$?
+fi
+exit $rc

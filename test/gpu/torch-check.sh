@@ -16,29 +16,38 @@
 #     equal, and the dispatch log must show calls run by ccsynth. Under an
 #     MPS daemon of its own when nvidia-cuda-mps-control exists.
 #
-# OUT keeps each run's log and losses (JSON). Exit: 0 all equal, 1
-# different or failed, 77 no GPU or no PyTorch.
+# OUT keeps each run's log and losses (JSON). PYTHON names the interpreter
+# with PyTorch (default python3); TORCH_RUN_TIMEOUT bounds each torchrun
+# (seconds, default 120). Exit: 0 all equal, 1 different or failed, 77 no
+# GPU or no PyTorch.
 set -uo pipefail
 interposer=$1 fake=$2 out=$3
 shift 3
 plugins=$(IFS=:; echo "$*")
 here=$(cd "$(dirname "$0")" && pwd)
 world=${TORCH_CHECK_WORLD:-8}
+py=${PYTHON:-python3}
 mkdir -p "$out"
-python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+"$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
   2>/dev/null || { echo "torch-check: no PyTorch with CUDA here: skipped"; exit 77; }
+# Rendezvous on the loopback address where torchrun can be told so: a
+# machine without DNS may not resolve its own host name.
+local_addr=()
+"$py" -m torch.distributed.run --help 2>/dev/null | grep -q -- '--local[-_]addr' &&
+  local_addr=(--local-addr=127.0.0.1)
 for f in "$interposer" "$fake"; do
   [[ -f $f ]] || { echo "torch-check: $f is missing"; exit 1; }
 done
 # The interposer opens "libnccl.so.2"; PyTorch's own copy (the nvidia-nccl
 # wheel) is what case 1 forwards to.
-nccl=$(python3 -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null || true)
+nccl=$("$py" -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null || true)
 [[ -n $nccl && -f $nccl ]] || nccl=libnccl.so.2
 run() { # run NAME WORLD [ENV...]
   local name=$1 n=$2
   shift 2
-  env "$@" timeout 120 python3 -m torch.distributed.run --standalone \
-    --nproc_per_node="$n" "$here/torch_ddp.py" --steps 5 \
+  env "$@" timeout "${TORCH_RUN_TIMEOUT:-120}" "$py" -m torch.distributed.run \
+    --standalone "${local_addr[@]}" --nproc_per_node="$n" \
+    "$here/torch_ddp.py" --steps 5 \
     --out "$out/$name.json" >"$out/$name.log" 2>&1 || {
     echo "torch-check: run '$name' failed ($out/$name.log):"
     grep -v '^\s*$' "$out/$name.log" | tail -8
@@ -46,7 +55,7 @@ run() { # run NAME WORLD [ENV...]
   }
 }
 compare() { # compare A B TOLERANCE WHAT
-  python3 - "$out/$1.json" "$out/$2.json" "$3" "$4" <<'PY'
+  "$py" - "$out/$1.json" "$out/$2.json" "$3" "$4" <<'PY'
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 tol, what = float(sys.argv[3]), sys.argv[4]

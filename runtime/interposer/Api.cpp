@@ -155,7 +155,7 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!fn)
     return ncclInternalError;
   if (!ForwardScope::active())
-    onCommRelease(comm, /*abort=*/false);
+    onCommRelease(comm);
   ForwardScope scope;
   return fn(comm);
 }
@@ -170,7 +170,7 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
     onCommAbortStart(comm);
   ncclResult_t r = callReal(fn, comm);
   if (outer)
-    onCommRelease(comm, /*abort=*/true);
+    onCommRelease(comm);
   return r;
 }
 ALIAS(ncclCommAbort)

@@ -1069,7 +1069,7 @@ void onCommSplit(ncclComm_t parent, ncclComm_t child, int color) {
   states()[child] = s;
 }
 
-void onCommRelease(ncclComm_t comm, bool abort) {
+void onCommRelease(ncclComm_t comm) {
   std::shared_ptr<CommState> s;
   {
     std::lock_guard<std::mutex> lock(stateMutex);
@@ -1085,8 +1085,6 @@ void onCommRelease(ncclComm_t comm, bool abort) {
   for (auto &[plugin, st] : s->ipc) {
     if (!st.comm)
       continue;
-    if (abort)
-      st.comms->ipc_comm_abort(st.comm);
     // The last launch's copy-out reads the window: it ends first (bounded;
     // after an abort the kernels end at their next poll).
     // Past the deadline the window stays mapped (freeing memory a kernel
@@ -1098,9 +1096,9 @@ void onCommRelease(ncclComm_t comm, bool abort) {
       warn("communicator " + s->key.substr(0, 16) +
            ": its last device collective had not ended within the timeout "
            "when it was released; its CUDA IPC window stays mapped");
+      st.order = nullptr;
     }
     st.comm = nullptr;
-    st.order = nullptr;
     st.state = CommFacts::Device::Unusable;
     st.unusable = "the communicator was released";
   }

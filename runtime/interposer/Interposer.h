@@ -65,9 +65,9 @@ void onCommInit(ncclComm_t comm, int nranks, int rank, const void *id,
                 std::size_t idBytes);
 void onCommSplit(ncclComm_t parent, ncclComm_t child, int color);
 /// Releases the windows: before the real destroy, and after the real abort
-/// (`abort`, which raises the device windows' abort words again). Destroy
-/// waits for the last launch (bounded by the waits' timeout).
-void onCommRelease(ncclComm_t comm, bool abort);
+/// (onCommAbortStart raised their abort words before it). It waits for the
+/// last launch (bounded by the waits' timeout).
+void onCommRelease(ncclComm_t comm);
 /// Before the real abort: raises the device windows' abort words, so that
 /// kernels still waiting end at their next poll. The real abort then ends
 /// NCCL's own kernels, so that one of ours queued behind a hung NCCL kernel

@@ -2,7 +2,8 @@
 //
 // EXPECT counts a failed check and goes on; CUDA_OK ends the test (exit 1)
 // at a failed CUDA call. Both print file:line and what failed. A test
-// returns 1 when ccsynth::gputest::failures is not 0.
+// returns 1 when ccsynth::gputest::failures is not 0, and 77 (skipped) when
+// noCudaDevice().
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -14,6 +15,18 @@
 
 namespace ccsynth::gputest {
 inline int failures = 0;
+
+/// True, after saying why, when no CUDA device can be used: the test then
+/// returns 77 (CTest's SKIP_RETURN_CODE).
+inline bool noCudaDevice() {
+  int devices = 0;
+  cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e == cudaSuccess && devices > 0)
+    return false;
+  std::printf("skipped: no CUDA device (%s)\n",
+              e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+  return true;
+}
 } // namespace ccsynth::gputest
 
 #define EXPECT(cond, ...)                                                      \

@@ -122,24 +122,32 @@ std::string cuText(CUresult r) {
     }                                                                          \
   } while (0)
 
-/// One block per `perBlock` bytes, as switch threadblocks move their slices.
+/// This block's slice of `bytes`, one block per `perBlock` bytes, as
+/// switch threadblocks move their slices: its offset, and its length (0
+/// past the end).
+__device__ std::size_t blockSlice(std::size_t perBlock, std::size_t bytes,
+                                  std::size_t &off) {
+  off = std::size_t(blockIdx.x) * perBlock;
+  if (off >= bytes)
+    return 0;
+  return bytes - off < perBlock ? bytes - off : perBlock;
+}
+
 template <class T>
 __global__ void reduceKernel(char *dst, const char *mc, std::size_t perBlock,
                              std::size_t bytes) {
-  std::size_t off = std::size_t(blockIdx.x) * perBlock;
-  if (off >= bytes)
+  std::size_t off = 0, n = blockSlice(perBlock, bytes, off);
+  if (n == 0)
     return;
-  std::size_t n = bytes - off < perBlock ? bytes - off : perBlock;
   ccsynth::rt::multimemReduceBlock<K, T>(dst + off, mc + off, n);
   ccsynth::rt::multimemFence();
 }
 
 __global__ void storeKernel(char *mc, const char *src, std::size_t perBlock,
                             std::size_t bytes) {
-  std::size_t off = std::size_t(blockIdx.x) * perBlock;
-  if (off >= bytes)
+  std::size_t off = 0, n = blockSlice(perBlock, bytes, off);
+  if (n == 0)
     return;
-  std::size_t n = bytes - off < perBlock ? bytes - off : perBlock;
   ccsynth::rt::multimemStoreBlock<K>(mc + off, src + off, n);
   ccsynth::rt::multimemFence();
 }
@@ -347,13 +355,8 @@ int main(int argc, char **argv) {
     std::printf("usage: %s [bench]\n", argv[0]);
     return 2;
   }
-  int devices = 0;
-  cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0) {
-    std::printf("skipped: no CUDA device (%s)\n",
-                e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+  if (ccsynth::gputest::noCudaDevice())
     return 77;
-  }
   CUDA_OK(cudaSetDevice(0));
   CUDA_OK(cudaFree(nullptr)); // the primary context, for the driver calls
   cudaDeviceProp props;

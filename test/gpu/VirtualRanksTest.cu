@@ -288,13 +288,8 @@ int main(int argc, char **argv) {
     std::printf("usage: %s [watchdog]\n", argv[0]);
     return 2;
   }
-  int devices = 0;
-  cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0) {
-    std::printf("skipped: no CUDA device (%s)\n",
-                e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+  if (ccsynth::gputest::noCudaDevice())
     return 77;
-  }
   if (watchdogOnly) {
     watchdogCase();
     std::printf("%s: %d failures\n", failures ? "FAILED" : "PASSED", failures);

@@ -11,6 +11,10 @@ import argparse
 import json
 import os
 
+# cuBLAS picks the same kernels run after run only with a fixed workspace
+# (set before its first handle): world size 1 is compared bit for bit.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -26,6 +30,9 @@ def main():
     world = int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local % torch.cuda.device_count())
+    # Deterministic kernels where PyTorch has them (a warning, not an error,
+    # where it has none).
+    torch.use_deterministic_algorithms(True, warn_only=True)
     dist.init_process_group("nccl")
     torch.manual_seed(0)  # the same initial parameters on every rank
     model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(),

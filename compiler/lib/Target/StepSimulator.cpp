@@ -69,11 +69,15 @@ bool switchStep(StepType t) {
 /// data rates): the sending and switch threadblocks share links, port
 /// resources and switch ports max-min fairly (progressive filling), each
 /// at most at its threadblock's copy rate. A switch threadblock loads each
-/// resource by its share of the bytes that cross it. Equal threadblocks
-/// bound by one resource get the even split of the plain model.
+/// resource by its share of the bytes that cross it. `activity` (per
+/// threadblock, empty: all 1) is the fraction of the time each streams: a
+/// resource carries the others' average loads beside the whole load of
+/// the one that streams. Equal threadblocks that stream all the time,
+/// bound by one resource, get the even split of the plain model.
 void shareWithSwitches(const Topology &topo, const StepModel &model,
                        double tbScale, const std::vector<int> &switchPortBase,
-                       int switchPortCount, std::vector<TbInfo> &tbs) {
+                       int switchPortCount, std::vector<TbInfo> &tbs,
+                       const std::vector<double> &activity) {
   const int L = (int)topo.links.size(), R = (int)topo.resources.size();
   std::vector<double> cap(L + R + switchPortCount, 0);
   for (int l = 0; l < L; ++l)
@@ -93,6 +97,9 @@ void shareWithSwitches(const Topology &topo, const StepModel &model,
     std::vector<std::pair<int, double>> load;
     double ceiling = 0;
     double rate = 0;
+    /// The fraction of the time it streams (1: always): what it loads a
+    /// resource with at its rate, on average.
+    double activity = 1;
     bool frozen = false;
   };
   std::vector<Demand> demands;
@@ -100,6 +107,8 @@ void shareWithSwitches(const Topology &topo, const StepModel &model,
   for (int i = 0; i < (int)tbs.size(); ++i) {
     TbInfo &t = tbs[i];
     Demand d{i, {}, tbCeiling};
+    if (i < (int)activity.size())
+      d.activity = activity[i];
     if (t.tb->switchId >= 0) {
       for (auto [r, w] : t.switchResources)
         d.load.push_back({L + r, w});
@@ -122,10 +131,16 @@ void shareWithSwitches(const Topology &topo, const StepModel &model,
     if (!d.load.empty())
       demands.push_back(std::move(d));
   }
+  // A resource carries every threadblock's average load (its rate times
+  // its activity); while one streams it has the whole of its own load
+  // beside the others' averages, so the least active threadblock on it
+  // sees the most crowding: `slack`, its load not in the average.
+  // Unfrozen demands share one rate, `level`.
   std::vector<double> used(cap.size(), 0);
+  double level = 0;
   for (size_t round = 0; round <= demands.size(); ++round) {
     // The largest common raise of every unfrozen rate.
-    std::vector<double> weight(cap.size(), 0);
+    std::vector<double> weight(cap.size(), 0), slack(cap.size(), 0);
     double raise = std::numeric_limits<double>::infinity();
     bool any = false;
     for (const Demand &d : demands) {
@@ -133,20 +148,24 @@ void shareWithSwitches(const Topology &topo, const StepModel &model,
         continue;
       any = true;
       raise = std::min(raise, d.ceiling - d.rate);
-      for (auto [c, w] : d.load)
-        weight[c] += w;
+      for (auto [c, w] : d.load) {
+        weight[c] += w * d.activity;
+        slack[c] = std::max(slack[c], w * (1 - d.activity));
+      }
     }
     if (!any)
       break;
     for (size_t c = 0; c < cap.size(); ++c)
-      if (weight[c] > 0)
-        raise = std::min(raise, (cap[c] - used[c]) / weight[c]);
+      if (weight[c] + slack[c] > 0)
+        raise = std::min(raise, (cap[c] - used[c] - slack[c] * level) /
+                                    (weight[c] + slack[c]));
     raise = std::max(0.0, raise);
+    level += raise;
     for (Demand &d : demands)
       if (!d.frozen) {
         d.rate += raise;
         for (auto [c, w] : d.load)
-          used[c] += w * raise;
+          used[c] += w * raise * d.activity;
       }
     // Freeze every demand at its ceiling or through a full constraint.
     for (Demand &d : demands) {
@@ -154,7 +173,8 @@ void shareWithSwitches(const Topology &topo, const StepModel &model,
         continue;
       bool full = d.rate >= d.ceiling * (1 - 1e-9);
       for (auto [c, w] : d.load)
-        full |= weight[c] > 0 && used[c] >= cap[c] * (1 - 1e-9);
+        full |= weight[c] + slack[c] > 0 &&
+                used[c] + slack[c] * level >= cap[c] * (1 - 1e-9);
       d.frozen = full;
     }
   }
@@ -363,7 +383,7 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
   }
   if (switchTailUs > 0)
     shareWithSwitches(topo, model, tbScale, switchPortBase, switchPortCount,
-                      tbs);
+                      tbs, {});
   // Loop iterations over tiles of each chunk.
   double chunkBytes = o.bytes / std::max(1, algo.nchunksperloop);
   double tile = gen ? o.tileBytes : tileBytes(algo.proto);
@@ -508,9 +528,7 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
   std::vector<double> ready(numNodes, 0); // max end of waits met so far
   std::vector<uint32_t> queue;
   queue.reserve(numNodes);
-  for (uint32_t v = 0; v < numNodes; ++v)
-    if (!indeg[v])
-      queue.push_back(v);
+  const std::vector<uint32_t> indeg0 = std::move(indeg);
   // Node -> threadblock, iteration and step.
   std::vector<uint32_t> tbOfNode(numNodes);
   for (int t = 0; t < (int)tbs.size(); ++t)
@@ -526,6 +544,23 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
   std::vector<After> waitedWhy(path ? numNodes : 0, After::Nothing);
   std::vector<double> startOf(path ? numNodes : 0, 0),
       endOf(path ? numNodes : 0, 0);
+  // Per threadblock, the time its sends and switch operations stream.
+  std::vector<double> busy(tbs.size(), 0);
+  // One pass in topological order over the unrolled program with the
+  // threadblocks' current rates; false when some node never gets ready.
+  auto timePass = [&]() -> bool {
+  std::vector<uint32_t> indeg = indeg0;
+  std::fill(firstSlice.begin(), firstSlice.end(), 0.0);
+  std::fill(arrival.begin(), arrival.end(), 0.0);
+  std::fill(ready.begin(), ready.end(), 0.0);
+  std::fill(iterEnd.begin(), iterEnd.end(), 0.0);
+  std::fill(busy.begin(), busy.end(), 0.0);
+  std::fill(waitedFor.begin(), waitedFor.end(), kNone);
+  std::fill(waitedWhy.begin(), waitedWhy.end(), After::Nothing);
+  queue.clear();
+  for (uint32_t v = 0; v < numNodes; ++v)
+    if (!indeg[v])
+      queue.push_back(v);
   size_t done = 0;
   for (size_t qi = 0; qi < queue.size(); ++qi) {
     uint32_t v = queue[qi];
@@ -566,6 +601,8 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
       if (gen && landsInPlace(st) && !sends(st.type))
         bytes = 0;
       finish = s + bytes / rate;
+      if (sends(st.type) || switchStep(st.type))
+        busy[tbOfNode[v]] += bytes / rate;
       if (receives(st.type) && sendOf[v] != kNone)
         finish = std::max(finish, arrival[sendOf[v]]);
       if (sends(st.type)) {
@@ -598,9 +635,45 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
         queue.push_back(w);
     }
   }
-  if (done != numNodes)
+  return done == numNodes;
+  };
+  if (!timePass())
     return Error("the program cannot run: its loop iterations wait for "
                  "each other in a cycle (bounded connection buffers)");
+  // With switch threadblocks, a threadblock that waits most of the time
+  // does not hold its share of a link idle: each round gives the rates
+  // again with every threadblock weighted by the fraction of the simulated
+  // span it streamed in the last pass (at least kMinActivity; while one
+  // streams it meets the others' average loads, as if their streaming
+  // were independent of its own), and times the program again, until the
+  // span moves by less than kSettled (at most kRounds rounds).
+  // Threadblocks that stream all the time keep the max-min split.
+  if (switchTailUs > 0) {
+    constexpr int kRounds = 8;
+    constexpr double kMinActivity = 0.05, kSettled = 1e-3;
+    auto spanOf = [&] {
+      double span = 0;
+      for (double e : iterEnd)
+        span = std::max(span, e);
+      return span;
+    };
+    std::vector<double> activity(tbs.size(), 1.0);
+    double span = spanOf();
+    for (int round = 0; round < kRounds && span > 0; ++round) {
+      for (size_t t = 0; t < tbs.size(); ++t)
+        activity[t] = std::clamp(busy[t] / span, kMinActivity, 1.0);
+      shareWithSwitches(topo, model, tbScale, switchPortBase,
+                        switchPortCount, tbs, activity);
+      if (!timePass())
+        return Error("the program cannot run: its loop iterations wait for "
+                     "each other in a cycle (bounded connection buffers)");
+      double next = spanOf();
+      bool settled = std::fabs(next - span) <= kSettled * span;
+      span = next;
+      if (settled)
+        break;
+    }
+  }
 
   if (path && numNodes > 0) {
     uint32_t v = 0;

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # served-ranges.sh CCSYNTH RUNTIME_INCLUDE WORKDIR
 #
-# Generated code that beats NCCL at two separate runs of sizes serves both:
-# synth's in-network AllReduce on 4 x 8 H100 without SHARP (NVLS with rail
-# exchanges) is faster than NCCL's best around 64K-1M and from 32M up,
-# slower in between, by the step-level model. `compile --target cuda` must
-# say it serves two ranges and define one plugin descriptor per range, the
-# same code under both; a plugin built from that source must list both
-# with those ranges, and `ccsynth run` must run it (one code) correctly.
-# The compile weighs its tile between 1M and 1G too: at 64M the code must
-# keep synth's gain over NCCL (1.12 x with 16 KiB tiles and 2 instances;
-# 1.03 x with the 64 KiB tiles chosen at 1K, 1M and 1G alone).
+# Generated code serves the runs of sizes where it beats NCCL, one plugin
+# descriptor per run (and per tile within a run): synth's in-network
+# AllReduce on 4 x 8 H100 without SHARP (NVLS with rail exchanges) is
+# faster than NCCL's best from about 64K up by the step-level model.
+# `compile --target cuda` must say which runs it serves and define one
+# plugin descriptor per run, the same code under each; a plugin built from
+# that source, with one more descriptor of another tile, must list each
+# with its range, and `ccsynth run` must run it (one code) correctly. The
+# compile weighs its tile between 1M and 1G too: at 64M the code must keep
+# synth's gain over NCCL (at least 1.10 x).
 set -euo pipefail
 cc=$1 inc=$2 work=$3
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -26,8 +26,8 @@ tiles=$(grep 'note: tiles per size range' compile.log || true)
 echo "$tiles"
 ranges=$(grep -o '\[[0-9.]*[KMGT]\?B\?, [^)]*)' <<<"${tiles:-$note}" || true)
 count=$(grep -c . <<<"$ranges" || true)
-if ((count < 2)); then
-  echo "expected two or more served ranges in the note" >&2
+if ((count < 1)); then
+  echo "expected one or more served ranges in the note" >&2
   exit 1
 fi
 ratio64=$(grep -o '64M [0-9.]*x' <<<"$note" | head -1 | sed 's/64M \(.*\)x/\1/')

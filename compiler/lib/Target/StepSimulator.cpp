@@ -549,97 +549,102 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
   // One pass in topological order over the unrolled program with the
   // threadblocks' current rates; false when some node never gets ready.
   auto timePass = [&]() -> bool {
-  std::vector<uint32_t> indeg = indeg0;
-  std::fill(firstSlice.begin(), firstSlice.end(), 0.0);
-  std::fill(arrival.begin(), arrival.end(), 0.0);
-  std::fill(ready.begin(), ready.end(), 0.0);
-  std::fill(iterEnd.begin(), iterEnd.end(), 0.0);
-  std::fill(busy.begin(), busy.end(), 0.0);
-  std::fill(waitedFor.begin(), waitedFor.end(), kNone);
-  std::fill(waitedWhy.begin(), waitedWhy.end(), After::Nothing);
-  queue.clear();
-  for (uint32_t v = 0; v < numNodes; ++v)
-    if (!indeg[v])
-      queue.push_back(v);
-  size_t done = 0;
-  for (size_t qi = 0; qi < queue.size(); ++qi) {
-    uint32_t v = queue[qi];
-    ++done;
-    const TbInfo &t = tbs[tbOfNode[v]];
-    size_t len = t.tb->steps.size();
-    int it = (int)((v - t.base) / len);
-    const Step &st = t.tb->steps[(v - t.base) % len];
-    double s = ready[v];
-    double finish;
-    if (st.type == StepType::Nop) {
-      finish = s;
-    } else {
-      double bytes = perIter * std::max(1, st.cnt);
-      double tbRate = perUs(reducing(st.type) ? model.tbReduceGBps[p]
-                                              : model.tbCopyGBps[p]) *
-                      (gen ? tbScale : 1.0);
-      // A switch operation, as a send, streams at its threadblock's copy
-      // rate (the switch reduces) and its share of what it crosses.
-      double rate = sends(st.type) || switchStep(st.type)
-                        ? std::min(tbRate, t.rate)
-                        : tbRate;
-      // Generated code: a receive waits for the whole put's flag; one that
-      // landed in its destination and forwards nothing costs nothing more.
-      if (gen && receives(st.type) && sendOf[v] != kNone) {
-        if (path && arrival[sendOf[v]] > s) {
-          waitedFor[v] = sendOf[v];
-          waitedWhy[v] = After::Arrival;
+    std::vector<uint32_t> indeg = indeg0;
+    std::fill(firstSlice.begin(), firstSlice.end(), 0.0);
+    std::fill(arrival.begin(), arrival.end(), 0.0);
+    std::fill(ready.begin(), ready.end(), 0.0);
+    std::fill(iterEnd.begin(), iterEnd.end(), 0.0);
+    std::fill(busy.begin(), busy.end(), 0.0);
+    std::fill(waitedFor.begin(), waitedFor.end(), kNone);
+    std::fill(waitedWhy.begin(), waitedWhy.end(), After::Nothing);
+    queue.clear();
+    for (uint32_t v = 0; v < numNodes; ++v)
+      if (!indeg[v])
+        queue.push_back(v);
+    size_t done = 0;
+    for (size_t qi = 0; qi < queue.size(); ++qi) {
+      uint32_t v = queue[qi];
+      ++done;
+      const TbInfo &t = tbs[tbOfNode[v]];
+      size_t len = t.tb->steps.size();
+      int it = (int)((v - t.base) / len);
+      const Step &st = t.tb->steps[(v - t.base) % len];
+      double s = ready[v];
+      double finish;
+      if (st.type == StepType::Nop) {
+        finish = s;
+      } else {
+        double bytes = perIter * std::max(1, st.cnt);
+        double tbRate = perUs(reducing(st.type) ? model.tbReduceGBps[p]
+                                                : model.tbCopyGBps[p]) *
+                        (gen ? tbScale : 1.0);
+        // A switch operation, as a send, streams at its threadblock's copy
+        // rate (the switch reduces) and its share of what it crosses.
+        double rate = sends(st.type) || switchStep(st.type)
+                          ? std::min(tbRate, t.rate)
+                          : tbRate;
+        // Generated code: a receive waits for the whole put's flag; one that
+        // landed in its destination and forwards nothing costs nothing more.
+        if (gen && receives(st.type) && sendOf[v] != kNone) {
+          if (path && arrival[sendOf[v]] > s) {
+            waitedFor[v] = sendOf[v];
+            waitedWhy[v] = After::Arrival;
+          }
+          s = std::max(s, arrival[sendOf[v]]);
+        } else if (receives(st.type) && sendOf[v] != kNone) {
+          if (path && firstSlice[sendOf[v]] > s) {
+            waitedFor[v] = sendOf[v];
+            waitedWhy[v] = After::Slices;
+          }
+          s = std::max(s, firstSlice[sendOf[v]]);
         }
-        s = std::max(s, arrival[sendOf[v]]);
-      } else if (receives(st.type) && sendOf[v] != kNone) {
-        if (path && firstSlice[sendOf[v]] > s) {
-          waitedFor[v] = sendOf[v];
-          waitedWhy[v] = After::Slices;
+        if (gen && landsInPlace(st) && !sends(st.type))
+          bytes = 0;
+        finish = s + bytes / rate;
+        if (sends(st.type) || switchStep(st.type))
+          busy[tbOfNode[v]] += bytes / rate;
+        if (receives(st.type) && sendOf[v] != kNone)
+          finish = std::max(finish, arrival[sendOf[v]]);
+        if (sends(st.type)) {
+          // Simple posts a call as two slices; LL and LL128 forward lines.
+          double slice = p == 0 ? bytes / 2 : 0;
+          firstSlice[v] = s + t.latency + slice / rate;
+          arrival[v] = finish + t.latency;
         }
-        s = std::max(s, firstSlice[sendOf[v]]);
       }
-      if (gen && landsInPlace(st) && !sends(st.type))
-        bytes = 0;
-      finish = s + bytes / rate;
-      if (sends(st.type) || switchStep(st.type))
-        busy[tbOfNode[v]] += bytes / rate;
-      if (receives(st.type) && sendOf[v] != kNone)
-        finish = std::max(finish, arrival[sendOf[v]]);
-      if (sends(st.type)) {
-        // Simple posts a call as two slices; LL and LL128 forward lines.
-        double slice = p == 0 ? bytes / 2 : 0;
-        firstSlice[v] = s + t.latency + slice / rate;
-        arrival[v] = finish + t.latency;
+      iterEnd[it] = std::max(iterEnd[it], finish);
+      if (path) {
+        startOf[v] = s;
+        endOf[v] = finish;
+      }
+      for (uint32_t k = succStart[v]; k < succStart[v + 1]; ++k) {
+        uint32_t w = succs[k];
+        // A receive waits for its message's slices, not for the send's end.
+        if (w != recvOf[v]) {
+          if (path && finish > ready[w]) {
+            // Other edges join a threadblock's steps in order, or two
+            // threadblocks of one rank.
+            waitedFor[w] = v;
+            waitedWhy[w] = roomAfter[w] == v            ? After::Room
+                           : tbOfNode[v] == tbOfNode[w] ? After::Order
+                                                        : After::Dependency;
+          }
+          ready[w] = std::max(ready[w], finish);
+        }
+        if (--indeg[w] == 0)
+          queue.push_back(w);
       }
     }
-    iterEnd[it] = std::max(iterEnd[it], finish);
-    if (path) {
-      startOf[v] = s;
-      endOf[v] = finish;
-    }
-    for (uint32_t k = succStart[v]; k < succStart[v + 1]; ++k) {
-      uint32_t w = succs[k];
-      // A receive waits for its message's slices, not for the send's end.
-      if (w != recvOf[v]) {
-        if (path && finish > ready[w]) {
-          // Other edges join a threadblock's steps in order, or two
-          // threadblocks of one rank.
-          waitedFor[w] = v;
-          waitedWhy[w] = roomAfter[w] == v            ? After::Room
-                         : tbOfNode[v] == tbOfNode[w] ? After::Order
-                                                      : After::Dependency;
-        }
-        ready[w] = std::max(ready[w], finish);
-      }
-      if (--indeg[w] == 0)
-        queue.push_back(w);
-    }
-  }
-  return done == numNodes;
+    return done == numNodes;
   };
-  if (!timePass())
+  // Some node never got ready: bounded buffers make iterations wait in a
+  // cycle.
+  auto cycle = [] {
     return Error("the program cannot run: its loop iterations wait for "
                  "each other in a cycle (bounded connection buffers)");
+  };
+  if (!timePass())
+    return cycle();
   // With switch threadblocks, a threadblock that waits most of the time
   // does not hold its share of a link idle: each round gives the rates
   // again with every threadblock weighted by the fraction of the simulated
@@ -662,11 +667,10 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
     for (int round = 0; round < kRounds && span > 0; ++round) {
       for (size_t t = 0; t < tbs.size(); ++t)
         activity[t] = std::clamp(busy[t] / span, kMinActivity, 1.0);
-      shareWithSwitches(topo, model, tbScale, switchPortBase,
-                        switchPortCount, tbs, activity);
+      shareWithSwitches(topo, model, tbScale, switchPortBase, switchPortCount,
+                        tbs, activity);
       if (!timePass())
-        return Error("the program cannot run: its loop iterations wait for "
-                     "each other in a cycle (bounded connection buffers)");
+        return cycle();
       double next = spanOf();
       bool settled = std::fabs(next - span) <= kSettled * span;
       span = next;

@@ -1,4 +1,5 @@
 //===- CudaVirtualBench.cu - Generated algorithms on one GPU, timed -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Times generated DGX-H100 ring algorithms (built in as plugins) with all 8
 // ranks as blocks of one launch on one GPU, and in the same run a cudaMemcpy

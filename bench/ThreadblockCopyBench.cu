@@ -1,5 +1,6 @@
 //===- ThreadblockCopyBench.cu - What one threadblock copies and reduces
 //---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // G threadblocks of T threads copy (dst = src; plain, and with four loads
 // in flight per thread) or reduce (dst = a + b, fp32) 256 MiB of local

@@ -15,7 +15,7 @@ jobs=${JOBS:-$(nproc)}
 
 packages=(cmake ninja-build g++ pkg-config python3 libz3-dev
   nlohmann-json3-dev libcli11-dev catch2 libmlir-19-dev mlir-19-tools
-  llvm-19-dev clang-19 libclang-rt-19-dev)
+  llvm-19-dev clang-19 libclang-rt-19-dev libboost-context-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,4 +1,5 @@
 //===- Diagnostics.cpp - Located errors with caret lines ------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/DSL/Diagnostics.h"
 
 namespace ccsynth::dsl {

@@ -1,4 +1,5 @@
 //===- Frontend.cpp - One call from .ccl text to a checked schedule -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/DSL/Frontend.h"
 
 #include "ccsynth/DSL/Parser.h"

@@ -1,4 +1,5 @@
 //===- Lexer.cpp - Tokens of .ccl collective programs ---------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/DSL/Lexer.h"
 
 #include "ccsynth/DSL/Diagnostics.h"

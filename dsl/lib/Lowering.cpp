@@ -1,4 +1,18 @@
 //===- Lowering.cpp - Evaluate a .ccl program into a chunk-level schedule -===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements lowerProgram (Lowering.h). The Evaluator runs a checked
+// program with concrete parameters: it evaluates expressions with overflow
+// and range checks (chunk references, input values, sums), executes
+// statements (loops, branches, assertions, `step` blocks), builds the
+// built-in or custom collective from its pre and post blocks, and turns
+// each copy or reduce into a Transfer with its step, after checking what
+// the chunk slots hold (execTransfer, commitStep).
+// Sections: values and slots, expressions, statements, the collective,
+// transfers and steps, run. See docs/DSL.md ("Steps", "Custom
+// collectives", "Diagnostics").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/DSL/Lowering.h"
 
 #include "ccsynth/DSL/Diagnostics.h"

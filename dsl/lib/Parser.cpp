@@ -1,4 +1,15 @@
 //===- Parser.cpp - Recursive-descent parser of .ccl programs -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements parseProgram (Parser.h): a recursive-descent Parser over the
+// Lexer's tokens, one function per rule of docs/DSL.md's grammar. The
+// statements come first (parameters, the collective and its custom pre
+// and post body, scratch, let, for, if, step, assert, transfers), then
+// the expressions by precedence, from parseOr down to parsePrimary. Nesting
+// and expression height are bounded (kMaxNesting, kMaxExprHeight).
+// See docs/DSL.md ("Grammar").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/DSL/Parser.h"
 
 #include "ccsynth/DSL/Diagnostics.h"

@@ -1,4 +1,14 @@
 //===- Sema.cpp - Static checks of .ccl programs --------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements checkProgram (Sema.h): the names and types of the built-in
+// functions, and the Checker, which walks every statement with a scope of
+// declared symbols (checkStmt, checkCollective, checkTransfer) and types
+// every expression (typeOf, typeOfBinary, typeOfCall). An unknown name,
+// function or keyword gets a suggestion when one is close in edit distance.
+// See docs/DSL.md ("Programs", "Diagnostics").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/DSL/Sema.h"
 
 #include "ccsynth/DSL/Diagnostics.h"

@@ -1,4 +1,5 @@
 //===- Api.cpp - The NCCL 2.28 API as libccsynth_nccl.so exports it -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Every function of nccl.h, each with its pnccl* alias (the profiling
 // names NCCL exports too). Prototypes come from NCCL's own header, so a

@@ -1,4 +1,5 @@
 //===- Decide.cpp - Which collective runs a plugin: the decision alone ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "Decide.h"
 
 #include "ccsynth/runtime/HostTypes.h"

@@ -1,4 +1,5 @@
 //===- Decide.h - Which collective runs a plugin: the decision alone ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The interposer's choice for one collective call, as a pure function of
 // what the call and the loaded plugins say, so that it can be tested

@@ -1,4 +1,5 @@
 //===- Interposer.h - Internals of the NCCL-API interposer ----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // libccsynth_nccl.so exports the NCCL 2.28 API. Every call goes to the real
 // library (loaded once, RTLD_DEEPBIND | RTLD_LOCAL) except collectives that

@@ -1,4 +1,5 @@
 //===- RealNccl.cpp - Loading the real NCCL library once ------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // CCSYNTH_NCCL_LIB names the library (default: the soname libnccl.so.2).
 // It is opened with RTLD_DEEPBIND | RTLD_LOCAL so that its references to

@@ -1,5 +1,6 @@
 //===- HostProcessRunner.cpp - Running a host algorithm, ranks as processes
 //===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The parent creates a shared-memory window holding the communicator and,
 // per rank, a result record, a pristine copy of the input, the send and

@@ -1,4 +1,5 @@
 //===- HostRunner.cpp - Running a host plugin algorithm, ranks as threads -===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/runtime/HostRunner.h"
 
 #include "ccsynth/runtime/HostTypes.h"

@@ -1,4 +1,5 @@
 //===- PluginLoader.cpp - Opening plugin libraries and checking their ABI -===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/runtime/PluginLoader.h"
 
 #include <cstring>

@@ -1,4 +1,5 @@
 //===- PluginRun.cpp - Running one algorithm of a plugin and reporting it -===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/runtime/PluginRun.h"
 #include "ccsynth/runtime/CudaRunner.h"
 #include "ccsynth/runtime/HostRunner.h"

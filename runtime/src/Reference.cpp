@@ -1,4 +1,5 @@
 //===- Reference.cpp - Reference collectives for checking runs ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/runtime/Reference.h"
 
 #include "ccsynth/runtime/HostTypes.h"

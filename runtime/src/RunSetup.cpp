@@ -1,4 +1,5 @@
 //===- RunSetup.cpp - What every backend's run of an algorithm shares -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/runtime/RunSetup.h"
 
 #include "ccsynth/runtime/HostTypes.h"

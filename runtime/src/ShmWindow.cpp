@@ -1,4 +1,5 @@
 //===- ShmWindow.cpp - A POSIX shared-memory window holding a communicator ===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/runtime/ShmWindow.h"
 
 #include <atomic>

@@ -1,4 +1,16 @@
 //===- Encoding.cpp - Time-expanded route encodings -----------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements FlowEncoding (Encoding.h), the pseudo-Boolean model the exact
+// and routing stages share: the send variables of each representative
+// value and the constraints that its sends form a tree from its origin to
+// every rank that needs it (encodeRep), the sketch's symmetry ties
+// (encodeTies, encodeArrivalTies), one transfer at a time per link and
+// resource for the exact stage (encodeExclusive), the load bounds and
+// distinct-link counts the routing stage minimizes, and decode, which reads
+// a Plan back from a model. See docs/synth.md ("Method").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Synth/Encoding.h"
 
 #include <algorithm>

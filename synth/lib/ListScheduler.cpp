@@ -1,5 +1,19 @@
 //===- ListScheduler.cpp - Ordering, timing and steps of a task list ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements ListScheduler.h. The Dispatcher is an event-driven replay of
+// a TaskList: when a link frees up it starts the ready transfer with the
+// smallest priority, and it shares switch ports and NICs max-min fairly
+// among the streams crossing them (recomputeRates). listSchedule runs it;
+// prioritizeCriticalPath sets priorities to minus each task's bottom
+// level; toSchedule turns the timed dispatch order into a schedule's
+// steps; mergeContiguous joins consecutive transfers of contiguous slots.
+// See docs/synth.md ("Method").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Synth/ListScheduler.h"
+
+#include "ccsynth/Support/FairShare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -94,15 +108,19 @@ private:
   std::vector<std::vector<int>> flowsOn;
   std::vector<size_t> posStart;
   std::vector<int> posOn;
-  std::vector<int> dirtyCons, dirtyFlows;
-  // Rate computation scratch, stamped to avoid clearing.
-  std::vector<unsigned> consStamp, flowStamp;
-  unsigned stamp = 0;
-  std::vector<double> remCap;
-  std::vector<int> unfrozen;
-  std::vector<char> frozen;
-  std::vector<std::pair<double, int>> heapStore;
-  std::vector<int> groupCons, groupFlows, work;
+  /// The rates of streaming flows (max-min fair, recomputed where a flow
+  /// started or stopped).
+  FairShare fairShare;
+  /// What the solver sees of the flows: every flow's own cap may bind.
+  struct FlowGraph {
+    const Dispatcher &d;
+    const std::vector<int> &flowsOn(int c) const { return d.flowsOn[c]; }
+    std::span<const int> constraintsOf(int f) const { return d.cons[f]; }
+    double capacity(int c) const { return d.consCap[c]; }
+    bool streaming(int f) const { return d.streaming[f] != 0; }
+    double cap(int f) const { return d.cap[f]; }
+    bool capBinds(int) const { return true; }
+  };
 
   void makeReady(int t);
   void dispatch(int link);
@@ -165,9 +183,9 @@ void Dispatcher::beginStream(int t) {
     int c = cons[t][i];
     posOn[posStart[t] + i] = (int)flowsOn[c].size();
     flowsOn[c].push_back(t);
-    dirtyCons.push_back(c);
+    fairShare.touchConstraint(c);
   }
-  dirtyFlows.push_back(t);
+  fairShare.touchFlow(t);
 }
 
 void Dispatcher::endStream(int t) {
@@ -182,7 +200,7 @@ void Dispatcher::endStream(int t) {
       for (size_t j = 0; j < cons[moved].size(); ++j)
         if (cons[moved][j] == c)
           posOn[posStart[moved] + j] = pos;
-    dirtyCons.push_back(c);
+    fairShare.touchConstraint(c);
   }
 }
 
@@ -199,86 +217,8 @@ void Dispatcher::finish(int t) {
 }
 
 void Dispatcher::recomputeRates() {
-  if (dirtyCons.empty() && dirtyFlows.empty())
-    return;
-  // The connected group of flows reachable from what changed.
-  ++stamp;
-  groupCons.clear();
-  groupFlows.clear();
-  work.clear();
-  auto visitCons = [&](int c) {
-    if (consStamp[c] != stamp) {
-      consStamp[c] = stamp;
-      groupCons.push_back(c);
-      work.push_back(c);
-    }
-  };
-  for (int c : dirtyCons)
-    visitCons(c);
-  for (int f : dirtyFlows)
-    if (streaming[f] && flowStamp[f] != stamp) {
-      flowStamp[f] = stamp;
-      groupFlows.push_back(f);
-      for (int c : cons[f])
-        visitCons(c);
-    }
-  while (!work.empty()) {
-    int c = work.back();
-    work.pop_back();
-    for (int f : flowsOn[c])
-      if (flowStamp[f] != stamp) {
-        flowStamp[f] = stamp;
-        groupFlows.push_back(f);
-        for (int d : cons[f])
-          visitCons(d);
-      }
-  }
-  dirtyCons.clear();
-  dirtyFlows.clear();
-  // Progressive filling with a lazy min-heap of fair shares: freezing a
-  // flow at a level no higher than a constraint's share can only raise it.
-  heapStore.clear();
-  auto push = [&](double level, int id) {
-    heapStore.push_back({level, id});
-    std::push_heap(heapStore.begin(), heapStore.end(), std::greater<>());
-  };
-  for (int c : groupCons) {
-    remCap[c] = consCap[c];
-    unfrozen[c] = (int)flowsOn[c].size();
-    if (unfrozen[c] > 0)
-      push(remCap[c] / unfrozen[c], c);
-  }
-  for (int f : groupFlows) {
-    frozen[f] = 0;
-    push(cap[f], ~f);
-  }
-  auto freeze = [&](int f, double level) {
-    frozen[f] = 1;
-    setRate(f, level);
-    for (int c : cons[f]) {
-      remCap[c] = std::max(0.0, remCap[c] - level);
-      if (--unfrozen[c] > 0)
-        push(remCap[c] / unfrozen[c], c);
-    }
-  };
-  while (!heapStore.empty()) {
-    std::pop_heap(heapStore.begin(), heapStore.end(), std::greater<>());
-    auto [level, id] = heapStore.back();
-    heapStore.pop_back();
-    if (id < 0) {
-      if (!frozen[~id])
-        freeze(~id, level);
-      continue;
-    }
-    if (unfrozen[id] <= 0)
-      continue;
-    double share = remCap[id] / unfrozen[id];
-    if (share > level * (1 + 1e-12))
-      continue; // stale: a newer entry carries the current share
-    for (int f : flowsOn[id])
-      if (!frozen[f])
-        freeze(f, share);
-  }
+  fairShare.solve(FlowGraph{*this},
+                  [&](int f, double level) { setRate(f, level); });
 }
 
 Expected<TimedTasks> Dispatcher::run() {
@@ -361,11 +301,7 @@ Expected<TimedTasks> Dispatcher::run() {
   for (int t = 0; t < numTasks; ++t)
     posStart[t + 1] = posStart[t] + cons[t].size();
   posOn.assign(posStart.back(), 0);
-  consStamp.assign(ncons, 0);
-  flowStamp.assign(numTasks, 0);
-  remCap.assign(ncons, 0);
-  unfrozen.assign(ncons, 0);
-  frozen.assign(numTasks, 0);
+  fairShare.reset(ncons, numTasks);
   out.ready.assign(numTasks, 0);
   out.start.assign(numTasks, 0);
   out.end.assign(numTasks, 0);

@@ -1,4 +1,17 @@
 //===- Lowering.cpp - From route plans to ordered transfer lists ----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements the lowerings of Lowering.h, from a route plan to a TaskList in
+// a correct sequential order: copy trees (appendCopyTree) for copy
+// collectives, reduce trees on the reversed links (appendReduceTree) for
+// ReduceScatter and Reduce (lowerInverse), AllReduce as ReduceScatter then
+// AllGather (lowerAllReduce), and the gather-then-reduce forms, where each
+// contribution moves unreduced to the owner of its result, which folds it
+// in as it lands (lowerGatherReduce; lowerAllReduceGather then copies the
+// result back along the reversed routes).
+// See docs/synth.md ("Method").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Synth/Lowering.h"
 
 #include <algorithm>

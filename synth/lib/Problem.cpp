@@ -1,4 +1,16 @@
 //===- Problem.cpp - Building the routing problem of a sketch -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements buildRoutingProblem (Problem.h): the values of the copy
+// collective and the ranks that need each, the links the sketch allows
+// each value, and the symmetry group of the sketch's offsets, checked by
+// mapping links, resources and values under each permutation (mapLinks,
+// mapValues); symmetries that map only the links inside their blocks
+// become SymmetryTies. explainInfeasible says which rank cannot receive
+// which value under the sketch, and why.
+// See docs/sketches.md ("Symmetry", "Infeasible sketches").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Synth/Problem.h"
 #include "ccsynth/Synth/SwitchModel.h"
 

@@ -1,7 +1,18 @@
 //===- Sketch.cpp - Reading TACCL communication sketches ------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements Sketch.h: SketchReader reads a TACCL sketch with located
+// errors, one function per part (intranode switch groups and strategies,
+// internode relays and hops, symmetry offsets, hyperparameters, and the
+// in-network extension). parseSketch and loadSketch are the entry points;
+// defaultSketch is the sketch used when none is given (all links, no
+// symmetry).
+// See docs/sketches.md.
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Synth/Sketch.h"
 
-#include "ccsynth/Core/Json.h"
+#include "ccsynth/Support/Json.h"
 
 #include <algorithm>
 #include <set>

@@ -1,4 +1,5 @@
 //===- SwitchModel.cpp - A sketch's switches as shared bandwidth ----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // TACCL (microsoft/taccl): taccl/cli/common.py parse_and_get_topo() keeps
 // every link, multiplies the links of a switch listed k times by k and

@@ -1,4 +1,5 @@
 //===- Z3Solver.cpp - The Z3 backend of IncrementalSolver -----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The only file that sees Z3. It is compiled with exceptions (z3++.h reports
 // errors by throwing; under -fno-exceptions they would silently become

@@ -171,7 +171,7 @@ set_tests_properties(e2e:synth-taccl-profile-simulate
 # the hierarchical baseline (measured first: the time limit allows one);
 # on 1,024 ranks an AllReduce writes the tree baseline. 4,096 ranks
 # (dgx-h100x512) is not tested: building its 16.7M explicit links alone
-# takes 2-10 s there (see the README).
+# takes 2-10 s there (see docs/performance/scale-and-hostile-inputs.md).
 foreach(case "dgx-h100x32;allgather;1" "dgx-h100x64;allreduce;1"
         "dgx-h100x64;reducescatter;1" "dgx-h100x128;allreduce;1")
   list(GET case 0 topo)

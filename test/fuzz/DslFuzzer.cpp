@@ -1,11 +1,12 @@
 //===- DslFuzzer.cpp - libFuzzer entry point for the .ccl front end -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Compiles arbitrary bytes as a .ccl program; a crash, a hang, a sanitizer
 // report or an error without a location inside the input is a bug. When a
 // program compiles, the verifier runs on its schedule too.
 //
 //===----------------------------------------------------------------------===//
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/DSL/Frontend.h"
 
 #include <algorithm>

@@ -1,4 +1,5 @@
 //===- FuzzCheck.h - What every reader fuzzer demands of an error ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A reader given arbitrary bytes must return (never crash, hang or trip a
 // sanitizer) and, when it refuses them, say why with a message; an error
@@ -7,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Support/Diagnostic.h"
 
 #include <algorithm>
 #include <cstdlib>

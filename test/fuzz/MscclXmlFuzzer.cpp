@@ -1,4 +1,5 @@
 //===- MscclXmlFuzzer.cpp - libFuzzer entry for MSCCL algorithm XML -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reads arbitrary bytes as MSCCL XML; an algorithm that reads is checked
 // against the runtime's rules (which must answer, not crash).

@@ -1,4 +1,5 @@
 //===- NcclTopologyFuzzer.cpp - libFuzzer entry for NCCL topology dumps ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Imports arbitrary bytes as an NCCL_TOPO_DUMP_FILE XML, on one node and on
 // two; an imported topology must validate.
@@ -6,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzCheck.h"
 
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Topology/Topology.h"
 
 #include <cstdint>
 

@@ -1,4 +1,5 @@
 //===- ScheduleJsonFuzzer.cpp - libFuzzer entry for schedule JSON ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reads arbitrary bytes as a schedule JSON file, with the general reader and
 // with the DOM-free reader, which must agree (same schedule, or the same
@@ -8,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzCheck.h"
 
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <cstdint>
 

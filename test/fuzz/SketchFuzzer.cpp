@@ -1,4 +1,5 @@
 //===- SketchFuzzer.cpp - libFuzzer entry for communication sketches ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reads arbitrary bytes as a sketch; a sketch that reads is also applied to
 // a one-node (dgx-a100) or two-node (ndv2x2) machine: its switch model and
@@ -7,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzCheck.h"
 
-#include "ccsynth/Core/Json.h"
+#include "ccsynth/Support/Json.h"
 #include "ccsynth/Synth/Problem.h"
 #include "ccsynth/Synth/Sketch.h"
 #include "ccsynth/Synth/SwitchModel.h"

@@ -1,4 +1,5 @@
 //===- TacclProfileFuzzer.cpp - libFuzzer entry for TACCL profiles --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reads arbitrary bytes as a TACCL topology profile and applies it to the
 // built-in shapes TACCL profiles describe (ndv2x2, dgx2x2) and to a single
@@ -8,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzCheck.h"
 
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/TacclProfile.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Topology/TacclProfile.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,4 +1,5 @@
 //===- TopologyJsonFuzzer.cpp - libFuzzer entry for topology JSON ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reads arbitrary bytes as a topology JSON file; a topology that reads must
 // validate, round-trip through its JSON with the same content hash, and
@@ -7,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzCheck.h"
 
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Topology/Topology.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,4 +1,5 @@
 //===- GpuTest.h - Checks of the single-process GPU tests -----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // EXPECT counts a failed check and goes on; CUDA_OK ends the test (exit 1)
 // at a failed CUDA call. Both print file:line and what failed. A test

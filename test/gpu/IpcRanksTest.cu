@@ -1,4 +1,5 @@
 //===- IpcRanksTest.cu - Generated algorithms on ranks as processes -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The CUDA IPC transport as a job runs it: one process per rank (forked
 // before anything touches CUDA), each with its own window, the handles

@@ -1,4 +1,5 @@
 //===- MultimemTest.cu - The runtime's multimem primitives, for real -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Runs the NVLink SHARP primitives that generated switch threadblocks call
 // (CudaPrimitives.cuh: multimemReduceBlock, multimemStoreBlock,

@@ -1,4 +1,5 @@
 //===- VirtualRanksTest.cu - Generated algorithms on 8 virtual ranks ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Runs generated DGX-H100 AllGather, ReduceScatter, AllReduce and AllToAll
 // (built into this executable as plugins by the build) with all 8 ranks as

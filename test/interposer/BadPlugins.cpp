@@ -1,4 +1,5 @@
 //===- BadPlugins.cpp - Plugins the loader must refuse, for the tests -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Built twice: -DCCSYNTH_BAD_ABI gives a library whose table reports ABI
 // version 999; without it, a library that lacks the entry symbol.

@@ -1,4 +1,5 @@
 //===- FakeNccl.cpp - A test double of libnccl on host memory -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Built by the tests as a shared library with soname libnccl.so.2, against
 // NCCL 2.28's own nccl.h, so that a program linked with it and the

@@ -1,4 +1,5 @@
 //===- NcclApp.cpp - An NCCL application for the interposer tests ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Launched as WORLD_SIZE processes the way torchrun does (environment RANK
 // and WORLD_SIZE; or --rank R --world W). Rank 0 makes the unique ids and

@@ -1,4 +1,5 @@
 //===- CudaApiTest.cpp - Loading the CUDA runtime with dlopen -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The CUDA run driver is built by the host compiler and links no CUDA
 // library; this checks its loader on any machine: libraries that do not

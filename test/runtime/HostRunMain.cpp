@@ -1,4 +1,5 @@
 //===- HostRunMain.cpp - Runs a host plugin algorithm for the tests -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // `host-run PLUGIN COUNT DTYPE OP [TIMEOUT [threads|processes]]`: loads the
 // plugin's only (or first) algorithm, runs it with ranks as threads (or

@@ -1,4 +1,5 @@
 //===- CompileBench.cpp - Times the compiler on 64-rank AllGathers --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Not a test: prints how long the default pipeline takes to turn 64-rank
 // AllGathers into MSCCL XML, next to the core verifier's time on the same
@@ -9,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Topology.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Topology/Topology.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
 #include <chrono>

@@ -1,4 +1,5 @@
 //===- ccsynth-opt.cpp - Runs ccl passes on .mlir files -------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A thin MlirOptMain driver: the ccl dialect, its passes (ccl-*), and the
 // ccl-default-pipeline. Used by the lit tests and for experimenting with
@@ -7,7 +8,7 @@
 // overflowing the stack.
 //
 //===----------------------------------------------------------------------===//
-#include "ccsynth/Core/TextLimits.h"
+#include "ccsynth/Support/TextLimits.h"
 #include "ccsynth/Dialect/CCL/IR/CCLDialect.h"
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
 

@@ -1,4 +1,5 @@
 //===- ccsynth-run.cpp - Run a plugin's algorithm without the compiler ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // `ccsynth run` for plugin libraries, linking nothing but the runtime: no
 // LLVM, MLIR, Z3 or CLI11. It is what a GPU cluster (or the GPU check,

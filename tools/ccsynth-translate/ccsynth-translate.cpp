@@ -1,4 +1,5 @@
 //===- ccsynth-translate.cpp - Translations to and from the ccl dialect ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //   --ccl-to-msccl-xml      assigned ccl.program -> MSCCL XML
 //   --ccl-to-mscclpp-json   assigned ccl.program -> MSCCL++ execution plan

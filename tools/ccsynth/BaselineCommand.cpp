@@ -1,7 +1,8 @@
 //===- BaselineCommand.cpp - `ccsynth baseline` ---------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "Command.h"
 
-#include "ccsynth/Core/Baselines.h"
+#include "ccsynth/Baselines/Baselines.h"
 
 #include <iostream>
 #include <memory>

@@ -1,4 +1,5 @@
 //===- CheckCommand.cpp - `ccsynth check` ---------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Compiles a .ccl program (parse, Sema, lowering with -D parameters), proves
 // the resulting schedule implements its collective with the verifier, prints
@@ -7,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "Command.h"
 
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/DSL/Frontend.h"
 
 #include <algorithm>

@@ -1,9 +1,20 @@
 //===- Command.cpp - Shared helpers of the ccsynth subcommands ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// The helpers every subcommand shares (Command.h): printing an error and
+// choosing its exit code (fail, usage); parsing sizes, byte counts, tile
+// sizes and -D defines; loading a schedule input (a schedule JSON, a .ccl
+// program or MSCCL XML) and locating its transfers for error messages;
+// resolving the topology a schedule names and proving it (proveSchedule);
+// and writing outputs: checking that none replaces an input, writing files
+// atomically, and writing stdout with its errors reported.
+//
+//===----------------------------------------------------------------------===//
 #include "Command.h"
 
-#include "ccsynth/Core/TacclProfile.h"
+#include "ccsynth/Topology/TacclProfile.h"
 
-#include "ccsynth/Core/Json.h"
+#include "ccsynth/Support/Json.h"
 #include "ccsynth/DSL/Frontend.h"
 #ifdef CCSYNTH_HAVE_MLIR
 #include "ccsynth/Import/MSCCLToSchedule.h"

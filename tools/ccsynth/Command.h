@@ -1,4 +1,5 @@
 //===- Command.h - Shared pieces of the ccsynth subcommands ---------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Each subcommand lives in its own <Name>Command.cpp and exposes
 // `void add<Name>Command(CLI::App &app, CommandContext &ctx)`; main.cpp
@@ -14,10 +15,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Topology.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Topology/Topology.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <CLI/CLI.hpp>
 

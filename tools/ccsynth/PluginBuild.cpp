@@ -1,7 +1,18 @@
 //===- PluginBuild.cpp - Building plugin libraries from generated code ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements buildPlugin (PluginBuild.h): generated sources and a table of
+// their descriptors are written to a private temporary directory and
+// compiled by a child process, with the system C++ compiler or nvcc
+// (findNvcc, nvccBuildsArch), into a shared library that is written
+// atomically; a failed build shows the start of its log. Also the dtype and
+// operator masks of --dtypes and --ops and the names a source defines.
+// See docs/runtime-device.md ("Building a plugin").
+//
+//===----------------------------------------------------------------------===//
 #include "PluginBuild.h"
 
-#include "ccsynth/Core/ChildProcess.h"
+#include "ccsynth/Support/ChildProcess.h"
 #include "ccsynth/runtime/PluginLoader.h"
 
 #include <algorithm>
@@ -289,11 +300,20 @@ Status buildPlugin(const std::vector<GeneratedSource> &algos,
     }
     argv = {cxx,       "-std=c++20",          "-O2",     "-fPIC",
             "-shared", "-fvisibility=hidden", "-pthread"};
+    // Threadblocks as fibers (Fibers.h), with Boost.Context's static
+    // library where this build found it.
+    if (*CCSYNTH_FIBERS_LIBRARY) {
+      argv.push_back("-DCCSYNTH_FIBERS=1");
+      if (*CCSYNTH_FIBERS_INCLUDE_DIR)
+        argv.push_back("-isystem" CCSYNTH_FIBERS_INCLUDE_DIR);
+    }
   }
   argv.insert(argv.end(), std::begin(defines), std::end(defines));
   argv.insert(argv.end(), o.flags.begin(), o.flags.end());
   argv.insert(argv.end(), sources.begin(), sources.end());
   argv.push_back(tableFile);
+  if (!cuda && *CCSYNTH_FIBERS_LIBRARY)
+    argv.push_back(CCSYNTH_FIBERS_LIBRARY);
   argv.push_back("-o");
   argv.push_back(lib);
   std::string log = dir.path + "/build.log";

@@ -1,4 +1,5 @@
 //===- PluginBuild.h - Building plugin libraries from generated code ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // `ccsynth compile --target plugin` and `ccsynth run` turn generated
 // sources into a shared library with the system C++ compiler (host
@@ -9,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Support/Diagnostic.h"
 
 #include <string>
 #include <vector>

@@ -1,4 +1,5 @@
 //===- PluginCommand.cpp - `ccsynth plugin info` --------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "Command.h"
 
 #ifdef CCSYNTH_HAVE_MLIR

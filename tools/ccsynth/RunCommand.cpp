@@ -1,10 +1,21 @@
 //===- RunCommand.cpp - `ccsynth run`: execute an algorithm and check it --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// `ccsynth run`: executes an algorithm and checks its result. runRun reads
+// the input, the element count, the dtype and operator and the backend
+// (host threads, host processes or CUDA, checking the CUDA runtime and
+// device first), builds a plugin from the input unless one is given, runs
+// it and compares every rank's output with the reference (customReference
+// for custom collectives). See docs/runtime.md ("`ccsynth run`") and
+// docs/runtime-device.md ("Running on a GPU: `ccsynth run --backend cuda`").
+//
+//===----------------------------------------------------------------------===//
 #include "Command.h"
 #include "PluginBuild.h"
 
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/ChildProcess.h"
-#include "ccsynth/Core/TextLimits.h"
+#include "ccsynth/Support/ChildProcess.h"
+#include "ccsynth/Support/TextLimits.h"
 #include "ccsynth/Import/ScheduleText.h"
 #include "ccsynth/runtime/CudaApi.h"
 #include "ccsynth/runtime/HostTypes.h"

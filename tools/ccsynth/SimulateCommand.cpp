@@ -1,15 +1,26 @@
 //===- SimulateCommand.cpp - `ccsynth simulate` ---------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// `ccsynth simulate`: times a schedule or an MSCCL program at each size.
+// runSimulate gives the chunk-level simulation and the lower bound at each
+// size and, with the step level, simulateStepLevel: the compiled program
+// (or NCCL's kernel, for NCCL's own programs) timed by the step simulator,
+// with the critical path of the largest size (formatCriticalPath). It
+// writes the report and, on request, the SVG timeline and bandwidth plot.
+// See docs/calibration.md ("Chunk level and step level").
+//
+//===----------------------------------------------------------------------===//
 #include "Command.h"
 
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/LowerBound.h"
-#include "ccsynth/Core/Plot.h"
-#include "ccsynth/Core/Simulator.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Analysis/LowerBound.h"
+#include "ccsynth/Analysis/Plot.h"
+#include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #ifdef CCSYNTH_HAVE_MLIR
-#include "StepPrediction.h"
-#include "Tuning.h"
+#include "ccsynth/Perf/StepPrediction.h"
+#include "ccsynth/Tuning/Tuning.h"
 #endif
 
 #include <algorithm>
@@ -19,6 +30,8 @@
 #include <memory>
 
 namespace ccsynth::cli {
+
+using namespace ccsynth::tuning;
 
 namespace {
 
@@ -177,12 +190,12 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
   bool generated = o.target == "cuda";
   if (generated)
     c.target = CompileTarget::Cuda;
-  if (isMscclXmlInput(input) &&
+  if (perf::isMscclXmlInput(input) &&
       (!o.protocol.empty() || o.instances != 1 || o.pipeline != 1))
     return usage(Error("--protocol, --instances and --pipeline lower a "
                        "schedule; an MSCCL XML input is timed as written",
                        SourceLoc{input}));
-  if (isMscclXmlInput(input) && generated)
+  if (perf::isMscclXmlInput(input) && generated)
     return usage(Error("--target cuda times the program generated from a "
                        "schedule; an MSCCL XML input runs on MSCCL",
                        SourceLoc{input}));
@@ -194,7 +207,7 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
     tile = (double)*v;
   }
   bool native = o.target == "nccl";
-  if (native && isMscclXmlInput(input))
+  if (native && perf::isMscclXmlInput(input))
     return usage(Error("--target nccl times a schedule (`ccsynth baseline "
                        "ring`, `tree` or `direct`); an MSCCL XML input runs "
                        "on MSCCL",
@@ -218,16 +231,16 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
   if (native) {
     CompileOptions n = c;
     n.target = CompileTarget::Cuda;
-    algo = stepProgram(input, sched, n);
+    algo = perf::stepProgram(input, sched, n);
     longRing = algo && passesMscclSteps(*algo);
     if (longRing && !o.protocol.empty())
       algo->proto = o.protocol;
   }
   if (!longRing)
-    algo = stepProgram(input, sched, c);
+    algo = perf::stepProgram(input, sched, c);
   if (!algo)
     return fail(algo.error());
-  program = describeProgram(*algo);
+  program = perf::describeProgram(*algo);
   if (native)
     program += longRing ? ", each ring on one threadblock per channel as "
                           "NCCL's kernel runs it"
@@ -237,7 +250,7 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
   for (double bytes : sizes)
     perSize.push_back(
         longRing ? ncclNativeStepOptions(sched.collective, bytes)
-                 : stepSimOptions(sched.collective, bytes, generated, tile));
+                 : perf::stepSimOptions(sched.collective, bytes, generated, tile));
   // The largest size's timing records its critical path.
   perSize.back().criticalPath = pathReport != nullptr;
   auto timed = msccl::simulateStepsAt(*algo, topo, perSize);

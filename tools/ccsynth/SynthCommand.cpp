@@ -1,14 +1,31 @@
 //===- SynthCommand.cpp - `ccsynth synth` ---------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// `ccsynth synth`: runs the synthesizer on a topology and a sketch, writes
+// the schedule (and the SMT dump on request), and prints a summary: the
+// chunk-level times against the baselines and the lower bound, the
+// step-level prediction of the compiled program against NCCL's ring
+// (tuning::predictSteps, printed by printStepLevel), by which the
+// runners-up are ranked
+// again, and with --in-network NCCL's in-network algorithms and the mixes
+// (printInNetwork). Progress lines go to stderr on long runs.
+// Sections: formatting, step-level predictions, the in-network summary,
+// options and progress, runSynth, the command's options.
+// See docs/synth.md (its opening, on the summary) and docs/in-network.md
+// ("Synthesis (`synth --in-network`)").
+//
+//===----------------------------------------------------------------------===//
 #include "Command.h"
 #ifdef CCSYNTH_HAVE_MLIR
-#include "Tuning.h"
+#include "ccsynth/Tuning/StepLevel.h"
+#include "ccsynth/Tuning/Tuning.h"
 #endif
 
-#include "ccsynth/Core/InNetworkMix.h"
-#include "ccsynth/Core/LowerBound.h"
-#include "ccsynth/Core/Plot.h"
-#include "ccsynth/Core/Simulator.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Baselines/InNetworkMix.h"
+#include "ccsynth/Analysis/LowerBound.h"
+#include "ccsynth/Analysis/Plot.h"
+#include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Synth/Synthesizer.h"
 
 #include <algorithm>
@@ -22,6 +39,8 @@
 #include <memory>
 
 namespace ccsynth::cli {
+
+using namespace ccsynth::tuning;
 
 namespace {
 
@@ -49,92 +68,6 @@ std::string formatSpeedup(double ratio) {
 }
 
 #ifdef CCSYNTH_HAVE_MLIR
-/// What runs: the step-level prediction of the program `ccsynth compile`
-/// writes for a schedule by default (the tuned compile: best instances and
-/// protocol per size), and of NCCL's ring for the collective on the same
-/// machine, lowered and tuned the same way.
-struct StepLevel {
-  /// Why there is no prediction (empty when there is one).
-  std::string absent;
-  /// Per size: the schedule's best configuration, and NCCL's (empty when
-  /// NCCL's ring was not timed).
-  std::vector<double> ownUs, ncclUs;
-  /// NCCL's double binary tree was timed too (AllReduce on several nodes).
-  bool ncclTree = false;
-  bool cutShort = false;
-  /// The deadline cut NCCL's tuning short: ncclUs is what was timed of it,
-  /// and NCCL may be faster.
-  bool ncclCutShort = false;
-  /// nchunksperloop of the program without its factors of two: above 1,
-  /// MSCCL selects it for no power-of-two size (NCCL runs those).
-  int oddFactor = 1;
-};
-
-/// Configurations that would end after `until` are not started.
-StepLevel predictSteps(const Schedule &sched, const Topology &model,
-                       const std::vector<double> &sizes, bool withNccl,
-                       std::chrono::steady_clock::time_point until,
-                       double measureSeconds) {
-  StepLevel r;
-  // Past the transfers a full tuning takes, compile tunes narrowly and
-  // slowly (a minute on 24,000 transfers): too long for a summary.
-  if (sched.transfers.size() > kMaxFullyTunedTransfers) {
-    r.absent = "not predicted (" + std::to_string(sched.transfers.size()) +
-               " transfers; synth predicts up to " +
-               std::to_string(kMaxFullyTunedTransfers) +
-               "); run `ccsynth compile` or `ccsynth simulate --level steps`";
-    return r;
-  }
-  TuneRequest req;
-  req.sizes = sizes;
-  req.instances = tuningInstances(sched);
-  req.protocols = {"Simple", "LL128", "LL"};
-  req.fallback = withNccl;
-  // The summary's NCCL column is its ring, tuned the same way; timing its
-  // in-network algorithms on hundreds of ranks would not keep to `until`.
-  req.inNetwork = false;
-  req.until = until;
-  // The written schedule always gets one configuration timed (one compile
-  // of it, about three times its chunk-level check), so that its table
-  // does not depend on the machine's load; the runners-up only in time.
-  req.firstAlways = withNccl;
-  // Lowering, checking and timing one configuration costs about three
-  // times the chunk-level verification and simulation of the schedule.
-  req.firstEstimateSeconds = 3 * measureSeconds;
-  TuneResult t = tuneCompile(sched, model, CompileOptions{}, req);
-  r.cutShort = t.cutShort;
-  // At each size the schedule's fastest program MSCCL selects there (its
-  // re-cut on a power-of-two grid where its own chunk factor is odd); only
-  // when none is selectable at any size, the fastest of all, marked by its
-  // loop's odd factor.
-  r.ownUs.assign(sizes.size(), INFINITY);
-  bool anySelectable = false;
-  for (const TuneCandidate &c : t.candidates)
-    for (size_t k = 0; k < sizes.size() && c.fromSchedule(); ++k)
-      anySelectable |= c.selectableAt(sizes[k]);
-  for (const TuneCandidate &c : t.candidates)
-    if (c.fromSchedule()) {
-      if (!anySelectable)
-        r.oddFactor = c.oddFactor();
-      for (size_t k = 0; k < sizes.size(); ++k)
-        if (!anySelectable || c.selectableAt(sizes[k]))
-          r.ownUs[k] = std::min(r.ownUs[k], c.timeUs[k]);
-    }
-  r.ncclCutShort = t.ncclCutShort;
-  if (t.ncclBestUs.size() == sizes.size())
-    r.ncclUs = t.ncclBestUs;
-  for (const Schedule &p : t.ncclPrograms)
-    r.ncclTree |= isNcclTree(p);
-  // A size below one loop of the program (or not a multiple of it) has no
-  // time of its own: MSCCL runs NCCL there. Only when no size has one is
-  // there no prediction.
-  if (std::none_of(r.ownUs.begin(), r.ownUs.end(),
-                   [](double us) { return std::isfinite(us); }))
-    r.absent = t.cutShort ? "not predicted (the time limit)"
-                          : "no lowering of the schedule fits MSCCL's limits";
-  return r;
-}
-
 void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
                     const std::vector<double> &sizes) {
   if (!p.absent.empty()) {

@@ -1,4 +1,5 @@
 //===- TopoCommand.cpp - `ccsynth topo list|show|import` ------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "Command.h"
 
 #include <algorithm>

@@ -1,7 +1,8 @@
 //===- VerifyCommand.cpp - `ccsynth verify` -------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "Command.h"
 
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <iostream>
 #include <memory>

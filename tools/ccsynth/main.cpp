@@ -1,4 +1,5 @@
 //===- main.cpp - The ccsynth command-line driver -------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "Command.h"
 
 #include <cerrno>

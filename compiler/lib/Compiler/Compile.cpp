@@ -1,7 +1,19 @@
 //===- Compile.cpp - Schedule or .mlir -> pipeline -> exporter ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements Compile.h. compileModule applies the metadata overrides, runs
+// the collective verifier, then the default pipeline for the target, and
+// exports: MSCCL XML (checked by a round trip through the importer and the
+// core verifier), an MSCCL++ plan (retried with smaller threadblocks, merged
+// threadblocks and coalesced transfers until it fits MSCCL++'s limits) or
+// generated code. compileSchedule imports a schedule first; schedules with
+// switch operations go through compileWithSwitches; compileMlir parses a
+// .mlir file. See docs/compiler.md ("Default pipeline").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Compiler/Compile.h"
 
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Import/MSCCLToSchedule.h"
 #include "ccsynth/Target/MSCCLXml.h"
 #include "ccsynth/Target/SwitchLowering.h"

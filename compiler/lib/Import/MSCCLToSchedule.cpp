@@ -1,4 +1,16 @@
 //===- MSCCLToSchedule.cpp - Symbolic execution of MSCCL programs ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements MSCCLToSchedule.h. inferMscclCollective reads the collective
+// from an algorithm's attributes. The Executor runs the program: it matches
+// sends to receives, copies a sent range to scratch when the sender
+// overwrites it before the receive, checks for races between threadblocks
+// (checkRaces, on the wait graph) and gives each transfer the earliest step
+// its data and its connection's order allow (assignSteps). mscclToSchedule
+// and importMscclXml are the entry points.
+// See docs/compiler.md ("Importing MSCCL XML").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Import/MSCCLToSchedule.h"
 
 #include "ccsynth/Target/MSCCLXml.h"

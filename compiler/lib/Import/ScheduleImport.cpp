@@ -1,4 +1,5 @@
 //===- ScheduleImport.cpp - Schedules to and from ccl.algorithm -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/Import/ScheduleImport.h"
 
 #include "mlir/IR/Builders.h"

@@ -1,7 +1,8 @@
 //===- ScheduleText.cpp - Schedule JSON from text, with locations ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/Import/ScheduleText.h"
 
-#include "ccsynth/Core/Json.h"
+#include "ccsynth/Support/Json.h"
 
 #include <algorithm>
 

@@ -1,4 +1,5 @@
 //===- CodeGenExport.cpp - ccl.program to generated C++/CUDA --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/Target/CodeGenExport.h"
 
 #include "ccsynth/Target/MSCCLExport.h"

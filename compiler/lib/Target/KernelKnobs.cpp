@@ -1,4 +1,5 @@
 //===- KernelKnobs.cpp - Threads and loads in flight of generated kernels -===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/Target/KernelKnobs.h"
 
 #include <algorithm>

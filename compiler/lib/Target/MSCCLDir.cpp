@@ -1,4 +1,5 @@
 //===- MSCCLDir.cpp - MSCCL algorithm directories (MSCCL_ALGO_DIR) --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/Target/MSCCLDir.h"
 
 #include "ccsynth/Target/MSCCLXml.h"

@@ -1,4 +1,5 @@
 //===- MSCCLExport.cpp - ccl.program to MSCCL XML -------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/Target/MSCCLExport.h"
 
 #include "ccsynth/Target/MSCCLXml.h"

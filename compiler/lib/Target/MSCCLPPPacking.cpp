@@ -1,4 +1,18 @@
 //===- MSCCLPPPacking.cpp - MSCCL threadblocks packed into MSCCL++ ones ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements MSCCLPPPacking.h. StepLevels gives each step its level in the
+// program's wait graph; checkPacking checks a packing against the argument
+// of MSCCLPPPacking.h (each MSCCL threadblock in one plan threadblock, in
+// program order, and no cycle once the plan's orders are added). RankPacker
+// packs one rank's MSCCL threadblocks into at most the threadblock budget,
+// merging as little as it needs: the best pairs when the rank is a little
+// over (pairwise), else a list schedule of the threadblocks or of groups
+// joined along dependencies (cluster, schedule). packThreadblocks runs it
+// on every rank; identityPacking leaves the program as it is.
+// See docs/compiler.md ("Merging threadblocks without deadlock").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Target/MSCCLPPPacking.h"
 
 #include <algorithm>

@@ -1,7 +1,18 @@
 //===- MSCCLPPPlan.cpp - ccl.program to an MSCCL++ execution plan ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements exportMSCCLPPPlan (MSCCLPPPlan.h). PlanBuilder plans where
+// each message lands, prepares each rank's channels, remote buffers and
+// semaphores, lowers each MSCCL step to MSCCL++ operations (emit), adds
+// switch channels and switch threadblocks for NVLS operations (emitSwitch)
+// and builds the JSON document (build). programNodes reads the node of each
+// rank from the program.
+// See docs/compiler.md ("MSCCL++ execution plan").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Target/MSCCLPPPlan.h"
 
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/Target/MSCCLExport.h"
 #include "ccsynth/Target/MSCCLPPPacking.h"
 

@@ -1,8 +1,19 @@
 //===- MSCCLPPPlanCheck.cpp - Symbolic run of an MSCCL++ execution plan
 //----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements checkMscclppPlan (MSCCLPPPlanCheck.h). PlanRun loads each
+// rank of the plan as MSCCL++'s executor does (loadRank: channels, remote
+// buffers and threadblocks, with the channel-type and budget rules), then
+// steps every threadblock on symbolic values until all finish or none can
+// move (step: puts, signals, waits, semaphores, copies and reductions), and
+// checks the outputs against the collective.
+// See docs/compiler.md ("MSCCL++ execution plan").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Target/MSCCLPPPlanCheck.h"
 
-#include "ccsynth/Core/Json.h"
+#include "ccsynth/Support/Json.h"
 
 #include <algorithm>
 #include <map>

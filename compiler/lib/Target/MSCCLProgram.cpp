@@ -1,7 +1,20 @@
 //===- MSCCLProgram.cpp - MSCCL runtime rules, matching, deadlock check ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements MSCCLProgram.h: step types and what each reads and writes,
+// MSCCL's buffer limits and the collective names its runtime launches
+// (bufferCapacity, describeSelection, launchCustomAs); validateAlgo, the
+// runtime's structural rules; matchMessages, which pairs sends with
+// receives in order per channel and connection; and buildWaitGraph,
+// topologicalOrder and checkDeadlock, the deadlock check with bounded
+// connection buffers.
+// Sections: step types, limits and launches, validation, matching, the wait
+// graph and deadlocks. See docs/compiler.md ("MSCCL XML").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Target/MSCCLProgram.h"
 
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Schedule/Schedule.h"
 
 #include <algorithm>
 #include <map>

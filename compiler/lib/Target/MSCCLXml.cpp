@@ -1,4 +1,5 @@
 //===- MSCCLXml.cpp - MSCCL XML writer and runtime-faithful reader --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The reader mirrors msccl_parser.cc: whitespace between tags is only
 // space, '\n' and '\r'; a tag ends at '>' or "/>"; attributes are separated

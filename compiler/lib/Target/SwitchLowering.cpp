@@ -1,4 +1,16 @@
 //===- SwitchLowering.cpp - Switch operations as generated code's steps ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Implements SwitchLowering.h. lowerSwitchTransfers groups a schedule's
+// switch transfers into operations and checks that they lower (one address
+// per switch group, chunks owned by their issuing rank). Then
+// attachSwitchThreadblocks adds one switch threadblock per rank and switch
+// to the lowered program and orders it against the point-to-point
+// threadblocks that touch the same chunks (accessOf, conflict), and
+// planSwitchOps lists each switch threadblock's operations for code
+// generation. See docs/runtime.md ("Switch threadblocks (NVLink SHARP)").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Target/SwitchLowering.h"
 
 #include <algorithm>

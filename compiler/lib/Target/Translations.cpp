@@ -1,4 +1,5 @@
 //===- Translations.cpp - ccsynth-translate's registered translations -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/Dialect/CCL/IR/CCLDialect.h"
 #include "ccsynth/Import/MSCCLToSchedule.h"
 #include "ccsynth/Import/ScheduleImport.h"
@@ -8,7 +9,7 @@
 #include "ccsynth/Target/MSCCLPPPlan.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
-#include "ccsynth/Core/TextLimits.h"
+#include "ccsynth/Support/TextLimits.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Verifier.h"

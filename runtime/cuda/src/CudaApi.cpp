@@ -1,4 +1,5 @@
 //===- CudaApi.cpp - The CUDA runtime, loaded at run time -----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/runtime/CudaApi.h"
 
 #include <cstring>

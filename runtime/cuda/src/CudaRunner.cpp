@@ -1,4 +1,5 @@
 //===- CudaRunner.cpp - Running a CUDA plugin algorithm on one GPU --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/runtime/CudaRunner.h"
 
 #include <algorithm>

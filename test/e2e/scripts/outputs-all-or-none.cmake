@@ -1,17 +1,6 @@
 # A command with several outputs writes all of them or none.
 #   -DCC=ccsynth -DWORKDIR=dir
-file(REMOVE_RECURSE ${WORKDIR})
-file(MAKE_DIRECTORY ${WORKDIR})
-
-function(run rc)
-  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${WORKDIR}
-    RESULT_VARIABLE got OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  message("${ARGN}: exit ${got}\n${out}${err}")
-  if(NOT "${got}" STREQUAL "${rc}")
-    message(FATAL_ERROR "exit code ${got}, expected ${rc}")
-  endif()
-  set(output "${out}${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run-in-workdir.cmake)
 function(absent f)
   if(EXISTS ${WORKDIR}/${f})
     message(FATAL_ERROR "${f} was written although another output failed")

@@ -2,18 +2,7 @@
 # a later simulate without --topo finds that file (not a built-in of the
 # same name) and refuses it once its figures changed.
 #   -DCC=ccsynth -DWORKDIR=dir
-file(REMOVE_RECURSE ${WORKDIR})
-file(MAKE_DIRECTORY ${WORKDIR})
-
-function(run rc)
-  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${WORKDIR}
-    RESULT_VARIABLE got OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  message("${ARGN}: exit ${got}\n${out}${err}")
-  if(NOT "${got}" STREQUAL "${rc}")
-    message(FATAL_ERROR "exit code ${got}, expected ${rc}")
-  endif()
-  set(output "${out}${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/run-in-workdir.cmake)
 
 # A file whose machine is called "dgx1" but has 1 GB/s links.
 run(0 ${CC} topo show dgx1 --json -o dgx1-slow.json)

@@ -1,4 +1,5 @@
 //===- BoundedBuffersTest.cpp - MSCCL's bounded connection buffers --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A connection (channel, sender, receiver) of the MSCCL runtime holds
 // NCCL_STEPS = 8 slots; a Simple send takes 4 per chunk, LL and LL128 one.
@@ -8,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/DSL/Frontend.h"
 #include "ccsynth/Target/MSCCLXml.h"
 

@@ -1,4 +1,5 @@
 //===- CustomLaunchTest.cpp - Custom collectives as MSCCL XML -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // MSCCL selects an algorithm by the NCCL call (`coll`) it serves, so a
 // custom collective is exported under the call that launches it. The call's
@@ -8,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/DSL/Frontend.h"
 #include "ccsynth/Import/MSCCLToSchedule.h"
 #include "ccsynth/Target/MSCCLXml.h"

@@ -1,4 +1,5 @@
 //===- MSCCLDirTest.cpp - MSCCL algorithm directories ---------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // What `compile --target msccl-dir` writes must read back the way MSCCL
 // reads MSCCL_ALGO_DIR (every file, sorted) and pass the XML validator;
@@ -8,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Target/MSCCLDir.h"
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Schedule/Schedule.h"
 #include "ccsynth/Target/MSCCLXml.h"
 
 #include <catch2/catch.hpp>

@@ -1,4 +1,5 @@
 //===- MSCCLImportTest.cpp - Importing MSCCL XML as MSCCLang writes it ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The importer infers the chunk factor from nchunksperloop and the
 // collective, accepts the 0-chunk aliased buffer of in-place algorithms,
@@ -8,16 +9,16 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Simulator.h"
-#include "ccsynth/Core/Topology.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Topology/Topology.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/DSL/Frontend.h"
 #include "ccsynth/Import/MSCCLToSchedule.h"
 #include "ccsynth/Target/MSCCLXml.h"
-#include "ccsynth/Target/StepSimulator.h"
+#include "ccsynth/Perf/StepSimulator.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,5 @@
 //===- MSCCLValidatorTest.cpp - MSCCL runtime rules, round trips, deadlocks //
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The structural validator must reject everything the MSCCL runtime
 // rejects (or would hang on), every shipped schedule must export to XML
@@ -7,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Import/MSCCLToSchedule.h"
 #include "ccsynth/Target/MSCCLXml.h"
 

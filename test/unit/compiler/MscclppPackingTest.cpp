@@ -1,5 +1,6 @@
 //===- MscclppPackingTest.cpp - MSCCL++ plans merged into the budget
 //-------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A rank with more threadblocks than its GPU keeps resident gets them
 // merged: at most the budget per rank, every merged threadblock running
@@ -11,11 +12,11 @@
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Target/MSCCLPPPacking.h"
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/Target/MSCCLPPPlanCheck.h"
-#include "ccsynth/Target/StepSimulator.h"
+#include "ccsynth/Perf/StepSimulator.h"
 
 #include <catch2/catch.hpp>
 

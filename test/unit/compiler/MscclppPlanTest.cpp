@@ -1,4 +1,5 @@
 //===- MscclppPlanTest.cpp - MSCCL++ plans: channels, budgets, results ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Multi-node plans must join ranks on different nodes with port channels
 // only (memory channels map the peer's memory and need one node), every
@@ -8,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/Target/MSCCLPPPlanCheck.h"
 
 #include <catch2/catch.hpp>

@@ -1,7 +1,8 @@
 //===- Programs.h - DSL programs lowered for the compiler tests -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Schedule/Schedule.h"
 #include "ccsynth/DSL/Frontend.h"
 
 #include <catch2/catch.hpp>

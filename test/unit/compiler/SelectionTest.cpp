@@ -1,4 +1,5 @@
 //===- SelectionTest.cpp - Which calls MSCCL selects an algorithm for -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // MSCCL runs an algorithm only for calls whose count x sizeMultiplier is a
 // multiple of nchunksperloop and whose size lies in minBytes..maxBytes,

@@ -1,4 +1,5 @@
 //===- StepSimulatorTest.cpp - Timing of the lowered MSCCL program --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Qualitative facts the step-level model must show (more channels are
 // faster than one threadblock, LL loses at 1 GB and wins at 1 KB, bounded
@@ -8,11 +9,11 @@
 // NCCL-style ring program within the table's tolerance.
 //
 //===----------------------------------------------------------------------===//
-#include "ccsynth/Target/StepSimulator.h"
+#include "ccsynth/Perf/StepSimulator.h"
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Simulator.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Analysis/Simulator.h"
 #include "ccsynth/DSL/Frontend.h"
 #include "ccsynth/Target/CodeGen.h"
 #include "ccsynth/Target/KernelKnobs.h"

@@ -1,14 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the lowering of switch operations to generated code:
 // switch threadblocks per rank and lane, chains kept together, steps
 // joined, every refusal named, and the generated code's barriers.
 #include "ccsynth/Target/SwitchLowering.h"
 #include "ccsynth/Compiler/Compile.h"
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/InNetworkMix.h"
-#include "ccsynth/Core/Simulator.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Baselines/InNetworkMix.h"
+#include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/Target/CodeGen.h"
-#include "ccsynth/Target/StepSimulator.h"
+#include "ccsynth/Perf/StepSimulator.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the baseline schedules and the ring search.
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/Rings.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Baselines/Rings.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <catch2/catch.hpp>
 

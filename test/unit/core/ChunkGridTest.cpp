@@ -1,11 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of regridChunks: a schedule's chunks re-cut on a power-of-two
 // grid still implements its collective, keeps its routes and nearly its
 // time, and schedules whose chunks cannot be re-cut are refused.
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Simulator.h"
-#include "ccsynth/Core/Topology.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Topology/Topology.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the built-in collective definitions.
-#include "ccsynth/Core/Collective.h"
+#include "ccsynth/Schedule/Collective.h"
 
 #include <algorithm>
 

@@ -1,4 +1,5 @@
 //===- HostileInputTest.cpp - Readers refuse hostile input cleanly --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Inputs that are not regular files, too large or too deep, JSON with
 // duplicate keys, out-of-range integers or unknown fields, and degenerate
@@ -6,11 +7,13 @@
 // Every hostile input is made in a private temporary directory.
 //
 //===----------------------------------------------------------------------===//
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/TextLimits.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Support/TextLimits.h"
+#include "ccsynth/Topology/Topology.h"
+
+#include "TempDir.h"
 
 #include <catch2/catch.hpp>
 
@@ -25,13 +28,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ccsynth-hostile-XXXXXX");
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
+/// A private temporary directory for one test.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("ccsynth-hostile-") {}
 };
 
 void put(const fs::path &p, const std::string &text) {

@@ -1,14 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of in-network switches (NVLink SHARP): the topology's
 // switches and their JSON, switch transfers in schedules, their proof,
 // their cost in the chunk simulator, the lower bound beside them, and the
 // NVLS baseline.
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/InNetworkMix.h"
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/LowerBound.h"
-#include "ccsynth/Core/Simulator.h"
-#include "ccsynth/Core/Topology.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Baselines/InNetworkMix.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Analysis/LowerBound.h"
+#include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Topology/Topology.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <catch2/catch.hpp>
 

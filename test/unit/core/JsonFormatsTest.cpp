@@ -1,9 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the topology and schedule JSON forms and their located
 // errors.
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Topology.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Topology/Topology.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <catch2/catch.hpp>
 

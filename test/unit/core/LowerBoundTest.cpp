@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the cut-based lower bounds against hand-derived figures.
-#include "ccsynth/Core/LowerBound.h"
+#include "ccsynth/Analysis/LowerBound.h"
 
 #include <limits>
 #include <vector>

@@ -1,5 +1,8 @@
 //===- OutputFileTest.cpp - writeFileAtomic on special and linked paths ---===//
-#include "ccsynth/Core/Diagnostic.h"
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#include "ccsynth/Support/Diagnostic.h"
+
+#include "TempDir.h"
 
 #include <catch2/catch.hpp>
 
@@ -19,14 +22,9 @@ using namespace ccsynth;
 namespace fs = std::filesystem;
 
 namespace {
-/// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ccsynth-out-XXXXXX");
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
+/// A private temporary directory for one test.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("ccsynth-out-") {}
 };
 
 std::string slurp(const fs::path &p) {

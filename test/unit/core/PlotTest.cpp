@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the SVG timeline and bandwidth plots.
-#include "ccsynth/Core/Plot.h"
+#include "ccsynth/Analysis/Plot.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,6 @@
 //===- ResourceListTest.cpp - A link's resources, inline or spilled -------===//
-#include "ccsynth/Core/Topology.h"
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#include "ccsynth/Topology/Topology.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,10 @@
 //===- ScaleTest.cpp - Large machines stay fast; fast paths stay exact ----===//
-#include "ccsynth/Core/LowerBound.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Simulator.h"
-#include "ccsynth/Core/Topology.h"
-#include "ccsynth/Core/Verifier.h"
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#include "ccsynth/Analysis/LowerBound.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Topology/Topology.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the DOM-free schedule reader: it must read what the general
 // reader reads, to the same values, and leave every error to it (or, past the
 // general reader's size limit, report its own located error).
-#include "ccsynth/Core/Baselines.h"
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Topology/Topology.h"
 
 #include <catch2/catch.hpp>
 

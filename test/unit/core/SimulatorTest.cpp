@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the event-driven simulator against hand-computed times.
-#include "ccsynth/Core/LowerBound.h"
-#include "ccsynth/Core/Simulator.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Analysis/LowerBound.h"
+#include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of TACCL topology profiles applied to built-in shapes: TACCL's
 // own example files (test/inputs/taccl-topo, copied as shipped) and
 // malformed profiles refused at their file:line:col.
-#include "ccsynth/Core/TacclProfile.h"
+#include "ccsynth/Topology/TacclProfile.h"
 
 #include <catch2/catch.hpp>
 

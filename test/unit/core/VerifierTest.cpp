@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the symbolic verifier: one passing schedule per collective
 // shape and one test per failure class.
-#include "ccsynth/Core/Topology.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Topology/Topology.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the located XML reader: well-formed documents, located
 // errors for malformed ones, and a seeded mutation sweep.
-#include "ccsynth/Core/Xml.h"
+#include "ccsynth/Support/Xml.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // docs/DSL.md's examples are tested: every ```ccl block is identical to its
 // file under test/dsl/doc-examples/ (named on the block's first line), every
 // example compiles and verifies, and each `error-` example fails with
 // exactly the output the document shows after it.
 #include "DslTestUtil.h"
 
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <catch2/catch.hpp>
 

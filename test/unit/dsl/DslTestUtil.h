@@ -1,7 +1,8 @@
 //===- DslTestUtil.h - Helpers shared by the DSL unit tests ---------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Support/Diagnostic.h"
 #include "ccsynth/DSL/Frontend.h"
 
 #include <algorithm>

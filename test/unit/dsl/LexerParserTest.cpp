@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the .ccl lexer and parser: tokens and their locations,
 // operator precedence, locations on every AST node, nesting limits.
 #include "DslTestUtil.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Deterministic mutation fuzzing of the whole front end: seeded byte flips,
 // insertions (of random bytes and of tokens), deletions, duplications and
 // truncations of the shipped programs and the doc examples. Every mutant
@@ -6,7 +7,7 @@
 // -DCCSYNTH_SANITIZE=ON build).
 #include "DslTestUtil.h"
 
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <catch2/catch.hpp>
 

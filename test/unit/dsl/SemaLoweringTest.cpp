@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of Sema (static checks) and Lowering (evaluation, step
 // derivation, custom collectives, limits).
 #include "DslTestUtil.h"
 
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/DSL/Parser.h"
 #include "ccsynth/DSL/Sema.h"
 

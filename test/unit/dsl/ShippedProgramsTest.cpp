@@ -1,9 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Every program under sketches/dsl verifies for 4, 8 and 16 ranks (and the
 // hierarchical ones for 2 nodes x 8 GPUs), and the error corpus under
 // test/dsl/errors reports each error class at the expected place.
 #include "DslTestUtil.h"
 
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,5 @@
 //===- DecideTest.cpp - The interposer's decision -------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "Decide.h"
 
 #include <catch2/catch.hpp>

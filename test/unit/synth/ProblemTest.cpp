@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of routing problems: sketch vs topology checks, symmetry, and
 // the explanations of infeasible sketches.
 #include "ccsynth/Synth/Problem.h"
-#include "ccsynth/Core/Json.h"
+#include "ccsynth/Support/Json.h"
 
 #include <catch2/catch.hpp>
 

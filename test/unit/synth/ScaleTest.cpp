@@ -1,12 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of synthesis on large machines: hierarchical routes, the time
 // limit on a machine whose shortest-path trees alone take minutes, and the
 // best baseline as a floor on what is returned.
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Synth/ListScheduler.h"
 #include "ccsynth/Synth/Lowering.h"
 #include "ccsynth/Synth/Problem.h"
 #include "ccsynth/Synth/Search.h"
 #include "ccsynth/Synth/Synthesizer.h"
+
+#include "SynthTestUtil.h"
 
 #include <catch2/catch.hpp>
 
@@ -19,11 +22,7 @@ using namespace ccsynth::synth;
 
 namespace {
 
-Topology topo(const std::string &name) {
-  auto t = makeBuiltinTopology(name);
-  REQUIRE(t.ok());
-  return t.take();
-}
+using test::topo;
 
 } // namespace
 

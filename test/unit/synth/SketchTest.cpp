@@ -1,7 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the TACCL sketch reader: TACCL's own files read as they
 // are, and malformed sketches rejected with file:line:col errors.
 #include "ccsynth/Synth/Sketch.h"
-#include "ccsynth/Core/Json.h"
+#include "ccsynth/Support/Json.h"
+
+#include "SynthTestUtil.h"
 
 #include <catch2/catch.hpp>
 
@@ -10,12 +13,7 @@ using namespace ccsynth::synth;
 
 namespace {
 
-Expected<Sketch> parse(const std::string &text) {
-  auto doc = JsonDocument::parse("sk.json", text);
-  if (!doc)
-    return doc.error();
-  return parseSketch(*doc);
-}
+using test::parse;
 
 } // namespace
 

@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the solver backend and the list scheduler's merging.
 #include "ccsynth/Synth/Solver.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Synth/ListScheduler.h"
 #include "ccsynth/Synth/Search.h"
 

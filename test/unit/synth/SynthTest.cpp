@@ -1,9 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of the synthesizer end to end: every schedule it returns must
 // verify on its topology; small sat and unsat instances, determinism with a
 // fixed seed, the time limit, custom collectives.
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Synth/Synthesizer.h"
+
+#include "SynthTestUtil.h"
 
 #include <catch2/catch.hpp>
 
@@ -12,11 +15,7 @@ using namespace ccsynth::synth;
 
 namespace {
 
-Topology topo(const std::string &name) {
-  auto t = makeBuiltinTopology(name);
-  REQUIRE(t.ok());
-  return t.take();
-}
+using test::topo;
 
 Sketch shipped(const std::string &name) {
   auto sk = loadSketch(std::string(CCSYNTH_SOURCE_DIR) + "/sketches/" + name +

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Unit tests of what a sketch means, compared with TACCL: switches as shared
 // bandwidth (links kept, repetitions counted), symmetry tied only within
 // its blocks (sends between blocks free), and the sketches TACCL refuses
 // that ccsynth accepts or refuses with a located error.
-#include "ccsynth/Core/Json.h"
-#include "ccsynth/Core/Simulator.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Support/Json.h"
+#include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Synth/Encoding.h"
 #include "ccsynth/Synth/Problem.h"
 #include "ccsynth/Synth/Search.h"
@@ -13,6 +14,8 @@
 
 #include <cmath>
 #include <limits>
+#include "SynthTestUtil.h"
+
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -23,12 +26,7 @@ using namespace ccsynth::synth;
 
 namespace {
 
-Expected<Sketch> parse(const std::string &text) {
-  auto doc = JsonDocument::parse("sk.json", text);
-  if (!doc)
-    return doc.error();
-  return parseSketch(*doc);
-}
+using test::parse;
 
 Sketch sketchOf(const std::string &text) {
   auto sk = parse(text);

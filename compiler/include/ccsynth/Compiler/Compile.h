@@ -1,4 +1,5 @@
 //===- Compile.h - One call from a schedule (or .mlir) to MSCCL/MSCCL++ ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The compiler's entry point for the CLI and for tests: imports a schedule
 // into the ccl dialect (or parses a .mlir file), runs the default pipeline
@@ -8,8 +9,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Compiler/LoweringConfig.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Schedule/Schedule.h"
 #include "ccsynth/Target/CodeGen.h"
 #include "ccsynth/Target/KernelKnobs.h"
 #include "ccsynth/Target/MSCCLPPPacking.h"
@@ -25,31 +27,20 @@ enum class CompileTarget { Mlir, MscclXml, MscclppJson, Cuda };
 /// the host C++ compiler builds too).
 std::optional<CompileTarget> parseCompileTarget(const std::string &name);
 
-struct CompileOptions {
+/// Everything a compile takes: the lowering's tunable knobs (the
+/// LoweringConfig base: instances, protocol, fusion, local threadblocks,
+/// pipeline parts, split phases, switch lanes), and the checks, target
+/// limits and output metadata around them.
+struct CompileOptions : LoweringConfig {
   CompileTarget target = CompileTarget::MscclXml;
   /// Re-prove the algorithm in the pipeline.
   bool verify = true;
   /// Also check every transfer against the links of the topology its
   /// algorithm names (`topology` attribute), as `ccsynth verify` does.
   bool checkLinks = false;
-  /// Fuse receive/send pairs.
-  bool fuse = true;
-  /// With `fuse`: also fuse a receive with the send that forwards it (rcs,
-  /// rrs, rrcs); off, only receive-and-reduce steps (rrc) are made.
-  bool fuseForward = true;
-  /// Most peerless threadblocks per instance for local copies and
-  /// reductions: those writing different chunks run side by side
-  /// (ccl-assign-threadblocks local-tbs).
-  int localTbs = 1;
   /// When the program does not fit the target's limits as scheduled, join
   /// transfers that move together (ccl-coalesce-transfers) and try again.
   bool coalesce = true;
-  /// A reduction's spreading transfers (AllReduce's second half) on
-  /// channels of their own (ccl-split-phases).
-  bool splitPhases = false;
-  /// MSCCL instances and chunk-pipelining parts.
-  int instances = 1;
-  int pipeline = 1;
   /// Largest chunk count per step (MSCCL: cnt < 72).
   int maxCount = 71;
   /// Most steps per threadblock. 0 = the target's default: 64 (MSCCL's
@@ -60,8 +51,6 @@ struct CompileOptions {
   /// Most channels. 0 = the target's default: 32 (NCCL's MAXCHANNELS) for
   /// XML and MLIR, 64 for MSCCL++ (whose memory channels are not NCCL's).
   int maxChannels = 0;
-  /// Overrides of the algorithm's metadata (empty / -1 = keep).
-  std::string protocol;
   /// After writing MSCCL XML, read it back with the runtime-faithful
   /// reader, check the runtime's rules and that it cannot deadlock on
   /// MSCCL's bounded connection buffers, run it symbolically into a
@@ -90,9 +79,6 @@ struct CompileOptions {
   std::string name;
   /// Generated code: bytes per chunk slice per pass.
   unsigned long long tileBytes = 1 << 20;
-  /// Generated code and MSCCL++ plans: the most switch threadblocks per
-  /// rank and switch (msccl::lowerSwitchTransfers' lanes; 0: its default).
-  int switchLanes = 0;
   /// Generated code: where the program came from (header comment).
   std::string origin;
   /// Generated code: symmetric ranks share one function.

@@ -1,4 +1,5 @@
 //===- MSCCLToSchedule.h - Recover a chunk-level schedule from MSCCL XML --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Runs an MSCCL program symbolically and records every data movement as a
 // chunk-level transfer, so the core verifier can prove that an exported XML
@@ -11,8 +12,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Schedule/Schedule.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 
 namespace ccsynth {

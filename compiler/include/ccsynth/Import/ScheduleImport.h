@@ -1,4 +1,5 @@
 //===- ScheduleImport.h - Core-model schedules to and from ccl.algorithm --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The bridge between the core model and the dialect: a Schedule becomes a
 // ccl.algorithm with one ccl.transfer per transfer (keeping each
@@ -8,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Schedule/Schedule.h"
 #include "ccsynth/Dialect/CCL/IR/CCLOps.h"
 
 #include "mlir/IR/BuiltinOps.h"

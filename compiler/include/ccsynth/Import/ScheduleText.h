@@ -1,4 +1,5 @@
 //===- ScheduleText.h - Schedule JSON from text, with transfer locations --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Parses a schedule JSON text (not a file path) and records where every
 // transfer was written, so diagnostics about a transfer (from the dialect's
@@ -8,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Schedule/Schedule.h"
 
 #include <string>
 

@@ -1,4 +1,5 @@
 //===- CodeGen.h - Interpreter-free code from a step-level program --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Turns a threadblock-assigned program (in MSCCL's model, see
 // MSCCLProgram.h) into one C++ source that compiles with nvcc (device) and
@@ -13,8 +14,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Collective.h"
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Schedule/Collective.h"
+#include "ccsynth/Support/Diagnostic.h"
 #include "ccsynth/Target/KernelKnobs.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 

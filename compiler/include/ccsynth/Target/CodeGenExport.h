@@ -1,4 +1,5 @@
 //===- CodeGenExport.h - ccl.program to generated C++/CUDA ----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // `exportGeneratedCode(op, os)` plus the registered translation
 // `ccsynth-translate --ccl-to-cuda`: a threadblock-assigned program becomes

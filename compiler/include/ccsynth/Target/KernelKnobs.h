@@ -1,4 +1,5 @@
 //===- KernelKnobs.h - Threads and loads in flight of generated kernels ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // How a generated CUDA kernel moves data: threads per block and 16-byte
 // loads each thread keeps in flight in its copy and reduce loops, per SM
@@ -11,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Topology/Topology.h"
 
 #include <string>
 #include <vector>

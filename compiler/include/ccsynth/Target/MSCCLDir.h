@@ -1,4 +1,5 @@
 //===- MSCCLDir.h - MSCCL algorithm directories (MSCCL_ALGO_DIR) ----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // msccl-executor-nccl loads its algorithms from one directory
 // (MSCCL_ALGO_DIR): at communicator setup it reads every regular file and
@@ -18,7 +19,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Support/Diagnostic.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 
 #include <string>

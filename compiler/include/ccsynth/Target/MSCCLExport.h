@@ -1,4 +1,5 @@
 //===- MSCCLExport.h - ccl.program to MSCCL XML ---------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Shaped like CIRCT's exporters: `exportMSCCLXml(op, os)` plus a registered
 // translation (`ccsynth-translate --ccl-to-msccl-xml`). The exporter

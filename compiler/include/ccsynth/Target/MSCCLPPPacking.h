@@ -1,4 +1,5 @@
 //===- MSCCLPPPacking.h - MSCCL threadblocks packed into MSCCL++ ones -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // MSCCL++'s executor launches all of a rank's threadblocks at once and they
 // wait on each other (a `wait` for a peer's signal, a `sem_acquire` for
@@ -39,7 +40,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Support/Diagnostic.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 
 #include <functional>

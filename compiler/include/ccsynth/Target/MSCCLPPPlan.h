@@ -1,4 +1,5 @@
 //===- MSCCLPPPlan.h - ccl.program to an MSCCL++ execution plan -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Writes the JSON that MSCCL++'s executor loads (src/core/executor/
 // execution_plan.cc): gpus[rank] with input/output/scratch chunk counts,

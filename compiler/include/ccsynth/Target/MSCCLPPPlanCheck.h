@@ -1,5 +1,6 @@
 //===- MSCCLPPPlanCheck.h - Symbolic run of an MSCCL++ execution plan
 //------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reads an execution plan the way MSCCL++'s executor does (channels and
 // remote buffers flattened per channel type, channel pairing in order,
@@ -18,8 +19,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Collective.h"
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Schedule/Collective.h"
+#include "ccsynth/Support/Diagnostic.h"
 
 #include <string>
 #include <vector>

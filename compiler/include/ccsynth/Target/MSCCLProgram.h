@@ -1,4 +1,5 @@
 //===- MSCCLProgram.h - MSCCL's algorithm model and its analyses ----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The in-memory form of an MSCCL XML algorithm, element by element (algo >
 // gpu > tb > step, every attribute the runtime reads), plus the analyses
@@ -9,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Collective.h"
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Schedule/Collective.h"
+#include "ccsynth/Support/Diagnostic.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,5 @@
 //===- MSCCLXml.h - Writing and reading MSCCL algorithm XML ---------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The writer emits exactly the dialect of XML the MSCCL runtime's
 // hand-written parser accepts: no prolog, one element per line, attributes
@@ -10,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Support/Diagnostic.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 
 #include <string>

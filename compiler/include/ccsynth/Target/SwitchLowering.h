@@ -1,4 +1,5 @@
 //===- SwitchLowering.h - Switch operations as generated code's steps -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A schedule's switch transfers (switch_reduce, multicast) become the steps
 // of switch threadblocks, one per rank and switch, which generated code
@@ -27,8 +28,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Schedule/Schedule.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 
 #include <map>

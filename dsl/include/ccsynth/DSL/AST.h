@@ -1,4 +1,5 @@
 //===- AST.h - Syntax tree of .ccl collective programs --------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The parser builds this tree; Sema checks names, types and statement
 // contexts on it; Lowering evaluates it into a chunk-level Schedule. Every
@@ -13,9 +14,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Collective.h"
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Schedule/Collective.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Schedule/Schedule.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,4 +1,5 @@
 //===- Diagnostics.h - Located errors with caret lines for .ccl programs --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Every DSL stage reports the first problem it finds as a ccsynth::Error
 // whose location is the offending token and whose notes hold the source
@@ -8,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Support/Diagnostic.h"
 
 #include <string>
 

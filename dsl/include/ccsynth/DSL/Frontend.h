@@ -1,4 +1,5 @@
 //===- Frontend.h - One call from .ccl text to a checked schedule ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The entry points tools use: parse, check and lower a program in one go.
 // The schedule returned has NOT been run through the verifier; callers that

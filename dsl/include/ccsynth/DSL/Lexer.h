@@ -1,4 +1,5 @@
 //===- Lexer.h - Tokens of .ccl collective programs -----------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The lexer turns a whole file into a token vector ending in Eof. Comments
 // are `// ...` to the end of the line and `/* ... */`. Integers are decimal
@@ -8,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Support/Diagnostic.h"
 
 #include <string>
 #include <vector>

@@ -1,4 +1,5 @@
 //===- Lowering.h - Evaluate a .ccl program into a chunk-level schedule ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Lowering runs a checked program with concrete parameter values: it builds
 // the collective (a built-in one, or a custom one from its pre/post blocks),
@@ -23,7 +24,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Schedule/Schedule.h"
 #include "ccsynth/DSL/AST.h"
 
 #include <map>

@@ -1,4 +1,5 @@
 //===- Parser.h - Recursive-descent parser of .ccl programs ---------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Builds the AST of docs/DSL.md's grammar. The parser stops at the first
 // syntax error and returns it located at the offending token with a caret

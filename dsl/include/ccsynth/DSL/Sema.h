@@ -1,4 +1,5 @@
 //===- Sema.h - Static checks of .ccl programs ----------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Before anything runs, Sema walks the whole tree (both branches of every
 // `if`, every loop body once) and checks what does not depend on parameter

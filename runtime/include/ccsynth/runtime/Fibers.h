@@ -1,4 +1,5 @@
 //===- Fibers.h - A rank's threadblocks as fibers on one host thread ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // On the host backend a rank's threadblocks run as fibers on the thread
 // that launched the rank: a wait whose flag is not yet set switches to the
@@ -12,15 +13,16 @@
 // yields, and after a few such rounds sleeps with a growing pause, as one
 // waiting thread does (Watchdog.h). Every wait keeps its own deadline.
 //
-// On x86-64 (GCC or Clang, no control-flow protection) the context switch
-// is a few instructions that save the callee-saved registers on the
-// fiber's stack and swap stack pointers (fiberSwitch). Elsewhere it is
-// ucontext's, whose swapcontext also saves the signal mask: a system call
-// per switch, which made switching most of a host run's time. Sanitizers
-// that track stacks (ASan, TSan) are not told about the switches, so
-// builds with them keep one thread per threadblock, as does
-// CCSYNTH_HOST_TB_THREADS=1 in the environment (for debuggers and
-// thread-level tools).
+// The context switch is Boost.Context's (fcontext: a few instructions
+// that save the callee-saved registers and the floating-point control
+// words on the fiber's stack and swap stack pointers, on x86-64, aarch64,
+// ppc64 and the rest of its platforms). Sanitizers that track stacks are
+// told about each switch (AddressSanitizer's __sanitizer_*_switch_fiber,
+// ThreadSanitizer's __tsan_*_fiber), so sanitizer builds run fibers too.
+// CCSYNTH_HOST_TB_THREADS=1 in the environment keeps one thread per
+// threadblock (for debuggers and thread-level tools). Code that includes
+// this header links boost_context (its static library in plugins, so that
+// a plugin needs nothing of Boost where it runs).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -38,83 +40,67 @@
 
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <ucontext.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CCSYNTH_FIBERS_AVAILABLE 0
+#ifndef CCSYNTH_FIBERS
+#define CCSYNTH_FIBERS 0
+#endif
+#if CCSYNTH_FIBERS
+#include <boost/context/detail/fcontext.hpp>
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CCSYNTH_FIBERS_ASAN 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CCSYNTH_FIBERS_AVAILABLE 0
+#if __has_feature(address_sanitizer)
+#define CCSYNTH_FIBERS_ASAN 1
 #endif
 #endif
-#ifndef CCSYNTH_FIBERS_AVAILABLE
-#define CCSYNTH_FIBERS_AVAILABLE 1
+#if defined(__SANITIZE_THREAD__)
+#define CCSYNTH_FIBERS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CCSYNTH_FIBERS_TSAN 1
 #endif
-// Shadow stacks (control-flow protection) follow calls and returns, which
-// a stack-pointer swap does not: ucontext knows them.
-#if !defined(CCSYNTH_FIBERS_ASM)
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&        \
-    !defined(__CUDACC__) && !defined(__CET__)
-#define CCSYNTH_FIBERS_ASM 1
-#else
-#define CCSYNTH_FIBERS_ASM 0
 #endif
+#ifndef CCSYNTH_FIBERS_ASAN
+#define CCSYNTH_FIBERS_ASAN 0
+#endif
+#ifndef CCSYNTH_FIBERS_TSAN
+#define CCSYNTH_FIBERS_TSAN 0
+#endif
+
+#if CCSYNTH_FIBERS_ASAN
+extern "C" void __sanitizer_start_switch_fiber(void **fake_stack_save,
+                                               const void *bottom,
+                                               std::size_t size);
+extern "C" void __sanitizer_finish_switch_fiber(void *fake_stack_save,
+                                                const void **bottom_old,
+                                                std::size_t *size_old);
+#endif
+#if CCSYNTH_FIBERS_TSAN
+extern "C" void *__tsan_get_current_fiber();
+extern "C" void *__tsan_create_fiber(unsigned flags);
+extern "C" void __tsan_destroy_fiber(void *fiber);
+extern "C" void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 #endif
 
 namespace ccsynth::rt {
 
 class FiberGroup;
 
-#if CCSYNTH_FIBERS_ASM
-/// Saves the callee-saved registers, the SSE control/status word and the
-/// x87 control word on the current stack, stores its pointer in `*from`,
-/// then loads `to` as the stack pointer and restores what it holds: what a
-/// switch away from it saved, or a fresh fiber's frame (FiberGroup's
-/// prepare), whose return address is the fiber's entry.
-/// (GCC's interprocedural register allocation would otherwise take the
-/// body for one that clobbers nothing: noipa.)
-#if defined(__clang__)
-#define CCSYNTH_FIBER_SWITCH_ATTRS [[gnu::naked, gnu::noinline]]
-#else
-#define CCSYNTH_FIBER_SWITCH_ATTRS [[gnu::naked, gnu::noinline, gnu::noipa]]
-#endif
-CCSYNTH_FIBER_SWITCH_ATTRS inline void fiberSwitch(void ** /*from*/,
-                                                   void * /*to*/) {
-  asm volatile("pushq %rbp\n\t"
-               "pushq %rbx\n\t"
-               "pushq %r12\n\t"
-               "pushq %r13\n\t"
-               "pushq %r14\n\t"
-               "pushq %r15\n\t"
-               "subq $8, %rsp\n\t"
-               "stmxcsr (%rsp)\n\t"
-               "fnstcw 4(%rsp)\n\t"
-               "movq %rsp, (%rdi)\n\t"
-               "movq %rsi, %rsp\n\t"
-               "ldmxcsr (%rsp)\n\t"
-               "fldcw 4(%rsp)\n\t"
-               "addq $8, %rsp\n\t"
-               "popq %r15\n\t"
-               "popq %r14\n\t"
-               "popq %r13\n\t"
-               "popq %r12\n\t"
-               "popq %rbx\n\t"
-               "popq %rbp\n\t"
-               "ret\n\t");
-}
-#endif
-
 /// The group whose fiber the calling thread is running, else null.
 inline thread_local FiberGroup *tlsFiberGroup = nullptr;
 
 /// Whether launches run threadblocks as fibers (see the file comment).
 inline bool fibersEnabled() {
-  if (!CCSYNTH_FIBERS_AVAILABLE)
+  if (!CCSYNTH_FIBERS || CCSYNTH_FIBERS_TSAN)
     return false;
   const char *env = std::getenv("CCSYNTH_HOST_TB_THREADS");
   return !(env && *env && std::strcmp(env, "0") != 0);
 }
+
+#if CCSYNTH_FIBERS
 
 /// Fiber stacks kept mapped from one launch to the next: mapping and
 /// unmapping thousands of them per launch (an unmap in a process of many
@@ -180,9 +166,14 @@ public:
   FiberGroup(int count, Body body, void *ctx)
       : body(body), ctx(ctx), fibers(count) {}
   ~FiberGroup() {
-    for (Fiber &f : fibers)
+    for (Fiber &f : fibers) {
+#if CCSYNTH_FIBERS_TSAN
+      if (f.tsan)
+        __tsan_destroy_fiber(f.tsan);
+#endif
       if (f.map)
         FiberStacks::instance().give(f.map, f.mapBytes);
+    }
   }
   FiberGroup(const FiberGroup &) = delete;
   FiberGroup &operator=(const FiberGroup &) = delete;
@@ -190,6 +181,7 @@ public:
   /// Gives every fiber a stack (with a guard page below it; FiberStacks);
   /// false when the system refused, and the caller runs threads instead.
   bool prepare() {
+    namespace bc = boost::context::detail;
     std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
     std::size_t bytes = stackBytes();
     bytes = (bytes + page - 1) / page * page;
@@ -199,28 +191,13 @@ public:
       if (!m)
         return false;
       f.map = m;
-#if CCSYNTH_FIBERS_ASM
-      // The frame fiberSwitch restores, from the top of the stack down: a
-      // null return address for the entry (it never returns; unwinders
-      // stop there), the entry as the return address of the switch, six
-      // zero registers, the default SSE and x87 control words. After the
-      // switch's return the stack is aligned as at a function's entry.
-      auto *top = reinterpret_cast<std::uintptr_t *>(
-          (reinterpret_cast<std::uintptr_t>(m) + f.mapBytes) &
-          ~std::uintptr_t(15));
-      std::uintptr_t *sp = top - 9;
-      std::memset(sp, 0, 9 * sizeof *sp);
-      std::uint32_t controls[2] = {0x1F80u, 0x037Fu};
-      std::memcpy(sp, controls, sizeof controls);
-      sp[7] = reinterpret_cast<std::uintptr_t>(&FiberGroup::entry);
-      f.sp = sp;
-#else
-      if (getcontext(&f.ctx) != 0)
-        return false;
-      f.ctx.uc_stack.ss_sp = static_cast<char *>(f.map) + page;
-      f.ctx.uc_stack.ss_size = bytes;
-      f.ctx.uc_link = &main;
-      makecontext(&f.ctx, &FiberGroup::trampoline, 0);
+      f.stackBottom = static_cast<char *>(m) + page;
+      f.stackBytes = bytes;
+      // fcontext stacks grow down from their top.
+      f.context = bc::make_fcontext(static_cast<char *>(m) + f.mapBytes,
+                                    bytes, &FiberGroup::entry);
+#if CCSYNTH_FIBERS_TSAN
+      f.tsan = __tsan_create_fiber(0);
 #endif
     }
     return true;
@@ -230,6 +207,9 @@ public:
   void run() {
     FiberGroup *outer = tlsFiberGroup;
     tlsFiberGroup = this;
+#if CCSYNTH_FIBERS_TSAN
+    mainTsan = __tsan_get_current_fiber();
+#endif
     int live = (int)fibers.size();
     int idleRounds = 0;
     long sleepNs = 0;
@@ -241,11 +221,7 @@ public:
           continue;
         current = i;
         progressed = false;
-#if CCSYNTH_FIBERS_ASM
-        fiberSwitch(&mainSp, f.sp);
-#else
-        swapcontext(&main, &f.ctx);
-#endif
+        toFiber(f);
         if (f.done) {
           --live;
           moved = true;
@@ -274,11 +250,7 @@ public:
   void yield(bool fresh) {
     if (fresh)
       progressed = true;
-#if CCSYNTH_FIBERS_ASM
-    fiberSwitch(&fibers[current].sp, mainSp);
-#else
-    swapcontext(&fibers[current].ctx, &main);
-#endif
+    toScheduler(false);
   }
 
   /// True on the thread of a running group, inside one of its fibers.
@@ -286,14 +258,17 @@ public:
 
 private:
   struct Fiber {
-#if CCSYNTH_FIBERS_ASM
-    void *sp = nullptr; ///< its stack pointer while it is switched out
-#else
-    ucontext_t ctx;
-#endif
+    /// Its context while it is switched out (fcontext).
+    boost::context::detail::fcontext_t context = nullptr;
     void *map = nullptr;
     std::size_t mapBytes = 0;
+    /// Its stack's lowest usable byte and size (above the guard page).
+    void *stackBottom = nullptr;
+    std::size_t stackBytes = 0;
     bool done = false;
+#if CCSYNTH_FIBERS_TSAN
+    void *tsan = nullptr;
+#endif
   };
 
   /// As large as a thread's default stack: generated code built with -O0
@@ -308,35 +283,77 @@ private:
     return bytes;
   }
 
-  /// Runs the current fiber's body to its end; its group.
-  static FiberGroup *runCurrent() {
-    FiberGroup *g = tlsFiberGroup;
+  /// The scheduler switches to fiber `f` and returns when it yields or
+  /// ends.
+  void toFiber(Fiber &f) {
+#if CCSYNTH_FIBERS_ASAN
+    void *fake = nullptr;
+    __sanitizer_start_switch_fiber(&fake, f.stackBottom, f.stackBytes);
+#endif
+#if CCSYNTH_FIBERS_TSAN
+    __tsan_switch_to_fiber(f.tsan, 0);
+#endif
+    auto back = boost::context::detail::jump_fcontext(f.context, this);
+    // Back on the scheduler's stack: the fiber's context to resume it.
+#if CCSYNTH_FIBERS_ASAN
+    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+    f.context = back.fctx;
+  }
+
+  /// A fiber switches to the scheduler (`last`: it ended and is never
+  /// switched to again).
+  void toScheduler(bool last) {
+#if CCSYNTH_FIBERS_ASAN
+    void *fake = nullptr;
+    __sanitizer_start_switch_fiber(last ? nullptr : &fake, mainStackBottom,
+                                   mainStackBytes);
+#endif
+#if CCSYNTH_FIBERS_TSAN
+    __tsan_switch_to_fiber(mainTsan, 0);
+#endif
+    auto back = boost::context::detail::jump_fcontext(mainContext, nullptr);
+    // Resumed by the scheduler, whose context changed meanwhile.
+    mainContext = back.fctx;
+#if CCSYNTH_FIBERS_ASAN
+    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+  }
+
+  /// A fiber's first instructions: `from` is the scheduler's context and
+  /// its data the group.
+  static void entry(boost::context::detail::transfer_t from) {
+    auto *g = static_cast<FiberGroup *>(from.data);
+    g->mainContext = from.fctx;
+#if CCSYNTH_FIBERS_ASAN
+    // The scheduler's stack, learnt on the first switch away from it.
+    const void *bottom = nullptr;
+    __sanitizer_finish_switch_fiber(nullptr, &bottom, &g->mainStackBytes);
+    g->mainStackBottom = bottom;
+#endif
     g->body(g->ctx, g->current);
     g->fibers[g->current].done = true;
-    return g;
-  }
-#if CCSYNTH_FIBERS_ASM
-  [[noreturn]] static void entry() {
-    FiberGroup *g = runCurrent();
     // Back to the scheduler, which never switches to this fiber again.
-    fiberSwitch(&g->fibers[g->current].sp, g->mainSp);
+    g->toScheduler(true);
     __builtin_unreachable();
   }
-#else
-  // Returning resumes uc_link: the scheduler.
-  static void trampoline() { runCurrent(); }
-#endif
 
   Body body;
   void *ctx;
   std::vector<Fiber> fibers;
-#if CCSYNTH_FIBERS_ASM
-  void *mainSp = nullptr;
-#else
-  ucontext_t main{};
+  /// The scheduler's context while a fiber runs.
+  boost::context::detail::fcontext_t mainContext = nullptr;
+#if CCSYNTH_FIBERS_ASAN
+  const void *mainStackBottom = nullptr;
+  std::size_t mainStackBytes = 0;
+#endif
+#if CCSYNTH_FIBERS_TSAN
+  void *mainTsan = nullptr;
 #endif
   int current = -1;
   bool progressed = false;
 };
+
+#endif // CCSYNTH_FIBERS
 
 } // namespace ccsynth::rt

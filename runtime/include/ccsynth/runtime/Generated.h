@@ -1,4 +1,5 @@
 //===- Generated.h - What generated algorithm code includes ---------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Generated code (`ccsynth compile --target cuda`) is one source compiled
 // either by nvcc (the device twin of the primitives) or by the host C++

@@ -1,4 +1,5 @@
 //===- HostContext.h - Generated code's primitives on the host ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // HostContext<T, Op> is the execution context `X` of generated code when it
 // is built by the host C++ compiler: one object per (rank, threadblock),

@@ -1,4 +1,5 @@
 //===- HostLaunch.h - Launch entry of host-backend plugins ----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Runs one rank's part of a generated algorithm on the host: the rank
 // publishes its buffers for the new launch epoch, then its threadblocks run
@@ -63,6 +64,7 @@ ccsynthResult hostRun(const ccsynthLaunchArgs *a, CommHeader *comm,
   };
   // The rank's threadblocks as fibers on this thread (Fibers.h), or one
   // thread each where fibers are off or cannot be made.
+#if CCSYNTH_FIBERS
   if (launch.tbs > 1 && fibersEnabled()) {
     using Body = decltype(body);
     FiberGroup group(
@@ -73,6 +75,7 @@ ccsynthResult hostRun(const ccsynthLaunchArgs *a, CommHeader *comm,
       return finishRun(a, comm, rank, ok.load());
     }
   }
+#endif
   std::vector<std::thread> threads;
   try {
     threads.reserve(launch.tbs);

@@ -1,4 +1,5 @@
 //===- HostRunner.h - Running a host plugin algorithm on the host ---------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Drives one algorithm of a host-backend plugin the way an NCCL job would,
 // every rank a thread of this process or a process of its own: allocates

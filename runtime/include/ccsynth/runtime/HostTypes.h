@@ -1,4 +1,5 @@
 //===- HostTypes.h - Element types and reduction operators on the host ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // fp16 and bf16 are stored as their 16-bit patterns and reduced in float,
 // rounding to nearest even (what CUDA's __hadd/__hmax do per element).

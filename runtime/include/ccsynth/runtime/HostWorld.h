@@ -1,4 +1,5 @@
 //===- HostWorld.h - The host transports' communicator layout -------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The communicator of the host backend is one contiguous block: a header,
 // one slot per rank (the launch epoch it entered and the buffers it

@@ -1,4 +1,5 @@
 //===- LaunchChecks.h - Launch arguments checked before anything runs -----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Shared by the host and CUDA plugin entries: every argument a launch takes
 // is checked against the algorithm before any rank waits on another, so a

@@ -1,4 +1,5 @@
 //===- Layout.h - Where a chunk slice lives, per pass ---------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The tiling of one launch, shared by the host and device contexts. Each
 // buffer of the NCCL call is `blocks` blocks of `count` elements; a block

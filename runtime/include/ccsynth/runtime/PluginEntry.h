@@ -1,4 +1,5 @@
 //===- PluginEntry.h - The ABI descriptor of one generated algorithm ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Included at the end of a generated source when it is built as (part of)
 // a plugin (-DCCSYNTH_PLUGIN). CCSYNTH_DEFINE_ALGORITHM(Algo, name) defines

@@ -1,4 +1,5 @@
 //===- PluginLoader.h - Opening plugin libraries and checking their ABI ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Used by `ccsynth run`, `ccsynth plugin info` and the NCCL-API interposer.
 // A library is refused, with one message saying why, when it cannot be

@@ -1,4 +1,5 @@
 //===- PluginRun.h - Running one algorithm of a plugin and reporting it ---===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // What `ccsynth run` does once it holds a plugin library, shared with the
 // MLIR-free runner `ccsynth-run` (tools/ccsynth-run), which is all a GPU

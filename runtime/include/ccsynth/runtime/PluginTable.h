@@ -1,4 +1,5 @@
 //===- PluginTable.h - The exported table of a plugin ---------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A plugin's table source (written by `ccsynth compile --target plugin`)
 // declares each algorithm's descriptor function and lists them:

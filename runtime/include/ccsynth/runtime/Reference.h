@@ -1,4 +1,5 @@
 //===- Reference.h - Reference collectives for checking runs --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // What `ccsynth run` and the tests compare a run against: each collective
 // computed directly from NCCL's definition (never from a schedule), over

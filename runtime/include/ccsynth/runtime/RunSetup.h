@@ -1,4 +1,5 @@
 //===- RunSetup.h - What every backend's run of an algorithm shares -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // `ccsynth run` drives one algorithm on the host (ranks as threads or as
 // processes) or on a GPU (virtual ranks). The backends differ in where

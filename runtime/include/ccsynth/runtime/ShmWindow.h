@@ -1,4 +1,5 @@
 //===- ShmWindow.h - A POSIX shared-memory window holding a communicator --===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The host-shm transport: ranks are processes, and a communicator block of
 // HostWorld.h lives in a POSIX shared-memory object that every rank maps

@@ -1,4 +1,5 @@
 //===- Watchdog.h - Deadlines and backoff for every wait on the host ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A wait spins briefly, then yields, then sleeps with a growing pause (so
 // that hundreds of waiting threads let the others run on a few cores), and
@@ -39,12 +40,14 @@ public:
 
   bool pause() {
     ++polls;
+#if CCSYNTH_FIBERS
     if (FiberGroup *g = tlsFiberGroup; g && g->inFiber()) {
       if (polls == 1)
         deadline = Clock::now() + timeout;
       g->yield(polls == 1);
       return (polls & 15) != 0 || Clock::now() < deadline;
     }
+#endif
     if (polls < 64)
       return true;
     if (polls == 64)

@@ -1,4 +1,5 @@
 /*===- ccsynth_plugin.h - The public C ABI of ccsynth algorithm plugins ---===*
+ * SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
  *
  * A plugin is a shared library built by `ccsynth compile --target plugin`.
  * It exports one symbol, `ccsynthPluginGet`, returning a table of the

@@ -1,4 +1,5 @@
 //===- Encoding.h - Time-expanded route encodings and routing plans -------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // One encoding serves two solver stages:
 //   - exact (SCCL/TE-CCL style): slots are units of time; a transfer over a

@@ -1,4 +1,5 @@
 //===- ListScheduler.h - Ordering, timing and steps of a task list --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The list scheduler replays a TaskList in time under the simulator's model
 // (alpha-beta links that carry one transfer at a time, max-min fair sharing
@@ -11,8 +12,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/Synth/Lowering.h"
 
 #include <chrono>

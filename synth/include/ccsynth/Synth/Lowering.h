@@ -1,4 +1,5 @@
 //===- Lowering.h - From route plans to ordered transfer lists ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A TaskList is a schedule before timing: transfers in a reference order
 // that is a correct sequential execution of the collective (executing them
@@ -20,8 +21,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/Synth/Encoding.h"
 
 #include <memory>

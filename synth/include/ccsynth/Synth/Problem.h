@@ -1,4 +1,5 @@
 //===- Problem.h - The routing problem a sketch defines -------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A RoutingProblem is what the encodings search over: the values of a copy
 // collective (each starts on one rank and is needed on a set of ranks), the
@@ -13,9 +14,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Collective.h"
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Schedule/Collective.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/Synth/Sketch.h"
 
 #include <chrono>

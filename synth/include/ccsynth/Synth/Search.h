@@ -1,4 +1,5 @@
 //===- Search.h - Finding route plans: heuristic, routing, exact ----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Three ways to obtain plans for a routing problem, from cheapest to most
 // precise:

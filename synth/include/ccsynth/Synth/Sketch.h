@@ -1,4 +1,5 @@
 //===- Sketch.h - TACCL communication sketches ----------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A communication sketch restricts the search space of the synthesizer: which
 // intra-node links a GPU may use (switch groups with a hyperedge strategy),
@@ -20,8 +21,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Topology/Topology.h"
 
 #include <optional>
 #include <string>

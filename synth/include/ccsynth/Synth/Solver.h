@@ -1,4 +1,5 @@
 //===- Solver.h - Boolean/pseudo-Boolean models and the Z3 backend --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Encodings are built as plain data (BoolModel: variables, clauses,
 // cardinality and pseudo-Boolean constraints) without any Z3 type, then
@@ -14,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Support/Diagnostic.h"
 
 #include <memory>
 #include <string>

@@ -1,4 +1,5 @@
 //===- SwitchModel.h - What a sketch's switches mean for the machine ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // In TACCL a "switch" intranode sketch never removes links: each switch adds
 // a shared-bandwidth limit (one egress and one ingress "port" per GPU over
@@ -12,8 +13,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/Synth/Sketch.h"
 
 #include <string>

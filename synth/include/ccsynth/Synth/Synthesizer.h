@@ -1,4 +1,5 @@
 //===- Synthesizer.h - Sketch-guided synthesis of collective schedules ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // synthesize() searches, within a time limit, for the schedule of a
 // collective that the simulator predicts fastest at a target buffer size:
@@ -15,10 +16,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Collective.h"
-#include "ccsynth/Core/Diagnostic.h"
-#include "ccsynth/Core/Schedule.h"
-#include "ccsynth/Core/Topology.h"
+#include "ccsynth/Schedule/Collective.h"
+#include "ccsynth/Support/Diagnostic.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/Synth/Sketch.h"
 
 #include <chrono>

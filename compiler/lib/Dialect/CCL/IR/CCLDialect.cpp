@@ -1,4 +1,5 @@
 //===- CCLDialect.cpp - Registration of the ccl dialect -------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/Dialect/CCL/IR/CCLDialect.h"
 
 #include "ccsynth/Dialect/CCL/IR/CCLOps.h"

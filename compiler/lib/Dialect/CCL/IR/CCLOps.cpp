@@ -1,4 +1,14 @@
 //===- CCLOps.cpp - Verifiers and custom syntax of the ccl ops ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// Verifiers and custom syntax of the ccl ops (CCLOps.h): the buffer enum
+// conversions, the `after [tb:step, ...]` dependency syntax, the collective
+// an AlgorithmOp or ProgramOp describes (builtin or custom conditions),
+// and the verifiers of AlgorithmOp, TransferOp, ProgramOp, GpuOp,
+// ThreadblockOp and the step ops (verifyStepOp).
+// See docs/compiler.md ("Two levels of IR").
+//
+//===----------------------------------------------------------------------===//
 #include "ccsynth/Dialect/CCL/IR/CCLOps.h"
 
 #include "mlir/IR/OpImplementation.h"

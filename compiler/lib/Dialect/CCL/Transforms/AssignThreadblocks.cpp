@@ -1,4 +1,5 @@
 //===- AssignThreadblocks.cpp - ccl-assign-threadblocks -------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // 1. Pair sends with receives (k-th with k-th per rank pair). Messages that
 //    meet in a fused step must share a channel: union them into groups.

@@ -1,4 +1,5 @@
 //===- BalanceReductions.cpp - ccl-balance-reductions ---------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A schedule that gathers k contributions of a chunk into scratch and then
 // adds them to the chunk one by one lowers to a chain of k local reduces,

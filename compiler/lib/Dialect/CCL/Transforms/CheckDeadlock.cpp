@@ -1,4 +1,5 @@
 //===- CheckDeadlock.cpp - ccl-check-deadlock -----------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Runs the MSCCL model's analyses on an assigned program: one threadblock
 // per (channel, peer, direction), in-order matching of sends and receives

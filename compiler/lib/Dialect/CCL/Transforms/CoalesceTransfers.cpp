@@ -1,4 +1,5 @@
 //===- CoalesceTransfers.cpp - ccl-coalesce-transfers ---------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Joins the transfers of one step between one pair of ranks into
 // transfers of several chunks wherever their source and destination
@@ -20,7 +21,7 @@
 // multi-chunk transfer fixes a contiguous layout already).
 //
 //===----------------------------------------------------------------------===//
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
 #include "ccsynth/Import/ScheduleImport.h"
 

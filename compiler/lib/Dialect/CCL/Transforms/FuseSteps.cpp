@@ -1,4 +1,5 @@
 //===- FuseSteps.cpp - ccl-fuse-steps -------------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Fuses, per rank and in schedule order:
 //   recv X ... send X                -> recv_copy_send

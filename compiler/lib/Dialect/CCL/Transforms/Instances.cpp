@@ -1,4 +1,5 @@
 //===- Instances.cpp - ccl-instances --------------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // MSCCL's instances: every chunk is split into `count` sub-chunks and each
 // transfer into `count` transfers of the same step, one per instance, each

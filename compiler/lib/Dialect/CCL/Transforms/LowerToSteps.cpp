@@ -1,4 +1,5 @@
 //===- LowerToSteps.cpp - ccl-lower-to-steps ------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Each transfer between two ranks becomes a send at the source and a
 // receive (copy) or receive-reduce-copy (reduce) at the destination; a

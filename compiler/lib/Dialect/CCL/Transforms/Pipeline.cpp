@@ -1,4 +1,5 @@
 //===- Pipeline.cpp - The default ccl pipeline ----------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
 #include "ccsynth/Target/MSCCLProgram.h"
 

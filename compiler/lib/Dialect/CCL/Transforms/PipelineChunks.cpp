@@ -1,4 +1,5 @@
 //===- PipelineChunks.cpp - ccl-pipeline-chunks ---------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Splits chunks into parts and staggers the parts by one step, so the hops
 // of a route overlap. Part p of chunk x is sub-chunk x*parts + p, so every

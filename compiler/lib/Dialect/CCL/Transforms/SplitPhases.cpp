@@ -1,4 +1,5 @@
 //===- SplitPhases.cpp - ccl-split-phases ---------------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Hints the transfers that spread a reduction's finished values onto
 // channels of their own (reductionPhases in the core library decides
@@ -6,7 +7,7 @@
 // iteration's reduction behind the current iteration's spreading.
 //
 //===----------------------------------------------------------------------===//
-#include "ccsynth/Core/Schedule.h"
+#include "ccsynth/Schedule/Schedule.h"
 #include "ccsynth/Dialect/CCL/IR/CCLOps.h"
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
 #include "ccsynth/Import/ScheduleImport.h"

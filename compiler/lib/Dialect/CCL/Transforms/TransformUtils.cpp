@@ -1,4 +1,5 @@
 //===- TransformUtils.cpp - Helpers shared by the ccl passes --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #include "TransformUtils.h"
 
 #include "ccsynth/Import/ScheduleImport.h"

@@ -1,4 +1,5 @@
 //===- TransformUtils.h - Helpers shared by the ccl passes ----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Chunk refinement of collectives (instances, pipelining), the local
 // memory effects of step ops at chunk granularity (with in-place aliases
@@ -7,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Collective.h"
+#include "ccsynth/Schedule/Collective.h"
 #include "ccsynth/Dialect/CCL/IR/CCLOps.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"

@@ -1,11 +1,12 @@
 //===- VerifyCollective.cpp - ccl-verify-collective -----------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Reuses the core verifier: an algorithm converts back to a Schedule and
 // each issue is reported at the transfer that causes it.
 //
 //===----------------------------------------------------------------------===//
-#include "ccsynth/Core/Topology.h"
-#include "ccsynth/Core/Verifier.h"
+#include "ccsynth/Topology/Topology.h"
+#include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Dialect/CCL/Transforms/Passes.h"
 #include "ccsynth/Import/ScheduleImport.h"
 

@@ -1,4 +1,5 @@
 //===- CudaApi.h - The CUDA runtime, loaded at run time -------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // `ccsynth run --backend cuda` must run (and fail clearly) on machines
 // without CUDA, so nothing of ccsynth links a CUDA library: the runtime

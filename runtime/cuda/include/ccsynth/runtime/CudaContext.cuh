@@ -1,4 +1,5 @@
 //===- CudaContext.cuh - Generated code's primitives on the GPU -----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // CudaContext<A, T, Op, Tr> is the execution context `X` of generated code
 // built by nvcc: one object per threadblock, every member __forceinline__.

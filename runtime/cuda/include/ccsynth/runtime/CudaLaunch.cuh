@@ -1,4 +1,5 @@
 //===- CudaLaunch.cuh - Launch entry of CUDA-backend plugins --------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // cudaLaunch<A> is the `launch` of a generated algorithm built by nvcc:
 // it checks the arguments (LaunchChecks.h), checks the communicator of the

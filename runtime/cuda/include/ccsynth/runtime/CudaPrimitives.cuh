@@ -1,4 +1,5 @@
 //===- CudaPrimitives.cuh - Device data movement, flags and clocks --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The device twin of HostTypes.h and of the flag helpers of HostWorld.h:
 // element operators for every NCCL dtype, block-cooperative copy and

@@ -1,4 +1,5 @@
 //===- CudaRunner.h - Running a CUDA plugin algorithm on one GPU ----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Drives one algorithm of a CUDA-backend plugin with the virtual-ranks
 // transport: every rank's buffers on one GPU and all ranks as blocks of one

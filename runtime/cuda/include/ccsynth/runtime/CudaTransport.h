@@ -1,4 +1,5 @@
 //===- CudaTransport.h - Communicators of the CUDA backend ----------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The host side of the three CUDA transports, and what an application
 // needs to create them: `ccsynthLaunchArgs::comm` points to one of the

@@ -1,4 +1,5 @@
 //===- CudaTransports.cuh - Device side of the CUDA transports ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // A transport tells CudaContext where this rank's buffers and flags are,
 // how a put reaches a peer and how a flag is raised on it. Both share the

@@ -1,4 +1,5 @@
 //===- CCLBase.td - The ccl dialect, its enums and attribute kinds --------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The `ccl` dialect describes collective-communication algorithms at two
 // levels:

@@ -1,4 +1,5 @@
 //===- CCLInterfaces.td - The interface every step op implements ----------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Passes, the deadlock check and the exporters treat the eight step ops
 // uniformly through StepOpInterface: which peers a step talks to, which

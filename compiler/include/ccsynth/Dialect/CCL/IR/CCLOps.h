@@ -1,4 +1,5 @@
 //===- CCLOps.h - Ops, enums and interfaces of the ccl dialect ------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Chunk-level ops (AlgorithmOp, TransferOp), step-level containers
 // (ProgramOp, GpuOp, ThreadblockOp) and the eight step ops, which all
@@ -7,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ccsynth/Core/Collective.h"
-#include "ccsynth/Core/Diagnostic.h"
+#include "ccsynth/Schedule/Collective.h"
+#include "ccsynth/Support/Diagnostic.h"
 #include "ccsynth/Dialect/CCL/IR/CCLDialect.h"
 
 #include "mlir/IR/Builders.h"

@@ -1,4 +1,5 @@
 //===- CCLOps.td - Chunk-level and step-level ops of the ccl dialect ------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Chunk level: ccl.algorithm, ccl.transfer.
 // Step level:  ccl.program, ccl.gpu, ccl.threadblock and the eight steps

@@ -1,4 +1,5 @@
 //===- Passes.h - Passes over the ccl dialect and the default pipeline ----===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Pass declarations generated from Passes.td, plus the default pipeline
 // that turns an imported algorithm into a checked, threadblock-assigned

@@ -1,4 +1,5 @@
 //===- Passes.td - Passes over the ccl dialect ----------------------------===//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Every pass runs on the module and acts on the ops of its level: chunk
 // passes on ccl.algorithm, step passes on ccl.program (and skip the rest),

@@ -31,7 +31,9 @@
 
 namespace ccsynth::cli {
 
+#ifdef CCSYNTH_HAVE_MLIR
 using namespace ccsynth::tuning;
+#endif
 
 namespace {
 

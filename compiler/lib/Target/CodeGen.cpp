@@ -43,7 +43,60 @@ std::string hashText(const std::string &text) {
 }
 
 namespace detail {
+namespace {
 
+/// Buffer ids as the runtime names them (Generated.h).
+const char *bufName(BufferKind b) {
+  switch (b) {
+  case BufferKind::Input:
+    return "In";
+  case BufferKind::Output:
+    return "Out";
+  case BufferKind::Scratch:
+    return "Scr";
+  }
+  return "In";
+}
+
+Expected<BlockShape> blockShapeOf(const Collective &c) {
+  int n = c.numRanks, in = c.inputChunks, out = c.outputChunks;
+  auto divides = [](int a, int b) { return a > 0 && b % a == 0; };
+  switch (c.kind) {
+  case CollectiveKind::AllGather:
+  case CollectiveKind::Gather:
+    if (!divides(in, out))
+      break;
+    return BlockShape{c.kind == CollectiveKind::AllGather ? "AllGather"
+                                                          : "Gather",
+                      in, 1, out / in, 1};
+  case CollectiveKind::ReduceScatter:
+  case CollectiveKind::Scatter:
+    if (!divides(out, in))
+      break;
+    return BlockShape{c.kind == CollectiveKind::ReduceScatter ? "ReduceScatter"
+                                                              : "Scatter",
+                      out, in / out, 1, 1};
+  case CollectiveKind::AllReduce:
+  case CollectiveKind::Broadcast:
+  case CollectiveKind::Reduce:
+    if (in != out)
+      break;
+    return BlockShape{c.kind == CollectiveKind::AllReduce   ? "AllReduce"
+                      : c.kind == CollectiveKind::Broadcast ? "Broadcast"
+                                                            : "Reduce",
+                      in, 1, 1, 1};
+  case CollectiveKind::AllToAll:
+    if (!divides(n, in) || in != out)
+      break;
+    return BlockShape{"AllToAll", in / n, n, n, 1};
+  case CollectiveKind::Custom:
+    return BlockShape{"Custom", 1, in, out, in};
+  }
+  return Error("cannot lay out " + c.describe() +
+               " over NCCL's buffers: chunk counts do not divide");
+}
+
+} // namespace
 
 const msccl::Threadblock &Generator::tbOf(int rank, int id) const {
   for (const msccl::Threadblock &tb : algo.gpu(rank)->tbs)

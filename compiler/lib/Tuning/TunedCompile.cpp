@@ -48,8 +48,8 @@ bool tooLargeToTune(const Schedule &sched, const char *byHand,
 TuneRequest tuningRequest(const UserChoices &user, const CompileOptions &c,
                           const Schedule &sched) {
   TuneRequest req;
-  req.instances = user.instances ? std::vector<int>{c.instances}
-                                 : tuningInstances(sched);
+  req.instances =
+      user.instances ? std::vector<int>{c.instances} : tuningInstances(sched);
   req.protocols = user.protocol
                       ? std::vector<std::string>{c.protocol}
                       : std::vector<std::string>{"Simple", "LL128", "LL"};
@@ -63,22 +63,21 @@ namespace {
 // One MSCCL XML
 //===----------------------------------------------------------------------===//
 
-Status mscclXml(const Schedule &sched, const Topology &machine,
+Status mscclXml(const Schedule &sched, const Topology &topo,
                 const CompileOptions &c, const UserChoices &user,
                 MscclXmlPlan &plan, std::ostream &log) {
-  const Topology *topo = &machine;
   TuneRequest req = tuningRequest(user, c, sched);
-  req.fallback = user.fallback && c.mscclColl.empty() &&
-                 !user.instances && !user.protocol;
+  req.fallback =
+      user.fallback && c.mscclColl.empty() && !user.instances && !user.protocol;
   // Without a size range of the user's, the XML serves only the sizes at
   // which it beats NCCL's own program (MSCCL leaves the others to NCCL):
   // that needs the sizes in between too.
   bool narrow = c.minBytes < 0 && c.maxBytes < 0 && req.fallback;
   req.sizes = narrow ? tuningGrid(0, 0) : tuningSizes(c.minBytes, c.maxBytes);
-  TuneResult t = tuneCompile(sched, *topo, c, req);
+  TuneResult t = tuneCompile(sched, topo, c, req);
   if (t.best < 0) {
     log << "ccsynth: note: not tuned: no configuration besides the "
-                 "one written fits the runtime\n";
+           "one written fits the runtime\n";
     return Status::success();
   }
   // The schedule's configuration that gains most over NCCL where it is
@@ -127,7 +126,7 @@ Status mscclXml(const Schedule &sched, const Topology &machine,
         return Error(
             "at no size is any lowering of this schedule (or NCCL's program "
             "in its place) as fast as what NCCL runs for the collective on " +
-                topo->name +
+                topo.name +
                 " at the step level (its NVLS or CollNet where the machine's "
                 "switches allow them), so MSCCL would select a slower program "
                 "for every call: nothing written",
@@ -152,28 +151,27 @@ Status mscclXml(const Schedule &sched, const Topology &machine,
   CompileResult r = compileSchedule(source, chosen);
   if (!r.ok()) {
     log << "ccsynth: note: not tuned: the chosen configuration ("
-              << describeCandidate(best)
-              << ") failed: " << r.failure.error.message << "\n";
+        << describeCandidate(best) << ") failed: " << r.failure.error.message
+        << "\n";
     return Status::success();
   }
   plan.output = std::move(*r.output);
-  log << "ccsynth: note: tuned on " << topo->name << " by the "
-            << "step-level model at " << sizes << ": "
-            << describeCandidate(best) << " (best of "
-            << t.candidates.size() << " configurations that fit; "
-            << "--instances and --protocol choose by hand, --no-tune "
-               "writes one instance)\n";
+  log << "ccsynth: note: tuned on " << topo.name << " by the "
+      << "step-level model at " << sizes << ": " << describeCandidate(best)
+      << " (best of " << t.candidates.size() << " configurations that fit; "
+      << "--instances and --protocol choose by hand, --no-tune "
+         "writes one instance)\n";
   if (!t.replacement && best.regridded() && t.regridded) {
     int c = sched.collective.chunkFactor,
         g = t.regridded->collective.chunkFactor;
     log << "ccsynth: note: the schedule's chunk factor " << c
-              << " has the odd factor " << oddPart(c)
-              << ", so MSCCL would select none of its own lowerings for a "
-                 "power-of-two size: written with each chunk cut into "
-              << g / c << (g % c ? " or " + std::to_string(g / c + 1) : "")
-              << " of " << g
-              << " sub-chunks per split (the same routes and steps; the "
-                 "chunk level below is the re-cut schedule's)\n";
+        << " has the odd factor " << oddPart(c)
+        << ", so MSCCL would select none of its own lowerings for a "
+           "power-of-two size: written with each chunk cut into "
+        << g / c << (g % c ? " or " + std::to_string(g / c + 1) : "") << " of "
+        << g
+        << " sub-chunks per split (the same routes and steps; the "
+           "chunk level below is the re-cut schedule's)\n";
     plan.schedule = *t.regridded;
   }
   if (t.replacement) {
@@ -198,28 +196,27 @@ Status mscclXml(const Schedule &sched, const Topology &machine,
     if (t.bestOwn >= 0 && slower < 1 &&
         t.candidates[t.bestOwn].oddFactor() > 1) {
       log << "ccsynth: note: MSCCL selects no lowering of this "
-                   "schedule for power-of-two sizes (its nchunksperloop has "
-                   "the odd factor "
-                << t.candidates[t.bestOwn].oddFactor() << "; the best, "
-                << describeCandidate(t.candidates[t.bestOwn]) << ", takes "
-                << ratio
-                << "x the time of NCCL's program at the step level, "
-                   "geometric mean over those sizes): writing NCCL's "
-                << what << " for this collective on " << topo->name
-                << " instead (--no-fallback keeps the schedule)\n";
+             "schedule for power-of-two sizes (its nchunksperloop has "
+             "the odd factor "
+          << t.candidates[t.bestOwn].oddFactor() << "; the best, "
+          << describeCandidate(t.candidates[t.bestOwn]) << ", takes " << ratio
+          << "x the time of NCCL's program at the step level, "
+             "geometric mean over those sizes): writing NCCL's "
+          << what << " for this collective on " << topo.name
+          << " instead (--no-fallback keeps the schedule)\n";
     } else {
-      log << "ccsynth: note: NCCL's " << what
-                << " for this collective on " << topo->name
-                << " runs faster than every lowering of this schedule at the "
-                   "step level";
+      log << "ccsynth: note: NCCL's " << what << " for this collective on "
+          << topo.name
+          << " runs faster than every lowering of this schedule at the "
+             "step level";
       if (t.bestOwn >= 0)
         log << " (the schedule's best, "
-                  << describeCandidate(t.candidates[t.bestOwn]) << ", takes "
-                  << ratio << "x its time, geometric mean over those sizes)";
+            << describeCandidate(t.candidates[t.bestOwn]) << ", takes " << ratio
+            << "x its time, geometric mean over those sizes)";
       else
         log << " (no lowering of the schedule fits)";
       log << ": writing it instead (--no-fallback keeps the "
-                   "schedule)\n";
+             "schedule)\n";
     }
     plan.schedule = *t.replacement;
   }
@@ -227,16 +224,16 @@ Status mscclXml(const Schedule &sched, const Topology &machine,
     char gain[32];
     std::snprintf(gain, sizeof gain, "%.2f", served->score);
     log << "ccsynth: note: it serves "
-              << (served->minBytes == 0 && served->maxBytes == 0
-                      ? std::string("every size")
-                      : byteRange(served->minBytes, served->maxBytes))
-              << ": where the step-level model has it at least as fast as "
-                 "NCCL's own program for the collective, tuned per size ("
-              << gain
-              << "x NCCL's speed, geometric mean over 1K, 4K, .., 1G with "
-                 "NCCL's own at the other sizes); MSCCL leaves the other "
-                 "sizes to NCCL (--min-bytes/--max-bytes set the range by "
-                 "hand)\n";
+        << (served->minBytes == 0 && served->maxBytes == 0
+                ? std::string("every size")
+                : byteRange(served->minBytes, served->maxBytes))
+        << ": where the step-level model has it at least as fast as "
+           "NCCL's own program for the collective, tuned per size ("
+        << gain
+        << "x NCCL's speed, geometric mean over 1K, 4K, .., 1G with "
+           "NCCL's own at the other sizes); MSCCL leaves the other "
+           "sizes to NCCL (--min-bytes/--max-bytes set the range by "
+           "hand)\n";
     // One file holds one configuration (one protocol) for one run of sizes:
     // where the schedule's other configurations beat NCCL at other sizes,
     // an MSCCL_ALGO_DIR of one file per range serves those too.
@@ -254,10 +251,10 @@ Status mscclXml(const Schedule &sched, const Topology &machine,
       char dir[32];
       std::snprintf(dir, sizeof dir, "%.2f", perRange);
       log << "ccsynth: note: with a file per size range "
-                   "(`--target msccl-dir`, tuned per size) the schedule "
-                   "would reach about "
-                << dir << "x NCCL's speed on the same measure, against " << gain
-                << "x for this one file\n";
+             "(`--target msccl-dir`, tuned per size) the schedule "
+             "would reach about "
+          << dir << "x NCCL's speed on the same measure, against " << gain
+          << "x for this one file\n";
     }
   }
   return Status::success();
@@ -269,17 +266,16 @@ Status mscclXml(const Schedule &sched, const Topology &machine,
 
 void fail(MscclDirPlan &plan, Error error) { plan.error = std::move(error); }
 
-void mscclDir(const Schedule &sched, const Topology &machine,
-             const CompileOptions &c, long long lo, long long hi,
-             const UserChoices &user, const std::string &input,
-             MscclDirPlan &plan, std::ostream &log) {
-  const Topology *topo = &machine;
+void mscclDir(const Schedule &sched, const Topology &topo,
+              const CompileOptions &c, long long lo, long long hi,
+              const UserChoices &user, const std::string &input,
+              MscclDirPlan &plan, std::ostream &log) {
   TuneRequest req = tuningRequest(user, c, sched);
   req.sizes = tuningGrid(lo, hi);
   if (req.sizes.empty())
     return;
   req.fallback = user.fallback && c.mscclColl.empty() && !user.instances;
-  TuneResult t = tuneCompile(sched, *topo, c, req);
+  TuneResult t = tuneCompile(sched, topo, c, req);
   if (t.candidates.empty())
     return;
   // The fastest configuration at each size; the schedule's own unless
@@ -346,14 +342,14 @@ void mscclDir(const Schedule &sched, const Topology &machine,
   for (size_t j = 0; j < pieces.size(); ++j) {
     if (pieces[j].cand < 0) {
       log << "ccsynth: note: " << byteRange(pieces[j].min, pieces[j].max)
-                << ": no file; "
-                << (pieces[j].cand == -1
-                        ? "NCCL's own program for the collective is faster "
-                          "there at the step level"
-                        : "MSCCL would select none of the schedule's "
-                          "lowerings there (a call's element count must be "
-                          "a multiple of the program's nchunksperloop)")
-                << ", and MSCCL leaves these sizes to NCCL\n";
+          << ": no file; "
+          << (pieces[j].cand == -1
+                  ? "NCCL's own program for the collective is faster "
+                    "there at the step level"
+                  : "MSCCL would select none of the schedule's "
+                    "lowerings there (a call's element count must be "
+                    "a multiple of the program's nchunksperloop)")
+          << ", and MSCCL leaves these sizes to NCCL\n";
       continue;
     }
     const TuneCandidate &cand = t.candidates[pieces[j].cand];
@@ -369,16 +365,15 @@ void mscclDir(const Schedule &sched, const Topology &machine,
     auto algo = msccl::parseXml(input, *r.output);
     if (!algo)
       return fail(plan, Error("internal error: the XML written for this input "
-                        "does not read back: " +
-                            algo.error().message,
-                        SourceLoc{input}));
-    log << "ccsynth: note: " << byteRange(pieces[j].min, pieces[j].max)
-              << ": "
-              << (nccl               ? "NCCL's program for this collective"
-                  : cand.regridded() ? "the schedule on a power-of-two chunk "
-                                       "grid"
-                                     : "the schedule")
-              << ", " << describeCandidate(cand) << "\n";
+                              "does not read back: " +
+                                  algo.error().message,
+                              SourceLoc{input}));
+    log << "ccsynth: note: " << byteRange(pieces[j].min, pieces[j].max) << ": "
+        << (nccl               ? "NCCL's program for this collective"
+            : cand.regridded() ? "the schedule on a power-of-two chunk "
+                                 "grid"
+                               : "the schedule")
+        << ", " << describeCandidate(cand) << "\n";
     msccl::DirEntry e;
     e.file = msccl::dirFileName((int)written++, *algo);
     e.source = nccl ? input + " (NCCL's program for its collective)" : input;
@@ -386,13 +381,13 @@ void mscclDir(const Schedule &sched, const Topology &machine,
     e.text = std::move(*r.output);
     plan.entries.push_back(std::move(e));
   }
-  log << "ccsynth: note: tuned per size on " << topo->name
-            << " by the step-level model: " << written << " range"
-            << (written == 1 ? "" : "s") << " written";
+  log << "ccsynth: note: tuned per size on " << topo.name
+      << " by the step-level model: " << written << " range"
+      << (written == 1 ? "" : "s") << " written";
   if (written < pieces.size())
     log << ", " << pieces.size() - written << " left to NCCL";
   log << " (--split and --protocol choose by hand, --no-tune writes "
-               "one file)\n";
+         "one file)\n";
   plan.tuned = true;
   return;
 }
@@ -405,11 +400,10 @@ void mscclDir(const Schedule &sched, const Topology &machine,
 constexpr int kKept = 0;
 constexpr int kNothingWritten = 1;
 
-int generatedCode(const Schedule &sched, const Topology &machine,
+int generatedCode(const Schedule &sched, const Topology &topo,
                   const CompileOptions &c, int loadsCap,
                   const UserChoices &user, GeneratedCodePlan &plan,
                   std::ostream &log) {
-  const Topology *topo = &machine;
   TuneRequest req = tuningRequest(user, c, sched);
   req.protocols = {"Simple"};
   req.fallback = false;
@@ -425,7 +419,7 @@ int generatedCode(const Schedule &sched, const Topology &machine,
   // timed with every choice the kernels compile to (within the user's
   // --cuda-threads/--cuda-loads).
   int knobEntry =
-      codegen::kernelKnobEntry(c.kernelKnobs, topo->stepModel.smArch);
+      codegen::kernelKnobEntry(c.kernelKnobs, topo.stepModel.smArch);
   if (knobEntry >= 0) {
     int arch = c.kernelKnobs[knobEntry].arch;
     for (codegen::KernelKnob k : codegen::kernelKnobCandidates(arch))
@@ -448,7 +442,7 @@ int generatedCode(const Schedule &sched, const Topology &machine,
   // descriptor that runs it with the tile fastest for its sizes.
   std::vector<double> tileChoices =
       user.tileOpen ? generatedTileCandidates(sched, (double)c.tileBytes)
-                          : std::vector<double>{};
+                    : std::vector<double>{};
   struct Guard {
     Served served;
     std::vector<double> us;    ///< the program's times on `grid`
@@ -459,7 +453,7 @@ int generatedCode(const Schedule &sched, const Topology &machine,
     if (!user.fallback || grid.empty())
       return std::nullopt;
     if (!ncclUs)
-      ncclUs = ncclReachUs(sched, *topo, grid);
+      ncclUs = ncclReachUs(sched, topo, grid);
     if (ncclUs->empty())
       return std::nullopt;
     TuneRequest g = req;
@@ -470,7 +464,7 @@ int generatedCode(const Schedule &sched, const Topology &machine,
     g.tileBytes = (double)timing.tileBytes;
     // A program the model cannot time (more threadblocks than the GPU
     // holds at once) is left as it is.
-    auto timed = timeCandidate(program, *topo, timing, config, g);
+    auto timed = timeCandidate(program, topo, timing, config, g);
     if (!timed)
       return std::nullopt;
     Guard out;
@@ -485,7 +479,7 @@ int generatedCode(const Schedule &sched, const Topology &machine,
       gt.tileBytes = tile;
       CompileOptions tt = timing;
       tt.tileBytes = (unsigned long long)tile;
-      auto other = timeCandidate(program, *topo, tt, config, gt);
+      auto other = timeCandidate(program, topo, tt, config, gt);
       if (!other || other->timeUs.size() != grid.size())
         continue;
       for (size_t k = 0; k < grid.size(); ++k)
@@ -512,13 +506,13 @@ int generatedCode(const Schedule &sched, const Topology &machine,
   };
   auto nothingFaster = [&](const std::string &slower) {
     log << "ccsynth: error: the generated code is slower than what "
-                 "NCCL reaches on "
-              << topo->name << " (its ring or tree, or its in-network "
-              << "algorithms where the switches allow them) at every size "
-              << "from " << formatBytes(grid.front()) << " to "
-              << formatBytes(grid.back()) << " (step-level model; " << slower
-              << "): nothing written, since the interposer would send every "
-                 "call to NCCL; --no-fallback writes it anyway\n";
+           "NCCL reaches on "
+        << topo.name << " (its ring or tree, or its in-network "
+        << "algorithms where the switches allow them) at every size "
+        << "from " << formatBytes(grid.front()) << " to "
+        << formatBytes(grid.back()) << " (step-level model; " << slower
+        << "): nothing written, since the interposer would send every "
+           "call to NCCL; --no-fallback writes it anyway\n";
     return kNothingWritten;
   };
   // A program that serves part of the sizes, or all with another tile, is
@@ -578,22 +572,21 @@ int generatedCode(const Schedule &sched, const Topology &machine,
                                        : ", ") +
                byteRange(runs[i].minBytes, runs[i].maxBytes);
     log << "ccsynth: note: serves "
-              << (everywhere ? std::string("every size") : "only " + where)
-              << ": against what NCCL reaches on " << topo->name
-              << " (step-level model, NCCL's time / the generated code's): "
-              << ratios
-              << (everywhere ? ""
-                             : "; the interposer sends other sizes to "
-                               "NCCL (--no-fallback serves them all)")
-              << "\n";
+        << (everywhere ? std::string("every size") : "only " + where)
+        << ": against what NCCL reaches on " << topo.name
+        << " (step-level model, NCCL's time / the generated code's): " << ratios
+        << (everywhere ? ""
+                       : "; the interposer sends other sizes to "
+                         "NCCL (--no-fallback serves them all)")
+        << "\n";
     if (tiles.size() > 1) {
       std::string each;
       for (const Served::Range &r : g.served.ranges)
         each += (each.empty() ? "" : ", ") + byteRange(r.minBytes, r.maxBytes) +
                 " " + formatBytes((double)r.tileBytes);
       log << "ccsynth: note: tiles per size range (a plugin descriptor "
-                   "each, the same code): "
-                << each << "\n";
+             "each, the same code): "
+          << each << "\n";
     }
   };
   // The program written as it is (untuned) serves only where it is faster
@@ -629,11 +622,10 @@ int generatedCode(const Schedule &sched, const Topology &machine,
   // a smaller one wins only by more than the model's noise (2%).
   TuneResult t;
   double tile = (double)c.tileBytes, tileScore = 0;
-  for (double candidate : user.tileOpen
-                              ? generatedTileCandidates(sched, tile)
-                              : std::vector<double>{tile}) {
+  for (double candidate : user.tileOpen ? generatedTileCandidates(sched, tile)
+                                        : std::vector<double>{tile}) {
     req.tileBytes = candidate;
-    TuneResult r = tuneCompile(sched, *topo, c, req);
+    TuneResult r = tuneCompile(sched, topo, c, req);
     if (r.best < 0)
       continue;
     double score = 0;
@@ -648,7 +640,7 @@ int generatedCode(const Schedule &sched, const Topology &machine,
   req.tileBytes = tile;
   if (t.best < 0) {
     log << "ccsynth: note: not tuned: no configuration besides the "
-                 "one written fits the GPU\n";
+           "one written fits the GPU\n";
     return plainGuard();
   }
   // Generated code is straight-line per threadblock: the first
@@ -666,7 +658,7 @@ int generatedCode(const Schedule &sched, const Topology &machine,
         });
   };
   std::optional<std::string> written;
-  std::string over; // the faster programs left out for their size
+  std::string over;   // the faster programs left out for their size
   std::string slower; // the fastest program that is nowhere faster than NCCL
   std::optional<Guard> served; // where the written program serves
   size_t tries = 0;
@@ -714,10 +706,10 @@ int generatedCode(const Schedule &sched, const Topology &machine,
     return nothingFaster(slower);
   if (!written) {
     log << "ccsynth: note: not tuned: no configuration tried (" << tries
-              << ", fastest first) compiled to code within "
-              << (kGeneratedCodeBudget >> 10) << " KiB"
-              << (over.empty() ? "" : " (the fastest: " + over + ")")
-              << "; --instances chooses by hand\n";
+        << ", fastest first) compiled to code within "
+        << (kGeneratedCodeBudget >> 10) << " KiB"
+        << (over.empty() ? "" : " (the fastest: " + over + ")")
+        << "; --instances chooses by hand\n";
     return plainGuard();
   }
   plan.output = std::move(*written);
@@ -741,48 +733,47 @@ int generatedCode(const Schedule &sched, const Topology &machine,
       times += buf;
     }
   }
-  log << "ccsynth: note: tuned for generated code on " << topo->name
-            << " by the step-level model: " << describeCandidate(best, false)
-            << " (best of " << t.candidates.size()
-            << " configurations that fit one threadblock per SM; --instances "
-               "chooses by hand, --no-tune writes one instance); predicted "
-               "with "
-            << formatBytes(req.tileBytes) << " tiles: " << times << "\n";
+  log << "ccsynth: note: tuned for generated code on " << topo.name
+      << " by the step-level model: " << describeCandidate(best, false)
+      << " (best of " << t.candidates.size()
+      << " configurations that fit one threadblock per SM; --instances "
+         "chooses by hand, --no-tune writes one instance); predicted "
+         "with "
+      << formatBytes(req.tileBytes) << " tiles: " << times << "\n";
   if (best.knob.arch > 0) {
     // The other knob choices of the same program, for comparison.
     std::string others;
     for (const codegen::KernelKnob &k : req.knobs)
       if (k != best.knob) {
-        double scale = codegen::kernelKnobScale(k, topo->stepModel);
+        double scale = codegen::kernelKnobScale(k, topo.stepModel);
         char buf[96];
         std::snprintf(buf, sizeof buf, "%s%d loads: %.0f%%",
                       others.empty() ? "" : ", ", k.loads, 100 * scale);
         others += buf;
       }
-    log << "ccsynth: note: CUDA kernels for " << topo->name
-              << "'s GPUs: " << codegen::describeKernelKnob(best.knob)
-              << " in flight per thread ("
-              << (int)(16 * best.knob.threads * best.knob.loads) << " B per "
-              << "threadblock; the model's per-threadblock throughput needs "
-              << (int)topo->stepModel.tbInFlightBytes << " B"
-              << (others.empty() ? "" : "; with " + others + " of it") << ")"
-              << "; --cuda-threads/--cuda-loads choose by hand\n";
+    log << "ccsynth: note: CUDA kernels for " << topo.name
+        << "'s GPUs: " << codegen::describeKernelKnob(best.knob)
+        << " in flight per thread ("
+        << (int)(16 * best.knob.threads * best.knob.loads) << " B per "
+        << "threadblock; the model's per-threadblock throughput needs "
+        << (int)topo.stepModel.tbInFlightBytes << " B"
+        << (others.empty() ? "" : "; with " + others + " of it") << ")"
+        << "; --cuda-threads/--cuda-loads choose by hand\n";
   }
   if (!over.empty())
     log << "ccsynth: note: a faster configuration (" << over
-              << " of code) exceeds the " << (kGeneratedCodeBudget >> 10)
-              << " KiB that nvcc builds in minutes; --instances and the "
-                 "other lowering flags write it by hand\n";
+        << " of code) exceeds the " << (kGeneratedCodeBudget >> 10)
+        << " KiB that nvcc builds in minutes; --instances and the "
+           "other lowering flags write it by hand\n";
   if (served)
     servedNote(*served);
   if (best.regridded() && t.regridded) {
     log << "ccsynth: note: the schedule's chunk factor "
-              << sched.collective.chunkFactor << " has the odd factor "
-              << oddPart(sched.collective.chunkFactor)
-              << ": written on a grid of "
-              << t.regridded->collective.chunkFactor
-              << " sub-chunks per split, so that power-of-two counts are "
-                 "multiples of the program's loop\n";
+        << sched.collective.chunkFactor << " has the odd factor "
+        << oddPart(sched.collective.chunkFactor) << ": written on a grid of "
+        << t.regridded->collective.chunkFactor
+        << " sub-chunks per split, so that power-of-two counts are "
+           "multiples of the program's loop\n";
     plan.schedule = *t.regridded;
   }
   return kKept;

@@ -21,9 +21,10 @@ using namespace ccsynth;
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// Flows over constraints, as a caller of the solver keeps them.
+/// Flows over constraints, as a caller of the solver keeps them; also the
+/// solver's view of them (flowsOn, constraintsOf, capacity, ...).
 struct Net {
-  std::vector<double> capacity;
+  std::vector<double> capacities;
   std::vector<std::vector<int>> on; ///< streaming flows per constraint
   std::vector<std::vector<int>> of; ///< constraints per flow
   std::vector<double> caps;
@@ -32,8 +33,9 @@ struct Net {
   std::vector<int> frozenOrder;
   FairShare solver;
 
-  explicit Net(std::vector<double> capacities) : capacity(capacities) {
-    on.resize(capacity.size());
+  explicit Net(std::vector<double> perConstraint)
+      : capacities(std::move(perConstraint)) {
+    on.resize(capacities.size());
   }
   int flow(std::vector<int> constraints, double cap = kInf) {
     of.push_back(std::move(constraints));
@@ -42,7 +44,7 @@ struct Net {
     rate.push_back(0);
     return (int)of.size() - 1;
   }
-  void begin() { solver.reset((int)capacity.size(), (int)of.size()); }
+  void begin() { solver.reset((int)capacities.size(), (int)of.size()); }
   void start(int f) {
     live[f] = 1;
     for (int c : of[f]) {
@@ -59,34 +61,21 @@ struct Net {
       solver.touchConstraint(c);
     }
   }
-  // What View shows the solver.
+  void solve() {
+    frozenOrder.clear();
+    solver.solve(*this, [&](int f, double r) {
+      rate[f] = r;
+      frozenOrder.push_back(f);
+    });
+  }
+  // The solver's view.
   const std::vector<int> &flowsOn(int c) const { return on[c]; }
   std::span<const int> constraintsOf(int f) const { return of[f]; }
-  double capacityOf(int c) const { return capacity[c]; }
+  double capacity(int c) const { return capacities[c]; }
   bool streaming(int f) const { return live[f] != 0; }
   double cap(int f) const { return caps[f]; }
   bool capBinds(int f) const { return std::isfinite(caps[f]); }
 };
-} // namespace
-
-namespace {
-/// The solver's view of a Net.
-struct View {
-  const Net &n;
-  const std::vector<int> &flowsOn(int c) const { return n.flowsOn(c); }
-  std::span<const int> constraintsOf(int f) const { return n.constraintsOf(f); }
-  double capacity(int c) const { return n.capacityOf(c); }
-  bool streaming(int f) const { return n.streaming(f); }
-  double cap(int f) const { return n.cap(f); }
-  bool capBinds(int f) const { return n.capBinds(f); }
-};
-void solve(Net &n) {
-  n.frozenOrder.clear();
-  n.solver.solve(View{n}, [&](int f, double r) {
-    n.rate[f] = r;
-    n.frozenOrder.push_back(f);
-  });
-}
 } // namespace
 
 TEST_CASE("flows on one constraint share it evenly", "[fairshare]") {
@@ -95,7 +84,7 @@ TEST_CASE("flows on one constraint share it evenly", "[fairshare]") {
   n.begin();
   n.start(a);
   n.start(b);
-  solve(n);
+  n.solve();
   CHECK(n.rate[a] == 5);
   CHECK(n.rate[b] == 5);
   CHECK_FALSE(n.solver.pending());
@@ -109,7 +98,7 @@ TEST_CASE("a flow bound elsewhere leaves the rest to the others",
   n.begin();
   n.start(a);
   n.start(b);
-  solve(n);
+  n.solve();
   CHECK(n.rate[a] == 4);
   CHECK(n.rate[b] == 6);
   // The tighter constraint saturates first.
@@ -124,7 +113,7 @@ TEST_CASE("a flow's own cap binds below its fair share", "[fairshare]") {
   n.start(a);
   n.start(b);
   n.start(c);
-  solve(n);
+  n.solve();
   CHECK(n.rate[a] == 2);
   CHECK(n.rate[b] == 8);
   CHECK(n.rate[c] == 3);
@@ -134,27 +123,26 @@ TEST_CASE("a flow's own cap binds below its fair share", "[fairshare]") {
   t.begin();
   t.start(x);
   t.start(y);
-  solve(t);
+  t.solve();
   CHECK(t.frozenOrder == std::vector<int>{x, y});
   CHECK(t.rate[y] == 5);
 }
 
-TEST_CASE("only the component that changed is solved again",
-          "[fairshare]") {
+TEST_CASE("only the component that changed is solved again", "[fairshare]") {
   Net n({10, 6});
   int a = n.flow({0}), b = n.flow({0}), c = n.flow({1});
   n.begin();
   n.start(a);
   n.start(b);
   n.start(c);
-  solve(n);
+  n.solve();
   CHECK(n.rate[c] == 6);
   n.stop(b);
-  solve(n);
+  n.solve();
   CHECK(n.rate[a] == 10);
   // c shares nothing with what changed: not frozen again.
   CHECK(n.frozenOrder == std::vector<int>{a});
-  solve(n); // nothing pending: nothing happens
+  n.solve(); // nothing pending: nothing happens
   CHECK(n.frozenOrder.empty());
 }
 
@@ -178,7 +166,7 @@ TEST_CASE("random instances are max-min fair", "[fairshare]") {
     n.begin();
     for (int f = 0; f < nf; ++f)
       n.start(f);
-    solve(n);
+    n.solve();
     REQUIRE((int)n.frozenOrder.size() == nf);
     // Feasible: no constraint carries more than its capacity.
     for (int c = 0; c < nc; ++c) {
@@ -198,8 +186,8 @@ TEST_CASE("random instances are max-min fair", "[fairshare]") {
           sum += n.rate[g];
           fastest = std::max(fastest, n.rate[g]);
         }
-        bottleneck |= sum >= caps[c] * (1 - 1e-9) &&
-                      n.rate[f] >= fastest * (1 - 1e-9);
+        bottleneck |=
+            sum >= caps[c] * (1 - 1e-9) && n.rate[f] >= fastest * (1 - 1e-9);
       }
       CHECK(bottleneck);
     }

@@ -13,7 +13,8 @@
 # protocol (LL, LL128, Simple) for that size, i.e. NCCL's program as if its
 # tuner chose perfectly. It prints one row per (machine, collective, size):
 # ccsynth's step-level time and busbw, the NCCL-shaped ones, the published
-# NCCL figure where docs/calibration.md has one, the chunk-level time of the
+# NCCL figure where docs/calibration.md has one (for reference only: the
+# ratios are model against model), the chunk-level time of the
 # synthesized schedule, and the ratios
 #   nccl/ccsynth     NCCL-shaped time / ccsynth time (>= 1: ccsynth as fast)
 #   step/chunk       at 1G: the busbw of the schedule's own compile tuned
@@ -22,11 +23,13 @@
 # and, in "dir us" / "nccl/dir", the same for `--target msccl-dir` with no
 # flags (one XML per size range, tuned per size: each size timed with the
 # file MSCCL selects for it), then the geometric means the project's goals
-# are stated in. With dgx-h100 in the matrix it then prints MSCCL's own
-# bar at small sizes: the times its hand-written AllReduce and AllGather
-# take on ND H100 v5 at 1K, 64K and 1M (published) against ccsynth's
-# msccl-dir of the schedules synthesized for dgx-h100. A benchmark,
-# not a test: the whole matrix synthesizes 24 schedules.
+# are stated in. NCCL's programs are timed as NCCL's own kernel runs them
+# (`simulate --target nccl`: no MSCCL interpreter costs). With dgx-h100 in
+# the matrix it then prints MSCCL's own bar at small sizes: MSCCL's
+# AllReduce files for ND H100 v5 (when the shared calibration folder or
+# MSCCL_DIR has them) and ccsynth's msccl-dir of the schedule synthesized
+# for dgx-h100, both timed by the step model at 1K, 64K, 1M and 16M. A
+# benchmark, not a test: the whole matrix synthesizes 24 schedules.
 #
 # Usage: bench/compiled_vs_nccl.sh [-b BUILD] [-l SECONDS] [-t TOPOS]
 #                                  [-c COLLS] [-s SIZES]
@@ -50,6 +53,15 @@ step_times() {
   "$CCSYNTH" compile "$file" -o "$OUT/p.xml" --no-predict "$@" \
       > /dev/null 2> "$OUT/compile.log" || return 1
   sim_rows "$OUT/p.xml" "$topo" --level steps
+}
+
+# nccl_times FILE TOPO [simulate flags...]: sim_rows of NCCL's program FILE
+# (a baseline schedule) as NCCL's own kernel runs it (no MSCCL interpreter
+# costs).
+nccl_times() {
+  local file=$1 topo=$2
+  shift 2
+  sim_rows "$file" "$topo" --level steps --target nccl "$@"
 }
 
 # dir_times FILE TOPO: the tuned msccl-dir of FILE (one XML per size range);
@@ -85,7 +97,7 @@ for topo in $TOPOS; do
       cp "$OUT/nccl.json" "$OUT/nccl-$topo-$coll-$kind.json"
       for proto in LL LL128 Simple; do
         for inst in 1 2 4 8 16 32; do
-          step_times "$OUT/nccl.json" "$topo" --instances "$inst" \
+          nccl_times "$OUT/nccl.json" "$topo" --instances "$inst" \
             --protocol "$proto" >> "$OUT/nccl.txt" || break
         done
       done
@@ -217,37 +229,50 @@ print(f'compiled / chunk-level busbw at 1G of the synthesized schedules '
       f'over {len(steps)} (goal >= 0.70)')
 PY
 
-# MSCCL's own bar at small sizes: its hand-written algorithms on ND H100 v5
-# (the dgx-h100 shape; fp16, CUDA graphs, NCCL 2.18.3; Azure/msccl
-# docs/performance-nd-h100-v5.md), against ccsynth's tuned msccl-dir of the
-# schedules synthesized above (each size timed with the file MSCCL selects,
-# NCCL's program tuned per size where no file serves it).
+# MSCCL's own bar at small sizes: its hand-written AllReduce programs for
+# ND H100 v5 (the dgx-h100 shape; Azure's msccl-scheduler files, in the
+# shared calibration folder when it is there; -x DIR names another), timed
+# by the same model as ccsynth's tuned msccl-dir of the schedule
+# synthesized above (each size with the file MSCCL selects for it): a
+# model-against-model ratio. MSCCL's measured time of its own file is
+# printed beside its model time (bench/model_vs_hardware.py has every row),
+# never set against ccsynth's model time.
 case " $TOPOS " in *" dgx-h100 "*) ;; *) exit 0 ;; esac
+case " $COLLS " in *" allreduce "*) ;; *) exit 0 ;; esac
+MSCCL_DIR=${MSCCL_DIR:-../shared/calibration/msccl-ndv5}
+[ -e "$OUT/keep-dgx-h100-allreduce.json" ] || exit 0
+if [ ! -e "$MSCCL_DIR/ap-1pass.xml" ]; then
+  echo
+  echo "(no $MSCCL_DIR: MSCCL's own programs are not timed; set MSCCL_DIR)"
+  exit 0
+fi
 echo
-echo "MSCCL's hand-written algorithms on ND H100 v5 (published, us) vs ccsynth's msccl-dir (step level, us):"
-printf '%-10s %6s %12s %12s %12s %9s\n' collective size "msccl us" "ccsynth us" \
-  "nccl-shape" "msccl/ccs"
-sizes_csv=1K,64K,1M
-for coll in allreduce allgather; do
-  case " $COLLS " in *" $coll "*) ;; *) continue ;; esac
-  [ -e "$OUT/keep-dgx-h100-$coll.json" ] || continue
-  : > "$OUT/small-nccl.txt"
-  if [ -e "$OUT/nccl-dgx-h100-$coll-ring.json" ]; then
-    for proto in LL LL128 Simple; do
-      for inst in 1 2 4 8 16 32; do
-        step_times "$OUT/nccl-dgx-h100-$coll-ring.json" dgx-h100 \
-          --instances "$inst" --protocol "$proto" >> "$OUT/small-nccl.txt" ||
-          break
-      done
+echo "MSCCL's AllReduce programs for ND H100 v5 against ccsynth's msccl-dir, both timed by the step model (us):"
+printf '%-6s %-10s %10s %12s %12s %12s %10s\n' size "msccl file" \
+  "measured" "msccl model" "ccsynth" "nccl kernel" "msccl/ccs"
+sizes_csv=1K,64K,1M,16M
+: > "$OUT/msccl.txt"
+for f in ap-1pass ap4ll r48ll r48ll128; do
+  sim_rows "$MSCCL_DIR/$f.xml" dgx-h100 --level steps |
+    awk -v f=$f '$4 == 1 { print $0, f }' >> "$OUT/msccl.txt"
+done
+: > "$OUT/small-nccl.txt"
+if [ -e "$OUT/nccl-dgx-h100-allreduce-ring.json" ]; then
+  for proto in LL LL128 Simple; do
+    for inst in 1 2 4 8 16 32; do
+      nccl_times "$OUT/nccl-dgx-h100-allreduce-ring.json" dgx-h100 \
+        --instances "$inst" --protocol "$proto" >> "$OUT/small-nccl.txt" ||
+        break
     done
-  fi
-  dir_times "$OUT/keep-dgx-h100-$coll.json" dgx-h100 > "$OUT/small-dir.txt" ||
-    : > "$OUT/small-dir.txt"
-  python3 - "$coll" "$OUT/small-nccl.txt" "$OUT/small-dir.txt" <<'PY'
+  done
+fi
+dir_times "$OUT/keep-dgx-h100-allreduce.json" dgx-h100 > "$OUT/small-dir.txt" ||
+  : > "$OUT/small-dir.txt"
+python3 - "$OUT/msccl.txt" "$OUT/small-nccl.txt" "$OUT/small-dir.txt" <<'PY'
 import sys
-coll, nccl, ccs = sys.argv[1:4]
-msccl = {'allreduce': {1024: 7.50, 65536: 10.36, 1048576: 22.31},
-         'allgather': {1024: 5.65, 65536: 5.95, 1048576: 12.3}}[coll]
+msccl_rows, nccl, ccs = sys.argv[1:4]
+# Azure/msccl docs/performance-nd-h100-v5.md, MSCCL executor on NCCL 2.18.3.
+measured = {1024: 7.50, 65536: 10.36, 1048576: 22.31, 16777216: 115.7}
 def best(path):
     out = {}
     for line in open(path):
@@ -256,10 +281,11 @@ def best(path):
         out[b] = min(out.get(b, t), t)
     return out
 n, c = best(nccl), best(ccs)
-for b, m in sorted(msccl.items()):
+for line in open(msccl_rows):
+    f = line.split()
+    b, t, name = int(f[0]), float(f[1]), f[4]
     nt = n.get(b, float('nan'))
     ct = c.get(b, nt)
-    print(f'{coll:<10} {b // 1024:5d}K {m:12.2f} {ct:12.2f} {nt:12.2f} '
-          f'{m / ct:9.3f}')
+    print(f'{b // 1024:5d}K {name:<10} {measured[b]:10.2f} {t:12.2f} '
+          f'{ct:12.2f} {nt:12.2f} {t / ct:10.3f}')
 PY
-done

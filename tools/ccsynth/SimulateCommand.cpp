@@ -12,11 +12,13 @@
 //===----------------------------------------------------------------------===//
 #include "Command.h"
 
-#include "ccsynth/Support/Json.h"
 #include "ccsynth/Analysis/LowerBound.h"
 #include "ccsynth/Analysis/Plot.h"
 #include "ccsynth/Analysis/Simulator.h"
 #include "ccsynth/Schedule/Verifier.h"
+#include "ccsynth/Support/Json.h"
+
+#include "ccsynth/Perf/NcclKernel.h"
 
 #ifdef CCSYNTH_HAVE_MLIR
 #include "ccsynth/Perf/StepPrediction.h"
@@ -28,6 +30,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 namespace ccsynth::cli {
 
@@ -62,6 +65,9 @@ struct SimulateCliOptions {
   int switchLanes = 0;
   /// Print the program's critical path at the largest size (first input).
   int criticalPath = 0;
+  /// --target nccl: the communicator's channels; each size then runs on
+  /// the channels NCCL launches for it (0: --instances for every size).
+  int ncclChannels = 0;
 };
 
 /// Whether `s` is one of the programs NCCL's own kernels run: its rings,
@@ -246,13 +252,14 @@ int simulateStepLevel(const SimulateCliOptions &o, const std::string &input,
   if (native)
     program += longRing ? ", each ring on one threadblock per channel as "
                           "NCCL's kernel runs it"
-                        : ", as MSCCL runs it: no threadblock passes "
-                          "MSCCL's 64 steps, so NCCL's kernel runs the same";
+                        : ", the hops MSCCL's lowering gives (no threadblock "
+                          "passes MSCCL's 64 steps) timed as NCCL's kernel "
+                          "runs them";
   std::vector<msccl::StepSimOptions> perSize;
   for (double bytes : sizes)
-    perSize.push_back(
-        longRing ? ncclNativeStepOptions(sched.collective, bytes)
-                 : perf::stepSimOptions(sched.collective, bytes, generated, tile));
+    perSize.push_back(native ? ncclNativeStepOptions(sched.collective, bytes)
+                             : perf::stepSimOptions(sched.collective, bytes,
+                                                    generated, tile));
   // The largest size's timing records its critical path.
   perSize.back().criticalPath = pathReport != nullptr;
   auto timed = msccl::simulateStepsAt(*algo, topo, perSize);
@@ -306,6 +313,12 @@ int runSimulate(const SimulateCliOptions &o) {
                        "cuda (generated code's switch threadblocks)"));
   if (o.instances < 1 || o.pipeline < 1)
     return usage(Error("--instances and --pipeline must be at least 1"));
+  if (o.ncclChannels != 0 && (o.target != "nccl" || o.instances != 1))
+    return usage(Error("--nccl-channels applies to --level steps --target "
+                       "nccl, without --instances (it picks the channels "
+                       "per size)"));
+  if (o.ncclChannels < 0 || o.ncclChannels > 64)
+    return usage(Error("--nccl-channels must be from 1 to 64"));
   if (o.criticalPath > 0 && !steps)
     return usage(Error("--critical-path follows the step program; add "
                        "--level steps"));
@@ -363,7 +376,45 @@ int runSimulate(const SimulateCliOptions &o) {
                   kExitVerifyFailed);
     std::vector<Row> rows;
     std::string program, pathReport;
-    if (steps) {
+    if (steps && o.ncclChannels > 0) {
+      // NCCL drops channels for small calls: each size on the channels
+      // NCCL launches for it (one instance is one channel per ring).
+      std::set<int> rings;
+      for (const Transfer &t : sched->transfers)
+        rings.insert(t.channel);
+      int perInstance = std::max<int>(1, (int)rings.size());
+      int proto = stepProtocolIndex(o.protocol.empty() ? std::string("Simple")
+                                                       : o.protocol)
+                      .value_or(0);
+      std::map<int, std::vector<double>> byInstances;
+      for (double bytes : *sizes)
+        byInstances[std::max(1, perf::ncclRingLaunch(proto,
+                                                     sched->collective.numRanks,
+                                                     bytes, o.ncclChannels)
+                                        .channels /
+                                    perInstance)]
+            .push_back(bytes);
+      std::map<double, Row> bySize;
+      for (const auto &[k, subset] : byInstances) {
+        SimulateCliOptions one = o;
+        one.instances = k;
+        std::vector<Row> part;
+        bool last = subset.back() == sizes->back();
+        if (int rc = simulateStepLevel(
+                one, input, *sched, *topo, subset, part, program,
+                o.criticalPath > 0 && last && &input == &o.inputs.front()
+                    ? &pathReport
+                    : nullptr);
+            rc != kExitOk)
+          return rc;
+        for (const Row &r : part)
+          bySize.emplace(r.bytes, r);
+      }
+      for (double bytes : *sizes)
+        rows.push_back(bySize.at(bytes));
+      program += "; channels per size as NCCL launches them out of " +
+                 std::to_string(o.ncclChannels);
+    } else if (steps) {
       bool first = &input == &o.inputs.front();
       if (int rc = simulateStepLevel(
               o, input, *sched, *topo, *sizes, rows, program,
@@ -526,6 +577,13 @@ void addSimulateCommand(CLI::App &app, CommandContext &ctx) {
                   "64 steps per threadblock runs on one threadblock per "
                   "channel, which MSCCL would cut over several; what the "
                   "tuned compile compares with)");
+  cmd->add_option("--nccl-channels", opts->ncclChannels,
+                  "--target nccl: the communicator's channel count (NCCL "
+                  "2.18 on 8 x H100: 24, or NCCL_MIN_NCHANNELS); each size "
+                  "then runs on the channels NCCL launches for it, fewer "
+                  "for small calls (its enqueue rule: channels, then "
+                  "threads, dropped while the buffer is under channels x "
+                  "threads x a per-protocol threshold)");
   cmd->add_option("--tile-bytes", opts->tileBytes,
                   "--target cuda: bytes per chunk per pass (default 1M, as "
                   "compile --target cuda)");

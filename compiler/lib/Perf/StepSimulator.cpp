@@ -41,6 +41,12 @@ bool landsInPlace(const Step &st) {
          st.dstBuf == BufferKind::Output;
 }
 
+/// Payload bytes of one line per thread of a full threadblock, per protocol
+/// (Simple, LL128, LL): Simple 512 threads x 16 bytes, LL128 640 threads x
+/// 120 of every 128 bytes / 8 (a warp moves a 128-byte line), LL 512
+/// threads x 8 data bytes.
+constexpr double kFirstRoundBytes[3] = {512.0 * 16, 640.0 * 120 / 8, 512.0 * 8};
+
 bool reducing(StepType t) {
   return t == StepType::RecvReduceSend || t == StepType::RecvReduceCopy ||
          t == StepType::RecvReduceCopySend || t == StepType::Reduce;
@@ -223,8 +229,7 @@ Expected<CheckedProgram> checkForSteps(const Algo &algo, const Topology &topo,
                  dl.front().loc);
   if (o.packing)
     if (Status s = checkPacking(algo, matching, *o.packing); !s)
-      return Error("the merged threadblocks cannot run: " +
-                   s.error().message);
+      return Error("the merged threadblocks cannot run: " + s.error().message);
   return CheckedProgram{*proto, std::move(matching), buffers};
 }
 
@@ -547,6 +552,12 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
       endOf(path ? numNodes : 0, 0);
   // Per threadblock, the time its sends and switch operations stream.
   std::vector<double> busy(tbs.size(), 0);
+  // MSCCL's interpreter: a cost per executed step, and per wait for a step
+  // of another threadblock. Not charged to programs timed without MSCCL's
+  // rules (MSCCL++ plans, NCCL's own kernel) nor to merged threadblocks.
+  const bool interp = o.interpreter && o.runtimeRules && !gen && !o.packing;
+  const double stepCost = interp ? model.interpreterStepUs : 0;
+  const double dependencyCost = interp ? model.dependencyUs : 0;
   // One pass in topological order over the unrolled program with the
   // threadblocks' current rates; false when some node never gets ready.
   auto timePass = [&]() -> bool {
@@ -573,7 +584,7 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
       double s = ready[v];
       double finish;
       if (st.type == StepType::Nop) {
-        finish = s;
+        finish = s + stepCost;
       } else {
         double bytes = perIter * std::max(1, st.cnt);
         double tbRate = perUs(reducing(st.type) ? model.tbReduceGBps[p]
@@ -601,16 +612,22 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
         }
         if (gen && landsInPlace(st) && !sends(st.type))
           bytes = 0;
-        finish = s + bytes / rate;
+        finish = s + stepCost + bytes / rate;
         if (sends(st.type) || switchStep(st.type))
           busy[tbOfNode[v]] += bytes / rate;
         if (receives(st.type) && sendOf[v] != kNone)
           finish = std::max(finish, arrival[sendOf[v]]);
         if (sends(st.type)) {
           // Simple posts a call as two slices; LL and LL128 forward lines.
+          // A message's latency grows with the lines its threads have in
+          // flight, up to one per thread of a full threadblock
+          // (StepModel::stepFillUs).
           double slice = p == 0 ? bytes / 2 : 0;
-          firstSlice[v] = s + t.latency + slice / rate;
-          arrival[v] = finish + t.latency;
+          double latency =
+              t.latency +
+              model.stepFillUs[p] * std::min(1.0, bytes / kFirstRoundBytes[p]);
+          firstSlice[v] = s + latency + slice / rate;
+          arrival[v] = finish + latency;
         }
       }
       iterEnd[it] = std::max(iterEnd[it], finish);
@@ -622,7 +639,13 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
         uint32_t w = succs[k];
         // A receive waits for its message's slices, not for the send's end.
         if (w != recvOf[v]) {
-          if (path && finish > ready[w]) {
+          // The interpreter sees another threadblock's step end through a
+          // flag in global memory.
+          double seen = finish;
+          if (dependencyCost > 0 && tbOfNode[v] != tbOfNode[w] &&
+              roomAfter[w] != v)
+            seen += dependencyCost;
+          if (path && seen > ready[w]) {
             // Other edges join a threadblock's steps in order, or two
             // threadblocks of one rank.
             waitedFor[w] = v;
@@ -630,7 +653,7 @@ Expected<StepSimResult> timeChecked(const Algo &algo, const Topology &topo,
                            : tbOfNode[v] == tbOfNode[w] ? After::Order
                                                         : After::Dependency;
           }
-          ready[w] = std::max(ready[w], finish);
+          ready[w] = std::max(ready[w], seen);
         }
         if (--indeg[w] == 0)
           queue.push_back(w);

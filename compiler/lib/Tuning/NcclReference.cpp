@@ -1,4 +1,5 @@
-//===- NcclReference.cpp - What NCCL itself reaches -------------------------===//
+//===- NcclReference.cpp - What NCCL itself reaches
+//-------------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // NCCL's own programs for a collective on a machine, as the tuner's
@@ -10,8 +11,8 @@
 // means in the model.
 //
 //===----------------------------------------------------------------------===//
-#include "ccsynth/Tuning/Tuning.h"
 #include "TuningInternal.h"
+#include "ccsynth/Tuning/Tuning.h"
 
 #include "ccsynth/Analysis/Simulator.h"
 #include "ccsynth/Baselines/Baselines.h"
@@ -38,7 +39,6 @@ bool isNcclTree(const Schedule &program) {
 }
 
 namespace detail {
-
 
 /// The programs NCCL runs for this collective on a machine of this shape:
 /// rings for AllReduce, AllGather, ReduceScatter, Broadcast and Reduce
@@ -137,7 +137,6 @@ std::vector<double> ncclInNetworkUs(const Schedule &schedule,
   return best;
 }
 
-
 /// What NCCL's own kernel reaches at `request`'s sizes with `program`, one
 /// of its ring or tree programs (ncclShaped), where MSCCL's interpreter
 /// cannot run it as NCCL does: a threadblock of MSCCL holds at most 64
@@ -177,9 +176,6 @@ std::vector<double> ncclNativeUs(const Schedule &program,
   bool longer = false;
   if (request.protocols.empty())
     return best;
-  std::vector<msccl::StepSimOptions> perSize;
-  for (double bytes : request.sizes)
-    perSize.push_back(ncclNativeStepOptions(program.collective, bytes));
   for (int k = 1;
        k * (int)std::max<size_t>(1, channels.size()) <= msccl::kMaxChannels;
        k *= 2) {
@@ -201,6 +197,9 @@ std::vector<double> ncclNativeUs(const Schedule &program,
       return {};
     for (const std::string &proto : request.protocols) {
       algo.proto = proto;
+      std::vector<msccl::StepSimOptions> perSize;
+      for (double bytes : request.sizes)
+        perSize.push_back(ncclNativeStepOptions(program.collective, bytes));
       std::vector<double> times;
       if (auto t = request.timing().predict(algo, topology, perSize))
         for (const msccl::StepSimResult &r : *t)
@@ -232,6 +231,7 @@ msccl::StepSimOptions ncclNativeStepOptions(const Collective &collective,
                                             double bytes) {
   msccl::StepSimOptions o = perf::stepSimOptions(collective, bytes, false, 0);
   o.runtimeRules = false;
+  o.interpreter = false;
   return o;
 }
 

@@ -1,4 +1,5 @@
-//===- Tuning.cpp - The tuner -----------------------------------------------===//
+//===- Tuning.cpp - The tuner
+//-----------------------------------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Times configurations of a schedule with the step model and picks the
@@ -35,7 +36,6 @@ namespace ccsynth::tuning {
 
 namespace detail {
 
-
 /// Whether what `request` times takes any element count (generated code of
 /// a built-in collective), so that its loop length does not matter.
 bool anyCount(const TuneRequest &request, const Schedule &schedule) {
@@ -49,7 +49,7 @@ bool anyCount(const TuneRequest &request, const Schedule &schedule) {
 std::optional<TuneCandidate>
 timeConfiguration(const Schedule &schedule, const Topology &topology,
                   CompileOptions c, TuneCandidate cand,
-                  const TuneRequest &request, bool *hasLocal) {
+                  const TuneRequest &request, bool *hasLocal, bool ncclKernel) {
   cand.applyTo(c);
   std::optional<msccl::Algo> algo =
       lowerForTiming(schedule, topology, c, request.generatedCode);
@@ -78,8 +78,8 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
     std::vector<msccl::StepSimOptions> perSize;
     for (double bytes : request.sizes) {
       perSize.push_back(perf::stepSimOptions(schedule.collective, bytes,
-                                       request.generatedCode,
-                                       request.tileBytes));
+                                             request.generatedCode,
+                                             request.tileBytes));
       if (knob.arch > 0)
         perSize.back().tbScale =
             codegen::kernelKnobScale(knob, topology.stepModel);
@@ -99,11 +99,24 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
       cand.timeUs = std::move(times);
     }
   }
+  // NCCL's program as NCCL's kernel runs it: the same hops without
+  // MSCCL's interpreter (what NCCL reaches; the MSCCL timing is what the
+  // file would take).
+  if (ncclKernel && !request.generatedCode) {
+    std::vector<msccl::StepSimOptions> perSize;
+    for (double bytes : request.sizes) {
+      perSize.push_back(
+          perf::stepSimOptions(schedule.collective, bytes, false, 0));
+      perSize.back().interpreter = false;
+    }
+    if (auto timed = request.timing().predict(*algo, topology, perSize))
+      for (const msccl::StepSimResult &r : *timed)
+        cand.ncclKernelUs.push_back(r.timeUs);
+  }
   return cand;
 }
 
 } // namespace detail
-
 
 std::optional<TuneCandidate> timeCandidate(const Schedule &schedule,
                                            const Topology &topology,
@@ -112,8 +125,6 @@ std::optional<TuneCandidate> timeCandidate(const Schedule &schedule,
                                            const TuneRequest &request) {
   return timeConfiguration(schedule, topology, base, config, request, nullptr);
 }
-
-
 
 std::optional<double> screenGeneratedCodeUs(const Schedule &schedule,
                                             const Topology &topology,
@@ -223,7 +234,6 @@ generatedCodeUs(const Schedule &schedule, const Topology &topology,
   return timed->timeUs[0];
 }
 
-
 TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                        const CompileOptions &base, const TuneRequest &request) {
   TuneResult result;
@@ -319,7 +329,7 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
                 config.splitPhases = split;
                 config.switchLanes = lanes;
                 auto cand = timeConfiguration(s, topology, base, config,
-                                              request, &hasLocal);
+                                              request, &hasLocal, program >= 0);
                 tookSeconds(
                     std::chrono::duration<double>(Clock::now() - began).count(),
                     s.transfers.size() * (size_t)k);
@@ -439,10 +449,14 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
       explore(inPlace[p], (int)(result.ncclPrograms.size() + p));
   if (own < result.candidates.size() || !nativeBest.empty()) {
     result.ncclBestUs.assign(request.sizes.size(), INFINITY);
-    for (size_t i = own; i < result.candidates.size(); ++i)
+    for (size_t i = own; i < result.candidates.size(); ++i) {
+      const TuneCandidate &c = result.candidates[i];
+      const std::vector<double> &us =
+          c.ncclKernelUs.size() == request.sizes.size() ? c.ncclKernelUs
+                                                        : c.timeUs;
       for (size_t k = 0; k < request.sizes.size(); ++k)
-        result.ncclBestUs[k] =
-            std::min(result.ncclBestUs[k], result.candidates[i].timeUs[k]);
+        result.ncclBestUs[k] = std::min(result.ncclBestUs[k], us[k]);
+    }
     for (size_t k = 0; k < nativeBest.size(); ++k)
       result.ncclBestUs[k] = std::min(result.ncclBestUs[k], nativeBest[k]);
   }
@@ -515,9 +529,8 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   if (result.best >= (int)own) {
     // Only when NCCL's program is really faster, not within the model's
     // noise.
-    if (result.bestOwn >= 0 &&
-        result.candidates[result.best].score * 1.02 >=
-            result.candidates[result.bestOwn].score)
+    if (result.bestOwn >= 0 && result.candidates[result.best].score * 1.02 >=
+                                   result.candidates[result.bestOwn].score)
       result.best = result.bestOwn;
     else
       result.replacement =
@@ -525,6 +538,5 @@ TuneResult tuneCompile(const Schedule &schedule, const Topology &topology,
   }
   return result;
 }
-
 
 } // namespace ccsynth::tuning

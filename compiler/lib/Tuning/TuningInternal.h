@@ -46,17 +46,18 @@ std::string loweringKey(const Schedule &schedule, const CompileOptions &c);
 /// per configuration and process (Lowerings.cpp).
 std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
                                           const Topology &topology,
-                                          CompileOptions c,
-                                          bool generatedCode);
+                                          CompileOptions c, bool generatedCode);
 
 /// Whether what `request` times takes any element count (Tuning.cpp).
 bool anyCount(const TuneRequest &request, const Schedule &schedule);
 
-/// Compiles and times the configuration `cand` holds (Tuning.cpp).
+/// Compiles and times the configuration `cand` holds (Tuning.cpp); with
+/// `ncclKernel`, also as NCCL's own kernel runs it (ncclKernelUs).
 std::optional<TuneCandidate>
 timeConfiguration(const Schedule &schedule, const Topology &topology,
                   CompileOptions c, TuneCandidate cand,
-                  const TuneRequest &request, bool *hasLocal);
+                  const TuneRequest &request, bool *hasLocal,
+                  bool ncclKernel = false);
 
 } // namespace detail
 

@@ -55,13 +55,23 @@ StepModel gpuStepModel(int generation) {
     simple = 70.0;
     ll128 = 40.0;
     eff = 40.1 / kNvlink5LaneGBps;
-  } else if (generation == 90) {
-    simple = 38.7;
-    ll128 = 36.7;
-    eff = 20.6 / kNvlinkLaneGBps;
-    m.launchUs[2] = 4.2; // LL (kStepProtocols order)
   }
   double perProto[3] = {simple, ll128, simple / 2};
+  if (generation == 90) {
+    // Fitted to hardware tables of 8 x H100 (docs/calibration.md, "Small
+    // sizes on H100"): MSCCL's own ND H100 v5 programs and NCCL 2.18.3's
+    // LL ring, 1 KiB to 16 MiB. Index order Simple, LL128, LL.
+    perProto[0] = 38.7;
+    perProto[1] = 30.0;
+    perProto[2] = 11.85;
+    eff = 20.6 / kNvlinkLaneGBps;
+    m.launchUs[1] = 16.0;
+    m.launchUs[2] = 4.15;
+    m.stepUs[1] = 1.0;
+    m.stepFillUs[2] = 0.4;
+    m.interpreterStepUs = 0.08;
+    m.dependencyUs = 0.875;
+  }
   for (int i = 0; i < 3; ++i) {
     m.tbCopyGBps[i] = perProto[i];
     m.tbReduceGBps[i] = perProto[i] * kReduceOverCopy;
@@ -100,7 +110,8 @@ std::string rankName(int node, int local) {
 }
 
 /// Point-to-point NVLink mesh inside a node: lanes[i][j] NVLinks i<->j.
-void addNvlinkMesh(Builder &b, int base, const std::vector<std::vector<int>> &lanes) {
+void addNvlinkMesh(Builder &b, int base,
+                   const std::vector<std::vector<int>> &lanes) {
   int g = (int)lanes.size();
   for (int i = 0; i < g; ++i)
     for (int j = 0; j < g; ++j)
@@ -493,7 +504,8 @@ Expected<Topology> makeBuiltinTopology(const std::string &name) {
       int a = 0, c = 0;
       if (x == std::string::npos || !parseCount(arg.substr(0, x), a, 1, 64) ||
           !parseCount(arg.substr(x + 1), c, 1, 64) || a * c < 2)
-        return Error("'" + name + "': expected torus2d:AxB with 1 <= A, B <= "
+        return Error("'" + name +
+                     "': expected torus2d:AxB with 1 <= A, B <= "
                      "64 and A*B >= 2");
       return torus2d(a, c);
     }

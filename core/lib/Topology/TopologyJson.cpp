@@ -100,10 +100,11 @@ Status readStepModel(const JsonReader &rd, StepModel &m) {
   const std::string p = "/step_model";
   if (Status s = rd.object(p); !s)
     return s;
-  if (Status s =
-          rd.onlyKeys(p, {"launch_us", "step_us", "threadblock_copy_gbps",
-                          "threadblock_reduce_gbps", "link_efficiency",
-                          "sm_arch", "threadblock_in_flight_bytes"});
+  if (Status s = rd.onlyKeys(
+          p, {"launch_us", "step_us", "threadblock_copy_gbps",
+              "threadblock_reduce_gbps", "step_fill_us", "link_efficiency",
+              "sm_arch", "threadblock_in_flight_bytes", "interpreter_step_us",
+              "dependency_us"});
       !s)
     return s;
   struct Field {
@@ -113,7 +114,8 @@ Status readStepModel(const JsonReader &rd, StepModel &m) {
   } fields[] = {{"launch_us", m.launchUs, true},
                 {"step_us", m.stepUs, true},
                 {"threadblock_copy_gbps", m.tbCopyGBps, false},
-                {"threadblock_reduce_gbps", m.tbReduceGBps, false}};
+                {"threadblock_reduce_gbps", m.tbReduceGBps, false},
+                {"step_fill_us", m.stepFillUs, true}};
   for (const Field &f : fields)
     if (rd.has(p, f.key))
       if (Status s =
@@ -150,6 +152,23 @@ Status readStepModel(const JsonReader &rd, StepModel &m) {
       return rd.error(fp, "threadblock_in_flight_bytes " + formatFigure(*v) +
                               " is out of range: it must be from 16 to 1e9");
     m.tbInFlightBytes = *v;
+  }
+  struct Cost {
+    const char *key;
+    double *value;
+  } costs[] = {{"interpreter_step_us", &m.interpreterStepUs},
+               {"dependency_us", &m.dependencyUs}};
+  for (const Cost &c : costs) {
+    if (!rd.has(p, c.key))
+      continue;
+    std::string fp = jsonPath(p, c.key);
+    auto v = rd.number(fp);
+    if (!v)
+      return v.error();
+    if (!(*v >= 0 && *v <= 1e3))
+      return rd.error(fp, std::string(c.key) + " " + formatFigure(*v) +
+                              " is out of range: it must be from 0 to 1000");
+    *c.value = *v;
   }
   return {};
 }
@@ -517,9 +536,12 @@ void writeTopologyJson(const Topology &t, bool withStepModel, Emit &&emit) {
     sm["step_us"] = perProto(m.stepUs);
     sm["threadblock_copy_gbps"] = perProto(m.tbCopyGBps);
     sm["threadblock_reduce_gbps"] = perProto(m.tbReduceGBps);
+    sm["step_fill_us"] = perProto(m.stepFillUs);
     sm["link_efficiency"] = m.linkEfficiency;
     sm["sm_arch"] = m.smArch;
     sm["threadblock_in_flight_bytes"] = m.tbInFlightBytes;
+    sm["interpreter_step_us"] = m.interpreterStepUs;
+    sm["dependency_us"] = m.dependencyUs;
     emit(",\n  \"step_model\": " + sm.dump());
   }
   emit("\n}\n");

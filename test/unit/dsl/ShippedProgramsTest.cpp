@@ -62,6 +62,10 @@ std::vector<ShippedCase> shippedCases() {
       {"halo_exchange.ccl", halo},
       {"even_allgather.ccl", byRanks()},
       {"nvls_ring_allreduce.ccl", byRanks()},
+      {"ring_allreduce_channels.ccl",
+       {{{"ranks", 4}, {"parts", 2}, {"channels", 4}},
+        {{"ranks", 8}, {"parts", 8}, {"channels", 32}},
+        {{"ranks", 16}, {"parts", 1}, {"channels", 2}}}},
   };
 }
 

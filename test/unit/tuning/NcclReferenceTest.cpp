@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Baselines/Baselines.h"
+#include "ccsynth/Perf/NcclKernel.h"
 #include "ccsynth/Tuning/Tuning.h"
 
 #include <catch2/catch.hpp>
@@ -30,20 +31,20 @@ Schedule baseline(BaselineKind kind, CollectiveKind coll,
 
 TEST_CASE("NCCL's tree is told from its ring", "[tuning][nccl]") {
   Topology two = machine("dgx-a100x2");
-  CHECK(isNcclTree(baseline(BaselineKind::Tree, CollectiveKind::AllReduce,
-                            two)));
-  CHECK_FALSE(isNcclTree(
-      baseline(BaselineKind::Ring, CollectiveKind::AllReduce, two)));
+  CHECK(
+      isNcclTree(baseline(BaselineKind::Tree, CollectiveKind::AllReduce, two)));
+  CHECK_FALSE(
+      isNcclTree(baseline(BaselineKind::Ring, CollectiveKind::AllReduce, two)));
 }
 
-TEST_CASE("NCCL's own kernel has no MSCCL runtime rules",
-          "[tuning][nccl]") {
+TEST_CASE("NCCL's own kernel has no MSCCL runtime rules", "[tuning][nccl]") {
   auto made = Collective::builtin(CollectiveKind::AllGather, 8, 1);
   REQUIRE(made);
   Collective ag = made.take();
   msccl::StepSimOptions o = ncclNativeStepOptions(ag, 1 << 20);
   CHECK(o.bytes == 1 << 20);
   CHECK_FALSE(o.runtimeRules);
+  CHECK_FALSE(o.interpreter);
   CHECK(o.busBwFactor == ag.busBwFactor());
   CHECK_FALSE(o.generatedCode);
 
@@ -83,4 +84,27 @@ TEST_CASE("what NCCL reaches is at least one of its configurations",
   Schedule other = baseline(BaselineKind::Ring, CollectiveKind::AllGather,
                             machine("dgx-a100x2"));
   CHECK(ncclReachUs(other, v100, sizes).empty());
+}
+
+TEST_CASE("NCCL drops channels, then threads, for small calls",
+          "[tuning][nccl]") {
+  using perf::ncclRingLaunch;
+  // LL on 8 ranks: 64 bytes per thread; 24 channels of 512 threads need
+  // 768 KiB.
+  perf::NcclLaunch big = ncclRingLaunch(2, 8, 1 << 20, 24);
+  CHECK(big.channels == 24);
+  CHECK(big.threads == 512);
+  perf::NcclLaunch mid = ncclRingLaunch(2, 8, 256 * 1024, 24);
+  CHECK(mid.channels == 8);
+  CHECK(mid.threads == 512);
+  // 8 KiB: one channel, threads halved to 128.
+  perf::NcclLaunch small = ncclRingLaunch(2, 8, 8 * 1024, 24);
+  CHECK(small.channels == 1);
+  CHECK(small.threads == 128);
+  // Never below 96 threads; Simple adds a warp to its 512.
+  CHECK(ncclRingLaunch(2, 8, 1024, 24).threads == 96);
+  CHECK(ncclRingLaunch(0, 8, 1 << 30, 24).threads == 544);
+  // LL128: 8 bytes per thread of 640, whatever the ranks.
+  CHECK(ncclRingLaunch(1, 8, 2 << 20, 24).channels == 24);
+  CHECK(ncclRingLaunch(1, 8, 64 * 1024, 24).channels == 12);
 }

@@ -33,9 +33,9 @@
 #pragma once
 
 #include "ccsynth/Support/Diagnostic.h"
-#include "ccsynth/Topology/Topology.h"
 #include "ccsynth/Target/MSCCLPPPacking.h"
 #include "ccsynth/Target/MSCCLProgram.h"
+#include "ccsynth/Topology/Topology.h"
 
 namespace ccsynth::msccl {
 
@@ -88,6 +88,11 @@ struct StepSimOptions {
   /// and reduce throughput the kernel reaches with its threads and loads in
   /// flight (codegen::kernelKnobScale); 1 for NCCL's and MSCCL's kernels.
   double tbScale = 1;
+  /// Charge MSCCL's interpreter its own costs (StepModel::interpreterStepUs
+  /// per step, StepModel::dependencyUs per wait for another threadblock).
+  /// Off for NCCL's own kernel, which runs the same hops without an
+  /// interpreter; never charged to generated code.
+  bool interpreter = true;
   /// Record the critical path (StepSimResult::criticalPath).
   bool criticalPath = false;
 };

@@ -1,4 +1,5 @@
-//===- Tuning.h - The tuned compile: configurations chosen by the step model ===//
+//===- Tuning.h - The tuned compile: configurations chosen by the step model
+//===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // What `ccsynth compile` writes by default. A schedule lowers to many MSCCL
@@ -13,12 +14,12 @@
 
 #include "ccsynth/Compiler/Compile.h"
 #include "ccsynth/Compiler/LoweringConfig.h"
-#include "ccsynth/Schedule/Schedule.h"
-#include "ccsynth/Topology/Topology.h"
-#include "ccsynth/Target/KernelKnobs.h"
-#include "ccsynth/Target/MSCCLProgram.h"
 #include "ccsynth/Perf/Predictor.h"
 #include "ccsynth/Perf/StepSimulator.h"
+#include "ccsynth/Schedule/Schedule.h"
+#include "ccsynth/Target/KernelKnobs.h"
+#include "ccsynth/Target/MSCCLProgram.h"
+#include "ccsynth/Topology/Topology.h"
 
 #include <chrono>
 #include <cmath>
@@ -93,6 +94,10 @@ struct TuneCandidate : LoweringConfig {
   codegen::KernelKnob knob;
   /// Step-level time at each size of the request, in µs.
   std::vector<double> timeUs;
+  /// For one of NCCL's programs timed as MSCCL XML: the same program as
+  /// NCCL's own kernel runs it (no interpreter costs), what NCCL reaches
+  /// with it; empty otherwise.
+  std::vector<double> ncclKernelUs;
   /// Geometric mean over the sizes of time / the best time at that size.
   double score = 0;
   long long nchunksperloop = 1;
@@ -259,8 +264,8 @@ bool passesMscclSteps(const msccl::Algo &algo);
 
 /// The step model's options for NCCL's own kernel at `bytes`: MSCCL's
 /// protocols, slices and bounded buffers, without the runtime rules
-/// (steps and dependency ids per threadblock) that bind MSCCL's
-/// interpreter only.
+/// (steps and dependency ids per threadblock) and the costs that are
+/// MSCCL's interpreter's (StepSimOptions::interpreter).
 msccl::StepSimOptions ncclNativeStepOptions(const Collective &collective,
                                             double bytes);
 

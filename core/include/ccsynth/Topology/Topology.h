@@ -232,6 +232,21 @@ struct StepModel {
   /// moves proportionally less (Little's law: one H100 threadblock's loads
   /// take 417 ns and saturate at 48.5 GB/s, 20.2 KB in flight).
   double tbInFlightBytes = 20200;
+  /// What a message's latency grows by with the lines its threads keep in
+  /// flight, in proportion to its bytes up to one line per thread of a
+  /// full threadblock (LL: 512 threads x 8 bytes), per protocol, µs.
+  /// Measured, a hop of NCCL's LL ring on H100 takes 0.4 µs more at 4 KiB
+  /// per step than at 128 bytes, and MSCCL's LL ring little more from 8
+  /// to 16 KiB.
+  double stepFillUs[3] = {0, 0, 0};
+  /// What MSCCL's interpreter adds to every step it executes (nops
+  /// included): reading the step, its offsets and its flags, µs. 0 where
+  /// no MSCCL program was measured on the GPU generation.
+  double interpreterStepUs = 0;
+  /// What a step of MSCCL's interpreter that waits for a step of another
+  /// threadblock of its rank pays after that step ends (a flag written
+  /// behind a fence and polled in global memory), µs.
+  double dependencyUs = 0;
 };
 
 /// "Simple" -> 0, "LL128" -> 1, "LL" -> 2; nullopt otherwise.

@@ -69,8 +69,6 @@ StepModel gpuStepModel(int generation) {
     m.launchUs[2] = 4.15;
     m.stepUs[1] = 1.0;
     m.stepFillUs[2] = 0.4;
-    m.interpreterStepUs = 0.08;
-    m.dependencyUs = 0.875;
   }
   for (int i = 0; i < 3; ++i) {
     m.tbCopyGBps[i] = perProto[i];

@@ -240,13 +240,15 @@ struct StepModel {
   /// to 16 KiB.
   double stepFillUs[3] = {0, 0, 0};
   /// What MSCCL's interpreter adds to every step it executes (nops
-  /// included): reading the step, its offsets and its flags, µs. 0 where
-  /// no MSCCL program was measured on the GPU generation.
-  double interpreterStepUs = 0;
+  /// included): reading the step, its offsets and its flags, µs. Fitted on
+  /// H100 (MSCCL's ND H100 v5 programs); a property of the interpreter,
+  /// applied to every generation.
+  double interpreterStepUs = 0.08;
   /// What a step of MSCCL's interpreter that waits for a step of another
   /// threadblock of its rank pays after that step ends (a flag written
-  /// behind a fence and polled in global memory), µs.
-  double dependencyUs = 0;
+  /// behind a fence and polled in global memory), µs. Fitted on H100, as
+  /// interpreterStepUs.
+  double dependencyUs = 0.875;
 };
 
 /// "Simple" -> 0, "LL128" -> 1, "LL" -> 2; nullopt otherwise.

@@ -159,7 +159,10 @@ for line in open(calib):
     if 'calibration-table:begin' in line: rows = True; continue
     if 'calibration-table:end' in line: break
     f = [x.strip() for x in line.split('|')]
-    if rows and len(f) > 7 and f[2] == topo and f[3] == coll:
+    # NCCL's published figures only: the rows of MSCCL's own programs
+    # (program `msccl ...`) are another program.
+    if rows and len(f) > 10 and f[2] == topo and f[3] == coll and \
+            not f[10].startswith('msccl'):
         m = re.match(r'(\d+)([KMG])', f[4])
         b = int(m.group(1)) * {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}[m.group(2)]
         pub.setdefault(b, f'{f[5]} {"us" if f[6] == "us" else "GB/s"}')

@@ -246,6 +246,7 @@ std::vector<double> ncclReachUs(const Schedule &schedule,
   req.fallback = true;
   req.inNetwork = true;
   req.ncclOnly = true;
+  req.ncclReferenceOnly = true;
   CompileOptions base;
   base.target = CompileTarget::MscclXml;
   base.verify = false;

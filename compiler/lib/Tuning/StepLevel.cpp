@@ -29,6 +29,8 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
   req.instances = tuningInstances(sched);
   req.protocols = {"Simple", "LL128", "LL"};
   req.fallback = withNccl;
+  // NCCL's programs are the summary's reference, not a file to write.
+  req.ncclReferenceOnly = true;
   // The summary's NCCL column is its ring, tuned the same way; timing its
   // in-network algorithms on hundreds of ranks would not keep to `until`.
   req.inNetwork = false;
@@ -73,6 +75,5 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
                           : "no lowering of the schedule fits MSCCL's limits";
   return r;
 }
-
 
 } // namespace ccsynth::tuning

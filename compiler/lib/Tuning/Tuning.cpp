@@ -55,6 +55,9 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
       lowerForTiming(schedule, topology, c, request.generatedCode);
   if (!algo)
     return std::nullopt;
+  // Only NCCL's kernel counts (a reference, never written): one timing.
+  const bool kernelOnly =
+      ncclKernel && request.ncclReferenceOnly && !request.generatedCode;
   if (hasLocal) {
     *hasLocal = false;
     for (const msccl::Gpu &g : algo->gpus)
@@ -80,6 +83,7 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
       perSize.push_back(perf::stepSimOptions(schedule.collective, bytes,
                                              request.generatedCode,
                                              request.tileBytes));
+      perSize.back().interpreter = !kernelOnly;
       if (knob.arch > 0)
         perSize.back().tbScale =
             codegen::kernelKnobScale(knob, topology.stepModel);
@@ -102,7 +106,9 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
   // NCCL's program as NCCL's kernel runs it: the same hops without
   // MSCCL's interpreter (what NCCL reaches; the MSCCL timing is what the
   // file would take).
-  if (ncclKernel && !request.generatedCode) {
+  if (kernelOnly) {
+    cand.ncclKernelUs = cand.timeUs;
+  } else if (ncclKernel && !request.generatedCode) {
     std::vector<msccl::StepSimOptions> perSize;
     for (double bytes : request.sizes) {
       perSize.push_back(

@@ -70,6 +70,10 @@ struct TuneRequest {
   /// Only NCCL's programs (with `fallback`): the schedule's own
   /// configurations are not timed; TuneResult::ncclBestUs is what counts.
   bool ncclOnly = false;
+  /// NCCL's programs are a reference only, never a file to write (synth's
+  /// prediction, ncclReachUs): they are timed once, as NCCL's kernel runs
+  /// them, not also as MSCCL would run their XML.
+  bool ncclReferenceOnly = false;
   /// What times each lowered program (null: the step-level model,
   /// perf::defaultPredictor()). synth's quick screen
   /// (screenGeneratedCodeUs) always uses the step-level model.

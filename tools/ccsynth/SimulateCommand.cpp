@@ -15,10 +15,9 @@
 #include "ccsynth/Analysis/LowerBound.h"
 #include "ccsynth/Analysis/Plot.h"
 #include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Perf/NcclKernel.h"
 #include "ccsynth/Schedule/Verifier.h"
 #include "ccsynth/Support/Json.h"
-
-#include "ccsynth/Perf/NcclKernel.h"
 
 #ifdef CCSYNTH_HAVE_MLIR
 #include "ccsynth/Perf/StepPrediction.h"

@@ -1,5 +1,4 @@
-//===- NcclReference.cpp - What NCCL itself reaches
-//-------------------------===//
+//===- NcclReference.cpp - What NCCL itself reaches -----------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // NCCL's own programs for a collective on a machine, as the tuner's
@@ -11,8 +10,9 @@
 // means in the model.
 //
 //===----------------------------------------------------------------------===//
-#include "TuningInternal.h"
 #include "ccsynth/Tuning/Tuning.h"
+
+#include "TuningInternal.h"
 
 #include "ccsynth/Analysis/Simulator.h"
 #include "ccsynth/Baselines/Baselines.h"

@@ -1,5 +1,4 @@
-//===- Tuning.cpp - The tuner
-//-----------------------------------------------===//
+//===- Tuning.cpp - The tuner ---------------------------------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Times configurations of a schedule with the step model and picks the
@@ -110,11 +109,8 @@ timeConfiguration(const Schedule &schedule, const Topology &topology,
     cand.ncclKernelUs = cand.timeUs;
   } else if (ncclKernel && !request.generatedCode) {
     std::vector<msccl::StepSimOptions> perSize;
-    for (double bytes : request.sizes) {
-      perSize.push_back(
-          perf::stepSimOptions(schedule.collective, bytes, false, 0));
-      perSize.back().interpreter = false;
-    }
+    for (double bytes : request.sizes)
+      perSize.push_back(ncclNativeStepOptions(schedule.collective, bytes));
     if (auto timed = request.timing().predict(*algo, topology, perSize))
       for (const msccl::StepSimResult &r : *timed)
         cand.ncclKernelUs.push_back(r.timeUs);

@@ -1,5 +1,4 @@
-//===- Tuning.h - The tuned compile: configurations chosen by the step model
-//===//
+//===- Tuning.h - Configurations chosen by the step model -------*- C++ -*-===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // What `ccsynth compile` writes by default. A schedule lowers to many MSCCL

@@ -37,6 +37,7 @@
 #include <future>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 namespace ccsynth::cli {
 
@@ -501,8 +502,6 @@ int runSynth(const SynthCliOptions &o) {
     auto until = t0 + std::chrono::duration_cast<
                           std::chrono::steady_clock::duration>(
                           std::chrono::duration<double>(o.timeLimit));
-    steps = predictSteps(sched, model, sizesShown, true, until,
-                         result->measureSeconds);
     const size_t at = targetAt;
     // The chunk level's runners-up (other chunk splits) and the baseline
     // it ranked at or below the schedule are ranked again by what runs:
@@ -510,7 +509,44 @@ int runSynth(const SynthCliOptions &o) {
     // beats the chunk level's choice by more than 2% (the model's noise).
     // At a power-of-two target size a program MSCCL can select for it
     // (no odd factor in its loop) goes first: MSCCL runs NCCL instead of
-    // the others there.
+    // the others there. The alternatives are tuned at the target size only
+    // (where the choice is made; one that wins is timed at the summary's
+    // sizes afterwards), the schedule and they side by side on the
+    // machine's cores: each lowers and times its own configurations.
+    // --exact-chunkup: the split is the user's; only schedules of that
+    // split compete.
+    std::vector<std::pair<const Schedule *, int>> alternatives;
+    for (size_t i = 0; i < result->runnersUp.size(); ++i)
+      if (!o.exactChunkup || result->runnersUp[i].chunkup == result->chunkup)
+        alternatives.push_back({&result->runnersUp[i].schedule, (int)i});
+    int baselineIndex = (int)result->runnersUp.size();
+    if (result->allowedBaseline && !o.exactChunkup)
+      alternatives.push_back({&*result->allowedBaseline, baselineIndex});
+    const std::vector<double> targetOnly{so.targetBytes};
+    std::vector<StepLevel> alternativeSteps(alternatives.size());
+    {
+      // Task 0 is the schedule (its summary, with NCCL's programs); task
+      // k > 0 the alternative k - 1.
+      std::atomic<size_t> next{0};
+      auto work = [&] {
+        for (size_t k; (k = next.fetch_add(1)) <= alternatives.size();) {
+          if (k == 0)
+            steps = predictSteps(sched, model, sizesShown, true, until,
+                                 result->measureSeconds);
+          else
+            alternativeSteps[k - 1] =
+                predictSteps(*alternatives[k - 1].first, model, targetOnly,
+                             false, until, result->measureSeconds);
+        }
+      };
+      unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      std::vector<std::thread> helpers;
+      for (unsigned i = 1; i < cores && i <= alternatives.size(); ++i)
+        helpers.emplace_back(work);
+      work();
+      for (std::thread &t : helpers)
+        t.join();
+    }
     if (steps->absent.empty()) {
       double target = so.targetBytes;
       bool pow2 = isPowerOfTwoSize(target);
@@ -518,31 +554,40 @@ int runSynth(const SynthCliOptions &o) {
         return pow2 && p.oddFactor > 1;
       };
       int pick = -1; // index into runnersUp; runnersUp.size(): the baseline
-      StepLevel picked;
+      size_t pickedAlternative = 0;
+      // An alternative's time at the target (its only size), and the
+      // schedule's (at `at` of the summary's sizes).
+      auto targetUs = [&](const StepLevel &p) {
+        return p.ownUs.size() == 1 ? p.ownUs[0] : p.ownUs[at];
+      };
       auto beats = [&](const StepLevel &p, const StepLevel &than,
                        double margin) {
         if (unusable(p) != unusable(than))
           return unusable(than);
-        return p.ownUs[at] * margin < than.ownUs[at];
+        return targetUs(p) * margin < targetUs(than);
       };
-      auto offer = [&](const Schedule &alt, int index) {
-        StepLevel p = predictSteps(alt, model, sizesShown, false, until,
-                                   result->measureSeconds);
+      for (size_t k = 0; k < alternatives.size(); ++k) {
+        const StepLevel &p = alternativeSteps[k];
         steps->cutShort |= p.cutShort;
         if (!p.absent.empty() || !beats(p, *steps, 1.02) ||
-            (pick >= 0 && !beats(p, picked, 1.0)))
-          return;
-        pick = index;
-        picked = std::move(p);
-      };
-      // --exact-chunkup: the split is the user's; only schedules of that
-      // split compete.
-      for (size_t i = 0; i < result->runnersUp.size(); ++i)
-        if (!o.exactChunkup || result->runnersUp[i].chunkup == result->chunkup)
-          offer(result->runnersUp[i].schedule, (int)i);
-      int baselineIndex = (int)result->runnersUp.size();
-      if (result->allowedBaseline && !o.exactChunkup)
-        offer(*result->allowedBaseline, baselineIndex);
+            (pick >= 0 && !beats(p, alternativeSteps[pickedAlternative], 1.0)))
+          continue;
+        pick = alternatives[k].second;
+        pickedAlternative = k;
+      }
+      StepLevel picked;
+      if (pick >= 0) {
+        // The winner at the summary's sizes (its lowerings at the target
+        // are cached); its target time is the one it won with.
+        picked = predictSteps(*alternatives[pickedAlternative].first, model,
+                              sizesShown, false, until, result->measureSeconds);
+        const StepLevel &won = alternativeSteps[pickedAlternative];
+        if (picked.ownUs.size() != sizesShown.size())
+          picked.ownUs.assign(sizesShown.size(), INFINITY);
+        picked.ownUs[at] = std::min(picked.ownUs[at], won.ownUs[0]);
+        picked.oddFactor = won.oddFactor;
+        picked.absent.clear();
+      }
       if (pick >= 0) {
         char buf[768];
         // How it compares with the chunk level's choice ("the synthesized

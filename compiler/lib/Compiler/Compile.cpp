@@ -358,6 +358,7 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     p.boundedBuffers =
         o.boundedBuffers && !plan && o.target != CompileTarget::Cuda;
     PassManager pm(&ctx);
+    pm.enableVerifier(o.verifyPasses);
     ccl::buildDefaultPipeline(pm, p);
     if (failed(pm.run(*work))) {
       if (!attempts[attempt].conservative)
@@ -380,7 +381,15 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
       work->print(os);
       break;
     case CompileTarget::MscclXml:
-      exported = ccl::exportMSCCLXml(*work, os, {o.mscclColl});
+      if (o.programOnly) {
+        FailureOr<msccl::Algo> program =
+            ccl::exportMSCCLAlgo(*work, {o.mscclColl});
+        exported = failure(failed(program));
+        if (succeeded(program))
+          result.program = std::move(*program);
+      } else {
+        exported = ccl::exportMSCCLXml(*work, os, {o.mscclColl});
+      }
       break;
     case CompileTarget::MscclppJson: {
       ccl::MscclppExportOptions po;

@@ -262,8 +262,8 @@ void emitIssues(ArrayRef<msccl::ProgramIssue> issues,
   }
 }
 
-LogicalResult exportMSCCLXml(Operation *op, llvm::raw_ostream &os,
-                             const MscclExportOptions &options) {
+FailureOr<msccl::Algo> exportMSCCLAlgo(Operation *op,
+                                       const MscclExportOptions &options) {
   FailureOr<ProgramOp> prog = findProgram(op);
   if (failed(prog))
     return failure();
@@ -276,6 +276,14 @@ LogicalResult exportMSCCLXml(Operation *op, llvm::raw_ostream &os,
     emitIssues(issues, origins, *prog);
     return failure();
   }
+  return algo;
+}
+
+LogicalResult exportMSCCLXml(Operation *op, llvm::raw_ostream &os,
+                             const MscclExportOptions &options) {
+  FailureOr<msccl::Algo> algo = exportMSCCLAlgo(op, options);
+  if (failed(algo))
+    return failure();
   os << msccl::printXml(*algo);
   return success();
 }

@@ -15,7 +15,6 @@
 #include "ccsynth/Perf/StepPrediction.h"
 #include "ccsynth/Perf/StepSimulator.h"
 #include "ccsynth/Target/KernelKnobs.h"
-#include "ccsynth/Target/MSCCLXml.h"
 #include "ccsynth/Target/SwitchLowering.h"
 
 #include <algorithm>
@@ -138,22 +137,20 @@ std::optional<msccl::Algo> lowerForTiming(const Schedule &schedule,
   if (generatedCode) {
     // (Its lowering has no bounded buffers and up to 64 channels.)
     c.target = CompileTarget::Cuda;
-    // The step program alone: its source is generated only for the
-    // configurations written (or measured against the code budget).
-    c.programOnly = true;
   }
+  // The step program alone: the XML or source is written only for the
+  // configurations chosen (or measured against the code budget), and those
+  // are compiled again with MLIR's verifier after each pass.
+  c.programOnly = true;
+  c.verifyPasses = false;
   std::string key = loweringKey(schedule, c);
   std::optional<msccl::Algo> algo;
   if (auto hit = Lowerings::instance().find(key)) {
     algo = std::move(*hit);
   } else {
     CompileResult r = compileSchedule(schedule, c);
-    if (r.ok()) {
-      auto parsed = generatedCode ? Expected<msccl::Algo>(std::move(*r.program))
-                                  : msccl::parseXml("<tuned>", *r.output);
-      if (parsed)
-        algo = parsed.take();
-    }
+    if (r.ok() && r.program)
+      algo = std::move(*r.program);
     Lowerings::instance().add(key, algo);
   }
   if (!algo)

@@ -86,10 +86,14 @@ struct CompileOptions : LoweringConfig {
   /// Generated code: CUDA kernel knobs per SM architecture (empty: the
   /// defaults for sm_80 and sm_90).
   std::vector<codegen::KernelKnob> kernelKnobs;
-  /// Generated code: only the step program the source would come from
-  /// (CompileResult::program), no source (the output is empty): for
-  /// timing.
+  /// Generated code and MSCCL XML: only the step program the source or the
+  /// XML would come from (CompileResult::program), no text (the output is
+  /// empty): for timing.
   bool programOnly = false;
+  /// MLIR's verifier after every pass. Off only where the program is timed
+  /// and never written (the tuner's lowerings: what it writes is compiled
+  /// again with it on).
+  bool verifyPasses = true;
 };
 
 /// Threadblocks of 1024 threads that the GPU of a built-in topology
@@ -135,7 +139,8 @@ struct CompileResult {
   std::string uncoalesced;
   /// Generated code (CompileTarget::Cuda): the step program the source was
   /// generated from, switch threadblocks included (what the step model
-  /// times as generated code).
+  /// times as generated code). MSCCL XML with programOnly: the program the
+  /// XML would hold.
   std::optional<msccl::Algo> program;
   bool ok() const { return output.has_value(); }
 };

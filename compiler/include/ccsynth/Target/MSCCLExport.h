@@ -49,6 +49,12 @@ mlir::LogicalResult bindCollective(ProgramOp prog, msccl::Algo &algo,
 /// diagnostic.
 mlir::FailureOr<ProgramOp> findProgram(mlir::Operation *op);
 
+/// The program in `op` in MSCCL's model, bound to its collective and
+/// checked against every runtime rule: what exportMSCCLXml writes, without
+/// the text (the tuner times it).
+mlir::FailureOr<msccl::Algo>
+exportMSCCLAlgo(mlir::Operation *op, const MscclExportOptions &options = {});
+
 /// Writes the program in `op` as MSCCL XML.
 mlir::LogicalResult exportMSCCLXml(mlir::Operation *op, llvm::raw_ostream &os,
                                    const MscclExportOptions &options = {});

@@ -20,6 +20,7 @@ Expected<LoweredProgram> compileFile(const std::string &path,
   auto text = readFile(path);
   if (!text)
     return Error(text.error().message, SourceLoc{path});
+  dropByteOrderMark(*text);
   return compileProgram(path, *text, options);
 }
 

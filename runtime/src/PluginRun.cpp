@@ -181,6 +181,19 @@ PluginRunOutcome runPluginAlgorithm(const Plugin &plugin,
     // nccl-tests' size: the larger buffer of a rank.
     count = *req.sizeBytes / (unsigned long long)es /
             (unsigned long long)std::max(inUnits, outUnits) * unitsPerCount;
+    // A size below one element per chunk of the larger buffer would run
+    // nothing and report it correct.
+    if (count == 0) {
+      unsigned long long least =
+          (unsigned long long)es *
+          (unsigned long long)std::max(inUnits, outUnits);
+      return failure(S::Usage, "--size " + std::to_string(*req.sizeBytes) +
+                                   " bytes holds no element of " +
+                                   dtypeName(r.dtype) + " per chunk of " +
+                                   algo->collective +
+                                   "'s larger buffer: give at least " +
+                                   std::to_string(least) + " bytes");
+    }
   }
   // The larger buffer of a rank, in bytes, without overflow.
   unsigned long long unitsMax = (unsigned long long)std::max(inUnits, outUnits);

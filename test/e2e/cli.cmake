@@ -8,6 +8,8 @@ file(MAKE_DIRECTORY ${CLI_OUT})
 set(CLI_EXPECT ${CMAKE_CURRENT_SOURCE_DIR}/scripts/expect.cmake)
 set(CLI_CC $<TARGET_FILE:ccsynth>)
 set(CLI_NOFILE ${CLI_OUT}/no-such-file)
+# A 4-rank ring AllGather that `run` builds and runs on the host.
+set(CLI_RING4 ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json)
 
 # cli_expect(NAME RC <code> [MATCH <regex>...] [NOMATCH <regex>] CMD <args...>)
 function(cli_expect name)
@@ -19,6 +21,21 @@ function(cli_expect name)
       -DCMD=${cmd} -DRC=${E_RC} -DMATCH=${match} -DNOMATCH=${E_NOMATCH}
       -DWORKDIR=${CLI_OUT} -P ${CLI_EXPECT})
 endfunction()
+
+# An empty value is refused for every option that takes one (it was
+# taken as 0 or the default). A shell passes the empty argument, which a
+# CMake list cannot hold.
+cli_expect(empty-value-root RC 2
+  MATCH "--root: an empty value" NOMATCH "wrote"
+  CMD sh -c "\"$1\" baseline ring -c broadcast -t dgx1 --root '' -o \"$2\""
+      sh ${CLI_CC} ${CLI_OUT}/b-empty-root.json)
+cli_expect(empty-value-time-limit RC 2
+  MATCH "--time-limit: an empty value" NOMATCH "wrote"
+  CMD sh -c "\"$1\" synth -t dgx1 -c allgather --time-limit '' -o \"$2\""
+      sh ${CLI_CC} ${CLI_OUT}/s-empty-limit.json)
+cli_expect(empty-value-sizes RC 2
+  MATCH "--sizes: an empty value"
+  CMD sh -c "\"$1\" simulate \"$2\" --sizes ''" sh ${CLI_CC} ${CLI_NOFILE}.json)
 
 # One row per subcommand: its name (dots for nested ones), the arguments of
 # a run whose input file is missing, and a usage error beyond an unknown
@@ -55,7 +72,7 @@ if(CCSYNTH_ENABLE_MLIR)
     cli_expect(run.timeout-${bad} RC 2
       MATCH "--timeout [-+0-9a-z.]+: expected seconds above 0 and at most 86400"
       NOMATCH "building"
-      CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+      CMD ${CLI_CC} run ${CLI_RING4}
           --count 4 --timeout ${bad})
   endforeach()
   # A count out of range is a usage error before anything is built; one
@@ -64,23 +81,42 @@ if(CCSYNTH_ENABLE_MLIR)
   cli_expect(run.count-out-of-range RC 2
     MATCH "--count '99999999999999999999' is out of range: at most 9223372036854775807"
     NOMATCH "building"
-    CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+    CMD ${CLI_CC} run ${CLI_RING4}
         --count 99999999999999999999)
   cli_expect(run.count-not-a-number RC 2
     MATCH "--count '12e3': expected a whole number of elements"
     NOMATCH "building"
-    CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+    CMD ${CLI_CC} run ${CLI_RING4}
         --count 12e3)
   cli_expect(run.size-out-of-range RC 2
     MATCH "--size: size '999999999999999G' is out of range"
     NOMATCH "building"
-    CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+    CMD ${CLI_CC} run ${CLI_RING4}
         --size 999999999999999G)
   cli_expect(run.count-beyond-memory RC 2
     MATCH "count 4000000000000 of fp32 needs about [0-9.]+ GiB of host memory \\(4 ranks' inputs, buffers and scratch\\), more than this machine's"
     NOMATCH "out of host memory|internal error"
-    CMD ${CLI_CC} run ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+    CMD ${CLI_CC} run ${CLI_RING4}
         --count 4000000000000)
+  # The tile is checked whatever the input, and refused for a built
+  # plugin (its tile is compiled in) rather than ignored.
+  cli_expect(run.tile-bytes-of-built-plugin RC 2
+    MATCH "--tile-bytes applies when run builds the plugin from a schedule"
+    CMD ${CLI_CC} run ${CLI_NOFILE}.so --size 1M --tile-bytes 64K)
+  foreach(bad abc -1 nan inf 1e309 24)
+    cli_expect(run.tile-bytes-${bad} RC 2
+      MATCH "--tile-bytes '${bad}': expected a positive multiple of 16 bytes"
+      NOMATCH "building"
+      CMD ${CLI_CC} run ${CLI_RING4}
+          --size 1M --tile-bytes ${bad})
+  endforeach()
+  # A size below one element per chunk would run nothing and call it
+  # correct.
+  cli_expect(run.size-below-one-element RC 2
+    MATCH "--size 3 bytes holds no element of fp32 per chunk of allgather's larger buffer: give at least 16 bytes"
+    NOMATCH "correct"
+    CMD ${CLI_CC} run ${CLI_RING4}
+        --size 3)
   cli_expect(run.cuda-bad-arch RC 2
     MATCH "--cuda-arch 'sm_90': expected an SM version"
     CMD ${CLI_CC} run ${CLI_NOFILE}.json --size 1M --backend cuda
@@ -165,7 +201,7 @@ cli_expect(degenerate-bandwidth RC 1
 cli_expect(huge-alpha RC 1
   MATCH "huge-alpha-topo.json:5:[0-9]+: error: alpha 1e\\+308 us is out of range: it must be 0, or from 0.000001 to 1000000 us" "\\^"
   NOMATCH "busbw"
-  CMD ${CLI_CC} simulate ${CCSYNTH_SOURCE_DIR}/test/inputs/schedules/ring_allgather_4.json
+  CMD ${CLI_CC} simulate ${CLI_RING4}
       -t ${CMAKE_CURRENT_SOURCE_DIR}/inputs/huge-alpha-topo.json)
 cli_expect(tiny-bandwidth RC 1
   MATCH "tiny-bandwidth-topo.json:9:[0-9]+: error: bandwidth 1e-300 GB/s is out of range" "\\^"
@@ -209,6 +245,10 @@ add_test(NAME e2e:cli.outputs-all-or-none
 add_test(NAME e2e:cli.topology-identity
   COMMAND ${CMAKE_COMMAND} -DCC=${CLI_CC} -DWORKDIR=${CLI_OUT}/identity
     -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/topology-identity.cmake)
+# A schedule opens its topology file only under its own directory.
+add_test(NAME e2e:cli.topology-path
+  COMMAND ${CMAKE_COMMAND} -DCC=${CLI_CC} -DWORKDIR=${CLI_OUT}/topology-path
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/topology-path.cmake)
 
 # --topo-profile: TACCL's profile files as shipped on built-in shapes, and
 # located errors for a profile that does not fit the shape.

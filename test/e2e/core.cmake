@@ -40,6 +40,17 @@ ccsynth_expect(schedule-bad-field RC 1
   CMD ${CC} verify ${CMAKE_CURRENT_SOURCE_DIR}/inputs/bad-field-schedule.json)
 ccsynth_expect(verify-missing-file RC 1 MATCH "cannot open"
   CMD ${CC} verify ${E2E_OUT}/does-not-exist.json)
+# A root is refused where the collective has none (it would be carried
+# along, meaning nothing).
+ccsynth_expect(schedule-root-on-unrooted RC 1
+  MATCH "root-on-allgather.json:7:[0-9]+: error: 'root' is for the rooted collectives \\(broadcast, reduce, gather, scatter\\); allgather has none"
+  CMD ${CC} verify ${CMAKE_CURRENT_SOURCE_DIR}/inputs/root-on-allgather.json)
+# A topology file that is a symlink loop is named as one, not as missing.
+file(CREATE_LINK loop-b.json ${E2E_OUT}/loop-a.json SYMBOLIC)
+file(CREATE_LINK loop-a.json ${E2E_OUT}/loop-b.json SYMBOLIC)
+ccsynth_expect(topo-symlink-loop RC 1
+  MATCH "cannot open topology file '[^']*loop-a.json': Too many levels of symbolic links"
+  CMD ${CC} topo show ${E2E_OUT}/loop-a.json)
 
 # The foundation acceptance flow: ring allreduce on dgx-h100x2 verifies; a
 # deleted transfer or a duplicated reduction is named.

@@ -55,9 +55,10 @@ int runBaseline(const BaselineCliOptions &o) {
       e.loc = SourceLoc{o.topo};
     return fail(e);
   }
-  // Record the topology as given (a file path stays a path) with its
-  // content hash, so that later commands find and check the same machine.
-  recordTopology(*sched, o.topo, *topo);
+  // Record the topology (a file by its path from the schedule's directory)
+  // with its content hash, so that later commands find and check the same
+  // machine.
+  recordTopology(*sched, o.topo, *topo, o.output);
   if (Status s = writeOutput(o.output, scheduleToJson(*sched)); !s)
     return fail(s.error());
   std::cerr << "wrote " << o.output << ": " << sched->name << ", "

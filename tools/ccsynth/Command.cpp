@@ -21,10 +21,12 @@
 #endif
 #include "ccsynth/Target/CodeGen.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <set>
 
@@ -119,9 +121,29 @@ parseDefines(const std::vector<std::string> &defines) {
   return out;
 }
 
+namespace {
+
+Expected<Schedule>
+loadScheduleFile(const std::string &path,
+                 const std::map<std::string, long long> &defines);
+
+} // namespace
+
 Expected<Schedule>
 loadScheduleInput(const std::string &path,
                   const std::map<std::string, long long> &defines) {
+  auto sched = loadScheduleFile(path, defines);
+  // A topology file the schedule names is found beside it.
+  if (sched && path != "-")
+    sched->topologyDir = std::filesystem::path(path).parent_path().string();
+  return sched;
+}
+
+namespace {
+
+Expected<Schedule>
+loadScheduleFile(const std::string &path,
+                 const std::map<std::string, long long> &defines) {
   if (path.ends_with(".ccl")) {
     dsl::LoweringOptions options;
     options.defines = defines;
@@ -140,6 +162,7 @@ loadScheduleInput(const std::string &path,
     if (!read)
       return read.error();
     text = std::move(*read);
+    dropByteOrderMark(text);
     size_t first = text.find_first_not_of(" \t\r\n");
     xml = first != std::string::npos && text[first] == '<';
   }
@@ -151,6 +174,7 @@ loadScheduleInput(const std::string &path,
     if (!read)
       return read.error();
     text = std::move(*read);
+    dropByteOrderMark(text);
   } else if (text.size() > kMaxInputBytes) {
     return Error("cannot read '" + path + "': MSCCL XML larger than the " +
                  std::to_string(kMaxInputBytes >> 20) +
@@ -172,6 +196,8 @@ loadScheduleInput(const std::string &path,
                SourceLoc{path});
 #endif
 }
+
+} // namespace
 
 SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
                            int index) {
@@ -264,13 +290,42 @@ Expected<Topology> loadTopologyArg(const std::string &nameOrPath,
                            TacclProfileUnits{profile.sizeMB, profile.scale});
 }
 
+Expected<std::string> scheduleTopologyPath(const Schedule &schedule) {
+  return namedTopologyPath(schedule.topology, schedule.topologyDir);
+}
+
+Expected<std::string> namedTopologyPath(const std::string &name,
+                                        const std::string &dir) {
+  namespace fs = std::filesystem;
+  if (!isTopologyFileArg(name))
+    return name;
+  fs::path p(name);
+  bool escapes = p.is_absolute() ||
+                 std::any_of(p.begin(), p.end(),
+                             [](const fs::path &part) { return part == ".."; });
+  if (escapes)
+    return Error("the schedule names the topology file '" + name +
+                 "', outside its own directory: a schedule's topology is "
+                 "opened only by built-in name or as a file under the "
+                 "schedule's directory; pass --topo " +
+                 name + " to use that file");
+  return (fs::path(dir) / p).string();
+}
+
 Expected<Topology> topologyFor(const Schedule &schedule,
                                const std::string &explicitTopo,
                                const TopoProfileArgs *profile) {
   std::string name = explicitTopo.empty() ? schedule.topology : explicitTopo;
   if (name.empty())
     return Error("the schedule names no topology; pass --topo");
-  auto topo = loadTopologyArg(name, profile ? *profile : TopoProfileArgs{});
+  std::string path = name;
+  if (explicitTopo.empty()) {
+    auto resolved = scheduleTopologyPath(schedule);
+    if (!resolved)
+      return resolved.error();
+    path = *resolved;
+  }
+  auto topo = loadTopologyArg(path, profile ? *profile : TopoProfileArgs{});
   if (!topo)
     return topo.error();
   if (explicitTopo.empty() && !schedule.topologyHash.empty()) {
@@ -349,13 +404,32 @@ int proveSchedule(const Schedule &schedule, const std::string &path,
 }
 
 void recordTopology(Schedule &schedule, const std::string &nameOrPath,
-                    const Topology &topo) {
-  recordTopology(schedule, nameOrPath, topologyHash(topo));
+                    const Topology &topo, const std::string &outputPath) {
+  recordTopology(schedule, nameOrPath, topologyHash(topo), outputPath);
 }
 
 void recordTopology(Schedule &schedule, const std::string &nameOrPath,
-                    std::string hash) {
+                    std::string hash, const std::string &outputPath) {
+  namespace fs = std::filesystem;
   schedule.topology = nameOrPath;
+  // A file is recorded relative to the schedule's directory, where later
+  // commands look for it; one outside it by its absolute path, which they
+  // name but do not open (--topo opens it).
+  if (isTopologyFileArg(nameOrPath) && !outputPath.empty() &&
+      outputPath != "-") {
+    std::error_code ec;
+    fs::path file = fs::weakly_canonical(fs::absolute(nameOrPath, ec), ec);
+    fs::path dir = fs::weakly_canonical(
+        fs::absolute(fs::path(outputPath), ec).parent_path(), ec);
+    if (!ec) {
+      fs::path rel = file.lexically_relative(dir);
+      bool under = !rel.empty() && std::none_of(rel.begin(), rel.end(),
+                                                [](const fs::path &part) {
+                                                  return part == "..";
+                                                });
+      schedule.topology = under ? rel.string() : file.string();
+    }
+  }
   schedule.topologyHash = std::move(hash);
   schedule.topologyHashVersion = Schedule::kFormatVersion;
 }

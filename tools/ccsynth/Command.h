@@ -104,21 +104,33 @@ Expected<Topology> loadTopologyArg(const std::string &nameOrPath,
                                    const TopoProfileArgs &profile);
 
 /// Resolves the topology for a schedule: `explicitTopo` when given, else the
-/// schedule's own topology field, which must still have the content hash
-/// the schedule recorded. Fails when neither resolves, or on a mismatch.
+/// schedule's own topology field (scheduleTopologyPath), which must still
+/// have the content hash the schedule recorded. Fails when neither resolves, or on a mismatch.
 /// A profile, when given, is applied to the topology found.
 Expected<Topology> topologyFor(const Schedule &schedule,
                                const std::string &explicitTopo,
                                const TopoProfileArgs *profile = nullptr);
 
-/// Records in `schedule` the topology it was made for: the name or path the
-/// user gave (so that later commands find the same file) and its content
-/// hash (so that they notice when it changed).
+/// Records in `schedule` the topology it was made for: the name the user
+/// gave, or the file (relative to the directory of `outputPath`, where the
+/// schedule is written, when it lies under it: later commands find it
+/// there; else its absolute path, which they refuse to open without
+/// --topo), and its content hash (so that they notice when it changed).
 void recordTopology(Schedule &schedule, const std::string &nameOrPath,
-                    const Topology &topo);
+                    const Topology &topo, const std::string &outputPath = "");
 /// The same with the topology's hash computed already.
 void recordTopology(Schedule &schedule, const std::string &nameOrPath,
-                    std::string hash);
+                    std::string hash, const std::string &outputPath = "");
+
+/// The topology `schedule` names as a command opens it: a built-in name, or
+/// a file path under the schedule's directory (Schedule::topologyDir)
+/// joined to it; an error for an absolute path or one that leaves the
+/// directory (a schedule is not to make ccsynth read other files).
+Expected<std::string> scheduleTopologyPath(const Schedule &schedule);
+/// The same for a topology `name` that a file in directory `dir` holds
+/// (a schedule, or a ccl.program's `topology` attribute).
+Expected<std::string> namedTopologyPath(const std::string &name,
+                                        const std::string &dir);
 
 /// Proves a loaded schedule as `ccsynth verify` does: against its topology
 /// (`explicitTopo`, else the one the schedule names, if any) unless

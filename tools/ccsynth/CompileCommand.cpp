@@ -32,6 +32,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -144,7 +145,8 @@ void printPredictions(const Schedule &sched, const std::string &file,
 /// program before and after merging (as MSCCL++ runs it: puts land in
 /// buffers of their own, no MSCCL channel limits, each chunk moved whole).
 void printPackingReport(const ThreadblockPacking &p, bool predict,
-                        const std::string &topoArg, double busBwFactor) {
+                        const std::string &topoArg, const std::string &input,
+                        double busBwFactor) {
   int merged = 0, ranks = (int)p.packing.ranks.size();
   int before = 0, after = 0;
   for (const msccl::Gpu &g : p.program.gpus) {
@@ -159,7 +161,19 @@ void printPackingReport(const ThreadblockPacking &p, bool predict,
             << before << " per rank before, " << after << " after\n";
   if (!predict)
     return;
-  std::string name = topoArg.empty() ? p.topology : topoArg;
+  // The topology the program names is opened as topologyFor opens a
+  // schedule's: by built-in name or under the input's directory.
+  std::string name = topoArg;
+  if (name.empty() && !p.topology.empty()) {
+    auto path = namedTopologyPath(
+        p.topology, std::filesystem::path(input).parent_path().string());
+    if (!path) {
+      std::cerr << "ccsynth: note: no prediction: " << path.error().message
+                << "\n";
+      return;
+    }
+    name = *path;
+  }
   if (name.empty())
     return;
   auto topo = loadTopology(name);
@@ -279,6 +293,7 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     auto text = readFile(input);
     if (!text)
       return fail(text.error());
+    dropByteOrderMark(*text);
     if (Status s = checkMlirNesting(input, *text); !s)
       return fail(s.error());
     result = compileMlir(input, *text, c);
@@ -301,12 +316,13 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     // predictions) after the output was written.
     std::vector<PathArg> files, dirs;
     compileOutputs(o, files, dirs);
-    if (Status s = checkOutputsApart(
-            {topologyPathArg("the topology {} that " + input + " names",
-                             sched->topology)},
-            files, dirs);
-        !s)
-      return usage(s.error());
+    if (auto named = scheduleTopologyPath(*sched))
+      if (Status s = checkOutputsApart(
+              {topologyPathArg("the topology {} that " + input + " names",
+                               *named)},
+              files, dirs);
+          !s)
+        return usage(s.error());
     if (c.verify) {
       std::optional<Topology> topo;
       VerifyResult proof;
@@ -797,6 +813,7 @@ int runCompile(CompileCliOptions &o) {
     return fail(s.error());
   if (packing)
     printPackingReport(*packing, !o.noPredict, o.predictTopo,
+                       o.inputs.front(),
                        sched ? sched->collective.busBwFactor() : 1.0);
   if (c.target == CompileTarget::MscclXml)
     if (auto algo = msccl::parseXml(o.output, out)) {

@@ -135,6 +135,24 @@ int runRun(RunOptions &o) {
     return usage(
         Error("give exactly one of --size BYTES and --count ELEMENTS"));
 
+  // The tile is the generated code's: checked whatever the input, and
+  // refused where the plugin is already built (its tile is compiled in).
+  std::optional<unsigned long long> tileBytes;
+  if (!o.tileBytes.empty()) {
+    if (o.input.ends_with(".so"))
+      return usage(Error("--tile-bytes applies when run builds the plugin "
+                         "from a schedule, .ccl or .mlir; the plugin '" +
+                         o.input +
+                         "' was built with its tile (`ccsynth compile "
+                         "--target plugin --tile-bytes`)"));
+    auto tile = parseSizes(o.tileBytes);
+    if (!tile || tile->size() != 1 || (long long)tile->front() % 16 != 0 ||
+        tile->front() < 16)
+      return usage(Error("--tile-bytes '" + o.tileBytes +
+                         "': expected a positive multiple of 16 bytes like "
+                         "64K or 1M"));
+    tileBytes = (unsigned long long)tile->front();
+  }
   if (!o.size.empty()) {
     auto sizes = parseSizes(o.size);
     if (!sizes)
@@ -197,17 +215,13 @@ int runRun(RunOptions &o) {
     c.origin = o.input;
     // What runs is proven first, links included, as by compile and verify.
     c.checkLinks = true;
-    auto tile =
-        parseSizes(o.tileBytes.empty() ? (cuda ? "1M" : "64K") : o.tileBytes);
-    if (!tile || tile->size() != 1 || (long long)tile->front() % 16 != 0 ||
-        tile->front() < 16)
-      return usage(Error("--tile-bytes must be a positive multiple of 16"));
-    c.tileBytes = (unsigned long long)tile->front();
+    c.tileBytes = tileBytes ? *tileBytes : cuda ? 1ull << 20 : 64ull << 10;
     CompileResult result;
     if (o.input.ends_with(".mlir")) {
       auto text = readFile(o.input);
       if (!text)
         return fail(text.error());
+      dropByteOrderMark(*text);
       if (Status s = checkMlirNesting(o.input, *text); !s)
         return fail(s.error());
       result = compileMlir(o.input, *text, c);
@@ -218,12 +232,13 @@ int runRun(RunOptions &o) {
       auto sched = loadScheduleInput(o.input, *defs);
       if (!sched)
         return fail(sched.error());
-      if (Status s = checkOutputsApart(
-              {topologyPathArg("the topology {} that " + o.input + " names",
-                               sched->topology)},
-              {{"--keep-plugin", o.keepPlugin}});
-          !s)
-        return usage(s.error());
+      if (auto named = scheduleTopologyPath(*sched))
+        if (Status s = checkOutputsApart(
+                {topologyPathArg("the topology {} that " + o.input + " names",
+                                 *named)},
+                {{"--keep-plugin", o.keepPlugin}});
+            !s)
+          return usage(s.error());
       {
         std::optional<Topology> topo;
         VerifyResult proof;
@@ -361,8 +376,9 @@ void addRunCommand(CLI::App &app, CommandContext &ctx) {
   cmd->add_option("--algorithm", opts->algorithm,
                   "Which algorithm of a plugin holding several");
   cmd->add_option("--tile-bytes", opts->tileBytes,
-                  "Bytes per chunk slice per pass (default 64K on the host, "
-                  "1M on CUDA)");
+                  "Bytes per chunk slice per pass of the plugin run builds "
+                  "from INPUT (default 64K on the host, 1M on CUDA); a "
+                  "built .so carries its own");
   cmd->add_option("--keep-plugin", opts->keepPlugin,
                   "Write the plugin built from INPUT here");
   cmd->add_option("--plugin-flag", opts->pluginFlags,

@@ -354,12 +354,13 @@ int runSimulate(const SimulateCliOptions &o) {
     if (!sched)
       return fail(sched.error());
     if (o.topo.empty())
-      if (Status s = checkOutputsApart(
-              {topologyPathArg("the topology {} that " + input + " names",
-                               sched->topology)},
-              outputPaths);
-          !s)
-        return usage(s.error());
+      if (auto named = scheduleTopologyPath(*sched))
+        if (Status s = checkOutputsApart(
+                {topologyPathArg("the topology {} that " + input + " names",
+                                 *named)},
+                outputPaths);
+            !s)
+          return usage(s.error());
     auto topo = topologyFor(*sched, o.topo, &o.profile);
     if (!topo)
       return fail(topo.error());

@@ -457,7 +457,7 @@ int runSynth(const SynthCliOptions &o) {
   // The topology fields let `ccsynth verify/simulate` find the machine and
   // notice when it changed.
   std::string hashText = hash.get();
-  recordTopology(sched, o.topo, hashText);
+  recordTopology(sched, o.topo, hashText, o.output);
   // What is left of the time limit (and of its grace, 10% or 2 s) for the
   // summary: each further simulation costs about what the synthesizer's
   // last verification and simulation of this schedule took.
@@ -665,7 +665,7 @@ int runSynth(const SynthCliOptions &o) {
         result->runnersUp.clear();
         result->provenOptimal = false;
         result->smt.clear();
-        recordTopology(sched, o.topo, hashText);
+        recordTopology(sched, o.topo, hashText, o.output);
       }
     }
   }
@@ -800,7 +800,7 @@ int runSynth(const SynthCliOptions &o) {
       }
 #endif
     if (chosen && chosenUs < p2pUs) {
-      recordTopology(chosen->schedule, o.topo, hashText);
+      recordTopology(chosen->schedule, o.topo, hashText, o.output);
       written = &chosen->schedule;
     }
   }

@@ -154,6 +154,7 @@ int runImport(const TopoOptions &o) {
   auto text = readFile(o.file);
   if (!text)
     return fail(text.error());
+  dropByteOrderMark(*text);
   size_t first = text->find_first_not_of(" \t\r\n");
   if (first != std::string::npos && (*text)[first] != '<') {
     SourceLoc loc = locationOf(o.file, *text, first);

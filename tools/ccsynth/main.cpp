@@ -44,6 +44,26 @@ int finishStdout(int code) {
   return code;
 }
 
+/// Every option that takes a value refuses an empty one (CLI11 would take
+/// `--root ''` as 0 and `--time-limit ''` as no limit), here and in every
+/// subcommand.
+void refuseEmptyValues(CLI::App *app) {
+  for (CLI::Option *opt : app->get_options()) {
+    if (opt->get_positional() || opt->get_expected_max() == 0)
+      continue;
+    // (CLI11 puts the option's name before the message.)
+    opt->check(CLI::Validator(
+        [](std::string &value) {
+          return value.empty() ? std::string("an empty value (give one, or "
+                                             "leave the option out)")
+                               : std::string();
+        },
+        "", "non-empty"));
+  }
+  for (CLI::App *sub : app->get_subcommands({}))
+    refuseEmptyValues(sub);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -75,6 +95,7 @@ int main(int argc, char **argv) {
   addCompileCommand(app, ctx);
   addRunCommand(app, ctx);
 #endif
+  refuseEmptyValues(&app);
   // Outputs are staged in temporaries; an interrupted run removes them.
   ccsynth::installTemporaryFileCleanup();
   try {

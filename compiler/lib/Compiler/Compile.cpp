@@ -378,6 +378,12 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
     bool retryable = false; // fewer steps per threadblock could help
     switch (o.target) {
     case CompileTarget::Mlir:
+      // One algorithm per file, as every exporter writes it: the next
+      // compile would refuse more.
+      if (failed(ccl::findProgram(*work))) {
+        result.failure = diags.failure();
+        return result;
+      }
       work->print(os);
       break;
     case CompileTarget::MscclXml:

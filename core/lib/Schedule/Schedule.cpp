@@ -164,6 +164,15 @@ Expected<Collective> collectiveFromJson(const JsonReader &rd,
       return cf.error();
     long long root = 0;
     if (rd.has(p, "root")) {
+      // Only a rooted collective has a root: elsewhere the key would be
+      // carried along and mean nothing.
+      if (*kind != CollectiveKind::Broadcast &&
+          *kind != CollectiveKind::Reduce && *kind != CollectiveKind::Gather &&
+          *kind != CollectiveKind::Scatter)
+        return rd.error(p + "/root",
+                        "'root' is for the rooted collectives (broadcast, "
+                        "reduce, gather, scatter); " +
+                            *kindName + " has none: leave it out");
       auto r = rd.integer(p + "/root");
       if (!r)
         return r.error();

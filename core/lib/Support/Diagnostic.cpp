@@ -107,6 +107,11 @@ std::string caretLine(const std::string &text, const SourceLoc &loc) {
   return src + "\n" + caret + "^";
 }
 
+void dropByteOrderMark(std::string &text) {
+  if (text.starts_with("\xEF\xBB\xBF"))
+    text.erase(0, 3);
+}
+
 Expected<std::string> readFile(const std::string &path, size_t maxBytes) {
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer; the
   // file type is checked before anything is read.

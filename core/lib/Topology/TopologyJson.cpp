@@ -690,9 +690,13 @@ Expected<Topology> loadTopology(const std::string &nameOrPath,
   std::error_code ec;
   bool isFile = isTopologyFileArg(nameOrPath);
   if (!isFile || !fs::exists(nameOrPath, ec)) {
+    // What the system says (a symlink loop, a directory not searchable),
+    // unless the file is simply not there.
     if (isFile)
-      return Error("cannot open topology file '" + nameOrPath +
-                   "': no such file");
+      return Error("cannot open topology file '" + nameOrPath + "': " +
+                   (ec && ec != std::errc::no_such_file_or_directory
+                        ? ec.message()
+                        : std::string("no such file")));
     return makeBuiltinTopology(nameOrPath);
   }
   auto text = readFile(nameOrPath);

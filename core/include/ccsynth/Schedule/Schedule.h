@@ -70,6 +70,10 @@ public:
   /// Topology the schedule was made for (a built-in name or a file path);
   /// may be empty.
   std::string topology;
+  /// The directory a `topology` file path is relative to: that of the file
+  /// the schedule was read from (empty: the working directory). Not part
+  /// of the file.
+  std::string topologyDir;
   /// topologyHash() of the topology the schedule was made for (empty when
   /// not recorded); a later command that finds the topology by the
   /// `topology` field refuses one with a different hash.

@@ -120,6 +120,11 @@ inline constexpr size_t kMaxScheduleBytes = size_t(4) << 30;
 Expected<std::string> readFile(const std::string &path,
                                size_t maxBytes = kMaxInputBytes);
 
+/// Drops a leading UTF-8 byte-order mark, which editors on some systems
+/// write: every text reader takes a file with one as without it (its lines
+/// and columns counted as an editor shows them).
+void dropByteOrderMark(std::string &text);
+
 /// Writes `contents` to `path`. A regular file (or a new path) is written
 /// atomically (temporary file beside it + rename), so a failure never leaves
 /// a partial output file behind; a symbolic link is followed to its target;

@@ -174,29 +174,27 @@ PluginRunOutcome runPluginAlgorithm(const Plugin &plugin,
   if (req.count.has_value() == req.sizeBytes.has_value())
     return failure(S::Usage,
                    "give exactly one of --size BYTES and --count ELEMENTS");
+  // The larger buffer of a rank, in units of its chunks.
+  unsigned long long unitsMax = (unsigned long long)std::max(inUnits, outUnits);
   unsigned long long count;
   if (req.count) {
     count = *req.count;
   } else {
     // nccl-tests' size: the larger buffer of a rank.
-    count = *req.sizeBytes / (unsigned long long)es /
-            (unsigned long long)std::max(inUnits, outUnits) * unitsPerCount;
+    count = *req.sizeBytes / (unsigned long long)es / unitsMax * unitsPerCount;
     // A size below one element per chunk of the larger buffer would run
     // nothing and report it correct.
     if (count == 0) {
-      unsigned long long least =
-          (unsigned long long)es *
-          (unsigned long long)std::max(inUnits, outUnits);
-      return failure(S::Usage, "--size " + std::to_string(*req.sizeBytes) +
-                                   " bytes holds no element of " +
-                                   dtypeName(r.dtype) + " per chunk of " +
-                                   algo->collective +
-                                   "'s larger buffer: give at least " +
-                                   std::to_string(least) + " bytes");
+      return failure(S::Usage,
+                     "--size " + std::to_string(*req.sizeBytes) +
+                         " bytes holds no element of " + dtypeName(r.dtype) +
+                         " per chunk of " + algo->collective +
+                         "'s larger buffer: give at least " +
+                         std::to_string((unsigned long long)es * unitsMax) +
+                         " bytes");
     }
   }
   // The larger buffer of a rank, in bytes, without overflow.
-  unsigned long long unitsMax = (unsigned long long)std::max(inUnits, outUnits);
   long double largest = (long double)count * es * (long double)unitsMax /
                         (long double)unitsPerCount;
   if (largest > (long double)kMaxBufferBytes)

@@ -96,10 +96,9 @@ Expected<long long> parseByteCount(const std::string &flag,
 
 Expected<long long> parseTileBytes(const std::string &value) {
   auto v = parseByteCount("--tile-bytes", value);
-  if (!v)
-    return v.error();
-  if (!codegen::validTileBytes(*v))
-    return Error("--tile-bytes must be a positive multiple of 16");
+  if (!v || !codegen::validTileBytes(*v))
+    return Error("--tile-bytes '" + value +
+                 "': expected a positive multiple of 16 bytes like 64K or 1M");
   return *v;
 }
 
@@ -123,24 +122,7 @@ parseDefines(const std::vector<std::string> &defines) {
 
 namespace {
 
-Expected<Schedule>
-loadScheduleFile(const std::string &path,
-                 const std::map<std::string, long long> &defines);
-
-} // namespace
-
-Expected<Schedule>
-loadScheduleInput(const std::string &path,
-                  const std::map<std::string, long long> &defines) {
-  auto sched = loadScheduleFile(path, defines);
-  // A topology file the schedule names is found beside it.
-  if (sched && path != "-")
-    sched->topologyDir = std::filesystem::path(path).parent_path().string();
-  return sched;
-}
-
-namespace {
-
+/// The schedule in `path`, whatever its format (loadScheduleInput).
 Expected<Schedule>
 loadScheduleFile(const std::string &path,
                  const std::map<std::string, long long> &defines) {
@@ -198,6 +180,16 @@ loadScheduleFile(const std::string &path,
 }
 
 } // namespace
+
+Expected<Schedule>
+loadScheduleInput(const std::string &path,
+                  const std::map<std::string, long long> &defines) {
+  auto sched = loadScheduleFile(path, defines);
+  // A topology file the schedule names is found beside it.
+  if (sched && path != "-")
+    sched->topologyDir = std::filesystem::path(path).parent_path().string();
+  return sched;
+}
 
 SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
                            int index) {
@@ -290,6 +282,17 @@ Expected<Topology> loadTopologyArg(const std::string &nameOrPath,
                            TacclProfileUnits{profile.sizeMB, profile.scale});
 }
 
+namespace {
+
+/// Whether a relative path climbs out of its directory ("..").
+bool climbsOut(const std::filesystem::path &p) {
+  return std::any_of(p.begin(), p.end(), [](const std::filesystem::path &part) {
+    return part == "..";
+  });
+}
+
+} // namespace
+
 Expected<std::string> scheduleTopologyPath(const Schedule &schedule) {
   return namedTopologyPath(schedule.topology, schedule.topologyDir);
 }
@@ -300,10 +303,7 @@ Expected<std::string> namedTopologyPath(const std::string &name,
   if (!isTopologyFileArg(name))
     return name;
   fs::path p(name);
-  bool escapes = p.is_absolute() ||
-                 std::any_of(p.begin(), p.end(),
-                             [](const fs::path &part) { return part == ".."; });
-  if (escapes)
+  if (p.is_absolute() || climbsOut(p))
     return Error("the schedule names the topology file '" + name +
                  "', outside its own directory: a schedule's topology is "
                  "opened only by built-in name or as a file under the "
@@ -423,11 +423,8 @@ void recordTopology(Schedule &schedule, const std::string &nameOrPath,
         fs::absolute(fs::path(outputPath), ec).parent_path(), ec);
     if (!ec) {
       fs::path rel = file.lexically_relative(dir);
-      bool under = !rel.empty() && std::none_of(rel.begin(), rel.end(),
-                                                [](const fs::path &part) {
-                                                  return part == "..";
-                                                });
-      schedule.topology = under ? rel.string() : file.string();
+      schedule.topology =
+          !rel.empty() && !climbsOut(rel) ? rel.string() : file.string();
     }
   }
   schedule.topologyHash = std::move(hash);

@@ -105,8 +105,9 @@ Expected<Topology> loadTopologyArg(const std::string &nameOrPath,
 
 /// Resolves the topology for a schedule: `explicitTopo` when given, else the
 /// schedule's own topology field (scheduleTopologyPath), which must still
-/// have the content hash the schedule recorded. Fails when neither resolves, or on a mismatch.
-/// A profile, when given, is applied to the topology found.
+/// have the content hash the schedule recorded. Fails when neither
+/// resolves, or on a mismatch. A profile, when given, is applied to the
+/// topology found.
 Expected<Topology> topologyFor(const Schedule &schedule,
                                const std::string &explicitTopo,
                                const TopoProfileArgs *profile = nullptr);

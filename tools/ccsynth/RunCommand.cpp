@@ -145,13 +145,10 @@ int runRun(RunOptions &o) {
                          o.input +
                          "' was built with its tile (`ccsynth compile "
                          "--target plugin --tile-bytes`)"));
-    auto tile = parseSizes(o.tileBytes);
-    if (!tile || tile->size() != 1 || (long long)tile->front() % 16 != 0 ||
-        tile->front() < 16)
-      return usage(Error("--tile-bytes '" + o.tileBytes +
-                         "': expected a positive multiple of 16 bytes like "
-                         "64K or 1M"));
-    tileBytes = (unsigned long long)tile->front();
+    auto tile = parseTileBytes(o.tileBytes);
+    if (!tile)
+      return usage(tile.error());
+    tileBytes = (unsigned long long)*tile;
   }
   if (!o.size.empty()) {
     auto sizes = parseSizes(o.size);

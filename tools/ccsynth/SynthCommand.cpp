@@ -575,20 +575,18 @@ int runSynth(const SynthCliOptions &o) {
         pick = alternatives[k].second;
         pickedAlternative = k;
       }
-      StepLevel picked;
       if (pick >= 0) {
         // The winner at the summary's sizes (its lowerings at the target
         // are cached); its target time is the one it won with.
-        picked = predictSteps(*alternatives[pickedAlternative].first, model,
-                              sizesShown, false, until, result->measureSeconds);
+        StepLevel picked =
+            predictSteps(*alternatives[pickedAlternative].first, model,
+                         sizesShown, false, until, result->measureSeconds);
         const StepLevel &won = alternativeSteps[pickedAlternative];
         if (picked.ownUs.size() != sizesShown.size())
           picked.ownUs.assign(sizesShown.size(), INFINITY);
         picked.ownUs[at] = std::min(picked.ownUs[at], won.ownUs[0]);
         picked.oddFactor = won.oddFactor;
         picked.absent.clear();
-      }
-      if (pick >= 0) {
         char buf[768];
         // How it compares with the chunk level's choice ("the synthesized
         // schedule", "the chunk level's choice (chunk split 3)") at the

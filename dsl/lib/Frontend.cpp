@@ -21,7 +21,11 @@ Expected<LoweredProgram> compileFile(const std::string &path,
   if (!text)
     return Error(text.error().message, SourceLoc{path});
   dropByteOrderMark(*text);
-  return compileProgram(path, *text, options);
+  // The text moves into the program: a file is held once while it is read.
+  auto prog = parseProgram(path, text.take());
+  if (!prog)
+    return prog.error();
+  return lowerProgram(*prog, options);
 }
 
 } // namespace ccsynth::dsl

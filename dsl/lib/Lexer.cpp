@@ -62,12 +62,16 @@ constexpr Punct kPuncts[] = {
     {">", TokenKind::Greater}, {"!", TokenKind::Bang},
 };
 
+} // namespace
+
 /// Scans a file while tracking line and column.
-class Scanner {
+class Lexer::Scanner {
 public:
   Scanner(const std::string &f, const std::string &t) : file(f), text(t) {}
 
-  Expected<std::vector<Token>> run();
+  /// The next token, or the error that stopped the scan (kept, and
+  /// returned again on every later call).
+  Expected<Token> take();
 
 private:
   const std::string &file;
@@ -96,9 +100,11 @@ private:
   /// Skips blanks and comments; fails on an unterminated block comment.
   Status skipTrivia();
   Expected<Token> next();
+
+  std::optional<Error> failed;
 };
 
-Status Scanner::skipTrivia() {
+Status Lexer::Scanner::skipTrivia() {
   while (!atEnd()) {
     char c = peek();
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
@@ -124,7 +130,7 @@ Status Scanner::skipTrivia() {
   return Status::success();
 }
 
-Expected<Token> Scanner::next() {
+Expected<Token> Lexer::Scanner::next() {
   Token tok;
   tok.loc = here();
   if (atEnd()) {
@@ -218,22 +224,22 @@ Expected<Token> Scanner::next() {
   return error(tok.loc, "unexpected character " + shown);
 }
 
-Expected<std::vector<Token>> Scanner::run() {
-  std::vector<Token> tokens;
-  while (true) {
-    if (Status s = skipTrivia(); !s)
-      return s.error();
-    auto tok = next();
-    if (!tok)
-      return tok.error();
-    bool end = tok->kind == TokenKind::Eof;
-    tokens.push_back(tok.take());
-    if (end)
-      return tokens;
-  }
+Expected<Token> Lexer::Scanner::take() {
+  if (failed)
+    return *failed;
+  Status trivia = skipTrivia();
+  Expected<Token> tok = trivia ? next() : Expected<Token>(trivia.error());
+  if (!tok)
+    failed = tok.error();
+  return tok;
 }
 
-} // namespace
+Lexer::Lexer(const std::string &file, const std::string &text)
+    : scanner(std::make_unique<Scanner>(file, text)) {}
+
+Lexer::~Lexer() = default;
+
+Expected<Token> Lexer::next() { return scanner->take(); }
 
 std::string describe(TokenKind kind) {
   switch (kind) {
@@ -259,7 +265,17 @@ std::string describe(TokenKind kind) {
 
 Expected<std::vector<Token>> lex(const std::string &file,
                                  const std::string &text) {
-  return Scanner(file, text).run();
+  Lexer lexer(file, text);
+  std::vector<Token> tokens;
+  while (true) {
+    auto tok = lexer.next();
+    if (!tok)
+      return tok.error();
+    bool end = tok->kind == TokenKind::Eof;
+    tokens.push_back(tok.take());
+    if (end)
+      return tokens;
+  }
 }
 
 } // namespace ccsynth::dsl

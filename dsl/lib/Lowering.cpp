@@ -1051,6 +1051,15 @@ Expected<LoweredProgram> Evaluator::run() {
   } else {
     sched.name = opts.name;
   }
+  // The top level binds a name per parameter and let: room for all of
+  // them at once, rather than a vector that doubles as it fills.
+  size_t topNames = 0, params = 0;
+  for (const StmtPtr &item : prog.items) {
+    params += isa<ParamStmt>(item.get());
+    topNames += isa<ParamStmt>(item.get()) || isa<LetStmt>(item.get());
+  }
+  env.reserve(topNames + 16);
+  result.params.reserve(params);
   pushScope();
   for (const StmtPtr &item : prog.items)
     CCSYNTH_CHECK(execStmt(*item));

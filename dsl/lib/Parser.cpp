@@ -15,7 +15,10 @@
 #include "ccsynth/DSL/Diagnostics.h"
 #include "ccsynth/DSL/Lexer.h"
 
+#include <algorithm>
 #include <cctype>
+#include <deque>
+#include <optional>
 
 namespace ccsynth::dsl {
 
@@ -57,31 +60,59 @@ namespace {
 
 class Parser {
 public:
-  Parser(const Program &p, std::vector<Token> t)
-      : prog(p), tokens(std::move(t)) {}
+  Parser(const Program &p) : prog(p), lexer(p.file, p.text) {}
 
   Expected<Block> parseTopLevel();
+  /// The error that stopped the lexer, if it did: it comes first in the
+  /// text, before any syntax error it caused.
+  const std::optional<Error> &lexError() const { return lexFailure; }
 
 private:
   const Program &prog;
-  std::vector<Token> tokens;
+  /// Tokens are read from the lexer as the parser looks at them; the few
+  /// behind the current one stay (for one step back), older ones go.
+  Lexer lexer;
+  std::deque<Token> tokens;
+  bool lexedEnd = false;
+  std::optional<Error> lexFailure;
   size_t pos = 0;
   int nesting = 0;
 
-  const Token &cur() const { return tokens[pos]; }
-  const Token &peekTok(size_t ahead = 1) const {
-    size_t i = pos + ahead;
-    return tokens[i < tokens.size() ? i : tokens.size() - 1];
+  /// Reads tokens until index i of the window exists (or the file ended:
+  /// its Eof, or the lexer's error shown as an Eof there, then repeats).
+  const Token &tokenAt(size_t i) {
+    while (tokens.size() <= i && !lexedEnd) {
+      auto tok = lexer.next();
+      if (!tok) {
+        lexFailure = tok.error();
+        Token end;
+        end.loc = tok.error().loc;
+        tokens.push_back(std::move(end));
+        lexedEnd = true;
+      } else {
+        lexedEnd = tok->kind == TokenKind::Eof;
+        tokens.push_back(tok.take());
+      }
+    }
+    return tokens[std::min(i, tokens.size() - 1)];
   }
-  bool at(TokenKind k) const { return cur().kind == k; }
-  bool atIdent(const char *text) const {
-    return at(TokenKind::Identifier) && cur().text == text;
-  }
-  const Token &take() {
-    const Token &t = tokens[pos];
-    if (pos + 1 < tokens.size())
+  const Token &cur() { return tokenAt(pos); }
+  const Token &peekTok(size_t ahead = 1) { return tokenAt(pos + ahead); }
+  /// The current token (a copy: the window moves on), then the next.
+  Token take() {
+    Token t = cur();
+    if (pos + 1 < tokens.size() || !lexedEnd)
       ++pos;
+    constexpr size_t kBehind = 4;
+    while (pos > kBehind) {
+      tokens.pop_front();
+      --pos;
+    }
     return t;
+  }
+  bool at(TokenKind k) { return cur().kind == k; }
+  bool atIdent(const char *text) {
+    return at(TokenKind::Identifier) && cur().text == text;
   }
   bool accept(TokenKind k) {
     if (!at(k))
@@ -94,7 +125,7 @@ private:
     return errorAt(prog.text, loc, std::move(msg));
   }
   /// "found 'x'" / "found the end of the file", for messages.
-  std::string found() const {
+  std::string found() {
     const Token &t = cur();
     switch (t.kind) {
     case TokenKind::Eof:
@@ -780,11 +811,10 @@ Expected<Program> parseProgram(std::string file, std::string text) {
   Program prog;
   prog.file = std::move(file);
   prog.text = std::move(text);
-  auto tokens = lex(prog.file, prog.text);
-  if (!tokens)
-    return tokens.error();
-  Parser parser(prog, tokens.take());
+  Parser parser(prog);
   auto items = parser.parseTopLevel();
+  if (parser.lexError())
+    return *parser.lexError();
   if (!items)
     return items.error();
   prog.items = items.take();

@@ -304,31 +304,40 @@ Status SketchReader::readSymmetry() {
     return s;
   const Json &arr = in.at(p);
   std::unordered_set<long long> distinct;
+  // The entries are read from the document directly; a pointer to one is
+  // made only to locate it (an error, or a distinct entry kept).
   for (size_t i = 0; i < arr.size(); ++i) {
-    std::string ptr = jsonPath(p, i);
-    if (Status s = in.array(ptr); !s)
-      return s;
-    if (in.at(ptr).size() != 2)
-      return in.error(ptr, "a symmetry offset must be a pair [offset, "
-                           "group_size]");
-    auto off = in.integer(jsonPath(ptr, 0));
-    if (!off)
-      return off.error();
-    auto size = in.integer(jsonPath(ptr, 1));
-    if (!size)
-      return size.error();
-    if (*size < 1 || *size > 1000000)
-      return in.error(jsonPath(ptr, 1),
-                      "the group size must be within 1..1000000");
-    if (*off < 0 || *off > 1000000)
+    const Json &entry = arr[i];
+    bool pair = entry.is_array() && entry.size() == 2 &&
+                entry[0].is_number_integer() && entry[1].is_number_integer();
+    long long off = pair ? entry[0].get<long long>() : 0;
+    long long size = pair ? entry[1].get<long long>() : 0;
+    if (!pair || size < 1 || size > 1000000 || off < 0 || off > 1000000) {
+      // The checks below say which part is wrong and where.
+      std::string ptr = jsonPath(p, i);
+      if (Status s = in.array(ptr); !s)
+        return s;
+      if (entry.size() != 2)
+        return in.error(ptr, "a symmetry offset must be a pair [offset, "
+                             "group_size]");
+      auto o = in.integer(jsonPath(ptr, 0));
+      if (!o)
+        return o.error();
+      auto g = in.integer(jsonPath(ptr, 1));
+      if (!g)
+        return g.error();
+      if (*g < 1 || *g > 1000000)
+        return in.error(jsonPath(ptr, 1),
+                        "the group size must be within 1..1000000");
       return in.error(jsonPath(ptr, 0), "the offset must be within 0..1000000");
+    }
     // An entry that permutes the ranks as an earlier one does adds
     // nothing: only the first is kept (and checked), so the work that
     // follows grows with the distinct symmetries, not with the file.
-    long long key = (*off % *size) * 1000001LL + *size;
+    long long key = (off % size) * 1000001LL + size;
     if (!distinct.insert(key).second)
       continue;
-    sk.symmetry.push_back({(int)*off, (int)*size, doc.locate(ptr)});
+    sk.symmetry.push_back({(int)off, (int)size, doc.locate(jsonPath(p, i))});
   }
   return Status::success();
 }
@@ -435,11 +444,18 @@ Expected<Sketch> parseSketch(const JsonDocument &doc) {
   return SketchReader(doc).read();
 }
 
-Expected<Sketch> loadSketch(const std::string &path) {
-  auto doc = JsonDocument::load(path);
+Expected<Sketch> loadSketch(const std::string &path, const JsonStop &stop) {
+  auto text = readFile(path, kMaxSketchBytes, "a sketch");
+  if (!text)
+    return text.error();
+  auto doc = JsonDocument::parse(path, text.take(), stop);
   if (!doc)
     return doc.error();
   return parseSketch(*doc);
+}
+
+Expected<Sketch> loadSketch(const std::string &path) {
+  return loadSketch(path, JsonStop{});
 }
 
 Sketch defaultSketch(int nnodes) {

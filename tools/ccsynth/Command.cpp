@@ -18,6 +18,7 @@
 #include "ccsynth/DSL/Frontend.h"
 #ifdef CCSYNTH_HAVE_MLIR
 #include "ccsynth/Import/MSCCLToSchedule.h"
+#include "ccsynth/Import/ScheduleText.h"
 #endif
 #include "ccsynth/Target/CodeGen.h"
 
@@ -197,10 +198,7 @@ SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
     return SourceLoc{path};
   if (index < (int)schedule.transferLocs.size())
     return schedule.transferLocs[index];
-  auto doc = JsonDocument::load(path);
-  if (!doc)
-    return SourceLoc{path};
-  return doc->locate(jsonPath("/transfers", (size_t)index));
+  return locateTransfer(path, index);
 }
 
 SourceLoc issueLocation(const Schedule &schedule, const std::string &path,

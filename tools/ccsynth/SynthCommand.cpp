@@ -21,11 +21,12 @@
 #include "ccsynth/Tuning/Tuning.h"
 #endif
 
-#include "ccsynth/Baselines/InNetworkMix.h"
 #include "ccsynth/Analysis/LowerBound.h"
 #include "ccsynth/Analysis/Plot.h"
 #include "ccsynth/Analysis/Simulator.h"
+#include "ccsynth/Baselines/InNetworkMix.h"
 #include "ccsynth/Schedule/Verifier.h"
+#include "ccsynth/Support/Json.h"
 #include "ccsynth/Synth/Synthesizer.h"
 
 #include <algorithm>
@@ -336,7 +337,18 @@ int runSynth(const SynthCliOptions &o) {
   if (o.sketch.empty()) {
     sketch = synth::defaultSketch(topo->numNodes());
   } else {
-    auto sk = synth::loadSketch(o.sketch);
+    // Reading counts against the time limit like the rest (a hostile file
+    // is refused by its size first).
+    auto readEnd =
+        t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                 std::chrono::duration<double>(o.timeLimit));
+    auto sk = synth::loadSketch(
+        o.sketch,
+        JsonStop{
+            [readEnd] { return std::chrono::steady_clock::now() > readEnd; },
+            "the time limit (" + formatFigure(o.timeLimit) +
+                " s) ran out while the sketch was read; allow more "
+                "time"});
     if (!sk)
       return fail(sk.error());
     sketch = sk.take();

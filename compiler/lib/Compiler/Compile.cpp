@@ -505,8 +505,9 @@ namespace {
 
 /// The file a schedule's transfers came from, for diagnostics.
 std::string fileOf(const Schedule &schedule) {
-  return schedule.transferLocs.empty() ? std::string("<schedule>")
-                                       : schedule.transferLocs.front().file;
+  return schedule.transferLocs.empty()
+             ? std::string("<schedule>")
+             : schedule.transferLocs.front().file.str();
 }
 
 /// Imports `schedule` (its transfers located in `file`) into a context of

@@ -11,7 +11,8 @@ namespace ccsynth::ccl {
 Location toLocation(MLIRContext *ctx, const SourceLoc &loc, Location fallback) {
   if (!loc.known())
     return fallback;
-  return FileLineColLoc::get(ctx, loc.file, loc.line, std::max(loc.col, 1));
+  return FileLineColLoc::get(ctx, loc.file.str(), loc.line,
+                             std::max(loc.col, 1));
 }
 
 void setCollectiveAttrs(Operation *op, const Collective &col) {

@@ -5,6 +5,7 @@
 #include "ccsynth/Support/Json.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace ccsynth {
 
@@ -62,6 +63,8 @@ static void fillLocs(Schedule &s, const JsonDocument &doc) {
   if (!first.known() || first.line > (int)lineStart.size())
     return;
   size_t off = lineStart[first.line - 1] + (first.col - 1);
+  if (off >= text.size() || text[off] != '{')
+    return; // not a list of transfer objects (not a schedule JSON file)
   auto locOf = [&](size_t o) {
     size_t line = std::upper_bound(lineStart.begin(), lineStart.end(), o) -
                   lineStart.begin();
@@ -91,12 +94,33 @@ Expected<Schedule> parseScheduleText(const std::string &file,
   return sched;
 }
 
+/// The schedule JSON file at `path` for locating its values: read (it was
+/// read as a schedule before), its text walked as far as a lookup needs,
+/// no tree of it built. Nothing when it cannot be read or is not a JSON
+/// object (a .ccl program or MSCCL XML).
+static std::optional<JsonDocument> textForLocating(const std::string &path) {
+  auto text = readFile(path, kMaxScheduleBytes);
+  if (!text)
+    return std::nullopt;
+  dropByteOrderMark(*text);
+  size_t first = text->find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || (*text)[first] != '{')
+    return std::nullopt;
+  return JsonDocument::forLocating(path, text.take());
+}
+
 void locateTransfers(Schedule &schedule, const std::string &path) {
   if (schedule.transferLocs.size() == schedule.transfers.size())
     return;
-  auto doc = JsonDocument::load(path);
-  if (doc)
+  if (auto doc = textForLocating(path))
     fillLocs(schedule, *doc);
+}
+
+SourceLoc locateTransfer(const std::string &path, int index) {
+  auto doc = textForLocating(path);
+  if (!doc || index < 0)
+    return SourceLoc{path};
+  return doc->locate(jsonPath("/transfers", (size_t)index));
 }
 
 } // namespace ccsynth

@@ -15,6 +15,7 @@
 #include <charconv>
 #include <map>
 #include <memory>
+#include <string_view>
 
 namespace ccsynth::msccl {
 
@@ -91,7 +92,9 @@ constexpr int kMaxAttrCount = 16; // MAX_ATTR_COUNT
 
 struct Element {
   std::string name;
-  std::vector<std::pair<std::string, std::string>> attrs;
+  /// Names and values as they stand in the text (which outlives the
+  /// elements): a step's ten attributes cost a third of its text.
+  std::vector<std::pair<std::string_view, std::string_view>> attrs;
   std::vector<std::unique_ptr<Element>> children;
   size_t offset = 0;
 };
@@ -199,25 +202,28 @@ Expected<Reader::Node> Reader::nextNode() {
       ++pos;
     if (pos >= text.size())
       return error(start, "unexpected end of file inside <" + elem->name + ">");
-    std::string key = text.substr(keyStart, pos - keyStart);
+    std::string_view key =
+        std::string_view(text).substr(keyStart, pos - keyStart);
     if (text[pos] != '=') {
       if (!key.empty())
-        return error(keyStart, "attribute '" + key + "' of <" + elem->name +
-                                   "> has no value");
+        return error(keyStart, "attribute '" + std::string(key) + "' of <" +
+                                   elem->name + "> has no value");
       continue; // stray space: the runtime records an empty attribute
     }
     ++pos;
     if (pos >= text.size() || text[pos] != '"')
-      return error(pos, "the value of '" + key +
+      return error(pos, "the value of '" + std::string(key) +
                             "' must be in double "
                             "quotes (the MSCCL parser reads nothing else)");
     size_t valueStart = ++pos;
     size_t end = text.find('"', valueStart);
     if (end == std::string::npos)
-      return error(valueStart, "unterminated value of '" + key + "'");
-    std::string value = text.substr(valueStart, end - valueStart);
+      return error(valueStart,
+                   "unterminated value of '" + std::string(key) + "'");
+    std::string_view value =
+        std::string_view(text).substr(valueStart, end - valueStart);
     if (key.size() > kMaxAttrLength || value.size() > kMaxAttrLength)
-      return error(keyStart, "attribute '" + key.substr(0, 32) +
+      return error(keyStart, "attribute '" + std::string(key.substr(0, 32)) +
                                  "' is longer than the runtime's 255 "
                                  "characters");
     if (value.find_first_of("\n\r") != std::string::npos)
@@ -339,7 +345,7 @@ public:
   Expected<std::string> str(const Element &e, const char *key) const {
     for (const auto &[k, v] : e.attrs)
       if (k == key)
-        return v;
+        return std::string(v);
     return Error("<" + e.name + "> has no '" + key +
                      "' attribute (the MSCCL runtime requires it)",
                  reader.loc(e.offset));

@@ -25,12 +25,29 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <unordered_set>
 
 namespace ccsynth {
+
+FileName::FileName(const std::string &file) {
+  if (file.empty())
+    return;
+  // Never destroyed: locations may outlive static destruction order.
+  static std::mutex *mutex = new std::mutex;
+  static auto *names = new std::unordered_set<std::string>;
+  std::lock_guard<std::mutex> lock(*mutex);
+  name = &*names->insert(file).first;
+}
+
+const std::string &FileName::none() {
+  static const std::string *empty = new std::string;
+  return *empty;
+}
 
 std::string Error::format(const char *severity) const {
   std::string out;
@@ -112,7 +129,8 @@ void dropByteOrderMark(std::string &text) {
     text.erase(0, 3);
 }
 
-Expected<std::string> readFile(const std::string &path, size_t maxBytes) {
+Expected<std::string> readFile(const std::string &path, size_t maxBytes,
+                               const char *kind) {
   // O_NONBLOCK: opening a FIFO for reading must not wait for a writer; the
   // file type is checked before anything is read.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -133,8 +151,10 @@ Expected<std::string> readFile(const std::string &path, size_t maxBytes) {
   auto tooLarge = [&] {
     ::close(fd);
     return Error("cannot read '" + path + "': larger than the " +
-                 std::to_string(maxBytes >> 20) +
-                 " MiB an input file may have");
+                 (maxBytes >= (size_t(1) << 20)
+                      ? std::to_string(maxBytes >> 20) + " MiB "
+                      : std::to_string(maxBytes >> 10) + " KiB ") +
+                 kind + " may have");
   };
   if ((unsigned long long)st.st_size > maxBytes)
     return tooLarge();

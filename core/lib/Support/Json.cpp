@@ -2,9 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Implements Json.h. Before nlohmann::json parses a document, the text is
-// checked for nesting too deep and for duplicate keys, which the library
-// would accept silently. PointerLocator maps a JSON pointer back to the
-// offset of its value in the text, so JsonDocument::locate and
+// checked for nesting too deep; the document is then built from nlohmann's
+// SAX events, refusing a duplicate key (which the library would accept
+// silently) as soon as it is read. PointerLocator maps a JSON pointer back to
+// the offset of its value in the text, so JsonDocument::locate and
 // JsonDocument::error give line:col. JsonReader reads typed fields
 // (integer, number, string, boolean, array, object, onlyKeys) and names the
 // expected type in its errors. See docs/formats.md.
@@ -16,7 +17,9 @@
 
 #include <cctype>
 #include <climits>
+#include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace ccsynth {
@@ -88,6 +91,24 @@ public:
     while (!c.complete)
       extend(c);
     return c.keys;
+  }
+
+  /// The first key of the object at offset `p`, in the order of the text,
+  /// for which `pred` holds: the members are read up to it, and not kept.
+  std::optional<std::string>
+  firstKey(size_t p, const std::function<bool(const std::string &)> &pred) {
+    p = skipWs(p + 1);
+    while (p < s.size() && s[p] == '"') {
+      std::string name;
+      p = readString(p, name);
+      if (pred(name))
+        return name;
+      p = skipWs(skipValue(skipWs(skipWs(p) + 1)));
+      if (p >= s.size() || s[p] != ',')
+        break;
+      p = skipWs(p + 1);
+    }
+    return std::nullopt;
   }
 
   static constexpr size_t npos = std::string::npos;
@@ -240,8 +261,8 @@ size_t tooDeep(const std::string &s) {
   return std::string::npos;
 }
 
-/// After a successful parse: the offset of the first key that repeats a key
-/// of the same object (nlohmann would silently keep the last), or npos.
+/// When a key repeats one of its object: the offset of the first such key
+/// in the text, and of the key it repeats, or npos.
 size_t duplicateKey(const std::string &s, std::string &key, size_t &first) {
   struct Frame {
     bool object;
@@ -283,6 +304,104 @@ size_t duplicateKey(const std::string &s, std::string &key, size_t &first) {
   return std::string::npos;
 }
 
+/// Builds the document from nlohmann's SAX events as its own DOM parser
+/// does, with two differences: a key that repeats one of the same object is
+/// refused as soon as it is read (nlohmann would keep the last silently), so
+/// no set of the keys is kept beside the document; and reading stops when
+/// `stop` says so (it is asked every few thousand values).
+class DomBuilder {
+public:
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  DomBuilder(Json &root, const JsonStop &stop) : root(root), stop(stop) {}
+
+  bool null() { return put(nullptr); }
+  bool boolean(bool v) { return put(v); }
+  bool number_integer(number_integer_t v) { return put(v); }
+  bool number_unsigned(number_unsigned_t v) { return put(v); }
+  bool number_float(number_float_t v, const string_t &) { return put(v); }
+  bool string(string_t &v) { return put(std::move(v)); }
+  bool binary(binary_t &v) { return put(Json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return open(Json::object()); }
+  bool start_array(std::size_t) { return open(Json::array()); }
+  bool end_object() {
+    stack.pop_back();
+    return true;
+  }
+  bool end_array() {
+    stack.pop_back();
+    return true;
+  }
+  bool key(string_t &name) {
+    auto &members = stack.back()->get_ref<Json::object_t &>();
+    auto [it, fresh] = members.try_emplace(std::move(name));
+    if (!fresh) {
+      duplicate = true;
+      return false;
+    }
+    slot = &it->second;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string &token,
+                   const nlohmann::detail::exception &e) {
+    failed = true;
+    failPosition = position;
+    failToken = token;
+    failId = e.id;
+    failWhat = e.what();
+    return false;
+  }
+
+  bool duplicate = false;
+  bool stopped = false;
+  bool failed = false;
+  std::size_t failPosition = 0;
+  std::string failToken;
+  int failId = 0;
+  std::string failWhat;
+
+private:
+  Json &root;
+  const JsonStop &stop;
+  std::vector<Json *> stack;
+  Json *slot = nullptr; ///< where the value after a key goes
+  std::size_t values = 0;
+
+  /// Places a value where the text has it; returns where it went.
+  template <typename V> Json *place(V &&v) {
+    if (stack.empty()) {
+      root = Json(std::forward<V>(v));
+      return &root;
+    }
+    Json &top = *stack.back();
+    if (top.is_array()) {
+      top.get_ref<Json::array_t &>().emplace_back(std::forward<V>(v));
+      return &top.get_ref<Json::array_t &>().back();
+    }
+    *slot = Json(std::forward<V>(v));
+    return slot;
+  }
+  bool keepGoing() {
+    if (stop.stopped && ++values % 4096 == 0 && stop.stopped()) {
+      stopped = true;
+      return false;
+    }
+    return true;
+  }
+  template <typename V> bool put(V &&v) {
+    place(std::forward<V>(v));
+    return keepGoing();
+  }
+  bool open(Json empty) {
+    stack.push_back(place(std::move(empty)));
+    return keepGoing();
+  }
+};
+
 std::string typeName(const Json &v) {
   if (v.is_null())
     return "null";
@@ -305,7 +424,8 @@ std::string fieldName(const std::string &ptr) {
 
 } // namespace
 
-Expected<JsonDocument> JsonDocument::parse(std::string file, std::string text) {
+Expected<JsonDocument> JsonDocument::parse(std::string file, std::string text,
+                                           const JsonStop &stop) {
   JsonDocument d;
   d.fileName = std::move(file);
   d.source = std::move(text);
@@ -315,85 +435,89 @@ Expected<JsonDocument> JsonDocument::parse(std::string file, std::string text) {
                      " levels",
                  loc, caretLine(d.source, loc));
   }
-  Json parsed = Json::parse(d.source, nullptr, /*allow_exceptions=*/false,
-                            /*ignore_comments=*/false);
-  if (parsed.is_discarded()) {
-    // Re-parse with exceptions to learn where and why it failed.
-    try {
-      Json ignored = Json::parse(d.source);
-      (void)ignored;
-    } catch (const Json::parse_error &e) {
-      // nlohmann reports the last character it read; point at the start of
-      // the offending token instead.
-      size_t byte = e.byte > 0 ? e.byte - 1 : 0;
-      if (byte < d.source.size() && d.source[byte] == '"') {
-        size_t open = byte;
-        while (open > 0) {
-          --open;
-          if (d.source[open] == '"' &&
-              (open == 0 || d.source[open - 1] != '\\'))
-            break;
-        }
-        byte = open;
-      } else {
-        auto word = [](char c) {
-          return std::isalnum((unsigned char)c) || c == '.' || c == '-' ||
-                 c == '+';
-        };
-        while (byte > 0 && byte < d.source.size() && word(d.source[byte]) &&
-               word(d.source[byte - 1]))
-          --byte;
-      }
-      std::string what = e.what();
-      // nlohmann's text: "[json.exception.parse_error.101] parse error at
-      // line 3, column 5: syntax error while parsing ... - <detail>"
-      size_t colon = what.find(": ", what.find("parse error"));
-      std::string detail =
-          colon == std::string::npos ? what : what.substr(colon + 2);
-      SourceLoc loc = locationOf(d.fileName, d.source, byte);
-      return Error("malformed JSON: " + detail, loc, caretLine(d.source, loc));
-    } catch (const Json::out_of_range &e) {
-      // "number overflow parsing '1e999'": nlohmann gives no position, so
-      // find the number in the text.
-      std::string what = e.what();
-      size_t q = what.find('\'');
-      size_t q2 = q == std::string::npos ? q : what.find('\'', q + 1);
-      std::string token =
-          q2 == std::string::npos ? "" : what.substr(q + 1, q2 - q - 1);
-      size_t at = token.empty() ? std::string::npos : d.source.find(token);
-      size_t colon = what.find("] ");
-      std::string detail =
-          colon == std::string::npos ? what : what.substr(colon + 2);
-      if (at == std::string::npos)
-        return Error("malformed JSON: " + detail, SourceLoc{d.fileName});
-      SourceLoc loc = locationOf(d.fileName, d.source, at);
-      return Error("malformed JSON: " + detail, loc, caretLine(d.source, loc));
-    } catch (const std::exception &e) {
-      return Error(std::string("malformed JSON: ") + e.what(),
-                   SourceLoc{d.fileName});
+  DomBuilder builder(d.doc, stop);
+  if (Json::sax_parse(d.source, &builder,
+                      nlohmann::detail::input_format_t::json,
+                      /*strict=*/true, /*ignore_comments=*/false))
+    return d;
+  d.doc = Json(); // what was read is not needed to say what went wrong
+  if (builder.stopped)
+    return Error(stop.why, SourceLoc{d.fileName});
+  if (builder.duplicate) {
+    std::string key;
+    size_t first = 0;
+    if (size_t dup = duplicateKey(d.source, key, first);
+        dup != std::string::npos) {
+      SourceLoc loc = locationOf(d.fileName, d.source, dup);
+      SourceLoc was = locationOf(d.fileName, d.source, first);
+      return Error("duplicate key '" + key + "' (first given at line " +
+                       std::to_string(was.line) + ", column " +
+                       std::to_string(was.col) + ")",
+                   loc, caretLine(d.source, loc));
     }
+    return Error("duplicate key", SourceLoc{d.fileName});
+  }
+  if (!builder.failed)
     return Error("malformed JSON", SourceLoc{d.fileName});
+  const std::string &what = builder.failWhat;
+  if (builder.failId == 406) {
+    // "number overflow parsing '1e999'": the number ends where reading
+    // stopped.
+    size_t colon = what.find("] ");
+    std::string detail =
+        colon == std::string::npos ? what : what.substr(colon + 2);
+    const std::string &token = builder.failToken;
+    size_t at = builder.failPosition >= token.size()
+                    ? builder.failPosition - token.size()
+                    : std::string::npos;
+    if (at == std::string::npos || d.source.compare(at, token.size(), token))
+      at = token.empty() ? std::string::npos : d.source.find(token);
+    if (at == std::string::npos)
+      return Error("malformed JSON: " + detail, SourceLoc{d.fileName});
+    SourceLoc loc = locationOf(d.fileName, d.source, at);
+    return Error("malformed JSON: " + detail, loc, caretLine(d.source, loc));
   }
-  std::string key;
-  size_t first = 0;
-  if (size_t dup = duplicateKey(d.source, key, first);
-      dup != std::string::npos) {
-    SourceLoc loc = locationOf(d.fileName, d.source, dup);
-    SourceLoc was = locationOf(d.fileName, d.source, first);
-    return Error("duplicate key '" + key + "' (first given at line " +
-                     std::to_string(was.line) + ", column " +
-                     std::to_string(was.col) + ")",
-                 loc, caretLine(d.source, loc));
+  // nlohmann reports the last character it read; point at the start of the
+  // offending token instead.
+  size_t byte = builder.failPosition > 0 ? builder.failPosition - 1 : 0;
+  if (byte < d.source.size() && d.source[byte] == '"') {
+    size_t open = byte;
+    while (open > 0) {
+      --open;
+      if (d.source[open] == '"' && (open == 0 || d.source[open - 1] != '\\'))
+        break;
+    }
+    byte = open;
+  } else {
+    auto word = [](char c) {
+      return std::isalnum((unsigned char)c) || c == '.' || c == '-' || c == '+';
+    };
+    while (byte > 0 && byte < d.source.size() && word(d.source[byte]) &&
+           word(d.source[byte - 1]))
+      --byte;
   }
-  d.doc = std::move(parsed);
-  return d;
+  // nlohmann's text: "[json.exception.parse_error.101] parse error at line
+  // 3, column 5: syntax error while parsing ... - <detail>"
+  size_t colon = what.find(": ", what.find("parse error"));
+  std::string detail =
+      colon == std::string::npos ? what : what.substr(colon + 2);
+  SourceLoc loc = locationOf(d.fileName, d.source, byte);
+  return Error("malformed JSON: " + detail, loc, caretLine(d.source, loc));
 }
 
-Expected<JsonDocument> JsonDocument::load(const std::string &path) {
+Expected<JsonDocument> JsonDocument::load(const std::string &path,
+                                          const JsonStop &stop) {
   auto text = readFile(path);
   if (!text)
     return text.error();
-  return parse(path, text.take());
+  return parse(path, text.take(), stop);
+}
+
+JsonDocument JsonDocument::forLocating(std::string file, std::string text) {
+  JsonDocument d;
+  d.fileName = std::move(file);
+  d.source = std::move(text);
+  return d;
 }
 
 SourceLoc JsonDocument::locate(const std::string &pointer) const {
@@ -418,18 +542,15 @@ SourceLoc JsonDocument::locationAt(size_t offset) const {
   return SourceLoc{fileName, int(line), int(offset - starts[line - 1] + 1)};
 }
 
-std::vector<std::string>
-JsonDocument::keysInTextOrder(const std::string &pointer) const {
+std::optional<std::string> JsonDocument::firstKeyInTextOrder(
+    const std::string &pointer,
+    const std::function<bool(const std::string &)> &pred) const {
   std::lock_guard<std::mutex> lock(index->mutex);
   PointerLocator locator(source, *index);
-  std::vector<std::string> tokens = splitPointer(pointer);
-  size_t off = locator.find(tokens);
-  std::vector<std::string> keys;
+  size_t off = locator.find(splitPointer(pointer));
   if (off >= source.size() || source[off] != '{')
-    return keys;
-  for (const auto &[key, at] : locator.members(off))
-    keys.push_back(key);
-  return keys;
+    return std::nullopt;
+  return locator.firstKey(off, pred);
 }
 
 Error JsonDocument::error(const std::string &pointer,
@@ -547,13 +668,11 @@ Status JsonReader::onlyKeys(const std::string &ptr,
   if (!anyUnknown)
     return Status::success();
   // nlohmann orders keys alphabetically; report the first unknown key in
-  // the file instead, found in one pass over the object's text.
-  std::string unknown;
-  for (const std::string &key : doc.keysInTextOrder(ptr))
-    if (!known(key)) {
-      unknown = key;
-      break;
-    }
+  // the file instead, read from the object's text up to that key.
+  std::string unknown =
+      doc.firstKeyInTextOrder(
+             ptr, [&](const std::string &key) { return !known(key); })
+          .value_or(std::string());
   std::string valid;
   for (const char *a : allowed)
     valid += std::string(valid.empty() ? "" : ", ") + a;

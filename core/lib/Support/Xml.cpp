@@ -12,16 +12,46 @@
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Support/Xml.h"
 
+#include <string_view>
+
 #include <algorithm>
 #include <cstdint>
 
 namespace ccsynth {
 
+/// Calls f(name, value) for each attribute of `text` (XmlElement's
+/// attributeText) until it returns true; returns whether one did.
+template <typename F> static bool eachAttribute(const std::string &text, F f) {
+  size_t p = 0;
+  while (p < text.size()) {
+    size_t nameEnd = text.find('\0', p);
+    size_t valueEnd = text.find('\0', nameEnd + 1);
+    if (f(std::string_view(text).substr(p, nameEnd - p),
+          std::string_view(text).substr(nameEnd + 1, valueEnd - nameEnd - 1)))
+      return true;
+    p = valueEnd + 1;
+  }
+  return false;
+}
+
 std::optional<std::string> XmlElement::attr(const std::string &key) const {
-  for (const auto &[k, v] : attributes)
-    if (k == key)
-      return v;
-  return std::nullopt;
+  std::optional<std::string> found;
+  eachAttribute(attributeText, [&](std::string_view k, std::string_view v) {
+    if (k != key)
+      return false;
+    found = std::string(v);
+    return true;
+  });
+  return found;
+}
+
+size_t XmlElement::attributeCount() const {
+  size_t n = 0;
+  eachAttribute(attributeText, [&](std::string_view, std::string_view) {
+    ++n;
+    return false;
+  });
+  return n;
 }
 
 std::vector<const XmlElement *>
@@ -287,6 +317,7 @@ Expected<bool> Parser::parseStartTag(XmlElement &el) {
   size_t open = pos;
   el.loc = locAt(open);
   ++pos;
+  size_t attributes = 0;
   auto name = parseName("an element name after '<'");
   if (!name)
     return name.error();
@@ -315,10 +346,15 @@ Expected<bool> Parser::parseStartTag(XmlElement &el) {
     auto key = parseName("an attribute name");
     if (!key)
       return key.error();
-    for (const auto &a : el.attributes)
-      if (a.first == *key)
-        return errorAt(attrStart, "duplicate attribute '" + *key + "' in <" +
-                                      el.name + ">");
+    if (eachAttribute(
+            el.attributeText,
+            [&](std::string_view k, std::string_view) { return k == *key; }))
+      return errorAt(attrStart,
+                     "duplicate attribute '" + *key + "' in <" + el.name + ">");
+    if (++attributes > kMaxXmlAttributes)
+      return errorAt(attrStart, "<" + el.name + "> has more than " +
+                                    std::to_string(kMaxXmlAttributes) +
+                                    " attributes (NCCL reads no more)");
     skipSpace();
     if (atEnd() || text[pos] != '=')
       return errorAt(pos, "expected '=' after attribute name '" + *key + "'");
@@ -327,7 +363,10 @@ Expected<bool> Parser::parseStartTag(XmlElement &el) {
     std::string value;
     if (Status s = parseAttributeValue(value); !s)
       return s.error();
-    el.attributes.emplace_back(key.take(), std::move(value));
+    el.attributeText += *key;
+    el.attributeText += '\0';
+    el.attributeText += value;
+    el.attributeText += '\0';
   }
 }
 
@@ -372,6 +411,7 @@ Expected<std::unique_ptr<XmlElement>> Parser::run() {
     return selfClosing.error();
   // Open elements and the offsets of their start tags.
   std::vector<std::pair<XmlElement *, size_t>> open;
+  size_t elements = 1; // the root
   if (!*selfClosing)
     open.push_back({root.get(), rootStart});
 
@@ -405,6 +445,10 @@ Expected<std::unique_ptr<XmlElement>> Parser::run() {
         return errorAt(pos, "elements are nested more than " +
                                 std::to_string(kMaxDepth) + " levels deep");
       size_t start = pos;
+      if (++elements > kMaxXmlElements)
+        return errorAt(pos, "more than " + std::to_string(kMaxXmlElements) +
+                                " elements (NCCL reads at most 256 in a "
+                                "topology dump)");
       auto child = std::make_unique<XmlElement>();
       auto closes = parseStartTag(*child);
       if (!closes)

@@ -13,7 +13,12 @@ timing anything.
     20 s limit must write a schedule: reading them takes well under a
     second alone, and several seconds in the sanitizer build on a machine
     running other builds, where a 5 s limit once ran out before the
-    search began).
+    search began);
+  - a sketch over 1 MiB (refused before it is read) and an invalid
+    symmetry_offsets entry after 100,000 valid ones (named, within a 5 s
+    limit);
+  - a .ccl expression chain of 200,000 '+ 0' (refused at the 257th, before
+    the bad byte at the end of the file is read).
 """
 import json
 import os
@@ -85,4 +90,25 @@ open("k-sym.json", "w").write(json.dumps(many))
 run(0, r"wrote .*k-sym-out.json", "synth", "-t", "ndv2x2", "-k",
     "k-sym.json", "-c", "allgather", "--time-limit", "20", "-o",
     "k-sym-out.json")
+
+# A sketch larger than any real one is refused unread.
+open("k-big.json", "w").write(json.dumps(
+    dict(sketch, symmetry_offsets=[[2, 4]] * 140000)))
+run(1, r"cannot read 'k-big.json': larger than the 1 MiB a sketch may have",
+    "synth", "-t", "ndv2x2", "-k", "k-big.json", "-c", "allgather",
+    "--time-limit", "5", "-q", "-o", "k-big-out.json")
+# The entry that is no symmetry of the machine is named, not the time.
+bad = dict(sketch, symmetry_offsets=[[2, 4]] * 100000 + [[1, 3]])
+open("k-bad.json", "w").write(json.dumps(bad))
+run(1, r"k-bad.json:1:\d+: error: symmetry_offsets entry \[1, 3\]: the group "
+    r"size must divide the 16 ranks", "synth", "-t", "ndv2x2", "-k",
+    "k-bad.json", "-c", "allgather", "--time-limit", "5", "-q", "-o",
+    "k-bad-out.json")
+
+# An expression too deep is refused as soon as it is, not after the file.
+open("chain.ccl", "w").write(
+    "param ranks = 4;\ncollective allgather(ranks = ranks);\n"
+    "let c = 1" + " + 0" * 200000 + ";\n@\n")
+run(1, r"chain.ccl:3:\d+: error: expression is too deeply nested",
+    "verify", "chain.ccl")
 print("ok")

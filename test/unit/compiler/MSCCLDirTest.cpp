@@ -118,7 +118,7 @@ TEST_CASE("an algorithm directory reads back as MSCCL reads it",
     std::ofstream(dir + "/" + kAlgoSubdir + "/notes.txt") << "hello\n";
     auto bad = readAlgoDir(dir);
     REQUIRE_FALSE(bad.ok());
-    CHECK(bad.error().loc.file.find("notes.txt") != std::string::npos);
+    CHECK(bad.error().loc.file.str().find("notes.txt") != std::string::npos);
   }
 }
 

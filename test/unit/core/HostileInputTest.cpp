@@ -189,6 +189,30 @@ TEST_CASE("the unknown-field error names the first unknown key in the file",
   CHECK(has(t.error().message, "unknown field 'zeta'"));
 }
 
+TEST_CASE("reading a JSON document stops when told to", "[hostile]") {
+  std::string many = "[";
+  for (int i = 0; i < 10000; ++i)
+    many += std::string(i ? "," : "") + "1";
+  many += "]";
+  int asked = 0;
+  JsonStop stop{[&] { return ++asked > 1; }, "stopped: the time ran out"};
+  auto doc = JsonDocument::parse("many.json", many, stop);
+  REQUIRE_FALSE(doc);
+  CHECK(doc.error().message == "stopped: the time ran out");
+  CHECK(asked == 2); // asked every 4,096 values, not per value
+  REQUIRE(JsonDocument::parse("many.json", many));
+}
+
+TEST_CASE("a document opened for locating only finds values in its text",
+          "[hostile]") {
+  auto doc = JsonDocument::forLocating(
+      "s.json", "{\"a\": 1,\n \"transfers\": [\n  {\"x\": 1},\n  {\"x\": 2}]}");
+  CHECK(doc.root().is_null());
+  SourceLoc second = doc.locate("/transfers/1");
+  CHECK(second.line == 4);
+  CHECK(second.col == 3);
+}
+
 TEST_CASE("degenerate link figures are located errors", "[hostile]") {
   for (const char *bad : {"\"alpha_us\": 1, \"bandwidth_gbps\": 5e-324",
                           "\"alpha_us\": 1, \"bandwidth_gbps\": 0",

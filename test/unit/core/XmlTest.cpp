@@ -59,8 +59,12 @@ TEST_CASE("xml reader reads elements, attributes and nesting", "[xml]") {
   const XmlElement &step = *tbs[0]->children[0];
   CHECK(step.name == "step");
   CHECK(step.children.empty());
-  CHECK(step.attributes.size() == 4);
-  CHECK(step.attributes[1].first == "type");
+  CHECK(step.attributeCount() == 4);
+  // In the order of the text: the second is "type".
+  size_t second =
+      step.attributeText.find('\0', step.attributeText.find('\0') + 1);
+  CHECK(step.attributeText.compare(second + 1, 5, std::string("type\0", 5)) ==
+        0);
   CHECK(step.loc.line == 6);
   // Entities and character references, including a 3-byte UTF-8 one.
   CHECK(gpus[1]->attr("note") == "a<b>c \"q\" 'x' AB\xE2\x82\xAC");
@@ -150,6 +154,26 @@ TEST_CASE("xml reader bounds nesting depth", "[xml]") {
   Error e = parseError(deep);
   CHECK(e.message.find("nested more than") != std::string::npos);
   CHECK(e.loc.line == 1);
+}
+
+TEST_CASE("xml reader bounds attributes and elements as NCCL does", "[xml]") {
+  std::string attrs = "<gpu";
+  for (int i = 0; i < 17; ++i)
+    attrs += " a" + std::to_string(i) + "=\"1\"";
+  auto wide = parseXml("t.xml", attrs + "/>");
+  REQUIRE_FALSE(wide);
+  CHECK(wide.error().message == "<gpu> has more than 16 attributes (NCCL "
+                                "reads no more)");
+  CHECK(wide.error().loc.col == 124); // at the 17th, a16
+  std::string many = "<system>";
+  for (size_t i = 0; i < kMaxXmlElements; ++i)
+    many += "<c/>";
+  auto fits = parseXml("t.xml", many + "</system>");
+  REQUIRE_FALSE(fits);
+  CHECK(fits.error().message.find("more than 65536 elements") !=
+        std::string::npos);
+  many.resize(many.size() - 4);
+  CHECK(parseXml("t.xml", many + "</system>"));
 }
 
 TEST_CASE("xml reader survives seeded random mutations", "[xml][mutation]") {

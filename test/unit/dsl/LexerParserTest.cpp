@@ -168,6 +168,31 @@ struct LocationChecker {
 
 } // namespace
 
+TEST_CASE("the parser reports the first error without reading on",
+          "[dsl][parser]") {
+  // Tokens are read as the parser needs them: a chain too deep is refused
+  // at its 257th operator, before the bad byte after it is ever read (a
+  // lexer that read the whole file first would report that byte).
+  std::string chain = "let c = 1";
+  for (int i = 0; i < 300; ++i)
+    chain += " + 0";
+  auto deep = parseProgram("f.ccl", chain + ";\nlet d = 2 @ 3;\n");
+  REQUIRE_FALSE(deep);
+  CHECK(deep.error().message.find("too deeply nested") != std::string::npos);
+  CHECK(deep.error().loc.line == 1);
+  // A lexical error right after a statement still comes first when the
+  // parser reaches it.
+  auto bad = parseProgram("f.ccl", "param n = 8;\nlet y = 2 @ 3;\n");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().format() == "f.ccl:2:11: error: unexpected character '@'\n"
+                                "let y = 2 @ 3;\n"
+                                "          ^");
+  // And a syntax error before a lexical one is the one reported.
+  auto syntax = parseProgram("f.ccl", "param = 8;\nlet y = 2 @ 3;\n");
+  REQUIRE_FALSE(syntax);
+  CHECK(syntax.error().loc.line == 1);
+}
+
 TEST_CASE("every AST node of the shipped programs has a location",
           "[dsl][parser]") {
   auto files = filesIn("sketches/dsl", ".ccl");

@@ -19,9 +19,49 @@
 
 namespace ccsynth {
 
+/// A file's name as locations hold it: every copy of a name points at one
+/// stored string (kept for the life of the process, which reads a handful
+/// of files), so that a location, of which a reader may keep millions,
+/// costs a pointer and two ints however long the path is.
+class FileName {
+public:
+  FileName() = default;
+  FileName(const std::string &name);
+  FileName(const char *name) : FileName(std::string(name)) {}
+
+  const std::string &str() const { return name ? *name : none(); }
+  operator const std::string &() const { return str(); }
+  bool empty() const { return str().empty(); }
+  size_t size() const { return str().size(); }
+  const char *c_str() const { return str().c_str(); }
+
+  friend bool operator==(const FileName &a, const FileName &b) {
+    return a.str() == b.str();
+  }
+  friend bool operator!=(const FileName &a, const FileName &b) {
+    return !(a == b);
+  }
+  friend std::string operator+(const FileName &a, const std::string &b) {
+    return a.str() + b;
+  }
+  friend std::string operator+(const FileName &a, const char *b) {
+    return a.str() + b;
+  }
+  friend std::string operator+(const std::string &a, const FileName &b) {
+    return a + b.str();
+  }
+  friend std::string operator+(const char *a, const FileName &b) {
+    return a + b.str();
+  }
+
+private:
+  static const std::string &none();
+  const std::string *name = nullptr;
+};
+
 /// A position in an input file; line and column are 1-based, 0 = unknown.
 struct SourceLoc {
-  std::string file;
+  FileName file;
   int line = 0;
   int col = 0;
 
@@ -115,10 +155,12 @@ inline constexpr size_t kMaxInputBytes = size_t(64) << 20;
 inline constexpr size_t kMaxScheduleBytes = size_t(4) << 30;
 
 /// Reads a whole regular file of at most `maxBytes`; the error names the
-/// file and the reason. Directories, devices and FIFOs are refused (they
-/// would read as an empty or endless file).
+/// file and the reason (a larger one is refused before it is read, as
+/// larger than what `kind` may be). Directories, devices and FIFOs are
+/// refused (they would read as an empty or endless file).
 Expected<std::string> readFile(const std::string &path,
-                               size_t maxBytes = kMaxInputBytes);
+                               size_t maxBytes = kMaxInputBytes,
+                               const char *kind = "an input file");
 
 /// Drops a leading UTF-8 byte-order mark, which editors on some systems
 /// write: every text reader takes a file with one as without it (its lines

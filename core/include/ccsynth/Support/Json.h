@@ -1,7 +1,7 @@
 //===- Json.h - JSON documents that remember where each value came from ---===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// nlohmann::json parses the text; JsonDocument keeps the text so that any
+// nlohmann::json reads the text; JsonDocument keeps the text so that any
 // value, addressed by its JSON pointer, can be mapped back to line:col for
 // error messages about well-formed but semantically wrong input.
 //
@@ -12,8 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -42,13 +44,25 @@ struct JsonLocateIndex {
   std::unordered_map<size_t, Container> containers;
 };
 
+/// Stops reading a document early (a time limit): `stopped` is asked every
+/// few thousand values, and once it says so, reading ends with `why`.
+struct JsonStop {
+  std::function<bool()> stopped;
+  std::string why;
+};
+
 /// A parsed JSON file plus the means to locate its values.
 class JsonDocument {
 public:
   /// Parses `text`; a syntax error is reported at its line:col.
-  static Expected<JsonDocument> parse(std::string file, std::string text);
+  static Expected<JsonDocument> parse(std::string file, std::string text,
+                                      const JsonStop &stop = {});
   /// Reads and parses a file.
-  static Expected<JsonDocument> load(const std::string &path);
+  static Expected<JsonDocument> load(const std::string &path,
+                                     const JsonStop &stop = {});
+  /// A document for locating values only, without building its tree
+  /// (root() is null): `text` must be JSON already read without error.
+  static JsonDocument forLocating(std::string file, std::string text);
 
   const Json &root() const { return doc; }
   const std::string &file() const { return fileName; }
@@ -59,9 +73,12 @@ public:
   /// values costs one pass over the containers they are in, in all.
   SourceLoc locate(const std::string &pointer) const;
 
-  /// The keys of the object at `pointer` in the order of the text (empty
-  /// when it is not an object).
-  std::vector<std::string> keysInTextOrder(const std::string &pointer) const;
+  /// The first key of the object at `pointer`, in the order of the text,
+  /// for which `pred` holds (none when it is not an object). The text is
+  /// read up to that key only.
+  std::optional<std::string> firstKeyInTextOrder(
+      const std::string &pointer,
+      const std::function<bool(const std::string &)> &pred) const;
 
   /// An Error located at `pointer`.
   Error error(const std::string &pointer, const std::string &message) const;

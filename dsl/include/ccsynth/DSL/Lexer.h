@@ -1,7 +1,9 @@
 //===- Lexer.h - Tokens of .ccl collective programs -----------------------===//
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// The lexer turns a whole file into a token vector ending in Eof. Comments
+// The lexer hands out a file's tokens one at a time, ending in Eof (the
+// parser reads a few ahead, so its memory does not grow with the file); lex
+// collects them all, for tests. Comments
 // are `// ...` to the end of the line and `/* ... */`. Integers are decimal
 // and must fit in 64 bits; strings are double-quoted on one line with `\"`
 // and `\\` escapes. Anything else is a located error.
@@ -11,6 +13,8 @@
 
 #include "ccsynth/Support/Diagnostic.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +84,22 @@ struct Token {
   std::string text;
   long long intValue = 0;
   SourceLoc loc;
+};
+
+/// The tokens of `text` (the contents of `file`, which must outlive it), one
+/// per call to next(): after Eof, Eof again; after an error, that error
+/// again.
+class Lexer {
+public:
+  Lexer(const std::string &file, const std::string &text);
+  ~Lexer();
+  Lexer(const Lexer &) = delete;
+  Lexer &operator=(const Lexer &) = delete;
+  Expected<Token> next();
+
+private:
+  class Scanner;
+  std::unique_ptr<Scanner> scanner;
 };
 
 /// Splits `text` (the contents of `file`) into tokens; the last one is Eof.

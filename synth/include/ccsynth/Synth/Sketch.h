@@ -30,6 +30,7 @@
 
 namespace ccsynth {
 class JsonDocument;
+struct JsonStop;
 } // namespace ccsynth
 
 namespace ccsynth::synth {
@@ -102,9 +103,17 @@ struct Sketch {
   SourceLoc inNetworkLoc;
 };
 
+/// The largest sketch file read (1 MiB): a sketch names a node's GPUs and a
+/// few options, a few KB on the largest machines; a larger file is refused
+/// before it is read.
+inline constexpr size_t kMaxSketchBytes = size_t(1) << 20;
+
 /// Reads a sketch; every structural error is located at its JSON field.
 Expected<Sketch> parseSketch(const JsonDocument &doc);
+/// Reads a sketch file of at most kMaxSketchBytes; `stop` ends reading early
+/// (the synthesizer's time limit).
 Expected<Sketch> loadSketch(const std::string &path);
+Expected<Sketch> loadSketch(const std::string &path, const JsonStop &stop);
 
 /// The sketch every topology accepts: all links usable, no symmetry,
 /// input_chunkup 1 (used when no sketch file is given).

@@ -74,6 +74,16 @@ Expected<SynthResult> Driver::run() {
                  " million condition entries per chunk split, more than "
                  "the synthesizer holds (" +
                  fmt(kMaxConditionEntries / 1e6, 0) + " million)");
+  // What came before (reading the machine and the sketch) may have spent
+  // the limit and its grace already: say so rather than blame the next
+  // step.
+  if (Clock::now() > hardDeadline)
+    return Error(
+        "the time limit (" + fmt(opts.timeLimitSec, 1) +
+        " s) ran out before the search began: reading the inputs "
+        "took " +
+        fmt(std::chrono::duration<double>(Clock::now() - start).count(), 1) +
+        " s; allow more time");
   // Building them (the routed collective and the target) took up to 0.1 µs
   // per entry on a loaded machine.
   if (Clock::now() + std::chrono::microseconds((long long)(entries * 0.1)) >
@@ -82,23 +92,6 @@ Expected<SynthResult> Driver::run() {
                  " s) is shorter than building the collective's conditions "
                  "on " +
                  std::to_string(n) + " ranks takes; allow more time");
-  // Every schedule of these has at least n(n-1) transfers (every rank
-  // receives something from every other one), each built, verified,
-  // simulated and written. When even that cannot end within the limit's
-  // grace, say so now rather than search in vain.
-  if (everyPair) {
-    double least = leastSecondsToWrite(1);
-    if (Clock::now() + std::chrono::microseconds((long long)(least * 1e6)) >
-        hardDeadline)
-      return Error("every " + std::string(toString(opts.kind)) + " on " +
-                   std::to_string(n) + " ranks has at least " +
-                   fmt((double)n * (n - 1) / 1e6, 1) +
-                   " million transfers; building, verifying and writing "
-                   "them takes more than the time limit (" +
-                   fmt(opts.timeLimitSec, 1) +
-                   " s) allows; allow more time (about " +
-                   fmt(std::ceil(least * 4), 0) + " s)");
-  }
   auto t0 = Clock::now();
   auto bases = makeSetups(opts, n, 1);
   if (!bases)
@@ -275,13 +268,23 @@ Expected<SynthResult> Driver::run() {
   }
   result.timeLimitHit |= timeUp();
   preferBaseline();
-  if (!std::isfinite(best.timeUs))
-    return Error(result.timeLimitHit
-                     ? "the time limit (" + fmt(opts.timeLimitSec, 1) +
-                           " s) ran out before any schedule, synthesized "
-                           "or baseline, was verified on " +
-                           topo.name + "; allow more time"
-                     : "no verified schedule was found (see the notes above)");
+  if (!std::isfinite(best.timeUs)) {
+    if (!result.timeLimitHit)
+      return Error("no verified schedule was found (see the notes above)");
+    // The limit may not have been reached: what was left of it could not
+    // finish the next step, by the rates measured so far.
+    double used = since(start);
+    if (used < opts.timeLimitSec)
+      return Error("no schedule, synthesized or baseline, was verified on " +
+                   topo.name + " within the time limit (" +
+                   fmt(opts.timeLimitSec, 1) + " s): after " + fmt(used, 0) +
+                   " s, what was left of it could not finish the next step "
+                   "(see the notes above); allow more time");
+    return Error("the time limit (" + fmt(opts.timeLimitSec, 1) +
+                 " s) ran out before any schedule, synthesized or baseline, "
+                 "was verified on " +
+                 topo.name + "; allow more time");
+  }
   result.schedule = best.schedule;
   result.method = best.method;
   result.chunkup = best.chunkup;

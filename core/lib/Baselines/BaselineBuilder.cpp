@@ -30,8 +30,7 @@ constexpr size_t kMaxTransfers = size_t(1) << 22;
 /// 4 bytes each).
 constexpr double kMaxConditionEntries = double(1 << 25);
 
-Expected<Collective> makeCollective(CollectiveKind kind, int ranks,
-                                    int chunkFactor, bool inPlace, int root) {
+double conditionEntries(CollectiveKind kind, int ranks, int chunkFactor) {
   double n = ranks, c = chunkFactor, in = c, out = c, pooled = 0;
   switch (kind) {
   case CollectiveKind::AllGather:
@@ -55,7 +54,18 @@ Expected<Collective> makeCollective(CollectiveKind kind, int ranks,
   default:
     break;
   }
-  double entries = n * (in + out) + pooled;
+  return n * (in + out) + pooled;
+}
+
+size_t maxBaselineTransfers() { return kMaxTransfers; }
+
+bool conditionsFit(CollectiveKind kind, int ranks, int chunkFactor) {
+  return conditionEntries(kind, ranks, chunkFactor) <= kMaxConditionEntries;
+}
+
+Expected<Collective> makeCollective(CollectiveKind kind, int ranks,
+                                    int chunkFactor, bool inPlace, int root) {
+  double entries = conditionEntries(kind, ranks, chunkFactor);
   if (entries > kMaxConditionEntries)
     return Error(
         std::string(toString(kind)) + " over " + std::to_string(ranks) +

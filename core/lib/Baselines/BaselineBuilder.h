@@ -173,6 +173,14 @@ bool finishTree(Tree &tree, const std::vector<int> &members);
 Expected<Collective> makeCollective(CollectiveKind kind, int ranks,
                                     int chunkFactor, bool inPlace, int root);
 
+/// The entries the collective's conditions hold (what makeCollective
+/// bounds), and whether they are within the bound: known before anything
+/// is searched or built.
+double conditionEntries(CollectiveKind kind, int ranks, int chunkFactor);
+bool conditionsFit(CollectiveKind kind, int ranks, int chunkFactor);
+/// The most transfers a baseline schedule may hold.
+size_t maxBaselineTransfers();
+
 /// The pipelining depth asked for, or `fallback` when the options leave it
 /// to the baseline.
 inline int pipelineOr(const BaselineOptions &options, int fallback) {

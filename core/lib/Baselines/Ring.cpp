@@ -17,17 +17,86 @@
 
 #include "ccsynth/Baselines/Rings.h"
 
+#include <climits>
+
 namespace ccsynth::baseline {
 
 Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
                                     const BaselineOptions &options) {
-  RingSet ringSet = findRings(topo);
-  if (options.maxRings > 0 && (int)ringSet.rings.size() > options.maxRings)
-    ringSet.rings.resize(options.maxRings);
-  const std::vector<std::vector<int>> &rings = ringSet.rings;
-  int n = topo.numRanks(), numRings = (int)rings.size();
+  int n = topo.numRanks();
   bool chain =
       kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce;
+  bool localAddsKind = kind == CollectiveKind::ReduceScatter ||
+                       (kind == CollectiveKind::AllReduce && !options.inPlace);
+  // The chunk factor is rings x pipeline (x n for AllReduce), so the size
+  // of the collective's conditions is known before any ring is searched:
+  // refuse at once when even one ring is too large, and search no more
+  // rings than fit (on 4,096 ranks one ring's AllGather fits, two do not).
+  auto factorOf = [&](int rings) {
+    int pipeline = pipelineOr(
+        options, chain ? 2 * n : (localAddsKind && rings == 1 ? 2 : 1));
+    long long f = (long long)rings * pipeline;
+    if (kind == CollectiveKind::AllReduce)
+      f *= n;
+    return f > INT_MAX ? INT_MAX : (int)f;
+  };
+  // The transfers the rings carry, at the least (every chunk's hops
+  // around its ring): also known before the search.
+  auto leastTransfers = [&](int rings) {
+    double hops = (double)n * (n - 1);
+    double perChunk = kind == CollectiveKind::AllGather ||
+                              kind == CollectiveKind::ReduceScatter
+                          ? hops
+                      : kind == CollectiveKind::AllReduce ? 2 * hops
+                      : kind == CollectiveKind::AllToAll  ? hops * n / 2
+                      : chain                             ? n - 1.0
+                                                          : 0.0;
+    double per = kind == CollectiveKind::AllReduce ? (double)factorOf(rings) / n
+                                                   : (double)factorOf(rings);
+    return perChunk * per;
+  };
+  if (double least = leastTransfers(1); least > (double)maxBaselineTransfers())
+    return Error(
+        "a ring " + std::string(toString(kind)) + " over " + std::to_string(n) +
+        " ranks needs at least " + std::to_string((long long)least) +
+        " transfers with a single ring" +
+        (options.pipeline > 1
+             ? " and --pipeline " + std::to_string(options.pipeline)
+             : std::string()) +
+        ", more than the " + std::to_string(maxBaselineTransfers()) +
+        " a schedule may hold; use " +
+        (options.pipeline > 1 ? "a smaller pipeline depth, " : std::string()) +
+        "another baseline or fewer ranks");
+  if (!conditionsFit(kind, n, factorOf(1))) {
+    auto col =
+        makeCollective(kind, n, factorOf(1), options.inPlace, options.root);
+    if (col)
+      return Error("internal error: a ring collective too large to build "
+                   "was built");
+    std::string why = col.error().message;
+    why = why.substr(0, why.find("; use"));
+    return Error(
+        why + " with a single ring" +
+        (options.pipeline > 1
+             ? " and --pipeline " + std::to_string(options.pipeline)
+             : std::string()) +
+        (options.pipeline > 1 ? "; use a smaller pipeline depth, " : "; use ") +
+        "another baseline or fewer ranks");
+  }
+  RingSearchOptions search;
+  int fitting = 1;
+  while (fitting < search.maxRings &&
+         conditionsFit(kind, n, factorOf(fitting + 1)) &&
+         leastTransfers(fitting + 1) <= (double)maxBaselineTransfers())
+    ++fitting;
+  if (options.maxRings > 0)
+    fitting = std::min(fitting, options.maxRings);
+  search.maxRings = std::min(search.maxRings, fitting);
+  RingSet ringSet = findRings(topo, search);
+  if ((int)ringSet.rings.size() > fitting)
+    ringSet.rings.resize(fitting);
+  const std::vector<std::vector<int>> &rings = ringSet.rings;
+  int numRings = (int)rings.size();
   // Chains need many chunks in flight to fill their n-1 hops; the
   // bandwidth-optimal ring collectives keep every link busy with one chunk
   // per step. Except: where a hop lands as a copy that the rank must add its

@@ -412,6 +412,31 @@ TEST_CASE("oversized baselines fail with a message instead of exhausting "
   CHECK(big.error().message.find("too large") != std::string::npos);
 }
 
+TEST_CASE("a ring baseline too large for one ring is refused before its "
+          "rings are searched",
+          "[baselines]") {
+  // 2,100 ranks: one ring's AllGather passes 2,100 x 2,099 chunks, over
+  // the 4,194,304 transfers a schedule may hold; the pipeline depth is not
+  // the cause and is not suggested.
+  auto s = makeBaseline(BaselineKind::Ring, CollectiveKind::AllGather,
+                        builtin("ring:2100"));
+  REQUIRE_FALSE(s);
+  CHECK(s.error().message ==
+        "a ring allgather over 2100 ranks needs at least 4407900 transfers "
+        "with a single ring, more than the 4194304 a schedule may hold; use "
+        "another baseline or fewer ranks");
+  // With a pipeline depth that is part of the cause, it is named.
+  BaselineOptions deep;
+  deep.pipeline = 2;
+  auto piped = makeBaseline(BaselineKind::Ring, CollectiveKind::AllGather,
+                            builtin("ring:1500"), deep);
+  REQUIRE_FALSE(piped);
+  CHECK(piped.error().message.find("with a single ring and --pipeline 2") !=
+        std::string::npos);
+  CHECK(piped.error().message.find("use a smaller pipeline depth") !=
+        std::string::npos);
+}
+
 TEST_CASE("a baseline stops building at its deadline", "[baselines]") {
   // A relayed all-to-all on 16 DGX-1 (128 ranks): 16K direct pairs and
   // thousands of relays, far more than 4,096 transfers.

@@ -204,6 +204,23 @@ ccsynth_expect(synth-in-network-mix RC 0 FILE synth-in-network.json
   CMD ${CC} synth --topo dgx-h100 --collective allreduce --time-limit 30
       --size 64M --no-step-level -q -o ${E2E_OUT}/synth-in-network.json
       --in-network)
+# Where a switch reduces, the in-network algorithms are weighed without
+# being asked (the fast choice); --no-in-network leaves them out, and
+# asking for both is refused.
+ccsynth_expect(synth-in-network-by-default RC 0 FILE synth-nvls-default.json
+  MATCH "in-network at 64M" "wrote .*synth-nvls-default.json \\(verified\\)"
+  CMD ${CC} synth --topo dgx-h100 --collective allgather --time-limit 5
+      --size 64M --no-step-level -q -o ${E2E_OUT}/synth-nvls-default.json)
+ccsynth_expect(synth-no-in-network RC 0 FILE synth-p2p.json
+  NOMATCH "in-network at"
+  MATCH "wrote .*synth-p2p.json \\(verified\\)"
+  CMD ${CC} synth --topo dgx-h100 --collective allgather --time-limit 5
+      --size 64M --no-step-level -q --no-in-network
+      -o ${E2E_OUT}/synth-p2p.json)
+ccsynth_expect(synth-in-network-both-flags RC 2
+  MATCH "--in-network and --no-in-network: give one or the other"
+  CMD ${CC} synth --topo dgx-h100 --collective allgather --in-network
+      --no-in-network -o ${E2E_OUT}/never-written-both.json)
 if(CCSYNTH_ENABLE_MLIR)
   ccsynth_expect(synth-in-network-compile-refused RC 1
     MATCH "synth-in-network.json:[0-9]+:[0-9]+: error: .*MSCCL XML has no switch operations"

@@ -254,6 +254,7 @@ struct SynthCliOptions {
   bool quiet = false;
   bool noStepLevel = false;
   bool inNetwork = false;
+  bool noInNetwork = false;
 };
 
 /// Progress lines go to stderr, but only once the run has lasted a second:
@@ -387,9 +388,16 @@ int runSynth(const SynthCliOptions &o) {
                          " is not a rank of '" + topo->name + "' (0.." +
                          std::to_string(topo->numRanks() - 1) + ")"));
   }
-  // A sketch's `in_network` turns the in-network search on with only its
+  // The in-network algorithms are weighed wherever one applies (the fast
+  // choice: a switch that reduces halves what crosses the links), unless
+  // --no-in-network leaves them out; --in-network asks for them and is an
+  // error where none applies. A sketch's `in_network` weighs only its
   // switch kinds ([] allows none).
-  bool inNetworkOn = o.inNetwork;
+  if (o.inNetwork && o.noInNetwork)
+    return usage(Error("--in-network and --no-in-network: give one or the "
+                       "other"));
+  bool asked = o.inNetwork;
+  bool inNetworkOn = !o.noInNetwork;
   std::vector<SwitchKind> allowedSwitches;
   if (sketch.inNetwork) {
     if (sketch.inNetwork->empty() && o.inNetwork)
@@ -397,11 +405,18 @@ int runSynth(const SynthCliOptions &o) {
                          "switch (\"in_network\": []); leave out one or the "
                          "other",
                          sketch.inNetworkLoc));
-    if (!sketch.inNetwork->empty()) {
-      inNetworkOn = true;
-      allowedSwitches = *sketch.inNetwork;
-    }
+    if (!sketch.inNetwork->empty() && o.noInNetwork)
+      return usage(Error("--no-in-network: the sketch's in_network lists "
+                         "switches to weigh; leave out one or the other",
+                         sketch.inNetworkLoc));
+    if (sketch.inNetwork->empty())
+      inNetworkOn = false;
+    else
+      asked = true, allowedSwitches = *sketch.inNetwork;
   }
+  if (inNetworkOn && !asked &&
+      !inNetworkApplies(so.kind, *topo, allowedSwitches))
+    inNetworkOn = false;
   if (inNetworkOn && !inNetworkApplies(so.kind, *topo, allowedSwitches)) {
     if (!allowedSwitches.empty()) {
       std::string kinds;
@@ -511,9 +526,12 @@ int runSynth(const SynthCliOptions &o) {
 #ifdef CCSYNTH_HAVE_MLIR
   std::optional<StepLevel> steps;
   if (!o.noStepLevel) {
-    auto until = t0 + std::chrono::duration_cast<
-                          std::chrono::steady_clock::duration>(
-                          std::chrono::duration<double>(o.timeLimit));
+    // Weighed by default, the in-network algorithms come after this within
+    // the same limit: a quarter of it is left to them.
+    double stepShare = inNetworkOn && !asked ? 0.75 : 1.0;
+    auto until =
+        t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                 std::chrono::duration<double>(stepShare * o.timeLimit));
     const size_t at = targetAt;
     // The chunk level's runners-up (other chunk splits) and the baseline
     // it ranked at or below the schedule are ranked again by what runs:
@@ -699,6 +717,16 @@ int runSynth(const SynthCliOptions &o) {
     ncclRingUs = steps->ncclUs[targetAt];
 #endif
   const Schedule *written = &sched;
+  // Weighed by default (not asked for), the in-network algorithms get what
+  // is left of the time limit and no more: none when the search spent it.
+  auto limitEnd =
+      t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+               std::chrono::duration<double>(budget));
+  if (inNetworkOn && !asked && std::chrono::steady_clock::now() >= limitEnd) {
+    inNetworkOn = false;
+    progress->operator()("in-network: not weighed (the time limit was spent; "
+                         "--in-network weighs them past it)");
+  }
   if (inNetworkOn) {
     progress->operator()("in-network: NVLS/CollNet alone and mixed with "
                          "point-to-point schedules");
@@ -714,9 +742,10 @@ int runSynth(const SynthCliOptions &o) {
       return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(s));
     };
-    io.until = std::max(t0 + seconds(budget),
-                        std::chrono::steady_clock::now() +
-                            seconds(std::max(2.0, 0.25 * o.timeLimit)));
+    io.until = asked ? std::max(t0 + seconds(budget),
+                                std::chrono::steady_clock::now() +
+                                    seconds(std::max(2.0, 0.25 * o.timeLimit)))
+                     : limitEnd;
     auto found = searchInNetwork(so.kind, *topo, io);
     if (!found)
       return fail(found.error());
@@ -741,8 +770,17 @@ int runSynth(const SynthCliOptions &o) {
                          "generated code");
     std::vector<std::pair<double, InNetworkCandidate *>> screened;
     std::vector<InNetworkCandidate *> unscreened;
+    // Weighed by default, within the limit: screening leaves two fifths of
+    // what is left to compiling the fastest.
+    auto screenUntil = *io.until;
+    if (!asked) {
+      auto now = std::chrono::steady_clock::now();
+      if (screenUntil > now)
+        screenUntil = now + (screenUntil - now) * 3 / 5;
+    }
     for (InNetworkCandidate &c : inNetwork->runnable) {
-      if (!screened.empty() && std::chrono::steady_clock::now() > *io.until) {
+      if ((asked ? !screened.empty() : true) &&
+          std::chrono::steady_clock::now() > screenUntil) {
         unscreened.push_back(&c);
         continue;
       }
@@ -785,7 +823,9 @@ int runSynth(const SynthCliOptions &o) {
       toCompile.push_back(&*inNetwork->best);
     for (size_t i = 0; i < toCompile.size(); ++i) {
       InNetworkCandidate *c = toCompile[i];
-      bool first = chosen == nullptr || i < tied;
+      // Asked for, the first (and those tied with it) go whatever the
+      // time; weighed by default, nothing goes past the limit.
+      bool first = asked && (chosen == nullptr || i < tied);
       if (!first && std::chrono::steady_clock::now() > *io.until) {
         inNetworkCompileCut = true;
         break;
@@ -995,8 +1035,10 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
                 "next to NCCL's ring tuned the same way)");
   cmd->add_flag(
       "--in-network", opts->inNetwork,
-      "Also weigh NCCL's in-network algorithms (NVLS, NVLS-tree, CollNet, NVLS "
-      "with SHARP) "
+      "Weigh NCCL's in-network algorithms (the default wherever one applies: "
+      "a switch that reduces, NVLS on dgx-h100, dgx-b200 and gb200-nvl72, "
+      "SHARP across their nodes; with this flag, an error where none "
+      "applies): NVLS, NVLS-tree, CollNet, NVLS with SHARP, "
       "alone and mixed with point-to-point schedules (the ring baseline, the "
       "synthesized schedule) on shares of the buffer, timed by the runtime "
       "model of NCCL's NVLS and CollNet kernels; those a kernel can run (no "
@@ -1010,6 +1052,10 @@ void addSynthCommand(CLI::App &app, CommandContext &ctx) {
       "(glres, gstore), MSCCL XML no switch operation. A sketch's "
       "\"in_network\": [\"nvls\", \"sharp\"] does the same with only the "
       "switches it lists");
+  cmd->add_flag("--no-in-network", opts->noInNetwork,
+                "Leave NCCL's in-network algorithms out: the schedule is "
+                "point-to-point, which every target takes (MSCCL XML "
+                "included)");
   cmd->add_flag("-q,--quiet", opts->quiet, "No progress on stderr");
   cmd->callback([opts, &ctx] { ctx.exitCode = runSynth(*opts); });
 }

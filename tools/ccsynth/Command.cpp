@@ -18,7 +18,6 @@
 #include "ccsynth/DSL/Frontend.h"
 #ifdef CCSYNTH_HAVE_MLIR
 #include "ccsynth/Import/MSCCLToSchedule.h"
-#include "ccsynth/Import/ScheduleText.h"
 #endif
 #include "ccsynth/Target/CodeGen.h"
 
@@ -198,7 +197,11 @@ SourceLoc transferLocation(const Schedule &schedule, const std::string &path,
     return SourceLoc{path};
   if (index < (int)schedule.transferLocs.size())
     return schedule.transferLocs[index];
-  return locateTransfer(path, index);
+  // The text is walked to the transfer; no tree of the file is built.
+  auto doc = JsonDocument::loadForLocating(path, kMaxScheduleBytes);
+  if (!doc)
+    return SourceLoc{path};
+  return doc->locate(jsonPath("/transfers", (size_t)index));
 }
 
 SourceLoc issueLocation(const Schedule &schedule, const std::string &path,

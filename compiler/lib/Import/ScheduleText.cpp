@@ -5,7 +5,6 @@
 #include "ccsynth/Support/Json.h"
 
 #include <algorithm>
-#include <optional>
 
 namespace ccsynth {
 
@@ -94,33 +93,13 @@ Expected<Schedule> parseScheduleText(const std::string &file,
   return sched;
 }
 
-/// The schedule JSON file at `path` for locating its values: read (it was
-/// read as a schedule before), its text walked as far as a lookup needs,
-/// no tree of it built. Nothing when it cannot be read or is not a JSON
-/// object (a .ccl program or MSCCL XML).
-static std::optional<JsonDocument> textForLocating(const std::string &path) {
-  auto text = readFile(path, kMaxScheduleBytes);
-  if (!text)
-    return std::nullopt;
-  dropByteOrderMark(*text);
-  size_t first = text->find_first_not_of(" \t\r\n");
-  if (first == std::string::npos || (*text)[first] != '{')
-    return std::nullopt;
-  return JsonDocument::forLocating(path, text.take());
-}
-
 void locateTransfers(Schedule &schedule, const std::string &path) {
   if (schedule.transferLocs.size() == schedule.transfers.size())
     return;
-  if (auto doc = textForLocating(path))
+  // The schedule was read from this file: its text is only walked to
+  // find where each transfer starts, without a tree of it.
+  if (auto doc = JsonDocument::loadForLocating(path, kMaxScheduleBytes))
     fillLocs(schedule, *doc);
-}
-
-SourceLoc locateTransfer(const std::string &path, int index) {
-  auto doc = textForLocating(path);
-  if (!doc || index < 0)
-    return SourceLoc{path};
-  return doc->locate(jsonPath("/transfers", (size_t)index));
 }
 
 } // namespace ccsynth

@@ -520,6 +520,18 @@ JsonDocument JsonDocument::forLocating(std::string file, std::string text) {
   return d;
 }
 
+std::optional<JsonDocument>
+JsonDocument::loadForLocating(const std::string &path, size_t maxBytes) {
+  auto text = readFile(path, maxBytes);
+  if (!text)
+    return std::nullopt;
+  dropByteOrderMark(*text);
+  size_t first = text->find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || (*text)[first] != '{')
+    return std::nullopt;
+  return forLocating(path, text.take());
+}
+
 SourceLoc JsonDocument::locate(const std::string &pointer) const {
   std::lock_guard<std::mutex> lock(index->mutex);
   PointerLocator locator(source, *index);

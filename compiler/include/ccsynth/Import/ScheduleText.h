@@ -25,8 +25,4 @@ Expected<Schedule> parseScheduleText(const std::string &file,
 /// no-op when they are already known or the file cannot be read).
 void locateTransfers(Schedule &schedule, const std::string &path);
 
-/// Where transfer `index` of the schedule JSON file at `path` is written
-/// (the file alone when it cannot be read or is not a JSON object).
-SourceLoc locateTransfer(const std::string &path, int index);
-
 } // namespace ccsynth

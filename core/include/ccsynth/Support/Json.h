@@ -63,6 +63,11 @@ public:
   /// A document for locating values only, without building its tree
   /// (root() is null): `text` must be JSON already read without error.
   static JsonDocument forLocating(std::string file, std::string text);
+  /// The same for the file at `path` (of at most `maxBytes`, read before
+  /// without error): nothing when it cannot be read or is not a JSON
+  /// object (a .ccl program, MSCCL XML).
+  static std::optional<JsonDocument> loadForLocating(const std::string &path,
+                                                     size_t maxBytes);
 
   const Json &root() const { return doc; }
   const std::string &file() const { return fileName; }

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 namespace ccsynth::dsl {
 

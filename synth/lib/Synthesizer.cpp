@@ -78,12 +78,10 @@ Expected<SynthResult> Driver::run() {
   // the limit and its grace already: say so rather than blame the next
   // step.
   if (Clock::now() > hardDeadline)
-    return Error(
-        "the time limit (" + fmt(opts.timeLimitSec, 1) +
-        " s) ran out before the search began: reading the inputs "
-        "took " +
-        fmt(std::chrono::duration<double>(Clock::now() - start).count(), 1) +
-        " s; allow more time");
+    return Error("the time limit (" + fmt(opts.timeLimitSec, 1) +
+                 " s) ran out before the search began: reading the inputs "
+                 "took " +
+                 fmt(since(start), 1) + " s; allow more time");
   // Building them (the routed collective and the target) took up to 0.1 µs
   // per entry on a loaded machine.
   if (Clock::now() + std::chrono::microseconds((long long)(entries * 0.1)) >

@@ -318,6 +318,10 @@ int runSynth(const SynthCliOptions &o) {
     return fail(s.error());
   // The time limit counts from here: loading a large machine takes seconds.
   auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [](double s) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(s));
+  };
   auto topo = loadTopologyArg(o.topo, o.profile);
   if (!topo)
     return fail(topo.error());
@@ -340,9 +344,7 @@ int runSynth(const SynthCliOptions &o) {
   } else {
     // Reading counts against the time limit like the rest (a hostile file
     // is refused by its size first).
-    auto readEnd =
-        t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                 std::chrono::duration<double>(o.timeLimit));
+    auto readEnd = t0 + seconds(o.timeLimit);
     auto sk = synth::loadSketch(
         o.sketch,
         JsonStop{
@@ -409,16 +411,19 @@ int runSynth(const SynthCliOptions &o) {
       return usage(Error("--no-in-network: the sketch's in_network lists "
                          "switches to weigh; leave out one or the other",
                          sketch.inNetworkLoc));
-    if (sketch.inNetwork->empty())
+    if (sketch.inNetwork->empty()) {
       inNetworkOn = false;
-    else
-      asked = true, allowedSwitches = *sketch.inNetwork;
+    } else {
+      asked = true;
+      allowedSwitches = *sketch.inNetwork;
+    }
   }
-  if (inNetworkOn && !asked &&
-      !inNetworkApplies(so.kind, *topo, allowedSwitches))
-    inNetworkOn = false;
+  // Where none applies, weighing by default is simply off; asked for, it is
+  // an error.
   if (inNetworkOn && !inNetworkApplies(so.kind, *topo, allowedSwitches)) {
-    if (!allowedSwitches.empty()) {
+    if (!asked) {
+      inNetworkOn = false;
+    } else if (!allowedSwitches.empty()) {
       std::string kinds;
       for (SwitchKind k : allowedSwitches)
         kinds += std::string(kinds.empty() ? "" : ", ") + toString(k);
@@ -431,14 +436,15 @@ int runSynth(const SynthCliOptions &o) {
                     "dgx-h100, dgx-b200 and gb200-nvl72, sharp on several of "
                     "their nodes)",
                 sketch.inNetworkLoc));
+    } else {
+      return usage(Error(
+          "--in-network: no in-network algorithm applies to " +
+          std::string(toString(so.kind)) + " on '" + topo->name +
+          "' (NVLS needs an NVLS switch joining the ranks of every node, as "
+          "on dgx-h100, dgx-b200 and gb200-nvl72, for allreduce, and on one "
+          "node for reducescatter and allgather; CollNet a SHARP switch "
+          "joining several nodes, for allreduce)"));
     }
-    return usage(Error(
-        "--in-network: no in-network algorithm applies to " +
-        std::string(toString(so.kind)) + " on '" + topo->name +
-        "' (NVLS needs an NVLS switch joining the ranks of every node, as on "
-        "dgx-h100, dgx-b200 and gb200-nvl72, for allreduce, and on one node "
-        "for reducescatter and allgather; CollNet a SHARP switch joining "
-        "several nodes, for allreduce)"));
   }
   so.chunkup = o.chunks;
   if (o.exactChunkup) {
@@ -529,9 +535,7 @@ int runSynth(const SynthCliOptions &o) {
     // Weighed by default, the in-network algorithms come after this within
     // the same limit: a quarter of it is left to them.
     double stepShare = inNetworkOn && !asked ? 0.75 : 1.0;
-    auto until =
-        t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                 std::chrono::duration<double>(stepShare * o.timeLimit));
+    auto until = t0 + seconds(stepShare * o.timeLimit);
     const size_t at = targetAt;
     // The chunk level's runners-up (other chunk splits) and the baseline
     // it ranked at or below the schedule are ranked again by what runs:
@@ -719,9 +723,7 @@ int runSynth(const SynthCliOptions &o) {
   const Schedule *written = &sched;
   // Weighed by default (not asked for), the in-network algorithms get what
   // is left of the time limit and no more: none when the search spent it.
-  auto limitEnd =
-      t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-               std::chrono::duration<double>(budget));
+  auto limitEnd = t0 + seconds(budget);
   if (inNetworkOn && !asked && std::chrono::steady_clock::now() >= limitEnd) {
     inNetworkOn = false;
     progress->operator()("in-network: not weighed (the time limit was spent; "
@@ -738,11 +740,7 @@ int runSynth(const SynthCliOptions &o) {
       io.pointToPoint.push_back({"synthesized", &sched});
     // Mixes start within the time limit, and within a quarter of it (at
     // least 2 s) from now when the search has spent it.
-    auto seconds = [](double s) {
-      return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(s));
-    };
-    io.until = asked ? std::max(t0 + seconds(budget),
+    io.until = asked ? std::max(limitEnd,
                                 std::chrono::steady_clock::now() +
                                     seconds(std::max(2.0, 0.25 * o.timeLimit)))
                      : limitEnd;

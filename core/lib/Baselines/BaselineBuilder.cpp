@@ -20,16 +20,15 @@
 
 namespace ccsynth::baseline {
 
-/// Bound on a baseline's size, so that a huge topology or pipeline depth
-/// fails with a message instead of exhausting memory (a transfer is ~60
-/// bytes, and the verifier and simulator keep per-transfer state too).
-constexpr size_t kMaxTransfers = size_t(1) << 22;
-
 /// Bound on the entries a baseline's collective stores (one per input and
 /// output chunk slot, plus the values of the distinct reduction sets; about
 /// 4 bytes each).
 constexpr double kMaxConditionEntries = double(1 << 25);
 
+namespace {
+
+/// The entries the collective's conditions hold (one per input and output
+/// chunk slot, plus the values of the distinct reduction sets).
 double conditionEntries(CollectiveKind kind, int ranks, int chunkFactor) {
   double n = ranks, c = chunkFactor, in = c, out = c, pooled = 0;
   switch (kind) {
@@ -57,24 +56,25 @@ double conditionEntries(CollectiveKind kind, int ranks, int chunkFactor) {
   return n * (in + out) + pooled;
 }
 
-size_t maxBaselineTransfers() { return kMaxTransfers; }
+} // namespace
 
-bool conditionsFit(CollectiveKind kind, int ranks, int chunkFactor) {
-  return conditionEntries(kind, ranks, chunkFactor) <= kMaxConditionEntries;
+std::optional<std::string> conditionsTooLarge(CollectiveKind kind, int ranks,
+                                              int chunkFactor) {
+  double entries = conditionEntries(kind, ranks, chunkFactor);
+  if (entries <= kMaxConditionEntries)
+    return std::nullopt;
+  return std::string(toString(kind)) + " over " + std::to_string(ranks) +
+         " ranks with chunk factor " + std::to_string(chunkFactor) +
+         " is too large to build and verify (its conditions hold " +
+         std::to_string((long long)entries) + " entries, the limit is " +
+         std::to_string((long long)kMaxConditionEntries) + ")";
 }
 
 Expected<Collective> makeCollective(CollectiveKind kind, int ranks,
                                     int chunkFactor, bool inPlace, int root) {
-  double entries = conditionEntries(kind, ranks, chunkFactor);
-  if (entries > kMaxConditionEntries)
-    return Error(
-        std::string(toString(kind)) + " over " + std::to_string(ranks) +
-        " ranks with chunk factor " + std::to_string(chunkFactor) +
-        " is too large to build and verify (its conditions hold " +
-        std::to_string((long long)entries) + " entries, the limit is " +
-        std::to_string((long long)kMaxConditionEntries) +
-        "); use a smaller pipeline depth, another baseline or fewer "
-        "ranks");
+  if (auto why = conditionsTooLarge(kind, ranks, chunkFactor))
+    return Error(*why + "; use a smaller pipeline depth, another baseline or "
+                        "fewer ranks");
   return Collective::builtin(kind, ranks, chunkFactor, inPlace, root);
 }
 
@@ -135,13 +135,13 @@ void ScheduleBuilder::emit(ChunkLoc src, ChunkLoc dst, TransferOp op,
   // second to build and verify).
   if ((sched.transfers.size() & 4095) == 0 && pastDeadline())
     return;
-  if (sched.transfers.size() >= kMaxTransfers) {
+  if (sched.transfers.size() >= kMaxBaselineTransfers) {
     if (!failure)
-      failure =
-          Error("the schedule would need more than " +
-                std::to_string(kMaxTransfers) + " transfers on '" + topo.name +
-                "'; use a smaller pipeline depth or "
-                "another baseline");
+      failure = Error("the schedule would need more than " +
+                      std::to_string(kMaxBaselineTransfers) +
+                      " transfers on '" + topo.name +
+                      "'; use a smaller pipeline depth or "
+                      "another baseline");
     return;
   }
   const std::pair<ChunkLoc, ChunkLoc> one[] = {{src, dst}};
@@ -187,9 +187,9 @@ void ScheduleBuilder::emitGroup(
     const std::vector<std::pair<ChunkLoc, ChunkLoc>> &members, int count) {
   if (members.empty() || pastDeadline())
     return;
-  if (sched.transfers.size() + members.size() > kMaxTransfers) {
+  if (sched.transfers.size() + members.size() > kMaxBaselineTransfers) {
     failure = Error("the schedule would need more than " +
-                    std::to_string(kMaxTransfers) + " transfers on '" +
+                    std::to_string(kMaxBaselineTransfers) + " transfers on '" +
                     topo.name + "'; use a smaller pipeline depth");
     return;
   }

@@ -173,13 +173,15 @@ bool finishTree(Tree &tree, const std::vector<int> &members);
 Expected<Collective> makeCollective(CollectiveKind kind, int ranks,
                                     int chunkFactor, bool inPlace, int root);
 
-/// The entries the collective's conditions hold (what makeCollective
-/// bounds), and whether they are within the bound: known before anything
-/// is searched or built.
-double conditionEntries(CollectiveKind kind, int ranks, int chunkFactor);
-bool conditionsFit(CollectiveKind kind, int ranks, int chunkFactor);
-/// The most transfers a baseline schedule may hold.
-size_t maxBaselineTransfers();
+/// Why the collective's conditions are too large to build and verify
+/// (what makeCollective refuses, without its advice), or nothing when they
+/// fit: known before anything is searched or built.
+std::optional<std::string> conditionsTooLarge(CollectiveKind kind, int ranks,
+                                              int chunkFactor);
+/// Bound on a baseline's size, so that a huge topology or pipeline depth
+/// fails with a message instead of exhausting memory (a transfer is ~60
+/// bytes, and the verifier and simulator keep per-transfer state too).
+inline constexpr size_t kMaxBaselineTransfers = size_t(1) << 22;
 
 /// The pipelining depth asked for, or `fallback` when the options leave it
 /// to the baseline.

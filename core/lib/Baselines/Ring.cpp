@@ -55,39 +55,30 @@ Expected<Schedule> makeRingBaseline(CollectiveKind kind, const Topology &topo,
                                                    : (double)factorOf(rings);
     return perChunk * per;
   };
-  if (double least = leastTransfers(1); least > (double)maxBaselineTransfers())
-    return Error(
-        "a ring " + std::string(toString(kind)) + " over " + std::to_string(n) +
-        " ranks needs at least " + std::to_string((long long)least) +
-        " transfers with a single ring" +
-        (options.pipeline > 1
-             ? " and --pipeline " + std::to_string(options.pipeline)
-             : std::string()) +
-        ", more than the " + std::to_string(maxBaselineTransfers()) +
-        " a schedule may hold; use " +
-        (options.pipeline > 1 ? "a smaller pipeline depth, " : std::string()) +
-        "another baseline or fewer ranks");
-  if (!conditionsFit(kind, n, factorOf(1))) {
-    auto col =
-        makeCollective(kind, n, factorOf(1), options.inPlace, options.root);
-    if (col)
-      return Error("internal error: a ring collective too large to build "
-                   "was built");
-    std::string why = col.error().message;
-    why = why.substr(0, why.find("; use"));
-    return Error(
-        why + " with a single ring" +
-        (options.pipeline > 1
-             ? " and --pipeline " + std::to_string(options.pipeline)
-             : std::string()) +
-        (options.pipeline > 1 ? "; use a smaller pipeline depth, " : "; use ") +
-        "another baseline or fewer ranks");
-  }
+  // Too large even on one ring: `what` is the excess, `then` what follows
+  // it; the pipeline depth is named where it is part of the cause.
+  auto oneRingRefused = [&](const std::string &what, const std::string &then) {
+    bool piped = options.pipeline > 1;
+    return Error(what + " with a single ring" +
+                 (piped ? " and --pipeline " + std::to_string(options.pipeline)
+                        : std::string()) +
+                 then + "; use " + (piped ? "a smaller pipeline depth, " : "") +
+                 "another baseline or fewer ranks");
+  };
+  if (double least = leastTransfers(1); least > (double)kMaxBaselineTransfers)
+    return oneRingRefused("a ring " + std::string(toString(kind)) + " over " +
+                              std::to_string(n) + " ranks needs at least " +
+                              std::to_string((long long)least) + " transfers",
+                          ", more than the " +
+                              std::to_string(kMaxBaselineTransfers) +
+                              " a schedule may hold");
+  if (auto why = conditionsTooLarge(kind, n, factorOf(1)))
+    return oneRingRefused(*why, "");
   RingSearchOptions search;
   int fitting = 1;
   while (fitting < search.maxRings &&
-         conditionsFit(kind, n, factorOf(fitting + 1)) &&
-         leastTransfers(fitting + 1) <= (double)maxBaselineTransfers())
+         !conditionsTooLarge(kind, n, factorOf(fitting + 1)) &&
+         leastTransfers(fitting + 1) <= (double)kMaxBaselineTransfers)
     ++fitting;
   if (options.maxRings > 0)
     fitting = std::min(fitting, options.maxRings);

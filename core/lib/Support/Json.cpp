@@ -85,14 +85,6 @@ public:
     return pos;
   }
 
-  /// The keys of the object at offset `p`, in the order of the text.
-  const std::vector<std::pair<std::string, size_t>> &members(size_t p) {
-    Container &c = container(p);
-    while (!c.complete)
-      extend(c);
-    return c.keys;
-  }
-
   /// The first key of the object at offset `p`, in the order of the text,
   /// for which `pred` holds: the members are read up to it, and not kept.
   std::optional<std::string>
@@ -505,12 +497,11 @@ Expected<JsonDocument> JsonDocument::parse(std::string file, std::string text,
   return Error("malformed JSON: " + detail, loc, caretLine(d.source, loc));
 }
 
-Expected<JsonDocument> JsonDocument::load(const std::string &path,
-                                          const JsonStop &stop) {
+Expected<JsonDocument> JsonDocument::load(const std::string &path) {
   auto text = readFile(path);
   if (!text)
     return text.error();
-  return parse(path, text.take(), stop);
+  return parse(path, text.take());
 }
 
 JsonDocument JsonDocument::forLocating(std::string file, std::string text) {

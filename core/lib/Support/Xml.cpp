@@ -12,10 +12,9 @@
 //===----------------------------------------------------------------------===//
 #include "ccsynth/Support/Xml.h"
 
-#include <string_view>
-
 #include <algorithm>
 #include <cstdint>
+#include <string_view>
 
 namespace ccsynth {
 

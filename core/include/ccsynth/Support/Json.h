@@ -58,8 +58,7 @@ public:
   static Expected<JsonDocument> parse(std::string file, std::string text,
                                       const JsonStop &stop = {});
   /// Reads and parses a file.
-  static Expected<JsonDocument> load(const std::string &path,
-                                     const JsonStop &stop = {});
+  static Expected<JsonDocument> load(const std::string &path);
   /// A document for locating values only, without building its tree
   /// (root() is null): `text` must be JSON already read without error.
   static JsonDocument forLocating(std::string file, std::string text);

@@ -3,8 +3,8 @@
 //
 // The lexer hands out a file's tokens one at a time, ending in Eof (the
 // parser reads a few ahead, so its memory does not grow with the file); lex
-// collects them all, for tests. Comments
-// are `// ...` to the end of the line and `/* ... */`. Integers are decimal
+// collects them all, for tests. Comments are `// ...` to the end of the
+// line and `/* ... */`. Integers are decimal
 // and must fit in 64 bits; strings are double-quoted on one line with `\"`
 // and `\\` escapes. Anything else is a located error.
 //
@@ -14,7 +14,6 @@
 #include "ccsynth/Support/Diagnostic.h"
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 

@@ -565,12 +565,12 @@ int runSynth(const SynthCliOptions &o) {
       auto work = [&] {
         for (size_t k; (k = next.fetch_add(1)) <= alternatives.size();) {
           if (k == 0)
-            steps = predictSteps(sched, model, sizesShown, true, until,
+            steps = predictSteps(sched, model, sizesShown, true, true, until,
                                  result->measureSeconds);
           else
             alternativeSteps[k - 1] =
                 predictSteps(*alternatives[k - 1].first, model, targetOnly,
-                             false, until, result->measureSeconds);
+                             false, false, until, result->measureSeconds);
         }
       };
       unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -611,10 +611,13 @@ int runSynth(const SynthCliOptions &o) {
       }
       if (pick >= 0) {
         // The winner at the summary's sizes (its lowerings at the target
-        // are cached); its target time is the one it won with.
-        StepLevel picked =
-            predictSteps(*alternatives[pickedAlternative].first, model,
-                         sizesShown, false, until, result->measureSeconds);
+        // are cached); its target time is the one it won with. It is the
+        // schedule written: one configuration is timed at every size
+        // whatever the time left, or a size the limit cut would read as
+        // one MSCCL does not select.
+        StepLevel picked = predictSteps(*alternatives[pickedAlternative].first,
+                                        model, sizesShown, false, true, until,
+                                        result->measureSeconds);
         const StepLevel &won = alternativeSteps[pickedAlternative];
         if (picked.ownUs.size() != sizesShown.size())
           picked.ownUs.assign(sizesShown.size(), INFINITY);

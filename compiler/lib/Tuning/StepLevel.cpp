@@ -12,6 +12,7 @@ namespace ccsynth::tuning {
 /// Configurations that would end after `until` are not started.
 StepLevel predictSteps(const Schedule &sched, const Topology &model,
                        const std::vector<double> &sizes, bool withNccl,
+                       bool written,
                        std::chrono::steady_clock::time_point until,
                        double measureSeconds) {
   StepLevel r;
@@ -38,7 +39,7 @@ StepLevel predictSteps(const Schedule &sched, const Topology &model,
   // The written schedule always gets one configuration timed (one compile
   // of it, about three times its chunk-level check), so that its table
   // does not depend on the machine's load; the runners-up only in time.
-  req.firstAlways = withNccl;
+  req.firstAlways = written;
   // Lowering, checking and timing one configuration costs about three
   // times the chunk-level verification and simulation of the schedule.
   req.firstEstimateSeconds = 3 * measureSeconds;

@@ -43,11 +43,13 @@ struct StepLevel {
 /// The step-level prediction of `sched` on `model` at `sizes` (and of
 /// NCCL's programs for its collective with `withNccl`): the schedule's
 /// fastest configuration MSCCL selects at each size. Configurations that
-/// would end after `until` are not started; `measureSeconds` is what the
-/// schedule's chunk-level check took (timing one configuration costs about
-/// three times that).
+/// would end after `until` are not started, except one when `written` (the
+/// schedule synth writes: its table does not depend on the machine's load);
+/// `measureSeconds` is what the schedule's chunk-level check took (timing
+/// one configuration costs about three times that).
 StepLevel predictSteps(const Schedule &sched, const Topology &model,
                        const std::vector<double> &sizes, bool withNccl,
+                       bool written,
                        std::chrono::steady_clock::time_point until,
                        double measureSeconds);
 

@@ -144,6 +144,7 @@ Expected<Token> Lexer::Scanner::next() {
     while (!atEnd() && (std::isalnum((unsigned char)peek()) || peek() == '_'))
       advance();
     tok.text = text.substr(start, pos - start);
+    tok.spelling = std::string_view(text).substr(start, pos - start);
     tok.kind = TokenKind::Identifier;
     for (const Keyword &k : kKeywords)
       if (tok.text == k.text)

@@ -18,8 +18,12 @@
 #include "ccsynth/DSL/Diagnostics.h"
 #include "ccsynth/DSL/Sema.h"
 
+#include "Concat.h"
+#include "ScopedNames.h"
+
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 #include <variant>
@@ -36,12 +40,17 @@ struct ChunkVal {
   int count = 1;
 };
 
-/// A postcondition term: the sorted ids of the input values it combines.
+/// A postcondition term: the sorted ids of the input values it combines
+/// (shared: a Val stays 24 bytes, and a name's value is not copied per use).
 struct ValueSet {
-  std::vector<int> ids;
+  std::shared_ptr<const std::vector<int>> set;
+  explicit ValueSet(std::vector<int> ids)
+      : set(std::make_shared<const std::vector<int>>(std::move(ids))) {}
+  const std::vector<int> &ids() const { return *set; }
 };
 
 using Val = std::variant<long long, bool, ChunkVal, BufferKind, ValueSet>;
+static_assert(sizeof(Val) <= 24, "a binding's value stays small");
 
 /// Per chunk slot (after in-place aliasing): does it hold data, and which
 /// steps last wrote and read it.
@@ -83,9 +92,11 @@ private:
   Schedule &sched = result.schedule;
   bool haveCollective = false;
 
-  // Scoped bindings; lookups scan backwards (scopes are small).
-  std::vector<std::pair<std::string_view, Val>> env;
-  std::vector<size_t> scopeMarks;
+  /// The names bound in each scope and their values.
+  ScopedNames<Val> env;
+
+  /// The value of every `param` so far, in declaration order.
+  std::vector<long long> paramValues;
 
   long long iterations = 0;
 
@@ -146,20 +157,11 @@ private:
     return e;
   }
 
-  void pushScope() { scopeMarks.push_back(env.size()); }
-  void popScope() {
-    env.resize(scopeMarks.back());
-    scopeMarks.pop_back();
-  }
-  void bind(std::string_view name, Val v) {
-    env.emplace_back(name, std::move(v));
-  }
-  const Val *lookup(std::string_view name) const {
-    for (auto it = env.rbegin(); it != env.rend(); ++it)
-      if (it->first == name)
-        return &it->second;
-    return nullptr;
-  }
+  void pushScope() { env.enter(); }
+  void popScope() { env.leave(); }
+  /// Binds a name of the syntax tree (which outlives the binding).
+  void bind(std::string_view name, Val v) { env.bind(name, std::move(v)); }
+  const Val *lookup(std::string_view name) const { return env.find(name); }
   Status countIteration(const SourceLoc &loc) {
     if (++iterations > opts.maxIterations)
       return error(loc, "the program runs more than " +
@@ -296,8 +298,8 @@ Expected<Val> Evaluator::evalBinary(const BinaryExpr &b) {
   CCSYNTH_TRY(rv, eval(*b.rhs));
   if (b.op == BinaryOp::Add && std::holds_alternative<ValueSet>(lv) &&
       std::holds_alternative<ValueSet>(rv)) {
-    auto &l = std::get<ValueSet>(lv).ids;
-    auto &r = std::get<ValueSet>(rv).ids;
+    auto &l = std::get<ValueSet>(lv).ids();
+    auto &r = std::get<ValueSet>(rv).ids();
     std::vector<int> ids;
     ids.reserve(l.size() + r.size());
     std::merge(l.begin(), l.end(), r.begin(), r.end(), std::back_inserter(ids));
@@ -308,7 +310,7 @@ Expected<Val> Evaluator::evalBinary(const BinaryExpr &b) {
                               ", " + std::to_string(o.index) +
                               ") twice (each input value may appear once)");
     }
-    return Val(ValueSet{std::move(ids)});
+    return Val(ValueSet(std::move(ids)));
   }
   if ((b.op == BinaryOp::Eq || b.op == BinaryOp::Ne) &&
       std::holds_alternative<bool>(lv) && std::holds_alternative<bool>(rv)) {
@@ -497,7 +499,7 @@ Expected<Val> Evaluator::evalInputValue(const InputValueExpr &v) {
                             std::to_string(index) +
                             ") holds no value: the precondition leaves that "
                             "input chunk empty");
-  return Val(ValueSet{{id}});
+  return Val(ValueSet({id}));
 }
 
 Expected<Val> Evaluator::evalSum(const SumExpr &s) {
@@ -512,7 +514,7 @@ Expected<Val> Evaluator::evalSum(const SumExpr &s) {
     const auto *set = std::get_if<ValueSet>(&*term);
     if (!set)
       return error(s.body->loc, "internal error: expected a value");
-    const auto &t = set->ids;
+    const auto &t = set->ids();
     ids.insert(ids.end(), t.begin(), t.end());
     if ((long long)ids.size() > opts.maxSlots)
       return error(s.loc, "this sum has more than " +
@@ -529,7 +531,7 @@ Expected<Val> Evaluator::evalSum(const SumExpr &s) {
                             ", " + std::to_string(o.index) +
                             ") twice (each input value may appear once)");
   }
-  return Val(ValueSet{std::move(ids)});
+  return Val(ValueSet(std::move(ids)));
 }
 
 template <typename Fn>
@@ -576,7 +578,7 @@ Status Evaluator::execStmt(const Stmt &stmt) {
   case Stmt::Kind::Param: {
     const auto &p = *cast<ParamStmt>(&stmt);
     long long value;
-    auto it = opts.defines.find(p.name);
+    auto it = opts.defines.find(std::string(p.name));
     if (it != opts.defines.end()) {
       value = it->second;
     } else {
@@ -584,7 +586,7 @@ Status Evaluator::execStmt(const Stmt &stmt) {
       value = v;
     }
     bind(p.name, Val(value));
-    result.params.emplace_back(p.name, value);
+    paramValues.push_back(value);
     return Status::success();
   }
   case Stmt::Kind::Collective:
@@ -687,7 +689,7 @@ Status Evaluator::execCollective(const CollectiveStmt &c) {
   if (c.custom) {
     CCSYNTH_CHECK(execCustom(c, ranks, c.inPlace));
   } else {
-    CollectiveKind kind = *parseCollectiveKind(c.name);
+    CollectiveKind kind = *parseCollectiveKind(std::string(c.name));
     long long in = chunks, out = chunks;
     if (kind == CollectiveKind::AllGather || kind == CollectiveKind::Gather ||
         kind == CollectiveKind::AllToAll)
@@ -752,7 +754,7 @@ Status Evaluator::execCustom(const CollectiveStmt &c, int ranks, bool inPlace) {
   postLocs.assign(ranks, std::vector<SourceLoc>(out));
   CCSYNTH_CHECK(execBlock(c.post));
   result.postLocs = postLocs;
-  auto built = Collective::custom(c.name, ranks, in, out, preIds,
+  auto built = Collective::custom(std::string(c.name), ranks, in, out, preIds,
                                   std::move(post), inPlace);
   if (!built)
     return error(c.nameLoc, built.error().message);
@@ -793,7 +795,7 @@ Status Evaluator::execPostOutput(const PostOutputStmt &p) {
   auto *set = std::get_if<ValueSet>(&value);
   if (!set)
     return error(beginLoc(*p.value), "internal error: expected a value");
-  auto &ids = set->ids;
+  auto &ids = set->ids();
   if (ids.empty())
     return error(beginLoc(*p.value),
                  "the postcondition of output(" + std::to_string(rank) + ", " +
@@ -1059,11 +1061,22 @@ Expected<LoweredProgram> Evaluator::run() {
     topNames += isa<ParamStmt>(item.get()) || isa<LetStmt>(item.get());
   }
   env.reserve(topNames + 16);
-  result.params.reserve(params);
+  paramValues.reserve(params);
   pushScope();
   for (const StmtPtr &item : prog.items)
     CCSYNTH_CHECK(execStmt(*item));
   popScope();
+  // The parameters' names and values, once the bindings are gone.
+  env = {};
+  size_t nameBytes = 0;
+  for (const StmtPtr &item : prog.items)
+    if (const auto *p = dynCast<ParamStmt>(item.get()))
+      nameBytes += p->name.size();
+  result.params.reserve(params, nameBytes);
+  size_t k = 0;
+  for (const StmtPtr &item : prog.items)
+    if (const auto *p = dynCast<ParamStmt>(item.get()))
+      result.params.add(p->name, paramValues[k++]);
   if (!haveCollective)
     return error(SourceLoc{prog.file, 1, 1},
                  "internal error: no collective was declared");

@@ -15,6 +15,8 @@
 #include "ccsynth/DSL/Diagnostics.h"
 #include "ccsynth/DSL/Lexer.h"
 
+#include "Concat.h"
+
 #include <algorithm>
 #include <cctype>
 #include <deque>
@@ -60,7 +62,8 @@ namespace {
 
 class Parser {
 public:
-  Parser(const Program &p) : prog(p), lexer(p.file, p.text) {}
+  Parser(const Program &p, NodeArena &a)
+      : prog(p), arena(a), lexer(p.file, p.text) {}
 
   Expected<Block> parseTopLevel();
   /// The error that stopped the lexer, if it did: it comes first in the
@@ -69,6 +72,7 @@ public:
 
 private:
   const Program &prog;
+  NodeArena &arena;
   /// Tokens are read from the lexer as the parser looks at them; the few
   /// behind the current one stay (for one step back), older ones go.
   Lexer lexer;
@@ -287,9 +291,9 @@ Expected<StmtPtr> Parser::parseStatement() {
 }
 
 Expected<StmtPtr> Parser::parseParam() {
-  auto stmt = std::make_unique<ParamStmt>(take().loc);
+  auto stmt = arena.make<ParamStmt>(take().loc);
   CCSYNTH_TRY(name, expectIdent("a parameter name after 'param'"));
-  stmt->name = name.text;
+  stmt->name = name.spelling;
   stmt->nameLoc = name.loc;
   CCSYNTH_CHECK(
       expect(TokenKind::Assign, "after the parameter name (a parameter needs a "
@@ -302,9 +306,9 @@ Expected<StmtPtr> Parser::parseParam() {
 }
 
 Expected<StmtPtr> Parser::parseCollective() {
-  auto stmt = std::make_unique<CollectiveStmt>(take().loc);
+  auto stmt = arena.make<CollectiveStmt>(take().loc);
   CCSYNTH_TRY(name, expectIdent("the collective's name after 'collective'"));
-  stmt->name = name.text;
+  stmt->name = name.spelling;
   stmt->nameLoc = name.loc;
   CCSYNTH_CHECK(expect(TokenKind::LParen,
                        "after the collective's name (e.g. 'collective "
@@ -318,7 +322,7 @@ Expected<StmtPtr> Parser::parseCollective() {
                        "first given here");
     CCSYNTH_CHECK(expect(TokenKind::Assign, "after '" + argName.text + "'"));
     CCSYNTH_TRY(value, parseExpr());
-    stmt->args.push_back({argName.text, argName.loc, std::move(value)});
+    stmt->args.push_back({argName.spelling, argName.loc, std::move(value)});
     if (!accept(TokenKind::Comma)) {
       CCSYNTH_CHECK(expect(TokenKind::RParen, "after the arguments"));
       --pos; // Let the loop condition see ')'.
@@ -421,7 +425,7 @@ Status Parser::parseCustomBody(CollectiveStmt &c) {
 }
 
 Expected<StmtPtr> Parser::parseScratch() {
-  auto stmt = std::make_unique<ScratchStmt>(take().loc);
+  auto stmt = arena.make<ScratchStmt>(take().loc);
   if (!atIdent("chunks"))
     return error(cur().loc,
                  "expected 'chunks' after 'scratch' (e.g. 'scratch chunks = "
@@ -436,9 +440,9 @@ Expected<StmtPtr> Parser::parseScratch() {
 }
 
 Expected<StmtPtr> Parser::parseLet() {
-  auto stmt = std::make_unique<LetStmt>(take().loc);
+  auto stmt = arena.make<LetStmt>(take().loc);
   CCSYNTH_TRY(name, expectIdent("a name after 'let'"));
-  stmt->name = name.text;
+  stmt->name = name.spelling;
   stmt->nameLoc = name.loc;
   CCSYNTH_CHECK(expect(TokenKind::Assign, "after the name in 'let'"));
   CCSYNTH_TRY(init, parseExpr());
@@ -464,9 +468,9 @@ Expected<Range> Parser::parseRange() {
 }
 
 Expected<StmtPtr> Parser::parseFor() {
-  auto stmt = std::make_unique<ForStmt>(take().loc);
+  auto stmt = arena.make<ForStmt>(take().loc);
   CCSYNTH_TRY(var, expectIdent("a loop variable after 'for'"));
-  stmt->var = var.text;
+  stmt->var = var.spelling;
   stmt->varLoc = var.loc;
   CCSYNTH_CHECK(expect(TokenKind::KwIn, "after the loop variable"));
   CCSYNTH_TRY(range, parseRange());
@@ -477,7 +481,7 @@ Expected<StmtPtr> Parser::parseFor() {
 }
 
 Expected<StmtPtr> Parser::parseIf() {
-  auto stmt = std::make_unique<IfStmt>(take().loc);
+  auto stmt = arena.make<IfStmt>(take().loc);
   CCSYNTH_TRY(cond, parseExpr());
   stmt->cond = std::move(cond);
   CCSYNTH_TRY(thenBody, parseBlock("after the 'if' condition"));
@@ -498,14 +502,14 @@ Expected<StmtPtr> Parser::parseIf() {
 }
 
 Expected<StmtPtr> Parser::parseStep() {
-  auto stmt = std::make_unique<StepStmt>(take().loc);
+  auto stmt = arena.make<StepStmt>(take().loc);
   CCSYNTH_TRY(body, parseBlock("after 'step'"));
   stmt->body = std::move(body);
   return StmtPtr(std::move(stmt));
 }
 
 Expected<StmtPtr> Parser::parseAssert() {
-  auto stmt = std::make_unique<AssertStmt>(take().loc);
+  auto stmt = arena.make<AssertStmt>(take().loc);
   CCSYNTH_CHECK(expect(TokenKind::LParen, "after 'assert'"));
   CCSYNTH_TRY(cond, parseExpr());
   stmt->cond = std::move(cond);
@@ -523,7 +527,7 @@ Expected<StmtPtr> Parser::parseAssert() {
 
 Expected<StmtPtr> Parser::parseTransfer() {
   const Token &kw = take();
-  auto stmt = std::make_unique<TransferStmt>(kw.loc);
+  auto stmt = arena.make<TransferStmt>(kw.loc);
   stmt->op = kw.text == "copy"            ? TransferOp::Copy
              : kw.text == "reduce"        ? TransferOp::Reduce
              : kw.text == "switch_reduce" ? TransferOp::SwitchReduce
@@ -548,7 +552,7 @@ Expected<StmtPtr> Parser::parseTransfer() {
                        "first given here");
     CCSYNTH_CHECK(expect(TokenKind::Assign, "after the hint name"));
     CCSYNTH_TRY(value, parseExpr());
-    stmt->hints.push_back({hint.text, hint.loc, std::move(value)});
+    stmt->hints.push_back({hint.spelling, hint.loc, std::move(value)});
   }
   CCSYNTH_CHECK(expect(TokenKind::RParen, "to close '" + op + "('"));
   CCSYNTH_CHECK(expect(TokenKind::Semicolon, "after '" + op + "(...)'"));
@@ -556,7 +560,7 @@ Expected<StmtPtr> Parser::parseTransfer() {
 }
 
 Expected<StmtPtr> Parser::parsePreInput() {
-  auto stmt = std::make_unique<PreInputStmt>(take().loc);
+  auto stmt = arena.make<PreInputStmt>(take().loc);
   CCSYNTH_CHECK(expect(TokenKind::LParen,
                        "after 'input' (a precondition reads 'input(rank, "
                        "index);')"));
@@ -572,7 +576,7 @@ Expected<StmtPtr> Parser::parsePreInput() {
 }
 
 Expected<StmtPtr> Parser::parsePostOutput() {
-  auto stmt = std::make_unique<PostOutputStmt>(take().loc);
+  auto stmt = arena.make<PostOutputStmt>(take().loc);
   CCSYNTH_CHECK(expect(TokenKind::LParen,
                        "after 'output' (a postcondition reads "
                        "'output(rank, index) = value;')"));
@@ -597,8 +601,8 @@ Expected<StmtPtr> Parser::parsePostOutput() {
 
 Expected<ExprPtr> Parser::binary(ExprPtr lhs, const Token &op, BinaryOp kind,
                                  ExprPtr rhs) {
-  ExprPtr e = std::make_unique<BinaryExpr>(op.loc, kind, std::move(lhs),
-                                           std::move(rhs));
+  ExprPtr e =
+      arena.make<BinaryExpr>(op.loc, kind, std::move(lhs), std::move(rhs));
   CCSYNTH_CHECK(checkHeight(*e));
   return e;
 }
@@ -696,7 +700,7 @@ Expected<ExprPtr> Parser::parseUnary() {
     CCSYNTH_CHECK(enter(op.loc));
     CCSYNTH_TRY(operand, parseUnary());
     --nesting;
-    ExprPtr e = std::make_unique<UnaryExpr>(
+    ExprPtr e = arena.make<UnaryExpr>(
         op.loc, op.kind == TokenKind::Minus ? UnaryOp::Neg : UnaryOp::Not,
         std::move(operand));
     CCSYNTH_CHECK(checkHeight(*e));
@@ -710,18 +714,18 @@ Expected<ExprPtr> Parser::parsePrimary() {
   switch (t.kind) {
   case TokenKind::Integer: {
     const Token &tok = take();
-    return ExprPtr(std::make_unique<IntLiteral>(tok.loc, tok.intValue));
+    return ExprPtr(arena.make<IntLiteral>(tok.loc, tok.intValue));
   }
   case TokenKind::KwTrue:
   case TokenKind::KwFalse: {
     const Token &tok = take();
     return ExprPtr(
-        std::make_unique<BoolLiteral>(tok.loc, tok.kind == TokenKind::KwTrue));
+        arena.make<BoolLiteral>(tok.loc, tok.kind == TokenKind::KwTrue));
   }
   case TokenKind::Identifier: {
     const Token &name = take();
     if (!at(TokenKind::LParen))
-      return ExprPtr(std::make_unique<NameExpr>(name.loc, name.text));
+      return ExprPtr(arena.make<NameExpr>(name.loc, name.spelling));
     SourceLoc open = take().loc;
     CCSYNTH_CHECK(enter(open));
     std::vector<ExprPtr> args;
@@ -736,8 +740,7 @@ Expected<ExprPtr> Parser::parsePrimary() {
     }
     take();
     --nesting;
-    ExprPtr e =
-        std::make_unique<CallExpr>(name.loc, name.text, std::move(args));
+    ExprPtr e = arena.make<CallExpr>(name.loc, name.spelling, std::move(args));
     CCSYNTH_CHECK(checkHeight(*e));
     return e;
   }
@@ -752,23 +755,20 @@ Expected<ExprPtr> Parser::parsePrimary() {
       CCSYNTH_TRY(index, parseExpr());
       CCSYNTH_CHECK(expect(TokenKind::RParen, "after 'input(rank, index'"));
       --nesting;
-      ExprPtr e = std::make_unique<InputValueExpr>(loc, std::move(rank),
-                                                   std::move(index));
+      ExprPtr e =
+          arena.make<InputValueExpr>(loc, std::move(rank), std::move(index));
       CCSYNTH_CHECK(checkHeight(*e));
       return e;
     }
-    return ExprPtr(
-        std::make_unique<BufferNameExpr>(take().loc, BufferKind::Input));
+    return ExprPtr(arena.make<BufferNameExpr>(take().loc, BufferKind::Input));
   case TokenKind::KwOutput:
     if (peekTok().kind == TokenKind::LParen)
       return error(t.loc, "'output(rank, index)' can only be the target of a "
                           "postcondition ('output(r, i) = value;'); to name "
                           "a chunk write 'chunk(r, output, i)'");
-    return ExprPtr(
-        std::make_unique<BufferNameExpr>(take().loc, BufferKind::Output));
+    return ExprPtr(arena.make<BufferNameExpr>(take().loc, BufferKind::Output));
   case TokenKind::KwScratch:
-    return ExprPtr(
-        std::make_unique<BufferNameExpr>(take().loc, BufferKind::Scratch));
+    return ExprPtr(arena.make<BufferNameExpr>(take().loc, BufferKind::Scratch));
   case TokenKind::KwSum: {
     SourceLoc loc = take().loc;
     SourceLoc open = cur().loc;
@@ -783,8 +783,8 @@ Expected<ExprPtr> Parser::parsePrimary() {
     CCSYNTH_TRY(body, parseExpr());
     CCSYNTH_CHECK(expect(TokenKind::RParen, "to close 'sum('"));
     --nesting;
-    ExprPtr e = std::make_unique<SumExpr>(loc, var.text, var.loc,
-                                          std::move(range), std::move(body));
+    ExprPtr e = arena.make<SumExpr>(loc, var.spelling, var.loc,
+                                    std::move(range), std::move(body));
     CCSYNTH_CHECK(checkHeight(*e));
     return e;
   }
@@ -811,13 +811,19 @@ Expected<Program> parseProgram(std::string file, std::string text) {
   Program prog;
   prog.file = std::move(file);
   prog.text = std::move(text);
-  Parser parser(prog);
+  // On the heap however short (a string that fits in itself would move its
+  // characters when the Program moves, and the names are views of them).
+  prog.text.reserve(std::max<size_t>(prog.text.size(), 32));
+  Parser parser(prog, prog.arena);
   auto items = parser.parseTopLevel();
   if (parser.lexError())
     return *parser.lexError();
   if (!items)
     return items.error();
   prog.items = items.take();
+  // The top-level list grew by doubling; the checks and the evaluation that
+  // follow add to the program's memory, so it gives back what it did not use.
+  prog.items.shrink_to_fit();
   return prog;
 }
 

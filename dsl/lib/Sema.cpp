@@ -13,8 +13,11 @@
 
 #include "ccsynth/DSL/Diagnostics.h"
 
+#include "Concat.h"
+#include "ScopedNames.h"
+
 #include <algorithm>
-#include <map>
+#include <string_view>
 
 namespace ccsynth::dsl {
 
@@ -51,7 +54,7 @@ const std::vector<BuiltinFunction> &builtinFunctions() {
 namespace {
 
 /// Levenshtein distance, for "did you mean" hints.
-size_t editDistance(const std::string &a, const std::string &b) {
+size_t editDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j)
     row[j] = j;
@@ -69,13 +72,18 @@ size_t editDistance(const std::string &a, const std::string &b) {
 }
 
 /// " (did you mean 'x'?)" when some candidate is close to `name`.
-std::string suggest(const std::string &name,
-                    const std::vector<std::string> &candidates) {
+std::string suggest(std::string_view name,
+                    const std::vector<std::string_view> &candidates) {
   std::string best;
   // Accept only edits of at most half the name, so unrelated names are not
   // suggested.
   size_t bestDist = name.size() / 2 + 1;
-  for (const std::string &c : candidates) {
+  for (std::string_view c : candidates) {
+    // The lengths' difference is a lower bound of the distance.
+    size_t gap = c.size() > name.size() ? c.size() - name.size()
+                                        : name.size() - c.size();
+    if (gap >= bestDist)
+      continue;
     size_t d = editDistance(name, c);
     if (d < bestDist) {
       best = c;
@@ -90,7 +98,8 @@ enum class Section { Schedule, Pre, Post };
 
 struct Symbol {
   Type type;
-  SourceLoc loc;
+  /// Where the name is declared (in the syntax tree).
+  const SourceLoc *loc;
 };
 
 class Checker {
@@ -100,7 +109,7 @@ public:
 
 private:
   const Program &prog;
-  std::vector<std::map<std::string, Symbol>> scopes;
+  ScopedNames<Symbol> scopes;
   Section section = Section::Schedule;
   int depth = 0; ///< 0 = top level
   bool inStep = false;
@@ -113,22 +122,24 @@ private:
     return errorAt(prog.text, loc, std::move(msg));
   }
 
-  const Symbol *lookup(const std::string &name) const {
-    for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
-      auto found = it->find(name);
-      if (found != it->end())
-        return &found->second;
-    }
-    return nullptr;
+  const Symbol *lookup(std::string_view name) const {
+    return scopes.find(name);
   }
-  std::vector<std::string> visibleNames() const {
-    std::vector<std::string> names;
-    for (const auto &scope : scopes)
-      for (const auto &[name, sym] : scope)
+  /// Every name in scope, outermost scope first, each scope's in
+  /// alphabetical order (the order of suggestions among equals).
+  std::vector<std::string_view> visibleNames() const {
+    std::vector<std::string_view> names;
+    for (size_t k = 0; k < scopes.scopes(); ++k) {
+      size_t first = names.size();
+      scopes.forEachIn(k, [&](std::string_view name, const Symbol &) {
         names.push_back(name);
+      });
+      std::sort(names.begin() + first, names.end());
+    }
     return names;
   }
-  Status declare(const std::string &name, const SourceLoc &loc, Type type);
+
+  Status declare(std::string_view name, const SourceLoc &loc, Type type);
 
   Status checkBlock(const Block &block);
   Status checkStmt(const Stmt &stmt);
@@ -147,24 +158,28 @@ private:
       return s_.error();                                                       \
   } while (false)
 
-Status Checker::declare(const std::string &name, const SourceLoc &loc,
+Status Checker::declare(std::string_view name, const SourceLoc &loc,
                         Type type) {
   for (const BuiltinFunction &f : builtinFunctions())
     if (name == f.name)
       return error(loc, "'" + name +
                             "' is a built-in function and cannot be "
                             "redefined");
-  auto &scope = scopes.back();
-  auto it = scope.find(name);
-  if (it != scope.end())
+  if (const Symbol *first = scopes.findInScope(name))
     return errorAt(prog.text, loc, "redefinition of '" + name + "'",
-                   it->second.loc, "'" + name + "' was first defined here");
-  scope.emplace(name, Symbol{type, loc});
+                   *first->loc, "'" + name + "' was first defined here");
+  scopes.bind(name, Symbol{type, &loc});
   return Status::success();
 }
 
 Status Checker::run() {
-  scopes.emplace_back();
+  // The top level declares a name per parameter and let: room for all of
+  // them at once, rather than a table that doubles as it fills.
+  size_t topNames = 0;
+  for (const StmtPtr &item : prog.items)
+    topNames += isa<ParamStmt>(item.get()) || isa<LetStmt>(item.get());
+  scopes.reserve(topNames + 16);
+  scopes.enter();
   for (const StmtPtr &item : prog.items)
     CCSYNTH_CHECK(checkStmt(*item));
   if (!collective) {
@@ -176,12 +191,12 @@ Status Checker::run() {
 }
 
 Status Checker::checkBlock(const Block &block) {
-  scopes.emplace_back();
+  scopes.enter();
   ++depth;
   for (const StmtPtr &stmt : block)
     CCSYNTH_CHECK(checkStmt(*stmt));
   --depth;
-  scopes.pop_back();
+  scopes.leave();
   return Status::success();
 }
 
@@ -231,10 +246,10 @@ Status Checker::checkStmt(const Stmt &stmt) {
   case Stmt::Kind::For: {
     const auto &f = *cast<ForStmt>(&stmt);
     CCSYNTH_CHECK(checkRange(f.range));
-    scopes.emplace_back();
+    scopes.enter();
     CCSYNTH_CHECK(declare(f.var, f.varLoc, Type::Int));
     CCSYNTH_CHECK(checkBlock(f.body));
-    scopes.pop_back();
+    scopes.leave();
     return Status::success();
   }
   case Stmt::Kind::If: {
@@ -294,7 +309,7 @@ Status Checker::checkCollective(const CollectiveStmt &c) {
                    "the program declares a second "
                    "collective",
                    collective->loc, "the first one is declared here");
-  auto kind = parseCollectiveKind(c.name);
+  auto kind = parseCollectiveKind(std::string(c.name));
   std::vector<std::string> allowed = {"ranks"};
   if (c.custom) {
     if (kind)
@@ -473,10 +488,10 @@ Expected<Type> Checker::typeOf(const Expr &e) {
     if (section != Section::Post)
       return error(s.loc, "'sum(...)' is only allowed in a 'post' block");
     CCSYNTH_CHECK(checkRange(s.range));
-    scopes.emplace_back();
+    scopes.enter();
     CCSYNTH_CHECK(declare(s.var, s.varLoc, Type::Int));
     CCSYNTH_CHECK(expectType(*s.body, Type::Value, "the body of 'sum'"));
-    scopes.pop_back();
+    scopes.leave();
     return Type::Value;
   }
   }
@@ -533,7 +548,7 @@ Expected<Type> Checker::typeOfBinary(const BinaryExpr &b) {
 
 Expected<Type> Checker::typeOfCall(const CallExpr &call) {
   const BuiltinFunction *fn = nullptr;
-  std::vector<std::string> names;
+  std::vector<std::string_view> names;
   for (const BuiltinFunction &f : builtinFunctions()) {
     names.push_back(f.name);
     if (call.callee == f.name)

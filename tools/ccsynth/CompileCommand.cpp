@@ -296,7 +296,7 @@ int compileOne(const std::string &input, CompileCliOptions &o,
     dropByteOrderMark(*text);
     if (Status s = checkMlirNesting(input, *text); !s)
       return fail(s.error());
-    result = compileMlir(input, *text, c);
+    result = compileMlir(input, std::move(*text), c);
   } else {
     auto defs = parseDefines(o.defines);
     if (!defs)

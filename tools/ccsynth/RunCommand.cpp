@@ -221,7 +221,7 @@ int runRun(RunOptions &o) {
       dropByteOrderMark(*text);
       if (Status s = checkMlirNesting(o.input, *text); !s)
         return fail(s.error());
-      result = compileMlir(o.input, *text, c);
+      result = compileMlir(o.input, std::move(*text), c);
     } else {
       auto defs = parseDefines(o.defines);
       if (!defs)

@@ -82,6 +82,17 @@ namespace {
 /// do not apply (MSCCL++ plans whose threadblocks are merged).
 constexpr int kUnboundChannels = 1024;
 
+/// Counts what is written to it.
+class ByteCounter : public llvm::raw_ostream {
+public:
+  size_t bytes() const { return count; }
+
+private:
+  size_t count = 0;
+  void write_impl(const char *, size_t size) override { count += size; }
+  uint64_t current_pos() const override { return count; }
+};
+
 /// Collects every diagnostic of a context as located core-model Errors.
 class DiagnosticCollector {
 public:
@@ -217,6 +228,9 @@ BusiestConnection busiestConnection(ModuleOp module, int64_t multiplier) {
   return best;
 }
 
+/// Compiles `module`, which it takes over: the attempts run on clones of it,
+/// and its operations are freed once none is needed (before a ccl module is
+/// printed), so the caller must not use it afterwards.
 CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
                             ModuleOp module, const CompileOptions &o,
                             const msccl::SwitchLowering *switches = nullptr) {
@@ -384,7 +398,22 @@ CompileResult compileModule(MLIRContext &ctx, DiagnosticCollector &diags,
         result.failure = diags.failure();
         return result;
       }
-      work->print(os);
+      // Nothing after this can fail, so no later attempt needs the input:
+      // its operations go before the output is made. The output is printed
+      // once to count its bytes, then into a string of that size: no copy
+      // of a large module's text while the string doubles.
+      // The ccl dialect defines no aliases: the printer is not asked to
+      // look for them (a table of every attribute of the module), and the
+      // module prints as its text has it.
+      module.getBody()->clear();
+      {
+        ByteCounter counter;
+        work->print(counter, OpPrintingFlags().useLocalScope());
+        counter.flush();
+        out.reserve(counter.bytes() + 1);
+      }
+      work->print(os, OpPrintingFlags().useLocalScope());
+      os << '\n'; // as the printer ends a module it prints whole
       break;
     case CompileTarget::MscclXml:
       if (o.programOnly) {
@@ -630,8 +659,12 @@ CompileResult compileSchedule(const Schedule &schedule,
   return compileImported(schedule, fileOf(schedule), options);
 }
 
-CompileResult compileMlir(const std::string &file, const std::string &text,
-                          const CompileOptions &options) {
+namespace {
+
+/// Parses and compiles `text`; frees it once parsed when `release` is set.
+CompileResult compileMlirText(const std::string &file, const std::string &text,
+                              std::string *release,
+                              const CompileOptions &options) {
   MLIRContext ctx;
   ctx.loadDialect<ccl::CCLDialect>();
   ctx.printOpOnDiagnostic(false);
@@ -639,6 +672,9 @@ CompileResult compileMlir(const std::string &file, const std::string &text,
   ParserConfig config(&ctx);
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(text, config, file);
+  bool empty = text.find_first_not_of(" \t\r\n") == std::string::npos;
+  if (release)
+    std::string().swap(*release);
   if (!module) {
     CompileResult r;
     r.failure = diags.failure();
@@ -656,7 +692,6 @@ CompileResult compileMlir(const std::string &file, const std::string &text,
   });
   if (!hasProgram) {
     CompileResult r;
-    bool empty = text.find_first_not_of(" \t\r\n") == std::string::npos;
     r.failure.error = Error(std::string("no ccl program in the file") +
                                 (empty ? " (it is empty)" : "") +
                                 ": expected a ccl.algorithm (a chunk-level "
@@ -666,6 +701,18 @@ CompileResult compileMlir(const std::string &file, const std::string &text,
     return r;
   }
   return compileModule(ctx, diags, *module, options);
+}
+
+} // namespace
+
+CompileResult compileMlir(const std::string &file, const std::string &text,
+                          const CompileOptions &options) {
+  return compileMlirText(file, text, nullptr, options);
+}
+
+CompileResult compileMlir(const std::string &file, std::string &&text,
+                          const CompileOptions &options) {
+  return compileMlirText(file, text, &text, options);
 }
 
 } // namespace ccsynth

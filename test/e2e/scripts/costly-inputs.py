@@ -18,7 +18,10 @@ timing anything.
     symmetry_offsets entry after 100,000 valid ones (named, within a 5 s
     limit);
   - a .ccl expression chain of 200,000 '+ 0' (refused at the 257th, before
-    the bad byte at the end of the file is read).
+    the bad byte at the end of the file is read);
+  - a .ccl program that looks up its first parameter 2 million times after
+    declaring 200,000 more (a lookup that scanned every name in scope took
+    hours; half a second now).
 """
 import json
 import os
@@ -111,4 +114,18 @@ open("chain.ccl", "w").write(
     "let c = 1" + " + 0" * 200000 + ";\n@\n")
 run(1, r"chain.ccl:3:\d+: error: expression is too deeply nested",
     "verify", "chain.ccl")
+
+# Names are found by hash whatever the number in scope.
+open("lookups.ccl", "w").write(
+    "param ranks = 4;\n" +
+    "".join("param z%d = 1;\n" % i for i in range(200000)) +
+    "collective allgather(ranks = ranks);\n"
+    "for r in 0..ranks {\n  copy(chunk(r, input, 0) -> chunk(r, output, r));\n}\n"
+    "for s in 0..ranks - 1 {\n  for r in 0..ranks {\n"
+    "    let c = mod(r - s, ranks);\n"
+    "    copy(chunk(r, output, c) -> chunk((r + 1) % ranks, output, c));\n"
+    "  }\n}\n"
+    "for i in 0..1000000 {\n  let x = ranks + ranks;\n}\n")
+run(0, r"lookups.ccl: OK: allgather\(ranks=4, chunks=1\)", "verify",
+    "lookups.ccl")
 print("ok")

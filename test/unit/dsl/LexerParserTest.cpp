@@ -193,6 +193,24 @@ TEST_CASE("the parser reports the first error without reading on",
   CHECK(syntax.error().loc.line == 1);
 }
 
+TEST_CASE("names are views of the program's text wherever it moves",
+          "[dsl][parser]") {
+  // A text short enough to live inside its string object would move its
+  // characters with it; the parser keeps it on the heap, so the tree's
+  // names (views of the text) stay valid in a moved program.
+  auto parsed = parseProgram("f.ccl", "param n = 8;");
+  REQUIRE(parsed);
+  Program moved = parsed.take();
+  Program again = std::move(moved);
+  REQUIRE(again.items.size() == 1);
+  const auto *param = dynCast<ParamStmt>(again.items[0].get());
+  REQUIRE(param);
+  CHECK(param->name == "n");
+  const char *text = again.text.data();
+  CHECK(param->name.data() >= text);
+  CHECK(param->name.data() < text + again.text.size());
+}
+
 TEST_CASE("every AST node of the shipped programs has a location",
           "[dsl][parser]") {
   auto files = filesIn("sketches/dsl", ".ccl");

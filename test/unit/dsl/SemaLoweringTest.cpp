@@ -188,7 +188,7 @@ TEST_CASE("parameters take defaults and -D overrides", "[dsl][lowering]") {
   REQUIRE(a.ok());
   CHECK(a->schedule.collective.numRanks == 8);
   REQUIRE(a->params.size() == 3);
-  CHECK(a->params[2] == std::pair<std::string, long long>{"ranks", 8});
+  CHECK(a->params[2] == std::pair<std::string_view, long long>{"ranks", 8});
   auto b = compile(text, {{"nodes", 3}});
   REQUIRE(b.ok());
   CHECK(b->schedule.collective.numRanks == 12);

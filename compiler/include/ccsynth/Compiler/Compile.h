@@ -161,5 +161,10 @@ CompileResult compileSchedule(const Schedule &schedule,
 /// pipeline runs) or a ccl.program (the remaining passes and checks run).
 CompileResult compileMlir(const std::string &file, const std::string &text,
                           const CompileOptions &options);
+/// As above, for a text the caller gives up: it is freed once parsed (the
+/// module's locations name the file, not the text), so that a large file is
+/// not held beside its module and its output.
+CompileResult compileMlir(const std::string &file, std::string &&text,
+                          const CompileOptions &options);
 
 } // namespace ccsynth

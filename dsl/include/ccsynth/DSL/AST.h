@@ -7,9 +7,11 @@
 // point at the offending text.
 //
 // Nodes use a kind tag and `isa`/`cast`/`dynCast` helpers in the LLVM style
-// (no RTTI needed), and own their children through std::unique_ptr. The
-// parser bounds the tree's height, so recursive walks cannot overflow the
-// stack.
+// (no RTTI needed), and own their children through std::unique_ptr. Their
+// memory comes from the program's NodeArena: one large block after another,
+// with no allocation header or size rounding per node (a program may hold
+// millions of them), released with the program. The parser bounds the
+// tree's height, so recursive walks cannot overflow the stack.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -20,11 +22,68 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ccsynth::dsl {
+
+/// Ends a node's life without freeing its memory (its arena does that).
+struct NodeDelete {
+  template <typename T> void operator()(T *node) const { node->~T(); }
+};
+
+template <typename T> using NodePtr = std::unique_ptr<T, NodeDelete>;
+
+/// The memory of one program's nodes, handed out in order from blocks of
+/// kBlockBytes and freed all at once when the arena goes. The owners of the
+/// nodes (NodePtr) must be gone first: a Program declares its arena before
+/// the statements that hold them.
+class NodeArena {
+public:
+  static constexpr size_t kBlockBytes = 64 * 1024;
+
+  NodeArena() = default;
+  NodeArena(NodeArena &&o) noexcept
+      : blocks(std::move(o.blocks)), next(std::exchange(o.next, nullptr)),
+        left(std::exchange(o.left, 0)) {}
+  NodeArena &operator=(NodeArena &&o) noexcept {
+    blocks = std::move(o.blocks);
+    next = std::exchange(o.next, nullptr);
+    left = std::exchange(o.left, 0);
+    return *this;
+  }
+
+  template <typename T, typename... Args> NodePtr<T> make(Args &&...args) {
+    void *at = allocate(sizeof(T), alignof(T));
+    return NodePtr<T>(new (at) T(std::forward<Args>(args)...));
+  }
+
+private:
+  void *allocate(size_t size, size_t align) {
+    size_t pad = (align - reinterpret_cast<uintptr_t>(next) % align) % align;
+    if (pad + size > left) {
+      size_t bytes = std::max(kBlockBytes, size + align);
+      blocks.emplace_back(new std::byte[bytes]);
+      next = blocks.back().get();
+      left = bytes;
+      pad = (align - reinterpret_cast<uintptr_t>(next) % align) % align;
+    }
+    std::byte *at = next + pad;
+    next = at + size;
+    left -= pad + size;
+    return at;
+  }
+
+  std::vector<std::unique_ptr<std::byte[]>> blocks;
+  std::byte *next = nullptr;
+  size_t left = 0;
+};
 
 /// LLVM-style checked casts over nodes with a static `classof`.
 template <typename To, typename From> bool isa(const From *node) {
@@ -78,7 +137,7 @@ private:
   Kind kind;
 };
 
-using ExprPtr = std::unique_ptr<Expr>;
+using ExprPtr = NodePtr<Expr>;
 
 /// `42`
 class IntLiteral : public Expr {
@@ -103,9 +162,8 @@ public:
 /// A reference to a parameter, `let` binding or loop variable.
 class NameExpr : public Expr {
 public:
-  NameExpr(SourceLoc l, std::string n)
-      : Expr(Kind::Name, l), name(std::move(n)) {}
-  std::string name;
+  NameExpr(SourceLoc l, std::string_view n) : Expr(Kind::Name, l), name(n) {}
+  std::string_view name;
   static bool classof(const Expr *e) { return e->getKind() == Kind::Name; }
 };
 
@@ -153,12 +211,12 @@ public:
 /// A call of a built-in function: `chunk(r, input, i)`, `min(a, b)`, ...
 class CallExpr : public Expr {
 public:
-  CallExpr(SourceLoc l, std::string c, std::vector<ExprPtr> a)
-      : Expr(Kind::Call, l), callee(std::move(c)), args(std::move(a)) {
+  CallExpr(SourceLoc l, std::string_view c, std::vector<ExprPtr> a)
+      : Expr(Kind::Call, l), callee(c), args(std::move(a)) {
     for (const ExprPtr &arg : args)
       height = std::max(height, arg->height + 1);
   }
-  std::string callee;
+  std::string_view callee;
   std::vector<ExprPtr> args;
   static bool classof(const Expr *e) { return e->getKind() == Kind::Call; }
 };
@@ -203,12 +261,12 @@ struct Range {
 /// `sum(j in lo..hi : term)`: the reduction of the terms over the range.
 class SumExpr : public Expr {
 public:
-  SumExpr(SourceLoc l, std::string v, SourceLoc vl, Range r, ExprPtr b)
-      : Expr(Kind::Sum, l), var(std::move(v)), varLoc(std::move(vl)),
-        range(std::move(r)), body(std::move(b)) {
+  SumExpr(SourceLoc l, std::string_view v, SourceLoc vl, Range r, ExprPtr b)
+      : Expr(Kind::Sum, l), var(v), varLoc(std::move(vl)), range(std::move(r)),
+        body(std::move(b)) {
     height = std::max(range.height(), body->height) + 1;
   }
-  std::string var;
+  std::string_view var;
   SourceLoc varLoc;
   Range range;
   ExprPtr body;
@@ -257,14 +315,14 @@ private:
   Kind kind;
 };
 
-using StmtPtr = std::unique_ptr<Stmt>;
+using StmtPtr = NodePtr<Stmt>;
 using Block = std::vector<StmtPtr>;
 
 /// `param name = default;` — an integer the command line may override.
 class ParamStmt : public Stmt {
 public:
   ParamStmt(SourceLoc l) : Stmt(Kind::Param, l) {}
-  std::string name;
+  std::string_view name;
   SourceLoc nameLoc;
   ExprPtr init;
   static bool classof(const Stmt *s) { return s->getKind() == Kind::Param; }
@@ -272,7 +330,7 @@ public:
 
 /// `name = expr` inside a collective header.
 struct NamedArg {
-  std::string name;
+  std::string_view name;
   SourceLoc loc;
   ExprPtr value;
 };
@@ -287,7 +345,7 @@ struct ChunkCountDecl {
 class CollectiveStmt : public Stmt {
 public:
   CollectiveStmt(SourceLoc l) : Stmt(Kind::Collective, l) {}
-  std::string name;
+  std::string_view name;
   SourceLoc nameLoc;
   std::vector<NamedArg> args;
   bool inPlace = false;
@@ -322,7 +380,7 @@ public:
 class LetStmt : public Stmt {
 public:
   LetStmt(SourceLoc l) : Stmt(Kind::Let, l) {}
-  std::string name;
+  std::string_view name;
   SourceLoc nameLoc;
   ExprPtr init;
   static bool classof(const Stmt *s) { return s->getKind() == Kind::Let; }
@@ -332,7 +390,7 @@ public:
 class ForStmt : public Stmt {
 public:
   ForStmt(SourceLoc l) : Stmt(Kind::For, l) {}
-  std::string var;
+  std::string_view var;
   SourceLoc varLoc;
   Range range;
   Block body;
@@ -371,7 +429,7 @@ public:
 /// A `tb = N` / `ch = N` lowering hint of a transfer, or the `switch = N`
 /// a switch_reduce or multicast goes through.
 struct TransferHint {
-  std::string name;
+  std::string_view name;
   SourceLoc loc;
   ExprPtr value;
 };
@@ -414,11 +472,22 @@ public:
   }
 };
 
-/// A parsed .ccl file: its top-level statements and its text (kept so that
-/// later stages can print caret lines).
+/// A parsed .ccl file: its top-level statements, the memory of their nodes,
+/// and its text (kept so that later stages can print caret lines). The
+/// tree's names are views of the text, which parseProgram keeps on the heap
+/// so that moving a Program moves the text without moving its characters;
+/// a Program is not copied.
 struct Program {
+  Program() = default;
+  Program(Program &&) = default;
+  Program &operator=(Program &&) = default;
+  Program(const Program &) = delete;
+  Program &operator=(const Program &) = delete;
+
   std::string file;
   std::string text;
+  /// Declared before `items`, so that the nodes end before their memory.
+  NodeArena arena;
   Block items;
 };
 

@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ccsynth::dsl {
@@ -81,6 +82,9 @@ struct Token {
   TokenKind kind = TokenKind::Eof;
   /// The token's text (for strings: the unescaped contents).
   std::string text;
+  /// For identifiers and keywords: the same text, as a view of the text
+  /// being lexed (the syntax tree's names are such views).
+  std::string_view spelling;
   long long intValue = 0;
   SourceLoc loc;
 };

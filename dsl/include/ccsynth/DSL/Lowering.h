@@ -29,6 +29,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,11 +52,60 @@ struct LoweringOptions {
   std::string name;
 };
 
+/// A program's parameters with their final values, in declaration order.
+/// The names are kept end to end in one string: a program may declare
+/// millions of parameters, and a string apiece would cost more than its
+/// text.
+class ParamList {
+public:
+  void reserve(size_t count, size_t nameBytes) {
+    names.reserve(nameBytes);
+    ends.reserve(count);
+    values.reserve(count);
+  }
+  void add(std::string_view name, long long value) {
+    names += name;
+    ends.push_back(names.size());
+    values.push_back(value);
+  }
+  size_t size() const { return values.size(); }
+  bool empty() const { return values.empty(); }
+  /// Parameter i: its name and value.
+  std::pair<std::string_view, long long> operator[](size_t i) const {
+    size_t begin = i ? ends[i - 1] : 0;
+    return {std::string_view(names).substr(begin, ends[i] - begin), values[i]};
+  }
+
+  class Iterator {
+  public:
+    Iterator(const ParamList &l, size_t i) : list(&l), index(i) {}
+    std::pair<std::string_view, long long> operator*() const {
+      return (*list)[index];
+    }
+    Iterator &operator++() {
+      ++index;
+      return *this;
+    }
+    bool operator==(const Iterator &o) const { return index == o.index; }
+
+  private:
+    const ParamList *list;
+    size_t index;
+  };
+  Iterator begin() const { return {*this, 0}; }
+  Iterator end() const { return {*this, size()}; }
+
+private:
+  std::string names;
+  std::vector<size_t> ends;
+  std::vector<long long> values;
+};
+
 /// A lowered program: its schedule and the parameter values it ran with.
 struct LoweredProgram {
   Schedule schedule;
   /// Every `param` with its final value, in declaration order.
-  std::vector<std::pair<std::string, long long>> params;
+  ParamList params;
   /// The `collective` declaration.
   SourceLoc collectiveLoc;
   /// For a custom collective: postLocs[r][i] is the `output(r, i) = ...`

@@ -10,7 +10,10 @@ the wall time, the time per MB, that figure against the 1 MB one in the
 same run (about 1 for a linear reader), and the memory per input byte: the
 peak resident memory of the command less that of the same command on a
 16 KB input of the same shape, divided by the difference in input size.
-Every command must exit as expected (an error for the broken shapes).
+Every command must exit as expected (an error for the broken shapes), and
+every input of 5 MB or more must cost at most --limit bytes of memory per
+input byte (11 by default: the goal is about 10); the script exits 1
+naming those that do not.
 
   schedule-count   a ring AllGather schedule with "count": 2147483647 on
                    every transfer (verify: out of range, exit 3)
@@ -46,6 +49,10 @@ ap.add_argument("-b", "--build", default="build")
 ap.add_argument("-m", "--megabytes", default="1,10,50")
 ap.add_argument("-s", "--shapes", default="",
                 help="comma list of shapes (default: all)")
+ap.add_argument("--limit", type=float, default=11.0,
+                help="exit 1 when an input of 5 MB or more costs more bytes "
+                     "of memory per input byte than this (default 11: the "
+                     "goal is about 10)")
 args = ap.parse_args()
 cc = os.path.abspath(os.path.join(args.build, "tools/ccsynth/ccsynth"))
 if not os.access(cc, os.X_OK):
@@ -268,6 +275,7 @@ print("%-16s %8s %9s %9s %12s %9s %12s" % (
     "shape", "MB", "seconds", "s/MB", "x 1st s/MB", "peak MB",
     "bytes/byte"))
 worst = 0.0
+over = []
 for shape in chosen:
     base_bytes, _, base_kb = run(shape, BASE)
     first = None
@@ -278,8 +286,13 @@ for shape in chosen:
         first = first or per
         ratio = max(0.0, (kb - base_kb) * 1024.0 / (nbytes - base_bytes))
         worst = max(worst, ratio)
+        if real_mb >= 5 and ratio > args.limit:
+            over.append("%s at %.0f MB: %.1f" % (shape, real_mb, ratio))
         print("%-16s %8.1f %9.2f %9.3f %12.2f %9.0f %12.1f" % (
             shape, real_mb, dt, per, per / first, kb / 1024.0, ratio),
             flush=True)
 print("most memory per input byte: %.1f" % worst)
 subprocess.run(["rm", "-rf", work])
+if over:
+    sys.exit("over %.1f bytes per input byte: %s" % (args.limit,
+                                                     "; ".join(over)))

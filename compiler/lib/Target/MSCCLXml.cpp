@@ -359,7 +359,7 @@ public:
     auto [p, ec] = std::from_chars(b, end, v);
     if (s->empty() || ec != std::errc() || p != end ||
         (s->size() > 1 && ((*s)[0] == '0' || (s->compare(0, 2, "-0") == 0))))
-      return Error("'" + std::string(key) + "' of <" + e.name + "> is '" + *s +
+      return Error(std::string("'") + key + "' of <" + e.name + "> is '" + *s +
                        "', not a decimal integer",
                    reader.loc(e.offset));
     return v;
@@ -369,7 +369,7 @@ public:
     if (!v)
       return v.error();
     if (*v < -(1LL << 30) || *v > (1LL << 30))
-      return Error("'" + std::string(key) + "' of <" + e.name +
+      return Error(std::string("'") + key + "' of <" + e.name +
                        "> is out of range",
                    reader.loc(e.offset));
     return (int)*v;
@@ -384,7 +384,7 @@ public:
       return BufferKind::Output;
     if (*s == "s")
       return BufferKind::Scratch;
-    return Error("'" + std::string(key) + "' of <" + e.name + "> is '" + *s +
+    return Error(std::string("'") + key + "' of <" + e.name + "> is '" + *s +
                      "' (expected i, o or s)",
                  reader.loc(e.offset));
   }

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 using namespace ccsynth;
 using namespace ccsynth::synth;
 
@@ -143,6 +145,23 @@ TEST_CASE("without time the best verified schedule so far is returned",
   requireVerified(r, t);
   CHECK(r.timeLimitHit);
   CHECK_FALSE(r.provenOptimal);
+}
+
+TEST_CASE("a limit spent before the search began names the reading as cause",
+          "[synth]") {
+  // The tool starts the limit's clock before it reads the machine and the
+  // sketch; when that reading spent the limit and its grace, the error
+  // says so rather than blame the first step of the search.
+  Topology t = topo("dgx1");
+  SynthOptions o;
+  o.targetBytes = 1 << 20;
+  o.timeLimitSec = 5;
+  o.startedAt = std::chrono::steady_clock::now() - std::chrono::seconds(60);
+  auto r = synthesize(t, shipped("dgx1"), o);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message,
+             Catch::Contains("the time limit (5.0 s) ran out before the "
+                             "search began: reading the inputs took 60"));
 }
 
 TEST_CASE("custom copy collectives synthesize; custom reductions are refused",

@@ -71,9 +71,16 @@ size_t editDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+/// Names longer than this get no suggestion: the distance costs the product
+/// of two names' lengths, for each name in scope (a program of 20,000
+/// thousand-character names took a minute to refuse one more).
+constexpr size_t kMaxSuggestedName = 128;
+
 /// " (did you mean 'x'?)" when some candidate is close to `name`.
 std::string suggest(std::string_view name,
                     const std::vector<std::string_view> &candidates) {
+  if (name.size() > kMaxSuggestedName)
+    return "";
   std::string best;
   // Accept only edits of at most half the name, so unrelated names are not
   // suggested.

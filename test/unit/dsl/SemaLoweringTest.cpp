@@ -42,6 +42,22 @@ TEST_CASE("Sema checks branches that never run", "[dsl][sema]") {
   CHECK(s.error().loc.col == 20);
 }
 
+TEST_CASE("Sema suggests a close name, for names up to 128 characters",
+          "[dsl][sema]") {
+  Status near = semaOf("param ranks = 4;\n"
+                       "collective allreduce(ranks = rankz);\n");
+  REQUIRE_FALSE(near.ok());
+  CHECK(near.error().message == "unknown name 'rankz' (did you mean 'ranks'?)");
+  // Past 128 characters a suggestion would cost the product of the lengths
+  // for every name in scope: none is made.
+  std::string known(129, 'a'), typo = known;
+  typo.back() = 'b';
+  Status far = semaOf("param " + known + " = 4;\n" +
+                      "collective allreduce(ranks = " + typo + ");\n");
+  REQUIRE_FALSE(far.ok());
+  CHECK(far.error().message == "unknown name '" + typo + "'");
+}
+
 TEST_CASE("Sema scopes names by block", "[dsl][sema]") {
   CHECK(semaOf("collective allreduce(ranks = 4);\n"
                "for r in 0..4 { let x = r; }\n"

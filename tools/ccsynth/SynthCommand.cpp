@@ -142,6 +142,13 @@ void printStepLevel(FILE *out, const StepLevel &p, const Schedule &sched,
 /// screened; each compile tunes, which takes seconds to minutes).
 constexpr size_t kInNetworkCompiles = 3;
 
+/// The largest schedule whose in-network mixes synth weighs without being
+/// asked: as many transfers as it predicts at the step level.
+constexpr size_t kMaxDefaultInNetworkTransfers = 20000;
+#ifdef CCSYNTH_HAVE_MLIR
+static_assert(kMaxDefaultInNetworkTransfers == kMaxFullyTunedTransfers);
+#endif
+
 /// An in-network candidate and what its generated code takes at the
 /// target size (step level; infinite when it does not lower).
 struct CompiledCandidate {
@@ -731,6 +738,20 @@ int runSynth(const SynthCliOptions &o) {
     inNetworkOn = false;
     progress->operator()("in-network: not weighed (the time limit was spent; "
                          "--in-network weighs them past it)");
+  }
+  // Nor for a schedule larger than synth predicts at the step level: its
+  // mixes and their generated code take longer than a time limit allows,
+  // and no step of them stops in the middle (131,072 transfers: 20 s past
+  // a 5 s limit).
+  if (inNetworkOn && !asked &&
+      sched.transfers.size() > kMaxDefaultInNetworkTransfers) {
+    inNetworkOn = false;
+    progress->operator()(
+        "in-network: not weighed (" + std::to_string(sched.transfers.size()) +
+        " transfers, more than the " +
+        std::to_string(kMaxDefaultInNetworkTransfers) +
+        " synth weighs them for within its time limit; --in-network weighs "
+        "them)");
   }
   if (inNetworkOn) {
     progress->operator()("in-network: NVLS/CollNet alone and mixed with "

@@ -1055,12 +1055,10 @@ Expected<LoweredProgram> Evaluator::run() {
   }
   // The top level binds a name per parameter and let: room for all of
   // them at once, rather than a vector that doubles as it fills.
-  size_t topNames = 0, params = 0;
-  for (const StmtPtr &item : prog.items) {
-    params += isa<ParamStmt>(item.get());
-    topNames += isa<ParamStmt>(item.get()) || isa<LetStmt>(item.get());
-  }
-  env.reserve(topNames + 16);
+  env.reserve(topLevelNames(prog) + 16);
+  size_t params = std::count_if(
+      prog.items.begin(), prog.items.end(),
+      [](const StmtPtr &item) { return isa<ParamStmt>(item.get()); });
   paramValues.reserve(params);
   pushScope();
   for (const StmtPtr &item : prog.items)

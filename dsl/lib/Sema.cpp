@@ -182,10 +182,7 @@ Status Checker::declare(std::string_view name, const SourceLoc &loc,
 Status Checker::run() {
   // The top level declares a name per parameter and let: room for all of
   // them at once, rather than a table that doubles as it fills.
-  size_t topNames = 0;
-  for (const StmtPtr &item : prog.items)
-    topNames += isa<ParamStmt>(item.get()) || isa<LetStmt>(item.get());
-  scopes.reserve(topNames + 16);
+  scopes.reserve(topLevelNames(prog) + 16);
   scopes.enter();
   for (const StmtPtr &item : prog.items)
     CCSYNTH_CHECK(checkStmt(*item));

@@ -491,4 +491,13 @@ struct Program {
   Block items;
 };
 
+/// The names the top level of `prog` binds: one per `param` and `let` (the
+/// checker and the evaluator make room for them at once).
+inline size_t topLevelNames(const Program &prog) {
+  size_t n = 0;
+  for (const StmtPtr &item : prog.items)
+    n += isa<ParamStmt>(item.get()) || isa<LetStmt>(item.get());
+  return n;
+}
+
 } // namespace ccsynth::dsl
